@@ -1,0 +1,178 @@
+/**
+ * The backend contract and the registry. A backend package calls
+ * `registerBackend(defineBackend({...}))` when imported; the core never imports it.
+ */
+import { RegistrationError } from "./errors.ts";
+import type { FlagSchema } from "./flags/spec.ts";
+import type { KernelDefinition } from "./kernels.ts";
+import { addKernels } from "./kernels.ts";
+import { type DeviceMemory, registerDeviceMemory } from "./memory.ts";
+import { extendNamespace, namespaceObject } from "./namespaces.ts";
+
+/** `{ available: true }`, or false with the reason a person can act on. */
+export interface Availability {
+  available: boolean;
+  reason?: string;
+}
+
+export interface BackendDefinition {
+  /** Unique name, e.g. "cpu-mkl". */
+  name: string;
+  /** The `backends.<namespace>` entries this backend answers for (isBuilt, isAvailable...). */
+  namespaces?: string[];
+  /** Device types its kernels run on. */
+  devices: string[];
+  /** The published package, for messages. */
+  packageName?: string;
+  version?(): string | undefined;
+  /** Whether the package has what it was built with (kernels, PTX...). Default: true. */
+  isBuilt?(): Availability;
+  /** Whether it can run here and now; evaluated lazily and cached until refreshAvailability(). */
+  isAvailable(): Availability;
+  /** What the hardware or library offers: a summary string or structured facts. */
+  capability?(): unknown;
+  /** Flags per namespace, merged into `backends.<namespace>`. */
+  flags?: Record<string, FlagSchema>;
+  kernels?: KernelDefinition<any>[];
+  /** Members added to `backends.<namespace>` (getOptEinsum, runCpu, cufftPlanCache...). */
+  api?: Record<string, Record<string, unknown>>;
+  /** Device memories this backend provides. */
+  memories?: DeviceMemory[];
+  /** Lazy initialisation, run once before the first kernel of this backend is considered. */
+  init?(): void | Promise<void>;
+}
+
+export type InitState = "pending" | "running" | "ready" | "failed";
+
+export interface RegisteredBackend {
+  readonly def: BackendDefinition;
+  initState: InitState;
+  initError?: string;
+  initPromise?: Promise<void>;
+  availability?: Availability;
+}
+
+const backendsByName = new Map<string, RegisteredBackend>();
+const namespaceOwner = new Map<string, string>();
+let generation = 0;
+
+/** Bumped on every registration or availability change; the dispatcher's caches key on it. */
+export function registryGeneration(): number {
+  return generation;
+}
+export function bumpGeneration(): void {
+  generation++;
+}
+
+/** Identity helper that gives a backend definition its type. */
+export function defineBackend(def: BackendDefinition): BackendDefinition {
+  return def;
+}
+
+/**
+ * Registers a backend. Registering the same name twice is allowed only for the same
+ * version (a package loaded twice): the first registration stays. A different version,
+ * or a namespace another backend already answers for, is a RegistrationError.
+ */
+export function registerBackend(def: BackendDefinition): RegisteredBackend {
+  if (!def || typeof def.name !== "string" || !/^[a-z0-9][a-z0-9._-]*$/.test(def.name)) {
+    throw new RegistrationError(`backend name must be lower-case letters, digits, '.', '_' or '-', got ${JSON.stringify(def?.name)}`);
+  }
+  if (typeof def.isAvailable !== "function") {
+    throw new RegistrationError(`backend ${def.name}: isAvailable() is required`);
+  }
+  const prior = backendsByName.get(def.name);
+  if (prior) {
+    if (prior.def === def) return prior;
+    const a = prior.def.version?.();
+    const b = def.version?.();
+    if (a === b) return prior;
+    throw new RegistrationError(
+      `backend ${def.name} is already registered (version ${a ?? "?"}); a second copy (version ${b ?? "?"}) was imported. ` +
+        "Deduplicate the package (npm dedupe) so one version is loaded.",
+    );
+  }
+  for (const ns of def.namespaces ?? []) {
+    const owner = namespaceOwner.get(ns);
+    if (owner && owner !== def.name) {
+      throw new RegistrationError(`backend ${def.name} claims backends.${ns}, which ${owner} already answers for`);
+    }
+  }
+  const entry: RegisteredBackend = { def, initState: def.init ? "pending" : "ready" };
+  // Kernels are checked before anything is recorded, so a failed registration leaves no trace.
+  addKernels(def.name, def.devices, def.kernels ?? []);
+  backendsByName.set(def.name, entry);
+  for (const ns of def.namespaces ?? []) namespaceOwner.set(ns, def.name);
+  for (const ns of def.namespaces ?? []) namespaceObject(ns);
+  for (const [ns, schema] of Object.entries(def.flags ?? {})) namespaceObject(ns, schema);
+  for (const [ns, members] of Object.entries(def.api ?? {})) extendNamespace(ns, members);
+  for (const m of def.memories ?? []) registerDeviceMemory(m);
+  bumpGeneration();
+  return entry;
+}
+
+export function getBackend(name: string): RegisteredBackend | undefined {
+  return backendsByName.get(name);
+}
+
+export function listBackends(): RegisteredBackend[] {
+  return [...backendsByName.values()];
+}
+
+export function backendForNamespace(ns: string): RegisteredBackend | undefined {
+  const owner = namespaceOwner.get(ns);
+  return owner ? backendsByName.get(owner) : undefined;
+}
+
+/** Availability of a registered backend, cached; a thrown isAvailable() becomes the reason. */
+export function availabilityOf(b: RegisteredBackend): Availability {
+  if (!b.availability) {
+    try {
+      const a = b.def.isAvailable();
+      b.availability = a && typeof a.available === "boolean" ? a : { available: false, reason: "isAvailable() returned no answer" };
+    } catch (e) {
+      b.availability = { available: false, reason: `isAvailable() threw: ${(e as Error).message}` };
+    }
+  }
+  return b.availability;
+}
+
+/** Forget cached availability (after installing a driver, changing a search path...). */
+export function refreshAvailability(): void {
+  for (const b of backendsByName.values()) b.availability = undefined;
+  bumpGeneration();
+}
+
+/**
+ * Starts (or joins) a backend's lazy initialisation. Sync init completes at once; async
+ * init makes its kernels wait ("initialising") until `ready()` resolves.
+ */
+export function startInit(b: RegisteredBackend): void {
+  if (b.initState !== "pending" || !b.def.init) return;
+  b.initState = "running";
+  const done = () => {
+    b.initState = "ready";
+    bumpGeneration();
+  };
+  const fail = (e: unknown) => {
+    b.initState = "failed";
+    b.initError = e instanceof Error ? e.message : String(e);
+    bumpGeneration();
+  };
+  try {
+    const r = b.def.init();
+    if (r instanceof Promise) b.initPromise = r.then(done, fail);
+    else done();
+  } catch (e) {
+    fail(e);
+  }
+}
+
+/** Waits until the named backends (default: all) have initialised. */
+export async function ready(...names: string[]): Promise<void> {
+  const list = names.length > 0 ? names.map((n) => backendsByName.get(n)).filter((b) => b !== undefined) : listBackends();
+  for (const b of list) {
+    if (availabilityOf(b).available) startInit(b);
+  }
+  await Promise.all(list.map((b) => b.initPromise));
+}

@@ -1,0 +1,123 @@
+/**
+ * Every error Backplane throws on purpose is a BackplaneError with a stable `code`,
+ * so callers can branch on it without parsing messages.
+ */
+export class BackplaneError extends Error {
+  readonly code: string;
+  constructor(code: string, message: string) {
+    super(message);
+    this.code = code;
+    this.name = new.target.name;
+  }
+}
+
+/** An argument had the wrong shape, rank or size. */
+export class ShapeError extends BackplaneError {
+  constructor(message: string) {
+    super("E_SHAPE", message);
+  }
+}
+
+/** An argument had an unsupported or mismatched dtype. */
+export class DTypeError extends BackplaneError {
+  constructor(message: string) {
+    super("E_DTYPE", message);
+  }
+}
+
+/** Tensors on different devices, or a device nobody provides. */
+export class DeviceError extends BackplaneError {
+  constructor(message: string) {
+    super("E_DEVICE", message);
+  }
+}
+
+/** A tensor was used after dispose(). */
+export class DisposedError extends BackplaneError {
+  constructor(message: string) {
+    super("E_DISPOSED", message);
+  }
+}
+
+/** A flag was unknown or given a value outside its schema. */
+export class FlagError extends BackplaneError {
+  constructor(message: string) {
+    super("E_FLAG", message);
+  }
+}
+
+/** Any other argument that is out of range or of the wrong type. */
+export class ArgumentError extends BackplaneError {
+  constructor(message: string) {
+    super("E_ARGUMENT", message);
+  }
+}
+
+/** Backend registration rules were broken (duplicate name, conflicting kernel). */
+export class RegistrationError extends BackplaneError {
+  constructor(message: string) {
+    super("E_REGISTRATION", message);
+  }
+}
+
+/** `backends.<name>` for a namespace nobody defined. */
+export class UnknownNamespaceError extends BackplaneError {
+  constructor(message: string) {
+    super("E_UNKNOWN_NAMESPACE", message);
+  }
+}
+
+/** A numerical routine met a matrix it cannot handle (singular, not positive definite...). */
+export class LinalgError extends BackplaneError {
+  readonly op: string;
+  /** LAPACK-style position (1-based) where the failure was detected, when known. */
+  readonly position: number | undefined;
+  constructor(op: string, message: string, position?: number) {
+    super("E_LINALG", `${op}: ${message}`);
+    this.op = op;
+    this.position = position;
+  }
+}
+
+/** One candidate kernel and why the dispatcher did or did not take it. */
+export interface CandidateReport {
+  kernel: string;
+  backend: string;
+  accepted: boolean;
+  reason: string;
+}
+
+/** No kernel is left for an op: carries every candidate and why it refused. */
+export class NoKernelError extends BackplaneError {
+  readonly op: string;
+  readonly candidates: CandidateReport[];
+  constructor(op: string, candidates: CandidateReport[], hint = "") {
+    const lines = candidates.map((c) => `  - ${c.kernel} (${c.backend}): ${c.reason}`);
+    const body = lines.length > 0 ? lines.join("\n") : "  (no kernel is registered for this op)";
+    super(
+      "E_NO_KERNEL",
+      `No kernel can run ${op} for these inputs. Candidates:\n${body}${hint ? `\n${hint}` : ""}`,
+    );
+    this.op = op;
+    this.candidates = candidates;
+  }
+}
+
+/** Deterministic mode is on and only nondeterministic kernels could run the op. */
+export class NondeterministicError extends BackplaneError {
+  constructor(op: string, kernel: string) {
+    super(
+      "E_NONDETERMINISTIC",
+      `${op}: the only kernel that can run these inputs, ${kernel}, is nondeterministic, and ` +
+        "useDeterministicAlgorithms(true) is on. Turn it off, pass { warnOnly: true } to get a " +
+        "warning instead, or install a backend with a deterministic kernel for this op.",
+    );
+  }
+}
+
+/** A native library or symbol could not be loaded. */
+export class FfiError extends BackplaneError {
+  constructor(message: string) {
+    super("E_FFI", message);
+  }
+}

@@ -1,0 +1,69 @@
+/**
+ * Where the current flag state lives. Each async task started by `withFlags` gets its
+ * own Frame through AsyncLocalStorage (Node, Bun, Deno). Without it (browsers), there is
+ * one root frame and `withFlags` falls back to save/restore around the callback, which is
+ * only safe for callbacks that do not interleave with other scoped tasks (documented).
+ */
+import type { FlagState } from "./state.ts";
+
+export interface Frame {
+  state: FlagState;
+}
+
+interface Als<T> {
+  getStore(): T | undefined;
+  run<R>(store: T, fn: () => R): R;
+}
+
+const g = globalThis as any;
+
+async function loadAls(): Promise<(new () => Als<Frame>) | undefined> {
+  try {
+    const viaBuiltin = g.process?.getBuiltinModule?.("node:async_hooks");
+    if (viaBuiltin?.AsyncLocalStorage) return viaBuiltin.AsyncLocalStorage;
+    if (g.window !== undefined) return undefined;
+    const spec = "node:async_hooks";
+    const mod = await import(/* @vite-ignore */ spec);
+    return mod.AsyncLocalStorage;
+  } catch {
+    return undefined;
+  }
+}
+
+const AlsCtor = await loadAls();
+const als: Als<Frame> | undefined = AlsCtor ? new AlsCtor() : undefined;
+let root: Frame | undefined;
+
+/** True where concurrent async scopes are isolated from each other. */
+export const asyncScopesIsolated = als !== undefined;
+
+export function initRoot(state: FlagState): void {
+  root = { state };
+}
+
+export function currentFrame(): Frame {
+  return als?.getStore() ?? (root as Frame);
+}
+
+/** Runs fn with a new frame holding `state`; the frame follows fn across awaits. */
+export function runInFrame<R>(state: FlagState, fn: () => R): R {
+  if (als) return als.run({ state }, fn);
+  // Browser fallback: swap the root state for the duration of fn (and its promise).
+  const frame = root as Frame;
+  const saved = frame.state;
+  frame.state = state;
+  let result: R;
+  try {
+    result = fn();
+  } catch (e) {
+    frame.state = saved;
+    throw e;
+  }
+  if (result instanceof Promise) {
+    return result.finally(() => {
+      frame.state = saved;
+    }) as R;
+  }
+  frame.state = saved;
+  return result;
+}

@@ -1,0 +1,74 @@
+/** add, mul (broadcasting), relu, gelu. */
+import { dispatch } from "../dispatcher.ts";
+import { ArgumentError } from "../errors.ts";
+import { defineOp, type OpParams } from "../kernels.ts";
+import type { Tensor } from "../tensor.ts";
+import { broadcastShapes, checkDTypeIn, checkFloat, checkOptions, checkSame, checkTensor } from "./validate.ts";
+
+export interface BinaryParams extends OpParams {
+  a: Tensor;
+  b: Tensor;
+  outShape: number[];
+}
+export interface UnaryParams extends OpParams {
+  x: Tensor;
+  approximate: "none" | "tanh";
+}
+
+function binary(op: string) {
+  const prepare = (a: Tensor, b: Tensor): BinaryParams => {
+    checkTensor(op, "a", a);
+    checkTensor(op, "b", b);
+    checkSame(op, ["a", "b"], [a, b]);
+    checkDTypeIn(op, "a", a, ["float32", "float64", "float16", "bfloat16", "int32"]);
+    const outShape = broadcastShapes(op, a.shape, b.shape);
+    return { a, b, outShape, deviceType: a.deviceType, dtype: a.dtype };
+  };
+  return defineOp({ name: op, prepare, shapeKey: (p: BinaryParams) => `${p.a.shape.join("x")},${p.b.shape.join("x")}` });
+}
+
+export const addOp = binary("add");
+export const mulOp = binary("mul");
+
+/** a + b with broadcasting. */
+export function add(a: Tensor, b: Tensor): Tensor {
+  return dispatch(addOp, addOp.prepare(a, b));
+}
+/** a * b (elementwise) with broadcasting. */
+export function mul(a: Tensor, b: Tensor): Tensor {
+  return dispatch(mulOp, mulOp.prepare(a, b));
+}
+
+export const reluOp = defineOp({
+  name: "relu",
+  prepare: (x: Tensor): UnaryParams => {
+    checkTensor("relu", "x", x);
+    checkDTypeIn("relu", "x", x, ["float32", "float64", "float16", "bfloat16", "int32"]);
+    return { x, approximate: "none", deviceType: x.deviceType, dtype: x.dtype };
+  },
+  shapeKey: (p: UnaryParams) => p.x.shape.join("x"),
+});
+
+export const geluOp = defineOp({
+  name: "gelu",
+  prepare: (x: Tensor, opts?: { approximate?: "none" | "tanh" }): UnaryParams => {
+    checkTensor("gelu", "x", x);
+    checkFloat("gelu", "x", x);
+    const o = checkOptions("gelu", opts, ["approximate"]);
+    const approximate = o.approximate ?? "none";
+    if (approximate !== "none" && approximate !== "tanh") {
+      throw new ArgumentError(`gelu: approximate must be "none" or "tanh", got ${JSON.stringify(approximate)}`);
+    }
+    return { x, approximate, deviceType: x.deviceType, dtype: x.dtype };
+  },
+  shapeKey: (p: UnaryParams) => p.x.shape.join("x"),
+});
+
+/** max(x, 0). */
+export function relu(x: Tensor): Tensor {
+  return dispatch(reluOp, reluOp.prepare(x));
+}
+/** Gaussian error linear unit; approximate "tanh" as in torch. */
+export function gelu(x: Tensor, opts?: { approximate?: "none" | "tanh" }): Tensor {
+  return dispatch(geluOp, geluOp.prepare(x, opts));
+}

@@ -1,0 +1,85 @@
+/**
+ * fft, ifft, rfft, irfft along one dimension. There is no complex dtype: a complex
+ * tensor is a float tensor whose last dimension is 2 (re, im), as torch.view_as_real gives.
+ */
+import { dispatch } from "../dispatcher.ts";
+import { ArgumentError, ShapeError } from "../errors.ts";
+import { defineOp, type OpParams } from "../kernels.ts";
+import { normalizeDim, type Tensor } from "../tensor.ts";
+import { checkFloat, checkOptions, checkTensor } from "./validate.ts";
+
+export type FftNorm = "backward" | "ortho" | "forward";
+export interface FftOptions {
+  /** Signal length: the input is zero-padded or trimmed to n (irfft: the output length). */
+  n?: number;
+  /** Signal dimension, counted without the trailing (re, im) dimension of complex tensors. Default -1. */
+  dim?: number;
+  norm?: FftNorm;
+}
+
+export interface FftParams extends OpParams {
+  x: Tensor;
+  kind: "fft" | "ifft" | "rfft" | "irfft";
+  /** Input is complex (trailing dim 2). */
+  complexInput: boolean;
+  /** Signal dimension in x (complex tensors: never the trailing 2). */
+  dim: number;
+  /** Transform length. */
+  n: number;
+  norm: FftNorm;
+  outShape: number[];
+}
+
+function define(kind: FftParams["kind"]) {
+  const complexInput = kind !== "rfft";
+  const prepare = (x: Tensor, opts?: FftOptions): FftParams => {
+    checkTensor(kind, "x", x);
+    checkFloat(kind, "x", x);
+    const o = checkOptions(kind, opts, ["n", "dim", "norm"]) as FftOptions;
+    if (complexInput && (x.rank < 2 || x.shape[x.rank - 1] !== 2)) {
+      throw new ShapeError(`${kind}: x must be complex, i.e. have a last dimension of 2 (re, im); got shape [${x.shape}]. For real input use rfft, or stack a zero imaginary part`);
+    }
+    const signalRank = complexInput ? x.rank - 1 : x.rank;
+    if (signalRank < 1) throw new ShapeError(`${kind}: x needs at least one signal dimension, got shape [${x.shape}]`);
+    const dim = normalizeDim(`${kind}: dim`, o.dim ?? -1, signalRank);
+    const len = x.shape[dim];
+    const dflt = kind === "irfft" ? 2 * (len - 1) : len;
+    const n = o.n ?? dflt;
+    if (!Number.isInteger(n) || n < 1) throw new ArgumentError(`${kind}: n must be a positive integer, got ${JSON.stringify(o.n ?? n)}${o.n === undefined ? ` (from the input length ${len})` : ""}`);
+    const norm = o.norm ?? "backward";
+    if (norm !== "backward" && norm !== "ortho" && norm !== "forward") {
+      throw new ArgumentError(`${kind}: norm must be "backward", "ortho" or "forward", got ${JSON.stringify(norm)}`);
+    }
+    const outShape = [...x.shape];
+    if (kind === "rfft") {
+      outShape[dim] = Math.floor(n / 2) + 1;
+      outShape.push(2);
+    } else if (kind === "irfft") {
+      outShape.pop();
+      outShape[dim] = n;
+    } else outShape[dim] = n;
+    return { x, kind, complexInput, dim, n, norm, outShape, deviceType: x.deviceType, dtype: x.dtype };
+  };
+  return defineOp({ name: kind, prepare, shapeKey: (p: FftParams) => `${p.x.shape.join("x")},n${p.n}@${p.dim}` });
+}
+
+export const fftOp = define("fft");
+export const ifftOp = define("ifft");
+export const rfftOp = define("rfft");
+export const irfftOp = define("irfft");
+
+/** Discrete Fourier transform of a complex tensor [..., 2]. */
+export function fft(x: Tensor, opts?: FftOptions): Tensor {
+  return dispatch(fftOp, fftOp.prepare(x, opts));
+}
+export function ifft(x: Tensor, opts?: FftOptions): Tensor {
+  return dispatch(ifftOp, ifftOp.prepare(x, opts));
+}
+/** Real input -> the n/2+1 non-negative frequency bins, complex [..., 2]. */
+export function rfft(x: Tensor, opts?: FftOptions): Tensor {
+  return dispatch(rfftOp, rfftOp.prepare(x, opts));
+}
+/** Inverse of rfft: n/2+1 complex bins [..., 2] -> n real samples. */
+export function irfft(x: Tensor, opts?: FftOptions): Tensor {
+  return dispatch(irfftOp, irfftOp.prepare(x, opts));
+}

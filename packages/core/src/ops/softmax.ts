@@ -1,0 +1,36 @@
+/** softmax and logSoftmax along one dimension. */
+import { dispatch } from "../dispatcher.ts";
+import { defineOp, type OpParams } from "../kernels.ts";
+import { normalizeDim, type Tensor } from "../tensor.ts";
+import { checkFloat, checkTensor } from "./validate.ts";
+
+export interface SoftmaxParams extends OpParams {
+  x: Tensor;
+  dim: number;
+  log: boolean;
+}
+
+function define(name: string, log: boolean) {
+  return defineOp({
+    name,
+    prepare: (x: Tensor, dim: number = -1): SoftmaxParams => {
+      checkTensor(name, "x", x);
+      checkFloat(name, "x", x);
+      const d = normalizeDim(`${name}: dim`, dim, x.rank);
+      return { x, dim: x.rank === 0 ? 0 : d, log, deviceType: x.deviceType, dtype: x.dtype };
+    },
+    shapeKey: (p: SoftmaxParams) => `${p.x.shape.join("x")}@${p.dim}`,
+  });
+}
+
+export const softmaxOp = define("softmax", false);
+export const logSoftmaxOp = define("logSoftmax", true);
+
+/** exp(x) / sum(exp(x)) along dim (default: last). */
+export function softmax(x: Tensor, dim = -1): Tensor {
+  return dispatch(softmaxOp, softmaxOp.prepare(x, dim));
+}
+/** log(softmax(x)) computed stably. */
+export function logSoftmax(x: Tensor, dim = -1): Tensor {
+  return dispatch(logSoftmaxOp, logSoftmaxOp.prepare(x, dim));
+}

@@ -1,0 +1,94 @@
+/**
+ * The "math" SDPA kernel, the reference for every attention kernel: scores = q k^T * scale,
+ * mask (boolean selects, additive adds) or causal, softmax, seeded dropout, times v.
+ * A row whose every score is masked gives NaN, as torch's math kernel does.
+ */
+import type { SdpaParams } from "../ops/sdpa.ts";
+import { seededRandom, type Tensor } from "../tensor.ts";
+import { batchOffsets, leadingBroadcastStrides, output, reader, writer } from "./access.ts";
+
+export function sdpaReference(p: SdpaParams): Tensor {
+  const { query: q, key: k, value: v, L, S, E, Ev, batchShape, scale } = p;
+  const out = output([...batchShape, L, Ev], p.dtype);
+  const Q = reader(q);
+  const K = reader(k);
+  const V = reader(v);
+  const M = p.attnMask ? reader(p.attnMask) : undefined;
+  const Wr = writer(out);
+  const hb = batchShape.length - 1; // index of the heads dim in batchShape
+  // GQA: query head h reads key/value head floor(h / (Hq / Hkv)).
+  const group = p.enableGqa && p.headsQ !== p.headsKV ? p.headsQ / p.headsKV : 1;
+  const batchStrides = (t: Tensor) => leadingBroadcastStrides(t.shape.slice(0, -2), t.strides.slice(0, -2), batchShape);
+  const qs = batchStrides(q);
+  const ks = batchStrides(k);
+  const vs = batchStrides(v);
+  let mOff: Int32Array | undefined;
+  let ms0 = 0;
+  let ms1 = 0;
+  if (p.attnMask) {
+    const full = [...batchShape, L, S];
+    const st = leadingBroadcastStrides(p.attnMask.shape, p.attnMask.strides, full);
+    [mOff] = batchOffsets(batchShape, [st.slice(0, -2)]);
+    ms0 = st[st.length - 2];
+    ms1 = st[st.length - 1];
+  }
+  const [qOff] = batchOffsets(batchShape, [qs]);
+  // Key/value offsets: GQA maps the query head to its kv head, so compute per batch index.
+  const kOff = new Int32Array(qOff.length);
+  const vOff = new Int32Array(qOff.length);
+  const idx = new Array<number>(batchShape.length).fill(0);
+  for (let bi = 0; bi < qOff.length; bi++) {
+    let ko = 0;
+    let vo = 0;
+    for (let d = 0; d < batchShape.length; d++) {
+      const i = d === hb && group > 1 ? Math.floor(idx[d] / group) : idx[d];
+      ko += i * ks[d];
+      vo += i * vs[d];
+    }
+    kOff[bi] = ko;
+    vOff[bi] = vo;
+    for (let d = batchShape.length - 1; d >= 0; d--) {
+      if (++idx[d] < batchShape[d]) break;
+      idx[d] = 0;
+    }
+  }
+  const [qs0, qs1] = q.strides.slice(-2);
+  const [ks0, ks1] = k.strides.slice(-2);
+  const [vs0, vs1] = v.strides.slice(-2);
+  const rand = p.dropoutP > 0 ? seededRandom(p.seed) : undefined;
+  const keep = 1 - p.dropoutP;
+  const scores = new Float64Array(S);
+  let o = 0;
+  for (let bi = 0; bi < qOff.length; bi++) {
+    for (let i = 0; i < L; i++) {
+      let max = Number.NEGATIVE_INFINITY;
+      for (let j = 0; j < S; j++) {
+        let s = 0;
+        for (let e = 0; e < E; e++) s += Q(qOff[bi] + i * qs0 + e * qs1) * K(kOff[bi] + j * ks0 + e * ks1);
+        s *= scale;
+        if (p.isCausal && j > i) s = Number.NEGATIVE_INFINITY;
+        if (M) {
+          const m = M(mOff![bi] + i * ms0 + j * ms1);
+          if (p.maskKind === "bool") {
+            if (!m) s = Number.NEGATIVE_INFINITY;
+          } else s += m;
+        }
+        scores[j] = s;
+        if (s > max) max = s;
+      }
+      let sum = 0;
+      for (let j = 0; j < S; j++) sum += scores[j] = Math.exp(scores[j] - max);
+      for (let j = 0; j < S; j++) {
+        let w = scores[j] / sum;
+        if (rand) w = rand() < p.dropoutP ? 0 : w / keep;
+        scores[j] = w;
+      }
+      for (let e = 0; e < Ev; e++) {
+        let acc = 0;
+        for (let j = 0; j < S; j++) acc += scores[j] * V(vOff[bi] + j * vs0 + e * vs1);
+        Wr(o++, acc);
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,135 @@
+/** Reference kernels: matmul, elementwise, softmax. Plain TypeScript, float64 accumulation. */
+import type { BinaryParams, UnaryParams } from "../ops/elementwise.ts";
+import type { MatmulParams } from "../ops/matmul.ts";
+import type { SoftmaxParams } from "../ops/softmax.ts";
+import { contiguousStrides, forEachIndex, type Tensor } from "../tensor.ts";
+import { batchOffsets, leadingBroadcastStrides, output, reader, writer } from "./access.ts";
+
+export function matmulReference(p: MatmulParams): Tensor {
+  const { m, k, n, batchShape, aShape, aStrides, bShape, bStrides } = p;
+  const out = output(p.outShape, p.dtype);
+  const A = reader(p.a);
+  const B = reader(p.b);
+  const W = writer(out);
+  const ra = aShape.length;
+  const rb = bShape.length;
+  const [aOff, bOff] = batchOffsets(batchShape, [
+    leadingBroadcastStrides(aShape.slice(0, -2), aStrides.slice(0, -2), batchShape),
+    leadingBroadcastStrides(bShape.slice(0, -2), bStrides.slice(0, -2), batchShape),
+  ]);
+  const as0 = aStrides[ra - 2];
+  const as1 = aStrides[ra - 1];
+  const bs0 = bStrides[rb - 2];
+  const bs1 = bStrides[rb - 1];
+  let o = 0;
+  for (let bi = 0; bi < aOff.length; bi++) {
+    for (let i = 0; i < m; i++) {
+      for (let j = 0; j < n; j++) {
+        let acc = 0;
+        let pa = aOff[bi] + i * as0;
+        let pb = bOff[bi] + j * bs1;
+        for (let q = 0; q < k; q++, pa += as1, pb += bs0) acc += A(pa) * B(pb);
+        W(o++, acc);
+      }
+    }
+  }
+  return out;
+}
+
+function binary(p: BinaryParams, f: (x: number, y: number) => number): Tensor {
+  const out = output(p.outShape, p.dtype);
+  const A = reader(p.a);
+  const B = reader(p.b);
+  const W = writer(out);
+  const sa = leadingBroadcastStrides(p.a.shape, p.a.strides, p.outShape);
+  const sb = leadingBroadcastStrides(p.b.shape, p.b.strides, p.outShape);
+  // Walk the output once, tracking both operands' positions (delta of the strides).
+  const posB: number[] = [];
+  forEachIndex(p.outShape, sb, (pos) => posB.push(pos));
+  forEachIndex(p.outShape, sa, (pos, i) => W(i, f(A(pos), B(posB[i]))));
+  return out;
+}
+
+export const addReference = (p: BinaryParams): Tensor => binary(p, (x, y) => x + y);
+export const mulReference = (p: BinaryParams): Tensor => binary(p, (x, y) => x * y);
+
+function unary(p: UnaryParams, f: (x: number) => number): Tensor {
+  const out = output(p.x.shape, p.dtype);
+  const X = reader(p.x);
+  const W = writer(out);
+  forEachIndex(p.x.shape, p.x.strides, (pos, i) => W(i, f(X(pos))));
+  return out;
+}
+
+export const reluReference = (p: UnaryParams): Tensor => unary(p, (x) => (x > 0 ? x : Number.isNaN(x) ? x : 0));
+
+/** erf to ~1e-15 relative: series near 0, continued fraction (Lentz) in the tails. */
+export function erf(x: number): number {
+  const ax = Math.abs(x);
+  if (ax < 2.5) {
+    let term = x;
+    let sum = x;
+    const x2 = x * x;
+    for (let n = 1; n < 200; n++) {
+      term *= -x2 / n;
+      const add = term / (2 * n + 1);
+      sum += add;
+      if (Math.abs(add) < 1e-17 * Math.abs(sum)) break;
+    }
+    return (2 / Math.sqrt(Math.PI)) * sum;
+  }
+  if (ax > 6) return Math.sign(x);
+  // erfc(x) = exp(-x^2)/sqrt(pi) * 1/(x + 1/2/(x + 1/(x + 3/2/(x + ...))))
+  let f = ax;
+  const tiny = 1e-300;
+  let C = f;
+  let D = 0;
+  for (let n = 1; n < 300; n++) {
+    const an = n / 2;
+    D = ax + an * D;
+    D = D === 0 ? tiny : 1 / D;
+    C = ax + an / C;
+    if (C === 0) C = tiny;
+    const delta = C * D;
+    f *= delta;
+    if (Math.abs(delta - 1) < 1e-16) break;
+  }
+  const erfc = Math.exp(-ax * ax) / Math.sqrt(Math.PI) / f;
+  return Math.sign(x) * (1 - erfc);
+}
+
+export const geluReference = (p: UnaryParams): Tensor =>
+  unary(p, p.approximate === "tanh"
+    ? (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)))
+    : (x) => 0.5 * x * (1 + erf(x / Math.SQRT2)));
+
+export function softmaxReference(p: SoftmaxParams): Tensor {
+  const { x, dim, log } = p;
+  const out = output(x.shape, p.dtype);
+  const X = reader(x);
+  const W = writer(out);
+  if (x.rank === 0) {
+    W(0, log ? 0 : 1);
+    return out;
+  }
+  const len = x.shape[dim];
+  const outer = x.shape.filter((_, i) => i !== dim);
+  const xs = x.strides.filter((_, i) => i !== dim);
+  const os = contiguousStrides(x.shape).filter((_, i) => i !== dim);
+  const sx = x.strides[dim];
+  const so = contiguousStrides(x.shape)[dim];
+  const outPos: number[] = [];
+  forEachIndex(outer, os, (pos) => outPos.push(pos));
+  forEachIndex(outer, xs, (base, r) => {
+    let max = Number.NEGATIVE_INFINITY;
+    for (let i = 0; i < len; i++) max = Math.max(max, X(base + i * sx));
+    let sum = 0;
+    for (let i = 0; i < len; i++) sum += Math.exp(X(base + i * sx) - max);
+    const lse = max + Math.log(sum);
+    for (let i = 0; i < len; i++) {
+      const v = X(base + i * sx);
+      W(outPos[r] + i * so, log ? v - lse : Math.exp(v - lse));
+    }
+  });
+  return out;
+}

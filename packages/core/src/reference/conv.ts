@@ -1,0 +1,43 @@
+/** Reference conv2d: direct loops, float64 accumulation. */
+import type { Conv2dParams } from "../ops/conv2d.ts";
+import type { Tensor } from "../tensor.ts";
+import { output, reader, writer } from "./access.ts";
+
+export function conv2dReference(p: Conv2dParams): Tensor {
+  const { n, c, h, w, outChannels: oc, kh, kw, groups, outH, outW } = p;
+  const out = output([n, oc, outH, outW], p.dtype);
+  const X = reader(p.input);
+  const K = reader(p.weight);
+  const Bias = p.bias ? reader(p.bias) : undefined;
+  const W = writer(out);
+  const [xs0, xs1, xs2, xs3] = p.input.strides;
+  const [ks0, ks1, ks2, ks3] = p.weight.strides;
+  const cg = c / groups;
+  const og = oc / groups;
+  let o = 0;
+  for (let b = 0; b < n; b++) {
+    for (let f = 0; f < oc; f++) {
+      const g = Math.floor(f / og);
+      const bias = Bias ? Bias(f * p.bias!.strides[0]) : 0;
+      for (let y = 0; y < outH; y++) {
+        for (let x = 0; x < outW; x++) {
+          let acc = bias;
+          for (let ci = 0; ci < cg; ci++) {
+            const chan = g * cg + ci;
+            for (let i = 0; i < kh; i++) {
+              const iy = y * p.strideH - p.padTop + i * p.dilationH;
+              if (iy < 0 || iy >= h) continue;
+              for (let j = 0; j < kw; j++) {
+                const ix = x * p.strideW - p.padLeft + j * p.dilationW;
+                if (ix < 0 || ix >= w) continue;
+                acc += X(b * xs0 + chan * xs1 + iy * xs2 + ix * xs3) * K(f * ks0 + ci * ks1 + i * ks2 + j * ks3);
+              }
+            }
+          }
+          W(o++, acc);
+        }
+      }
+    }
+  }
+  return out;
+}

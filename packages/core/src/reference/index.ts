@@ -1,0 +1,68 @@
+/**
+ * The core's own backend, "reference": one plain-TypeScript kernel per op on cpu, for
+ * every float dtype. It is the float64 yardstick the testkit measures every backend
+ * against, and what runs when no faster backend is installed.
+ */
+import { registerBackend } from "../backend.ts";
+import type { DType } from "../dtype.ts";
+import type { KernelDefinition } from "../kernels.ts";
+import { version } from "../version.ts";
+import { sdpaReference } from "./attention.ts";
+import { addReference, geluReference, matmulReference, mulReference, reluReference, softmaxReference } from "./basic.ts";
+import { conv2dReference } from "./conv.ts";
+import { einsumReference } from "./einsum.ts";
+import { fftReference } from "./fft.ts";
+import {
+  choleskyReference, eighReference, invReference, luFactorReference, qrReference, solveReference, svdReference,
+} from "./linalg.ts";
+
+const FLOATS: readonly DType[] = ["float32", "float64", "float16", "bfloat16"];
+const NUMERIC: readonly DType[] = [...FLOATS, "int32"];
+
+function ref(op: string, run: (p: any) => any, dtypes = FLOATS): KernelDefinition<any> {
+  return { op, name: "reference", device: "cpu", dtypes, deterministic: true, priority: 0, run };
+}
+
+export const referenceKernels: KernelDefinition<any>[] = [
+  ref("matmul", matmulReference),
+  ref("add", addReference, NUMERIC),
+  ref("mul", mulReference, NUMERIC),
+  ref("relu", reluReference, NUMERIC),
+  ref("gelu", geluReference),
+  ref("softmax", softmaxReference),
+  ref("logSoftmax", softmaxReference),
+  ref("conv2d", conv2dReference),
+  ref("einsum", einsumReference),
+  ref("cholesky", choleskyReference),
+  ref("inv", invReference),
+  ref("solve", solveReference),
+  ref("luFactor", luFactorReference),
+  ref("qr", qrReference),
+  ref("eigh", eighReference),
+  ref("svd", svdReference),
+  ref("fft", fftReference),
+  ref("ifft", fftReference),
+  ref("rfft", fftReference),
+  ref("irfft", fftReference),
+  {
+    op: "scaledDotProductAttention",
+    name: "math",
+    family: "MATH",
+    device: "cpu",
+    dtypes: FLOATS,
+    deterministic: true,
+    flags: ["cuda.mathSdp"],
+    priority: 0,
+    run: sdpaReference,
+  },
+];
+
+registerBackend({
+  name: "reference",
+  namespaces: ["cpu", "mha", "nn"],
+  packageName: "@backplane/core",
+  devices: ["cpu"],
+  version: () => version,
+  isAvailable: () => ({ available: true }),
+  kernels: referenceKernels,
+});

@@ -1,0 +1,141 @@
+/**
+ * Choosing the attention kernel (torch.nn.attention.sdpa_kernel and the
+ * torch.backends.cuda SDP switches). Each SDPA kernel declares a family; the four
+ * switches gate the families; sdpaKernel() enables only the listed ones inside a scope
+ * and, with setPriority, makes their order win. Reasons come from the kernel table, so
+ * a refusal always says which kernel refused and why.
+ */
+import { explain } from "./dispatcher.ts";
+import { ArgumentError } from "./errors.ts";
+import { type FlagScope, getFlag, openStateScope, runWithState, setFlag } from "./flags/state.ts";
+import { getOp } from "./kernels.ts";
+import { availabilityOf, getBackend } from "./backend.ts";
+import type { Tensor } from "./tensor.ts";
+
+export const SDPBackend = {
+  ERROR: "ERROR",
+  MATH: "MATH",
+  FLASH_ATTENTION: "FLASH_ATTENTION",
+  EFFICIENT_ATTENTION: "EFFICIENT_ATTENTION",
+  CUDNN_ATTENTION: "CUDNN_ATTENTION",
+  OVERRIDEABLE: "OVERRIDEABLE",
+} as const;
+export type SDPBackend = Exclude<(typeof SDPBackend)[keyof typeof SDPBackend], "ERROR">;
+
+const FLAG: Record<SDPBackend, string> = {
+  MATH: "cuda.mathSdp",
+  FLASH_ATTENTION: "cuda.flashSdp",
+  EFFICIENT_ATTENTION: "cuda.memEfficientSdp",
+  CUDNN_ATTENTION: "cuda.cudnnSdp",
+  OVERRIDEABLE: "cuda.overrideableSdp",
+};
+const ALL = Object.keys(FLAG) as SDPBackend[];
+const OP = "scaledDotProductAttention";
+
+/** The inputs of one attention call, as torch's SDPAParams holds them. */
+export class SDPAParams {
+  constructor(
+    readonly query: Tensor,
+    readonly key: Tensor,
+    readonly value: Tensor,
+    readonly attnMask: Tensor | null = null,
+    readonly dropout = 0,
+    readonly isCausal = false,
+    readonly enableGqa = false,
+  ) {}
+}
+
+function checkBackends(list: unknown): SDPBackend[] {
+  const arr = Array.isArray(list) ? list : [list];
+  for (const b of arr) {
+    if (!ALL.includes(b as SDPBackend)) {
+      throw new ArgumentError(`sdpaKernel: unknown backend ${JSON.stringify(b)}; use SDPBackend.${ALL.join(", SDPBackend.")}`);
+    }
+  }
+  return arr as SDPBackend[];
+}
+
+function exclusive(list: SDPBackend[], setPriority: boolean) {
+  const values = Object.fromEntries(ALL.map((b) => [FLAG[b], list.includes(b)]));
+  return (s: import("./flags/state.ts").FlagState) => {
+    const next = s.with(values);
+    return setPriority ? next.withPriority(OP, list) : next;
+  };
+}
+
+/**
+ * Inside the scope only the listed backends may run SDPA; with setPriority their order
+ * wins over the kernels' own priorities. `using _ = sdpaKernel([SDPBackend.MATH])`.
+ */
+export function sdpaKernel(backends: SDPBackend | SDPBackend[], opts: { setPriority?: boolean } = {}): FlagScope {
+  return openStateScope(exclusive(checkBackends(backends), opts.setPriority === true));
+}
+
+/** The async-safe form: holds across awaits inside fn, for this task only. */
+export function withSdpaKernel<R>(backends: SDPBackend | SDPBackend[], fn: () => R, opts: { setPriority?: boolean } = {}): R {
+  return runWithState(exclusive(checkBackends(backends), opts.setPriority === true), fn);
+}
+
+let warnedSdpKernel = false;
+/**
+ * Deprecated (as in torch): select by switching backends off. Prefer sdpaKernel().
+ */
+export function sdpKernel(opts: { enableFlash?: boolean; enableMath?: boolean; enableMemEfficient?: boolean; enableCudnn?: boolean } = {}): FlagScope {
+  if (!warnedSdpKernel) {
+    warnedSdpKernel = true;
+    console.warn("[backplane] backends.cuda.sdpKernel() is deprecated; use nn.attention.sdpaKernel([SDPBackend...]) instead");
+  }
+  const values: Record<string, boolean> = {
+    "cuda.flashSdp": opts.enableFlash ?? true,
+    "cuda.mathSdp": opts.enableMath ?? true,
+    "cuda.memEfficientSdp": opts.enableMemEfficient ?? true,
+    "cuda.cudnnSdp": opts.enableCudnn ?? true,
+  };
+  return openStateScope((s) => s.with(values));
+}
+
+export const sdpSwitches = {
+  flashSdpEnabled: () => getFlag(FLAG.FLASH_ATTENTION) as boolean,
+  enableFlashSdp: (b: boolean) => setFlag(FLAG.FLASH_ATTENTION, b),
+  memEfficientSdpEnabled: () => getFlag(FLAG.EFFICIENT_ATTENTION) as boolean,
+  enableMemEfficientSdp: (b: boolean) => setFlag(FLAG.EFFICIENT_ATTENTION, b),
+  mathSdpEnabled: () => getFlag(FLAG.MATH) as boolean,
+  enableMathSdp: (b: boolean) => setFlag(FLAG.MATH, b),
+  cudnnSdpEnabled: () => getFlag(FLAG.CUDNN_ATTENTION) as boolean,
+  enableCudnnSdp: (b: boolean) => setFlag(FLAG.CUDNN_ATTENTION, b),
+};
+
+/** Why each kernel of `family` refuses `params` (empty when one accepts). */
+export function sdpaRefusals(family: SDPBackend, params: SDPAParams): string[] {
+  const report = explain(OP, params.query, params.key, params.value, {
+    attnMask: params.attnMask,
+    dropoutP: params.dropout,
+    isCausal: params.isCausal,
+    enableGqa: params.enableGqa,
+  });
+  const famKernels = new Set(getOp(OP)?.kernels.filter((k) => k.family === family).map((k) => k.name));
+  const mine = report.candidates.filter((c) => famKernels.has(c.kernel));
+  if (mine.some((c) => c.accepted)) return [];
+  if (mine.length === 0) return [`no ${family} kernel is registered (for any device); a backend package provides it`];
+  return mine.map((c) => `${c.kernel} (${c.backend}): ${c.reason}`);
+}
+
+function canUse(family: SDPBackend) {
+  return (params: SDPAParams, opts: { debug?: boolean } = {}): boolean => {
+    const reasons = sdpaRefusals(family, params);
+    if (opts.debug && reasons.length > 0) for (const r of reasons) console.warn(`[backplane] ${family} refused: ${r}`);
+    return reasons.length === 0;
+  };
+}
+
+export const canUseFlashAttention = canUse("FLASH_ATTENTION");
+export const canUseEfficientAttention = canUse("EFFICIENT_ATTENTION");
+export const canUseCudnnAttention = canUse("CUDNN_ATTENTION");
+
+/** True when some available backend registered a FLASH_ATTENTION kernel. */
+export function isFlashAttentionAvailable(): boolean {
+  return (getOp(OP)?.kernels ?? []).some((k) => {
+    const b = getBackend(k.backend);
+    return k.family === "FLASH_ATTENTION" && b !== undefined && availabilityOf(b).available;
+  });
+}

@@ -1,0 +1,19 @@
+import { fileURLToPath } from "node:url";
+import { defineConfig } from "vitest/config";
+
+// Tests run against the TypeScript sources, so every package shares one core instance.
+const src = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+
+export default defineConfig({
+  resolve: {
+    alias: [
+      { find: /^@backplane\/core\/ffi$/, replacement: src("./packages/core/src/ffi/index.ts") },
+      { find: /^@backplane\/core$/, replacement: src("./packages/core/src/index.ts") },
+      { find: /^@backplane\/testkit$/, replacement: src("./packages/testkit/src/index.ts") },
+    ],
+  },
+  test: {
+    include: ["packages/*/test/**/*.test.ts"],
+    testTimeout: 60_000,
+  },
+});
