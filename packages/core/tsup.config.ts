@@ -3,6 +3,7 @@ import { defineConfig } from "tsup";
 export default defineConfig({
   entry: { index: "src/index.ts", "ffi/index": "src/ffi/index.ts", cli: "src/cli.ts" },
   format: ["esm"],
+  tsconfig: "tsconfig.build.json",
   // es2022 lowers `using` for Node 20, which has no native explicit resource management.
   target: "es2022",
   dts: { entry: { index: "src/index.ts", "ffi/index": "src/ffi/index.ts" } },

@@ -170,6 +170,18 @@ export class Tensor implements Disposable {
     return out;
   }
 
+  /** A copy converted to another dtype (host-visible memory; values rounded as the dtype requires). */
+  astype(dtype: DType): Tensor {
+    checkDType("astype", dtype);
+    this.assertAlive();
+    if (dtype === this.dtype) return this.clone();
+    const out = empty(this.shape, { dtype, device: "cpu" });
+    const dst = out.hostData();
+    const src = this.toFloat64();
+    for (let i = 0; i < src.length; i++) writeNumber(dtype, dst, i, src[i]);
+    return moveTo(out, this.device);
+  }
+
   /** Swaps two dimensions (a view). Negative dims count from the end. */
   transpose(dim0 = -2, dim1 = -1): Tensor {
     const p = [...this.shape.keys()];

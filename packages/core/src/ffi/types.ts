@@ -7,7 +7,8 @@
  *   only koffi needs a conversion.
  * - `pointer` values are opaque ({@link Pointer}): a number on Bun, a pointer object on Deno, a
  *   bigint on Node. A NULL pointer is returned as `null`, and `null` is accepted as an argument.
- *   A `pointer` argument also accepts any ArrayBufferView (its data pointer is passed).
+ *   A `pointer` argument also accepts any ArrayBufferView (its data pointer is passed; on Deno
+ *   this costs a per-call ArrayBuffer.isView dispatch, a few ns).
  * - `buffer` is an argument-only pointer type that accepts only `ArrayBufferView | null`: it is
  *   the zero-overhead way to pass typed arrays (no per-call wrapper on any runtime).
  * - `cstring` arguments accept a JS string (encoded to NUL-terminated UTF-8 per call), a

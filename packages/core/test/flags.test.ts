@@ -1,0 +1,174 @@
+import { describe, expect, it } from "vitest";
+import {
+  asyncScopesIsolated, backends, FlagError, getFlag, getFloat32MatmulPrecision, onFlagChange, setFloat32MatmulPrecision,
+  UnknownNamespaceError, useDeterministicAlgorithms, areDeterministicAlgorithmsEnabled, isDeterministicAlgorithmsWarnOnlyEnabled,
+} from "../src/index.ts";
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+describe("flags", () => {
+  it("have torch's defaults and can be set", () => {
+    expect(backends.cudnn.benchmark).toBe(false);
+    expect(backends.cudnn.benchmarkLimit).toBe(10);
+    expect(backends.cudnn.enabled).toBe(true);
+    expect(backends.cuda.matmul.allowTf32).toBe(false);
+    expect(backends.cuda.matmul.allowFp16ReducedPrecisionReduction).toBe(true);
+    backends.cudnn.benchmarkLimit = 3;
+    expect(backends.cudnn.benchmarkLimit).toBe(3);
+    backends.cudnn.benchmarkLimit = 10;
+  });
+
+  it("reject a wrong type or range with a FlagError naming the flag and what it takes", () => {
+    const b = backends.cudnn as any;
+    expect(() => {
+      b.benchmark = "yes";
+    }).toThrow(FlagError);
+    expect(() => {
+      b.benchmark = "yes";
+    }).toThrow(/cudnn\.benchmark must be a boolean, got "yes"/);
+    expect(() => {
+      b.benchmarkLimit = -1;
+    }).toThrow(/integer in \[0, Infinity\]/);
+    expect(() => {
+      (backends.optEinsum as any).strategy = "fastest";
+    }).toThrow(/one of "auto", "auto-hq"/);
+    expect(() => backends.cudnn.flags({ benchmarkk: true } as any)).toThrow(/cudnn has no flag benchmarkk/);
+    expect(backends.cudnn.benchmark).toBe(false);
+  });
+
+  it("unknown namespaces name the known ones; has() never throws", () => {
+    expect(() => (backends as any).mtia).toThrow(UnknownNamespaceError);
+    expect(() => (backends as any).mtia).toThrow(/known namespaces: .*cuda/);
+    expect(backends.has("mtia")).toBe(false);
+    expect(backends.has("cudnn")).toBe(true);
+    expect(backends.has(undefined as any)).toBe(false);
+  });
+
+  it("namespaces of missing plugins answer with the reason", () => {
+    expect(backends.cuda.isBuilt()).toBe(false);
+    expect(backends.cuda.isAvailable()).toBe(false);
+    expect(backends.cuda.status().reason).toBe("@backplane/backend-cuda is not installed (npm i @backplane/backend-cuda, then import it)");
+    expect(backends.cpu.isAvailable()).toBe(true);
+  });
+});
+
+describe("sync scopes", () => {
+  it("restore on dispose, on throw, and nest", () => {
+    {
+      using _a = backends.cudnn.flags({ benchmark: true });
+      expect(backends.cudnn.benchmark).toBe(true);
+      {
+        using _b = backends.cudnn.flags({ benchmark: false, deterministic: true });
+        expect(backends.cudnn.benchmark).toBe(false);
+        expect(backends.cudnn.deterministic).toBe(true);
+      }
+      expect(backends.cudnn.benchmark).toBe(true);
+      expect(backends.cudnn.deterministic).toBe(false);
+    }
+    expect(backends.cudnn.benchmark).toBe(false);
+    expect(() => {
+      using _ = backends.flags({ cudnn: { benchmark: true }, cuda: { matmul: { allowFp16ReducedPrecisionReduction: false } } });
+      expect(backends.cuda.matmul.allowFp16ReducedPrecisionReduction).toBe(false);
+      throw new Error("boom");
+    }).toThrow("boom");
+    expect(backends.cudnn.benchmark).toBe(false);
+    expect(backends.cuda.matmul.allowFp16ReducedPrecisionReduction).toBe(true);
+  });
+
+  it("a set inside a scope is undone with the scope (as in torch)", () => {
+    {
+      using _ = backends.cudnn.flags({});
+      backends.cudnn.benchmark = true;
+      expect(backends.cudnn.benchmark).toBe(true);
+    }
+    expect(backends.cudnn.benchmark).toBe(false);
+  });
+
+  it("mkl.verbose restores the previous level instead of forcing OFF", () => {
+    using _outer = backends.mkl.verbose(backends.mkl.VERBOSE_ON);
+    {
+      using _inner = backends.mkl.verbose(backends.mkl.VERBOSE_OFF);
+      expect(backends.mkl.verbose).toBeInstanceOf(Function);
+      expect(getFlag("mkl.verbose")).toBe(0);
+    }
+    expect(getFlag("mkl.verbose")).toBe(1);
+    expect(() => backends.mkldnn.verbose(7)).toThrow(FlagError);
+  });
+});
+
+describe("async scopes", () => {
+  it("withFlags holds across awaits and restores after", async () => {
+    const seen = await backends.withFlags({ cudnn: { deterministic: true } }, async () => {
+      await sleep(1);
+      return backends.cudnn.deterministic;
+    });
+    expect(seen).toBe(true);
+    expect(backends.cudnn.deterministic).toBe(false);
+  });
+
+  it("restores after a rejected callback", async () => {
+    await expect(
+      backends.withFlags({ cudnn: { benchmark: true } }, async () => {
+        await sleep(1);
+        throw new Error("nope");
+      }),
+    ).rejects.toThrow("nope");
+    expect(backends.cudnn.benchmark).toBe(false);
+  });
+
+  it("1,000 concurrent tasks each see only their own values", async () => {
+    expect(asyncScopesIsolated).toBe(true);
+    const tasks = Array.from({ length: 1000 }, (_, i) =>
+      backends.withFlags({ cudnn: { benchmarkLimit: i, benchmark: i % 2 === 0 } }, async () => {
+        const wrong: number[] = [];
+        for (let step = 0; step < 5; step++) {
+          if (backends.cudnn.benchmarkLimit !== i || backends.cudnn.benchmark !== (i % 2 === 0)) wrong.push(step);
+          await (step % 2 ? sleep(Math.floor(Math.random() * 3)) : Promise.resolve());
+          // A nested sync scope inside one task must not leak to the others.
+          using _ = backends.cudnn.flags({ deterministic: i % 3 === 0 });
+          if (backends.cudnn.deterministic !== (i % 3 === 0)) wrong.push(100 + step);
+        }
+        return wrong;
+      }),
+    );
+    const results = await Promise.all(tasks);
+    expect(results.flat()).toEqual([]);
+    expect(backends.cudnn.benchmarkLimit).toBe(10);
+    expect(backends.cudnn.deterministic).toBe(false);
+  });
+});
+
+describe("global switches", () => {
+  it("deterministic mode and warnOnly", () => {
+    expect(areDeterministicAlgorithmsEnabled()).toBe(false);
+    useDeterministicAlgorithms(true, { warnOnly: true });
+    expect(areDeterministicAlgorithmsEnabled()).toBe(true);
+    expect(isDeterministicAlgorithmsWarnOnlyEnabled()).toBe(true);
+    useDeterministicAlgorithms(false);
+    expect(isDeterministicAlgorithmsWarnOnlyEnabled()).toBe(false);
+    expect(() => useDeterministicAlgorithms("on" as any)).toThrow(/mode must be a boolean/);
+  });
+
+  it("float32 matmul precision and cuda.matmul.allowTf32 are one setting (as in torch)", () => {
+    expect(getFloat32MatmulPrecision()).toBe("highest");
+    setFloat32MatmulPrecision("high");
+    expect(backends.cuda.matmul.allowTf32).toBe(true);
+    backends.cuda.matmul.allowTf32 = false;
+    expect(getFloat32MatmulPrecision()).toBe("highest");
+    expect(() => setFloat32MatmulPrecision("low" as any)).toThrow(FlagError);
+  });
+
+  it("change hooks fire on set and on scope exit", () => {
+    const seen: unknown[] = [];
+    const off = onFlagChange("nnpack.enabled", (v) => seen.push(v));
+    backends.nnpack.setFlags(false);
+    {
+      using _ = backends.nnpack.flags({ enabled: true });
+    }
+    backends.nnpack.enabled = true;
+    off();
+    backends.nnpack.enabled = false;
+    backends.nnpack.enabled = true;
+    expect(seen).toEqual([false, true, false, true]);
+  });
+});

@@ -1,0 +1,270 @@
+/**
+ * runConformance(backend): every kernel of a backend, op by op, on seeded random cases
+ * and edge shapes, each forced through the dispatcher (kernel priority) and judged
+ * against the core's float64 reference. Output memory is poisoned (NaN bytes) first, so
+ * an element a kernel forgets to write fails. Works inside any test runner.
+ */
+import {
+  BackplaneError, type DType, deviceMemory, dispatch, explain, getBackend, getOp, isFloat,
+  registerDeviceMemory, Tensor, withKernelPriority,
+} from "@backplane/core";
+import { BAD_CALLS } from "./bad-inputs.ts";
+import { CASES, type OpCase } from "./cases.ts";
+import { DEFAULT_TOLERANCES, type Judgement, mm, OP_TOLERANCE_FACTOR, orthogonalityError, relativeError, type Tolerances, transpose, worst } from "./compare.ts";
+import { makeRng } from "./random.ts";
+
+export interface ConformanceOptions {
+  /** Ops to test (default: every op the backend has a kernel for and the testkit has cases for). */
+  ops?: string[];
+  /** Only these kernels of the backend. */
+  kernels?: string[];
+  /** Dtypes to test (default: the float dtypes each kernel declares). */
+  dtypes?: DType[];
+  /** Worst relative error allowed per dtype, for every op or per op: { float32: 1e-4 } or { matmul: { float32: 1e-4 } }. */
+  tolerances?: Tolerances | Record<string, Tolerances>;
+  /** Seed of the random inputs (default 1234). */
+  seed?: number;
+  /** Also check that bad inputs throw typed errors (default true). */
+  badInputs?: boolean;
+}
+
+export type CaseStatus = "pass" | "fail" | "refused" | "skipped";
+
+export interface CaseResult {
+  op: string;
+  kernel: string;
+  dtype: DType | "-";
+  case: string;
+  status: CaseStatus;
+  /** Worst relative error and where, for judged cases. */
+  error?: number;
+  tolerance?: number;
+  where?: string;
+  /** Why it failed, was refused or skipped. */
+  message?: string;
+}
+
+export interface ConformanceReport {
+  backend: string;
+  results: CaseResult[];
+  passed: number;
+  failed: CaseResult[];
+  /** One line per failure: op, kernel, dtype, case, worst error. */
+  toString(): string;
+  /** Throws an Error listing every failure. */
+  assertPassed(): void;
+}
+
+function hash(s: string): number {
+  let h = 2166136261;
+  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
+  return h >>> 0;
+}
+
+function mapTensors(args: unknown[], f: (t: Tensor) => Tensor): unknown[] {
+  return args.map((a) => {
+    if (a instanceof Tensor) return f(a);
+    if (a && typeof a === "object" && !Array.isArray(a)) {
+      return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v instanceof Tensor ? f(v) : v]));
+    }
+    return a;
+  });
+}
+
+function tensorsIn(x: unknown): Tensor[] {
+  if (x instanceof Tensor) return [x];
+  if (Array.isArray(x)) return x.flatMap(tensorsIn);
+  if (x && typeof x === "object") return Object.values(x).flatMap(tensorsIn);
+  return [];
+}
+
+/** Outputs as named float64 arrays, read back from any device. */
+async function outputs(x: unknown): Promise<Map<string, { data: Float64Array; shape: readonly number[] }>> {
+  const m = new Map<string, { data: Float64Array; shape: readonly number[] }>();
+  const add = async (name: string, t: Tensor) => {
+    const host = t.storage.memory.hostView ? t : await t.toAsync("cpu");
+    m.set(name, { data: host.toFloat64(), shape: t.shape });
+    if (host !== t) host.dispose();
+  };
+  if (x instanceof Tensor) await add("out", x);
+  else for (const [k, v] of Object.entries(x as Record<string, Tensor>).sort()) await add(k, v);
+  return m;
+}
+
+function toleranceFor(opts: ConformanceOptions, op: string, dtype: DType): number {
+  const t = opts.tolerances as Record<string, unknown> | undefined;
+  const perOp = t?.[op] as Tolerances | undefined;
+  const given = perOp?.[dtype] ?? (t?.[dtype] as number | undefined);
+  if (given !== undefined) return given;
+  const base = (DEFAULT_TOLERANCES as Tolerances)[dtype] ?? 1e-6;
+  // float64 kernels of other libraries differ from the reference only by rounding; keep them tight.
+  return dtype === "float64" ? base : base * (OP_TOLERANCE_FACTOR[op] ?? 1);
+}
+
+/** Judges decompositions by their defining identities, not by sign-ambiguous factors. */
+function judgeDecomposition(kind: "qr" | "eigh" | "svd", a: Float64Array, aShape: readonly number[], out: Map<string, { data: Float64Array; shape: readonly number[] }>, ref: Map<string, { data: Float64Array }>): Judgement {
+  const m = aShape[aShape.length - 2];
+  const n = aShape[aShape.length - 1];
+  const batch = a.length / (m * n || 1);
+  const parts: Judgement[] = [];
+  for (let b = 0; b < batch; b++) {
+    const A = a.subarray(b * m * n, (b + 1) * m * n);
+    if (kind === "qr") {
+      const Q = out.get("Q")!;
+      const R = out.get("R")!;
+      const qc = Q.shape[Q.shape.length - 1];
+      const q = Q.data.subarray(b * m * qc, (b + 1) * m * qc);
+      const r = R.data.subarray(b * qc * n, (b + 1) * qc * n);
+      parts.push(relativeError(mm(q, r, m, qc, n), A, `Q R (batch ${b})`));
+      parts.push({ error: orthogonalityError(q, m, qc), where: `Q^T Q - I (batch ${b})` });
+      let lower = 0;
+      for (let i = 0; i < qc; i++) for (let j = 0; j < Math.min(i, n); j++) lower = Math.max(lower, Math.abs(r[i * n + j]));
+      parts.push({ error: lower, where: `R below the diagonal (batch ${b})` });
+    } else if (kind === "eigh") {
+      const w = out.get("eigenvalues")!.data.subarray(b * n, (b + 1) * n);
+      const v = out.get("eigenvectors")!.data.subarray(b * n * n, (b + 1) * n * n);
+      parts.push(relativeError(w, ref.get("eigenvalues")!.data.subarray(b * n, (b + 1) * n), `eigenvalues (batch ${b})`));
+      const av = mm(A, v, n, n, n);
+      const vw = new Float64Array(n * n);
+      for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) vw[i * n + j] = v[i * n + j] * w[j];
+      parts.push(relativeError(av, vw, `A V - V diag(w) (batch ${b})`));
+      parts.push({ error: orthogonalityError(v, n, n), where: `V^T V - I (batch ${b})` });
+    } else {
+      const k = Math.min(m, n);
+      const U = out.get("U")!;
+      const Vh = out.get("Vh")!;
+      const uc = U.shape[U.shape.length - 1];
+      const vr = Vh.shape[Vh.shape.length - 2];
+      const u = U.data.subarray(b * m * uc, (b + 1) * m * uc);
+      const s = out.get("S")!.data.subarray(b * k, (b + 1) * k);
+      const vh = Vh.data.subarray(b * vr * n, (b + 1) * vr * n);
+      parts.push(relativeError(s, ref.get("S")!.data.subarray(b * k, (b + 1) * k), `S (batch ${b})`));
+      const us = new Float64Array(m * k);
+      for (let i = 0; i < m; i++) for (let j = 0; j < k; j++) us[i * k + j] = u[i * uc + j] * s[j];
+      parts.push(relativeError(mm(us, vh.subarray(0, k * n), m, k, n), A, `U S Vh (batch ${b})`));
+      parts.push({ error: orthogonalityError(u, m, uc), where: `U^T U - I (batch ${b})` });
+      parts.push({ error: orthogonalityError(transpose(vh, vr, n), n, vr), where: `Vh Vh^T - I (batch ${b})` });
+    }
+  }
+  return worst(...parts);
+}
+
+/** Wraps a device's memory so every new allocation starts as NaN bytes (0xFF). */
+function poison(deviceType: string): () => void {
+  const original = deviceMemory(deviceType);
+  if (!original) return () => {};
+  const poisoned = Object.create(original);
+  poisoned.allocate = (bytes: number, device: string) => {
+    const h = original.allocate(bytes, device);
+    if (bytes > 0) original.upload(h, 0, new Uint8Array(bytes).fill(0xff));
+    return h;
+  };
+  registerDeviceMemory(poisoned);
+  return () => registerDeviceMemory(original);
+}
+
+async function runCase(op: string, kernel: string, backend: string, device: string, dtype: DType, c: OpCase, opts: ConformanceOptions): Promise<CaseResult> {
+  const base: CaseResult = { op, kernel, dtype, case: c.name, status: "pass" };
+  if (c.sameRngOnly && backend !== "reference") return { ...base, status: "skipped", message: "draws random numbers its own way" };
+  const rec = getOp(op)!;
+  const args = c.make(dtype, makeRng((opts.seed ?? 1234) ^ hash(`${op}/${c.name}/${dtype}`)));
+  const owned: Tensor[] = tensorsIn(args);
+  try {
+    const args64 = mapTensors(args, (t) => (isFloat(t.dtype) ? t.astype("float64") : t));
+    owned.push(...tensorsIn(args64));
+    const ref = rec.kernels.find((k) => k.backend === "reference")!.run(rec.prepare(...args64));
+    owned.push(...tensorsIn(ref));
+    const devArgs = device === "cpu" ? args : mapTensors(args, (t) => t.to(device));
+    if (devArgs !== args) owned.push(...tensorsIn(devArgs));
+    const why = withKernelPriority(op, [kernel], () => explain(op, ...devArgs));
+    if (why.selected !== kernel) {
+      const mine = why.candidates.find((x) => x.kernel === kernel);
+      return { ...base, status: "refused", message: mine?.reason ?? "not a candidate" };
+    }
+    const out = withKernelPriority(op, [kernel], () => dispatch(rec, rec.prepare(...devArgs)));
+    owned.push(...tensorsIn(out));
+    const got = await outputs(out);
+    const want = await outputs(ref);
+    let j: Judgement;
+    if (c.check && c.check !== "elementwise") {
+      const a = args64[0] as Tensor;
+      j = judgeDecomposition(c.check, a.toFloat64(), a.shape, got, want);
+    } else {
+      const shapes = [...want].filter(([k, v]) => got.get(k)?.shape.join() !== v.shape.join());
+      if (shapes.length > 0) {
+        const [k, v] = shapes[0];
+        return { ...base, status: "fail", message: `${k} has shape [${got.get(k)?.shape}], expected [${v.shape}]` };
+      }
+      j = worst(...[...want].map(([k, v]) => relativeError(got.get(k)!.data, v.data, k)));
+    }
+    const tolerance = toleranceFor(opts, op, dtype);
+    return { ...base, status: j.error <= tolerance ? "pass" : "fail", error: j.error, tolerance, where: j.where };
+  } catch (e) {
+    return { ...base, status: "fail", message: `threw ${(e as Error).name}: ${(e as Error).message}` };
+  } finally {
+    for (const t of owned) t.dispose();
+  }
+}
+
+function runBadCalls(op: string, device: string, dtype: DType, seed: number): CaseResult[] {
+  const rec = getOp(op)!;
+  return BAD_CALLS.filter((b) => b.op === op).map((b) => {
+    const base: CaseResult = { op, kernel: "-", dtype, case: `bad input: ${b.name}`, status: "pass" };
+    const args = b.make(dtype, makeRng(seed ^ hash(b.name)));
+    const devArgs = device === "cpu" ? args : mapTensors(args, (t) => (t.disposed ? t : t.to(device)));
+    try {
+      dispatch(rec, rec.prepare(...devArgs));
+      return { ...base, status: "fail", message: `expected ${b.expect}, nothing was thrown` };
+    } catch (e) {
+      if (!(e instanceof BackplaneError)) return { ...base, status: "fail", message: `expected ${b.expect}, got untyped ${(e as Error)?.name}: ${(e as Error)?.message}` };
+      if (e.name !== b.expect) return { ...base, status: "fail", message: `expected ${b.expect}, got ${e.name}: ${e.message}` };
+      return base;
+    } finally {
+      for (const t of [...tensorsIn(args), ...tensorsIn(devArgs)]) t.dispose();
+    }
+  });
+}
+
+/** Runs the conformance suite for one registered backend. */
+export async function runConformance(backendName: string, opts: ConformanceOptions = {}): Promise<ConformanceReport> {
+  const b = getBackend(backendName);
+  if (!b) throw new Error(`runConformance: backend ${JSON.stringify(backendName)} is not registered; import its package first`);
+  const kernels = (b.def.kernels ?? []).filter((k) => CASES[k.op] && (!opts.ops || opts.ops.includes(k.op)) && (!opts.kernels || opts.kernels.includes(k.name)));
+  const results: CaseResult[] = [];
+  const devices = new Set<string>();
+  for (const k of kernels) {
+    const dtypes = (opts.dtypes ?? ["float64", "float32", "float16", "bfloat16"]).filter((d) => k.dtypes.includes(d) && isFloat(d));
+    devices.add(k.device);
+    const restore = poison(k.device);
+    try {
+      for (const dtype of dtypes) {
+        for (const c of CASES[k.op]) results.push(await runCase(k.op, k.name, backendName, k.device, dtype, c, opts));
+      }
+    } finally {
+      restore();
+    }
+  }
+  if (opts.badInputs !== false) {
+    const ops = [...new Set(kernels.map((k) => k.op))];
+    for (const op of ops) {
+      const k = kernels.find((x) => x.op === op)!;
+      const dtype = k.dtypes.includes("float32") ? "float32" : k.dtypes[0];
+      results.push(...runBadCalls(op, k.device, dtype, opts.seed ?? 1234));
+    }
+  }
+  const failed = results.filter((r) => r.status === "fail");
+  const describe = (r: CaseResult) =>
+    `${r.op} [${r.kernel}, ${r.dtype}] ${r.case}: ${r.message ?? `worst relative error ${r.error?.toExponential(2)} at ${r.where} > tolerance ${r.tolerance?.toExponential(1)}`}`;
+  return {
+    backend: backendName,
+    results,
+    passed: results.filter((r) => r.status === "pass").length,
+    failed,
+    toString: () =>
+      `${backendName}: ${results.length - failed.length} of ${results.length} cases pass` +
+      (failed.length ? `\n${failed.map((r) => `  FAIL ${describe(r)}`).join("\n")}` : ""),
+    assertPassed() {
+      if (failed.length > 0) throw new Error(`conformance of ${backendName} failed:\n${failed.map(describe).join("\n")}`);
+    },
+  };
+}
