@@ -58,6 +58,9 @@ function planCacheRegistry(): CufftPlanCache & { [device: number]: CufftPlanCach
       if (prop === "size" || prop === "maxSize") return cur[prop];
       return undefined;
     },
+    has(_, prop) {
+      return prop === "size" || prop === "maxSize" || prop === "clear" || (typeof prop === "string" && /^\d+$/.test(prop));
+    },
     set(_, prop, value) {
       if (prop === "maxSize") {
         slot(0).maxSize = value;
