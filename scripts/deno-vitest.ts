@@ -3,7 +3,15 @@
 // wrapped so that vitest's `expect(value, message)` form works too.
 import { expect as jestExpect } from "expect";
 
-export { after as afterAll, afterEach, before as beforeAll, beforeEach, describe, it, it as test } from "node:test";
+export {
+  after as afterAll,
+  afterEach,
+  before as beforeAll,
+  beforeEach,
+  describe,
+  it,
+  it as test,
+} from "node:test";
 
 function labelled<T extends object>(target: T, message: string): T {
   const relabel = (e: unknown) => {
@@ -29,6 +37,7 @@ function labelled<T extends object>(target: T, message: string): T {
 }
 
 export const expect = Object.assign(
-  (actual: unknown, message?: string) => (message ? labelled(jestExpect(actual), message) : jestExpect(actual)),
+  (actual: unknown, message?: string) =>
+    message ? labelled(jestExpect(actual), message) : jestExpect(actual),
   jestExpect,
 ) as typeof jestExpect & ((actual: unknown, message?: string) => ReturnType<typeof jestExpect>);

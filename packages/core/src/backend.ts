@@ -2,8 +2,10 @@
  * The backend contract and the registry. A backend package calls
  * `registerBackend(defineBackend({...}))` when imported; the core never imports it.
  */
+
 import { RegistrationError } from "./errors.ts";
 import type { FlagSchema } from "./flags/spec.ts";
+import { show } from "./format.ts";
 import type { KernelDefinition } from "./kernels.ts";
 import { addKernels } from "./kernels.ts";
 import { type DeviceMemory, registerDeviceMemory } from "./memory.ts";
@@ -76,7 +78,9 @@ export function defineBackend(def: BackendDefinition): BackendDefinition {
  */
 export function registerBackend(def: BackendDefinition): RegisteredBackend {
   if (!def || typeof def.name !== "string" || !/^[a-z0-9][a-z0-9._-]*$/.test(def.name)) {
-    throw new RegistrationError(`backend name must be lower-case letters, digits, '.', '_' or '-', got ${JSON.stringify(def?.name)}`);
+    throw new RegistrationError(
+      `backend name must be lower-case letters, digits, '.', '_' or '-', got ${show(def?.name)}`,
+    );
   }
   if (typeof def.isAvailable !== "function") {
     throw new RegistrationError(`backend ${def.name}: isAvailable() is required`);
@@ -95,7 +99,9 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   for (const ns of def.namespaces ?? []) {
     const owner = namespaceOwner.get(ns);
     if (owner && owner !== def.name) {
-      throw new RegistrationError(`backend ${def.name} claims backends.${ns}, which ${owner} already answers for`);
+      throw new RegistrationError(
+        `backend ${def.name} claims backends.${ns}, which ${owner} already answers for`,
+      );
     }
   }
   const entry: RegisteredBackend = { def, initState: def.init ? "pending" : "ready" };
@@ -129,7 +135,10 @@ export function availabilityOf(b: RegisteredBackend): Availability {
   if (!b.availability) {
     try {
       const a = b.def.isAvailable();
-      b.availability = a && typeof a.available === "boolean" ? a : { available: false, reason: "isAvailable() returned no answer" };
+      b.availability =
+        a && typeof a.available === "boolean"
+          ? a
+          : { available: false, reason: "isAvailable() returned no answer" };
     } catch (e) {
       b.availability = { available: false, reason: `isAvailable() threw: ${(e as Error).message}` };
     }
@@ -170,7 +179,10 @@ export function startInit(b: RegisteredBackend): void {
 
 /** Waits until the named backends (default: all) have initialised. */
 export async function ready(...names: string[]): Promise<void> {
-  const list = names.length > 0 ? names.map((n) => backendsByName.get(n)).filter((b) => b !== undefined) : listBackends();
+  const list =
+    names.length > 0
+      ? names.map((n) => backendsByName.get(n)).filter((b) => b !== undefined)
+      : listBackends();
   for (const b of list) {
     if (availabilityOf(b).available) startInit(b);
   }

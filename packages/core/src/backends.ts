@@ -3,17 +3,43 @@
  * flags and functions, plus withFlags()/flags() scopes over several namespaces.
  * An unknown namespace throws a message naming the known ones; has() never throws.
  */
+
 import { listBackends, ready } from "./backend.ts";
 import { cpuCapabilityInfo } from "./cpu-capability.ts";
 import { ArgumentError, UnknownNamespaceError } from "./errors.ts";
 import type { BUILTIN_FLAGS } from "./flags/builtin.ts";
 import type { DeepPartial, FlagValues } from "./flags/spec.ts";
-import { checkChanges, type FlagScope, flatten, getFlag, openScope, runWithState, setFlag } from "./flags/state.ts";
-import { extendNamespace, type Namespace, type NamespaceBase, type NamespaceStatus, namespaceNames, namespaceObject, statusOf } from "./namespaces.ts";
+import {
+  checkChanges,
+  type FlagScope,
+  flatten,
+  getFlag,
+  openScope,
+  runWithState,
+  setFlag,
+} from "./flags/state.ts";
+import { show } from "./format.ts";
+import {
+  extendNamespace,
+  type Namespace,
+  type NamespaceBase,
+  type NamespaceStatus,
+  namespaceNames,
+  namespaceObject,
+  statusOf,
+} from "./namespaces.ts";
 import { runtime } from "./runtime.ts";
 import {
-  canUseCudnnAttention, canUseEfficientAttention, canUseFlashAttention, isFlashAttentionAvailable, SDPAParams,
-  SDPBackend, sdpKernel, sdpaKernel, sdpSwitches, withSdpaKernel,
+  canUseCudnnAttention,
+  canUseEfficientAttention,
+  canUseFlashAttention,
+  isFlashAttentionAvailable,
+  SDPAParams,
+  SDPBackend,
+  sdpaKernel,
+  sdpKernel,
+  sdpSwitches,
+  withSdpaKernel,
 } from "./sdpa-select.ts";
 
 type B = typeof BUILTIN_FLAGS;
@@ -35,7 +61,8 @@ class PlanCacheSlot implements CufftPlanCache {
     return this.max;
   }
   set maxSize(n: number) {
-    if (!Number.isInteger(n) || n < 0) throw new ArgumentError(`cufftPlanCache.maxSize must be an integer >= 0, got ${JSON.stringify(n)}`);
+    if (!Number.isInteger(n) || n < 0)
+      throw new ArgumentError(`cufftPlanCache.maxSize must be an integer >= 0, got ${show(n)}`);
     this.max = n;
   }
   clear(): void {}
@@ -45,7 +72,8 @@ class PlanCacheSlot implements CufftPlanCache {
 function planCacheRegistry(): CufftPlanCache & { [device: number]: CufftPlanCache } {
   const slots = new Map<number, PlanCacheSlot>();
   const slot = (d: number) => {
-    if (!Number.isInteger(d) || d < 0) throw new ArgumentError(`cufftPlanCache[${String(d)}]: device index must be an integer >= 0`);
+    if (!Number.isInteger(d) || d < 0)
+      throw new ArgumentError(`cufftPlanCache[${String(d)}]: device index must be an integer >= 0`);
     let s = slots.get(d);
     if (!s) slots.set(d, (s = new PlanCacheSlot(d)));
     return s;
@@ -59,14 +87,21 @@ function planCacheRegistry(): CufftPlanCache & { [device: number]: CufftPlanCach
       return undefined;
     },
     has(_, prop) {
-      return prop === "size" || prop === "maxSize" || prop === "clear" || (typeof prop === "string" && /^\d+$/.test(prop));
+      return (
+        prop === "size" ||
+        prop === "maxSize" ||
+        prop === "clear" ||
+        (typeof prop === "string" && /^\d+$/.test(prop))
+      );
     },
     set(_, prop, value) {
       if (prop === "maxSize") {
         slot(0).maxSize = value;
         return true;
       }
-      throw new ArgumentError(`cufftPlanCache.${String(prop)} is read-only; maxSize is the one setting`);
+      throw new ArgumentError(
+        `cufftPlanCache.${String(prop)} is read-only; maxSize is the one setting`,
+      );
     },
   });
 }
@@ -126,7 +161,8 @@ extendNamespace("openmp", {
   /** Threads CPU kernels use: the setting, or the cores available when it is 0. */
   getNumThreads: () => (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency,
   setNumThreads: (n: number) => {
-    if (!Number.isInteger(n) || n < 1) throw new ArgumentError(`openmp.setNumThreads: n must be an integer >= 1, got ${JSON.stringify(n)}`);
+    if (!Number.isInteger(n) || n < 1)
+      throw new ArgumentError(`openmp.setNumThreads: n must be an integer >= 1, got ${show(n)}`);
     setFlag("openmp.numThreads", n);
   },
   /** `using _ = backends.openmp.numThreadsScope(1)` */
@@ -138,7 +174,9 @@ extendNamespace("optEinsum", {
 });
 extendNamespace("xeon", {
   runCpu: () => {
-    throw new UnknownNamespaceError("backends.xeon.runCpu needs @backplane/backend-openmp (npm i @backplane/backend-openmp, then import it)");
+    throw new UnknownNamespaceError(
+      "backends.xeon.runCpu needs @backplane/backend-openmp (npm i @backplane/backend-openmp, then import it)",
+    );
   },
 });
 extendNamespace("nn", {
@@ -151,12 +189,17 @@ type NS<K extends keyof B> = Namespace<B[K]>;
 
 /** The typed shape of `backends`; backends and third parties add members at run time. */
 export interface Backends {
-  cpu: NS<"cpu"> & { getCpuCapability(): string; getCpuCapabilityInfo(): ReturnType<typeof cpuCapabilityInfo> };
+  cpu: NS<"cpu"> & {
+    getCpuCapability(): string;
+    getCpuCapabilityInfo(): ReturnType<typeof cpuCapabilityInfo>;
+  };
   cuda: NS<"cuda"> &
     typeof sdpSwitches & {
       cufftPlanCache: CufftPlanCache & { [device: number]: CufftPlanCache };
       preferredBlasLibrary(b?: "cublas" | "cublaslt"): "cublas" | "cublaslt";
-      preferredLinalgLibrary(b?: "default" | "cusolver" | "magma"): "default" | "cusolver" | "magma";
+      preferredLinalgLibrary(
+        b?: "default" | "cusolver" | "magma",
+      ): "default" | "cusolver" | "magma";
       SDPAParams: typeof SDPAParams;
       isFlashAttentionAvailable: typeof isFlashAttentionAvailable;
       canUseFlashAttention: typeof canUseFlashAttention;
@@ -169,7 +212,8 @@ export interface Backends {
   mha: NS<"mha"> & { getFastpathEnabled(): boolean; setFastpathEnabled(b: boolean): void };
   mps: NamespaceBase;
   mkl: NS<"mkl"> & typeof VERBOSE & { verbose(level: number): FlagScope; isEnabled(): boolean };
-  mkldnn: NS<"mkldnn"> & typeof VERBOSE & { VERBOSE_ON_CREATION: 2; verbose(level: number): FlagScope };
+  mkldnn: NS<"mkldnn"> &
+    typeof VERBOSE & { VERBOSE_ON_CREATION: 2; verbose(level: number): FlagScope };
   nnpack: NS<"nnpack"> & { setFlags(enabled: boolean): [boolean] };
   openmp: NS<"openmp"> & {
     isEnabled(): boolean;
@@ -182,7 +226,13 @@ export interface Backends {
   xnnpack: NS<"xnnpack">;
   xeon: NamespaceBase & { runCpu(...args: unknown[]): unknown };
   webgpu: NS<"webgpu">;
-  nn: NamespaceBase & { attention: { sdpaKernel: typeof sdpaKernel; withSdpaKernel: typeof withSdpaKernel; SDPBackend: typeof SDPBackend } };
+  nn: NamespaceBase & {
+    attention: {
+      sdpaKernel: typeof sdpaKernel;
+      withSdpaKernel: typeof withSdpaKernel;
+      SDPBackend: typeof SDPBackend;
+    };
+  };
   /** Any namespace a plugin added. */
   [name: string]: any;
 }
@@ -221,7 +271,16 @@ const root: BackendsRoot = {
 };
 
 // Names a runtime or a tool may probe on any object; answering undefined keeps them working.
-const PROBES = new Set(["then", "toJSON", "constructor", "inspect", "nodeType", "$$typeof", "asymmetricMatch", "@@__IMMUTABLE_ITERABLE__@@"]);
+const PROBES = new Set([
+  "then",
+  "toJSON",
+  "constructor",
+  "inspect",
+  "nodeType",
+  "$$typeof",
+  "asymmetricMatch",
+  "@@__IMMUTABLE_ITERABLE__@@",
+]);
 
 export const backends = new Proxy(root as BackendsRoot & Backends, {
   get(target, prop) {
@@ -229,7 +288,9 @@ export const backends = new Proxy(root as BackendsRoot & Backends, {
     if (prop in target) return (target as any)[prop];
     if (namespaceNames().includes(prop)) return namespaceObject(prop);
     if (PROBES.has(prop)) return undefined;
-    throw new UnknownNamespaceError(`backends.${prop} does not exist; known namespaces: ${namespaceNames().join(", ")}`);
+    throw new UnknownNamespaceError(
+      `backends.${prop} does not exist; known namespaces: ${namespaceNames().join(", ")}`,
+    );
   },
   has(target, prop) {
     return prop in target || (typeof prop === "string" && namespaceNames().includes(prop));
@@ -244,7 +305,9 @@ export const backends = new Proxy(root as BackendsRoot & Backends, {
     return Reflect.getOwnPropertyDescriptor(target, prop);
   },
   set(_, prop) {
-    throw new ArgumentError(`backends.${String(prop)} cannot be replaced; set its flags instead (backends.cudnn.benchmark = true)`);
+    throw new ArgumentError(
+      `backends.${String(prop)} cannot be replaced; set its flags instead (backends.cudnn.benchmark = true)`,
+    );
   },
 });
 

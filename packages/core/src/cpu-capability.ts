@@ -34,7 +34,13 @@ export function cpuCapabilityInfo(): CpuCapability {
   const rt = runtime();
   const wasmLevel = rt.wasmSimd ? "WASM_SIMD128" : "WASM";
   if (rt.name === "browser" || rt.name === "unknown") {
-    return (cached = { capability: wasmLevel, arch: "wasm32", features: [], wasmSimd: rt.wasmSimd, source: "wasm" });
+    return (cached = {
+      capability: wasmLevel,
+      arch: "wasm32",
+      features: [],
+      wasmSimd: rt.wasmSimd,
+      source: "wasm",
+    });
   }
   const arch = rt.arch;
   const text = rt.platform === "linux" ? readCpuinfo() : undefined;
@@ -44,7 +50,8 @@ export function cpuCapabilityInfo(): CpuCapability {
   let capability = "DEFAULT";
   if (arch === "x64" || arch === "x86_64") {
     if (features.length === 0) capability = "DEFAULT";
-    else if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq")) capability = "AVX512";
+    else if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq"))
+      capability = "AVX512";
     else if (has("avx2") && has("fma")) capability = "AVX2";
     else if (!has("avx")) capability = "NO AVX";
   } else if (arch === "ppc64" || arch === "ppc64le") capability = "VSX";

@@ -3,10 +3,29 @@
  * Everything that depends only on flags, registrations and (device, dtype) is decided
  * once per flag snapshot and cached, so a dispatch is two map lookups and supports().
  */
-import { availabilityOf, bumpGeneration, getBackend, registryGeneration, startInit } from "./backend.ts";
+
+import {
+  availabilityOf,
+  bumpGeneration,
+  getBackend,
+  registryGeneration,
+  startInit,
+} from "./backend.ts";
 import type { DType } from "./dtype.ts";
-import { ArgumentError, type CandidateReport, NoKernelError, NondeterministicError } from "./errors.ts";
-import { type FlagState, currentState, openStateScope, runWithState, type FlagScope } from "./flags/state.ts";
+import {
+  ArgumentError,
+  type CandidateReport,
+  NoKernelError,
+  NondeterministicError,
+} from "./errors.ts";
+import {
+  currentState,
+  type FlagScope,
+  type FlagState,
+  openStateScope,
+  runWithState,
+} from "./flags/state.ts";
+import { show } from "./format.ts";
 import { getOp, type Kernel, type OpParams, type OpRecord } from "./kernels.ts";
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
@@ -43,15 +62,23 @@ function orderFor(op: OpRecord, state: FlagState): Kernel[] {
 }
 
 /** Why a kernel cannot be considered at all under `state`, or undefined when it can. */
-function staticRefusal(k: Kernel, state: FlagState, deviceType: string, dtype: DType): string | undefined {
+function staticRefusal(
+  k: Kernel,
+  state: FlagState,
+  deviceType: string,
+  dtype: DType,
+): string | undefined {
   if (k.device !== deviceType) return `runs on ${k.device}, inputs are on ${deviceType}`;
-  if (!k.dtypes.includes(dtype)) return `dtype ${dtype} not supported (supports ${k.dtypes.join(", ")})`;
+  if (!k.dtypes.includes(dtype))
+    return `dtype ${dtype} not supported (supports ${k.dtypes.join(", ")})`;
   const b = getBackend(k.backend);
   if (!b) return `backend ${k.backend} is not registered`;
   const avail = availabilityOf(b);
-  if (!avail.available) return `backend ${k.backend} is not available: ${avail.reason ?? "no reason given"}`;
+  if (!avail.available)
+    return `backend ${k.backend} is not available: ${avail.reason ?? "no reason given"}`;
   startInit(b);
-  if (b.initState === "running") return `backend ${k.backend} is still initialising (await ready("${k.backend}"))`;
+  if (b.initState === "running")
+    return `backend ${k.backend} is still initialising (await ready("${k.backend}"))`;
   if (b.initState === "failed") return `backend ${k.backend} failed to initialise: ${b.initError}`;
   for (const f of k.flags ?? []) {
     if (flagOf(state, f) !== true) return `disabled by flag ${f} = ${String(flagOf(state, f))}`;
@@ -61,7 +88,8 @@ function staticRefusal(k: Kernel, state: FlagState, deviceType: string, dtype: D
     if (r !== true) return r;
   }
   if (k.precision && dtype === "float32") {
-    const cur = (flagOf(state, "core.float32MatmulPrecision") ?? "highest") as keyof typeof PRECISION_RANK;
+    const cur = (flagOf(state, "core.float32MatmulPrecision") ??
+      "highest") as keyof typeof PRECISION_RANK;
     if (PRECISION_RANK[cur] < PRECISION_RANK[k.precision]) {
       return `needs float32 matmul precision "${k.precision}" or lower; it is "${cur}" (setFloat32MatmulPrecision)`;
     }
@@ -89,7 +117,8 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     }
     if (deterministic && !k.deterministic) e.heldBack.push(k);
     else e.kernels.push(k);
-    if (coreVerbose || (k.verboseFlags ?? []).some((f) => Number(flagOf(state, f) ?? 0) > 0)) e.verbose = true;
+    if (coreVerbose || (k.verboseFlags ?? []).some((f) => Number(flagOf(state, f) ?? 0) > 0))
+      e.verbose = true;
   }
   return e;
 }
@@ -117,7 +146,8 @@ export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): any {
   const ks = e.kernels;
   for (let i = 0; i < ks.length; i++) {
     const k = ks[i];
-    if (k.supports === undefined || k.supports(params) === true) return e.verbose ? traced(op, k, params) : k.run(params);
+    if (k.supports === undefined || k.supports(params) === true)
+      return e.verbose ? traced(op, k, params) : k.run(params);
   }
   return runHeldBack(op, e, params);
 }
@@ -146,9 +176,11 @@ function runHeldBack(op: OpRecord, e: Entry, params: OpParams): any {
 
 function hintFor(report: CandidateReport[]): string {
   const flag = report.find((c) => c.reason.startsWith("disabled by flag"));
-  if (flag) return `Hint: ${flag.kernel} would run if you change ${flag.reason.slice("disabled by flag ".length)}.`;
+  if (flag)
+    return `Hint: ${flag.kernel} would run if you change ${flag.reason.slice("disabled by flag ".length)}.`;
   const det = report.find((c) => c.reason.includes("nondeterministic"));
-  if (det) return "Hint: useDeterministicAlgorithms(false), or { warnOnly: true }, lets a nondeterministic kernel run.";
+  if (det)
+    return "Hint: useDeterministicAlgorithms(false), or { warnOnly: true }, lets a nondeterministic kernel run.";
   return "";
 }
 
@@ -180,12 +212,19 @@ function candidates(op: OpRecord, e: Entry, params: OpParams): Explanation {
         kernel: k.name,
         backend: k.backend,
         accepted: warn && selected === undefined,
-        reason: warn ? "nondeterministic; runs with a warning (warnOnly)" : "nondeterministic, and useDeterministicAlgorithms(true) is on",
+        reason: warn
+          ? "nondeterministic; runs with a warning (warnOnly)"
+          : "nondeterministic, and useDeterministicAlgorithms(true) is on",
       });
       if (warn && selected === undefined) selected = k.name;
       return;
     }
-    out.push({ kernel: k.name, backend: k.backend, accepted: true, reason: selected === undefined ? "selected" : `supports the inputs; ${selected} comes first` });
+    out.push({
+      kernel: k.name,
+      backend: k.backend,
+      accepted: true,
+      reason: selected === undefined ? "selected" : `supports the inputs; ${selected} comes first`,
+    });
     selected ??= k.name;
   };
   for (const k of e.kernels) consider(k, false);
@@ -197,15 +236,21 @@ function candidates(op: OpRecord, e: Entry, params: OpParams): Explanation {
     candidates: out,
     toString() {
       const w = Math.max(6, ...out.map((c) => c.kernel.length + c.backend.length + 3));
-      const rows = out.map((c) => `${c.accepted ? (c.kernel === selected ? "=>" : "ok") : "  "} ${`${c.kernel} (${c.backend})`.padEnd(w)}  ${c.reason}`);
-      return [`${op.name}: ${selected ? `runs ${selected}` : "no kernel can run these inputs"}`, ...rows].join("\n");
+      const rows = out.map(
+        (c) =>
+          `${c.accepted ? (c.kernel === selected ? "=>" : "ok") : "  "} ${`${c.kernel} (${c.backend})`.padEnd(w)}  ${c.reason}`,
+      );
+      return [
+        `${op.name}: ${selected ? `runs ${selected}` : "no kernel can run these inputs"}`,
+        ...rows,
+      ].join("\n");
     },
   };
 }
 
 function opOrThrow(name: string): OpRecord {
   const op = getOp(name);
-  if (!op) throw new ArgumentError(`unknown op ${JSON.stringify(name)}`);
+  if (!op) throw new ArgumentError(`unknown op ${show(name)}`);
   return op;
 }
 
@@ -237,7 +282,9 @@ function traced(op: OpRecord, k: Kernel, params: OpParams): any {
   const t0 = now();
   const out = k.run(params);
   const ms = now() - t0;
-  verboseSink(`backplane_verbose,exec,${op.name},${k.backend}:${k.name},${op.shapeKey(params)},${params.dtype},${ms.toFixed(4)} ms`);
+  verboseSink(
+    `backplane_verbose,exec,${op.name},${k.backend}:${k.name},${op.shapeKey(params)},${params.dtype},${ms.toFixed(4)} ms`,
+  );
   return out;
 }
 
@@ -245,7 +292,9 @@ function traced(op: OpRecord, k: Kernel, params: OpParams): any {
 
 function disposeResult(x: any): void {
   if (x && typeof x.dispose === "function") x.dispose();
-  else if (x && typeof x === "object") for (const v of Object.values(x)) if (v && typeof (v as any).dispose === "function") (v as any).dispose();
+  else if (x && typeof x === "object")
+    for (const v of Object.values(x))
+      if (v && typeof (v as any).dispose === "function") (v as any).dispose();
 }
 
 function runAutotuned(op: OpRecord, e: Entry, params: OpParams): any {
@@ -254,7 +303,9 @@ function runAutotuned(op: OpRecord, e: Entry, params: OpParams): any {
   if (won && (won.supports === undefined || won.supports(params as never) === true)) {
     return e.verbose ? traced(op, won, params) : won.run(params);
   }
-  const fit = e.kernels.filter((k) => k.supports === undefined || k.supports(params as never) === true);
+  const fit = e.kernels.filter(
+    (k) => k.supports === undefined || k.supports(params as never) === true,
+  );
   if (fit.length === 0) return runHeldBack(op, e, params);
   const trial = e.autotuneLimit > 0 ? fit.slice(0, e.autotuneLimit) : fit;
   let best: Kernel = trial[0];
@@ -270,7 +321,10 @@ function runAutotuned(op: OpRecord, e: Entry, params: OpParams): any {
     }
   }
   e.winners.set(key, best);
-  if (e.verbose) verboseSink(`backplane_verbose,autotune,${op.name},${key},winner=${best.backend}:${best.name},${bestMs.toFixed(4)} ms`);
+  if (e.verbose)
+    verboseSink(
+      `backplane_verbose,autotune,${op.name},${key},winner=${best.backend}:${best.name},${bestMs.toFixed(4)} ms`,
+    );
   return e.verbose ? traced(op, best, params) : best.run(params);
 }
 
@@ -286,10 +340,14 @@ function checkNames(op: string, names: readonly string[]): void {
     throw new ArgumentError(`kernel priority for ${op} must be a list of kernel names`);
   }
   const rec = getOp(op);
-  const known = [...new Set(rec?.kernels.flatMap((k) => (k.family ? [k.name, k.family] : [k.name])) ?? [])];
+  const known = [
+    ...new Set(rec?.kernels.flatMap((k) => (k.family ? [k.name, k.family] : [k.name])) ?? []),
+  ];
   const unknown = names.filter((n) => !known.includes(n));
   if (unknown.length > 0) {
-    throw new ArgumentError(`${op} has no kernel named ${unknown.join(", ")}; it has: ${known.join(", ") || "(none)"}`);
+    throw new ArgumentError(
+      `${op} has no kernel named ${unknown.join(", ")}; it has: ${known.join(", ") || "(none)"}`,
+    );
   }
 }
 

@@ -1,6 +1,15 @@
 import { DTypeError } from "./errors.ts";
+import { show } from "./format.ts";
 
-export const DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "bool"] as const;
+export const DTYPES = [
+  "float32",
+  "float64",
+  "float16",
+  "bfloat16",
+  "int32",
+  "int64",
+  "bool",
+] as const;
 export type DType = (typeof DTYPES)[number];
 export type FloatDType = "float32" | "float64" | "float16" | "bfloat16";
 export const FLOAT_DTYPES: readonly FloatDType[] = ["float32", "float64", "float16", "bfloat16"];
@@ -14,7 +23,10 @@ export type StorageArray =
   | BigInt64Array
   | Uint8Array;
 
-type ArrayCtor = { new (b: ArrayBufferLike, off: number, len: number): StorageArray; BYTES_PER_ELEMENT: number };
+type ArrayCtor = {
+  new (b: ArrayBufferLike, off: number, len: number): StorageArray;
+  BYTES_PER_ELEMENT: number;
+};
 
 const CTORS: Record<DType, ArrayCtor> = {
   float32: Float32Array as unknown as ArrayCtor,
@@ -39,13 +51,18 @@ export function bytesPerElement(d: DType): number {
 }
 
 /** A typed-array view of `length` elements of dtype `d` over `buffer` at `byteOffset`. */
-export function viewOf(d: DType, buffer: ArrayBufferLike, byteOffset: number, length: number): StorageArray {
+export function viewOf(
+  d: DType,
+  buffer: ArrayBufferLike,
+  byteOffset: number,
+  length: number,
+): StorageArray {
   return new CTORS[d](buffer, byteOffset, length);
 }
 
 export function checkDType(name: string, d: unknown): DType {
   if (!isDType(d)) {
-    throw new DTypeError(`${name}: unknown dtype ${JSON.stringify(d)}; expected one of ${DTYPES.join(", ")}`);
+    throw new DTypeError(`${name}: unknown dtype ${show(d)}; expected one of ${DTYPES.join(", ")}`);
   }
   return d;
 }

@@ -3,43 +3,88 @@
  * scoped overrides, the kernel table and dispatcher, the tensor and device-memory
  * contracts, the ops with their reference kernels. No runtime dependencies.
  */
-export * from "./errors.ts";
-export * from "./dtype.ts";
-export { runtime, readEnv, type RuntimeInfo, type RuntimeName } from "./runtime.ts";
-export * from "./memory.ts";
-export * from "./tensor.ts";
-export * from "./flags/spec.ts";
+
 export {
-  FlagScope, FlagState, getFlag, setFlag, onFlagChange, currentState, allFlagKeys, flagSpec, flagSchema, flagNamespaces,
-} from "./flags/state.ts";
-export { asyncScopesIsolated } from "./flags/context.ts";
-export { BUILTIN_FLAGS, NAMESPACE_PACKAGES } from "./flags/builtin.ts";
-export * from "./kernels.ts";
-export {
-  type Availability, type BackendDefinition, type RegisteredBackend, defineBackend, registerBackend, getBackend,
-  listBackends, refreshAvailability, ready,
+  type Availability,
+  type BackendDefinition,
+  defineBackend,
+  getBackend,
+  listBackends,
+  type RegisteredBackend,
+  ready,
+  refreshAvailability,
+  registerBackend,
 } from "./backend.ts";
 export {
-  dispatch, explain, type Explanation, getKernel, setVerboseSink, clearAutotuneCache, setKernelPriority,
-  kernelPriority, withKernelPriority,
-} from "./dispatcher.ts";
-export { type NamespaceStatus, type NamespaceBase, type Namespace, extendNamespace, statusOf } from "./namespaces.ts";
-export { backends, defineNamespace, type Backends, type BackendsRoot, type AllFlags, type CufftPlanCache } from "./backends.ts";
-export * from "./switches.ts";
+  type AllFlags,
+  type Backends,
+  type BackendsRoot,
+  backends,
+  type CufftPlanCache,
+  defineNamespace,
+} from "./backends.ts";
+export { type CpuCapability, cpuCapabilityInfo } from "./cpu-capability.ts";
 export {
-  SDPBackend, SDPAParams, sdpaKernel, withSdpaKernel, sdpKernel, canUseFlashAttention, canUseEfficientAttention,
-  canUseCudnnAttention, isFlashAttentionAvailable, sdpaRefusals,
-} from "./sdpa-select.ts";
-export { cpuCapabilityInfo, type CpuCapability } from "./cpu-capability.ts";
-export * from "./ops/matmul.ts";
-export * from "./ops/elementwise.ts";
-export * from "./ops/softmax.ts";
+  clearAutotuneCache,
+  dispatch,
+  type Explanation,
+  explain,
+  getKernel,
+  kernelPriority,
+  setKernelPriority,
+  setVerboseSink,
+  withKernelPriority,
+} from "./dispatcher.ts";
+export * from "./dtype.ts";
+export * from "./errors.ts";
+export { BUILTIN_FLAGS, NAMESPACE_PACKAGES } from "./flags/builtin.ts";
+export { asyncScopesIsolated } from "./flags/context.ts";
+export * from "./flags/spec.ts";
+export {
+  allFlagKeys,
+  currentState,
+  FlagScope,
+  FlagState,
+  flagNamespaces,
+  flagSchema,
+  flagSpec,
+  getFlag,
+  onFlagChange,
+  setFlag,
+} from "./flags/state.ts";
+export * from "./kernels.ts";
+export * from "./memory.ts";
+export {
+  extendNamespace,
+  type Namespace,
+  type NamespaceBase,
+  type NamespaceStatus,
+  statusOf,
+} from "./namespaces.ts";
 export * from "./ops/conv2d.ts";
-export * from "./ops/sdpa.ts";
 export * from "./ops/einsum.ts";
-export * from "./ops/linalg.ts";
+export * from "./ops/elementwise.ts";
 export * from "./ops/fft.ts";
+export * from "./ops/linalg.ts";
+export * from "./ops/matmul.ts";
+export * from "./ops/sdpa.ts";
+export * from "./ops/softmax.ts";
 export { referenceKernels } from "./reference/index.ts";
+export { type RuntimeInfo, type RuntimeName, readEnv, runtime } from "./runtime.ts";
+export {
+  canUseCudnnAttention,
+  canUseEfficientAttention,
+  canUseFlashAttention,
+  isFlashAttentionAvailable,
+  SDPAParams,
+  SDPBackend,
+  sdpaKernel,
+  sdpaRefusals,
+  sdpKernel,
+  withSdpaKernel,
+} from "./sdpa-select.ts";
+export * from "./switches.ts";
+export * from "./tensor.ts";
 export { version } from "./version.ts";
 
 import { SDPBackend, sdpaKernel, withSdpaKernel } from "./sdpa-select.ts";

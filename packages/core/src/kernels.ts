@@ -3,8 +3,10 @@
  * kernel (after tfjs-core's kernel_registry). Ops are defined once, with the function
  * that validates their arguments into params.
  */
+
 import type { DType } from "./dtype.ts";
 import { ArgumentError, RegistrationError } from "./errors.ts";
+import { show } from "./format.ts";
 
 export type MatmulPrecision = "highest" | "high" | "medium";
 
@@ -52,7 +54,8 @@ export interface OpDefinition<P extends OpParams, A extends unknown[]> {
   shapeKey(params: P): string;
 }
 
-export interface OpRecord<P extends OpParams = any, A extends unknown[] = any[]> extends OpDefinition<P, A> {
+export interface OpRecord<P extends OpParams = any, A extends unknown[] = any[]>
+  extends OpDefinition<P, A> {
   kernels: Kernel<P>[];
   /** Dispatcher caches, owned by dispatcher.ts. */
   cache: WeakMap<object, unknown>;
@@ -61,7 +64,9 @@ export interface OpRecord<P extends OpParams = any, A extends unknown[] = any[]>
 
 const ops = new Map<string, OpRecord>();
 
-export function defineOp<P extends OpParams, A extends unknown[]>(def: OpDefinition<P, A>): OpRecord<P, A> {
+export function defineOp<P extends OpParams, A extends unknown[]>(
+  def: OpDefinition<P, A>,
+): OpRecord<P, A> {
   const existing = ops.get(def.name);
   if (existing) {
     // An op may be declared by a kernel first; the real definition fills it in.
@@ -82,21 +87,30 @@ export function opNames(): string[] {
 }
 
 function checkKernel(backend: string, devices: readonly string[], k: KernelDefinition<any>): void {
-  const where = `backend ${backend}, kernel ${JSON.stringify(k?.name)} for op ${JSON.stringify(k?.op)}`;
+  const where = `backend ${backend}, kernel ${show(k?.name)} for op ${show(k?.op)}`;
   if (!k || typeof k.op !== "string" || typeof k.name !== "string" || k.name === "") {
     throw new RegistrationError(`${where}: op and name are required strings`);
   }
   if (typeof k.run !== "function") throw new RegistrationError(`${where}: run() is required`);
   if (!devices.includes(k.device)) {
-    throw new RegistrationError(`${where}: device ${k.device} is not among the backend's devices (${devices.join(", ")})`);
+    throw new RegistrationError(
+      `${where}: device ${k.device} is not among the backend's devices (${devices.join(", ")})`,
+    );
   }
-  if (!Array.isArray(k.dtypes) || k.dtypes.length === 0) throw new RegistrationError(`${where}: dtypes must be a non-empty list`);
-  if (typeof k.priority !== "number" || Number.isNaN(k.priority)) throw new RegistrationError(`${where}: priority must be a number`);
-  if (typeof k.deterministic !== "boolean") throw new RegistrationError(`${where}: deterministic must be true or false`);
+  if (!Array.isArray(k.dtypes) || k.dtypes.length === 0)
+    throw new RegistrationError(`${where}: dtypes must be a non-empty list`);
+  if (typeof k.priority !== "number" || Number.isNaN(k.priority))
+    throw new RegistrationError(`${where}: priority must be a number`);
+  if (typeof k.deterministic !== "boolean")
+    throw new RegistrationError(`${where}: deterministic must be true or false`);
 }
 
 /** Adds a backend's kernels; all are checked first, so a bad list adds nothing. */
-export function addKernels(backend: string, devices: readonly string[], list: readonly KernelDefinition<any>[]): void {
+export function addKernels(
+  backend: string,
+  devices: readonly string[],
+  list: readonly KernelDefinition<any>[],
+): void {
   const seen = new Set<string>();
   for (const k of list) {
     checkKernel(backend, devices, k);
@@ -104,7 +118,7 @@ export function addKernels(backend: string, devices: readonly string[], list: re
     const clash = ops.get(k.op)?.kernels.find((x) => x.name === k.name);
     if (clash || seen.has(key)) {
       throw new RegistrationError(
-        `kernel ${JSON.stringify(k.name)} for op ${k.op} is registered twice (by ${clash?.backend ?? backend} and ${backend}); kernel names are unique per op`,
+        `kernel ${show(k.name)} for op ${k.op} is registered twice (by ${clash?.backend ?? backend} and ${backend}); kernel names are unique per op`,
       );
     }
     seen.add(key);
@@ -115,7 +129,9 @@ export function addKernels(backend: string, devices: readonly string[], list: re
       rec = {
         name: k.op,
         prepare: () => {
-          throw new ArgumentError(`op ${k.op} has kernels but no definition; import the package that defines it`);
+          throw new ArgumentError(
+            `op ${k.op} has kernels but no definition; import the package that defines it`,
+          );
         },
         shapeKey: () => "",
         kernels: [],

@@ -3,7 +3,9 @@
  * party adds) has one DeviceMemory; tensors hold a handle from it and never look inside.
  * Sync forms are optional because some devices (WebGPU) can only read back asynchronously.
  */
+
 import { DeviceError } from "./errors.ts";
+import { show } from "./format.ts";
 
 export interface MemoryStats {
   /** Bytes currently held by live storages. */
@@ -65,7 +67,11 @@ const stats = new Map<string, MemoryStats>();
 
 function statsOf(device: string): MemoryStats {
   let s = stats.get(device);
-  if (!s) stats.set(device, (s = { allocatedBytes: 0, peakBytes: 0, liveBuffers: 0, totalAllocations: 0 }));
+  if (!s)
+    stats.set(
+      device,
+      (s = { allocatedBytes: 0, peakBytes: 0, liveBuffers: 0, totalAllocations: 0 }),
+    );
   return s;
 }
 
@@ -87,8 +93,10 @@ export function allocateStorage(device: string, byteLength: number): Storage {
   const memory = memories.get(type);
   if (!memory) {
     throw new DeviceError(
-      `no backend provides device ${JSON.stringify(device)}; known devices: ${deviceTypes().join(", ")}` +
-        (type === "cuda" || type === "webgpu" || type === "mps" ? `. Install and import @backplane/backend-${type}` : ""),
+      `no backend provides device ${show(device)}; known devices: ${deviceTypes().join(", ")}` +
+        (type === "cuda" || type === "webgpu" || type === "mps"
+          ? `. Install and import @backplane/backend-${type}`
+          : ""),
     );
   }
   const handle = memory.allocate(byteLength, device);
@@ -116,7 +124,9 @@ export function resetPeakMemory(device: string): void {
 /** "cuda" -> "cuda:0"; "cpu" stays "cpu". Throws on malformed names. */
 export function normalizeDevice(device: unknown): string {
   if (typeof device !== "string" || !/^[a-z][a-z0-9_-]*(:\d+)?$/.test(device)) {
-    throw new DeviceError(`device must be a string like "cpu", "cuda:0" or "webgpu", got ${JSON.stringify(device)}`);
+    throw new DeviceError(
+      `device must be a string like "cpu", "cuda:0" or "webgpu", got ${show(device)}`,
+    );
   }
   if (device === "cuda") return "cuda:0";
   return device;

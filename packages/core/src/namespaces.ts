@@ -3,11 +3,20 @@
  * `flags({...})` scope, and isBuilt()/isAvailable()/status() that answer from the
  * backend registered for it, or with the reason it is missing.
  */
+
 import { type Availability, availabilityOf, backendForNamespace } from "./backend.ts";
 import { FlagError } from "./errors.ts";
 import { BUILTIN_FLAGS, NAMESPACE_PACKAGES } from "./flags/builtin.ts";
 import { type DeepPartial, type FlagSchema, type FlagValues, isSpec } from "./flags/spec.ts";
-import { defineFlags, type FlagScope, flagSchema, getFlag, openScope, setFlag } from "./flags/state.ts";
+import {
+  defineFlags,
+  type FlagScope,
+  flagSchema,
+  getFlag,
+  openScope,
+  setFlag,
+} from "./flags/state.ts";
+import { show } from "./format.ts";
 
 export interface NamespaceStatus {
   namespace: string;
@@ -38,7 +47,8 @@ export interface NamespaceBase<V = Record<string, unknown>> {
   values(): V;
 }
 
-export type Namespace<S extends FlagSchema = FlagSchema> = NamespaceBase<FlagValues<S>> & FlagValues<S>;
+export type Namespace<S extends FlagSchema = FlagSchema> = NamespaceBase<FlagValues<S>> &
+  FlagValues<S>;
 
 function notInstalled(ns: string): string {
   const pkg = NAMESPACE_PACKAGES[ns];
@@ -50,7 +60,13 @@ export function statusOf(ns: string): NamespaceStatus {
   const b = backendForNamespace(ns);
   if (!b) {
     const reason = notInstalled(ns);
-    return { namespace: ns, built: false, available: false, reason, packageName: NAMESPACE_PACKAGES[ns] ?? undefined };
+    return {
+      namespace: ns,
+      built: false,
+      available: false,
+      reason,
+      packageName: NAMESPACE_PACKAGES[ns] ?? undefined,
+    };
   }
   let built: Availability = { available: true };
   try {
@@ -108,9 +124,15 @@ function readValues(ns: string, schema: FlagSchema, prefix = ""): Record<string,
 }
 
 /** Turns `{ matmul: { allowTf32: true } }` into `{ "cuda.matmul.allowTf32": true }`, checking names. */
-export function changesFor(ns: string, changes: Record<string, unknown>, prefix = ""): Record<string, unknown> {
+export function changesFor(
+  ns: string,
+  changes: Record<string, unknown>,
+  prefix = "",
+): Record<string, unknown> {
   if (changes === null || typeof changes !== "object" || Array.isArray(changes)) {
-    throw new FlagError(`backends.${ns}.flags() takes an object of flag values, got ${JSON.stringify(changes)}`);
+    throw new FlagError(
+      `backends.${ns}.flags() takes an object of flag values, got ${show(changes)}`,
+    );
   }
   const schema = flagSchema(ns) ?? {};
   let node: FlagSchema = schema;
@@ -119,7 +141,9 @@ export function changesFor(ns: string, changes: Record<string, unknown>, prefix 
   for (const [k, v] of Object.entries(changes)) {
     const spec = node[k];
     if (!spec) {
-      throw new FlagError(`backends.${ns} has no flag ${prefix}${k}; its flags: ${Object.keys(node).join(", ") || "(none)"}`);
+      throw new FlagError(
+        `backends.${ns} has no flag ${prefix}${k}; its flags: ${Object.keys(node).join(", ") || "(none)"}`,
+      );
     }
     if (isSpec(spec)) out[`${ns}.${prefix}${k}`] = v;
     else Object.assign(out, changesFor(ns, v as Record<string, unknown>, `${prefix}${k}.`));
@@ -162,10 +186,17 @@ export function namespaceNames(): string[] {
 export function extendNamespace(ns: string, members: Record<string, unknown>): void {
   const obj = namespaceObject(ns);
   for (const [k, v] of Object.entries(members)) {
-    Object.defineProperty(obj, k, { value: v, enumerable: true, configurable: true, writable: true });
+    Object.defineProperty(obj, k, {
+      value: v,
+      enumerable: true,
+      configurable: true,
+      writable: true,
+    });
   }
 }
 
-export type BuiltinFlagValues = { [K in keyof typeof BUILTIN_FLAGS]: FlagValues<(typeof BUILTIN_FLAGS)[K]> };
+export type BuiltinFlagValues = {
+  [K in keyof typeof BUILTIN_FLAGS]: FlagValues<(typeof BUILTIN_FLAGS)[K]>;
+};
 for (const [ns, schema] of Object.entries(BUILTIN_FLAGS)) namespaceObject(ns, schema as FlagSchema);
 for (const ns of Object.keys(NAMESPACE_PACKAGES)) namespaceObject(ns);

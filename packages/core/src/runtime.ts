@@ -19,19 +19,20 @@ const g = globalThis as any;
 function detectName(): RuntimeName {
   if (typeof g.Bun !== "undefined") return "bun";
   if (typeof g.Deno !== "undefined") return "deno";
-  if (typeof g.process !== "undefined" && g.process.versions?.node) return "node";
-  if (typeof g.window !== "undefined" || typeof g.WorkerGlobalScope !== "undefined") return "browser";
+  if (g.process?.versions?.node) return "node";
+  if (typeof g.window !== "undefined" || typeof g.WorkerGlobalScope !== "undefined")
+    return "browser";
   return "unknown";
 }
 
 // The smallest modules that validate only with SIMD (a v128.const) and with shared memory.
 const SIMD_PROBE = new Uint8Array([
-  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0,
-  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 22, 1, 20, 0, 253, 12, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 11,
 ]);
 const THREADS_PROBE = new Uint8Array([
-  0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 5, 4, 1, 3, 1, 1, 10, 11, 1, 9, 0,
-  65, 0, 254, 16, 2, 0, 26, 11,
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 4, 1, 96, 0, 0, 3, 2, 1, 0, 5, 4, 1, 3, 1, 1, 10, 11, 1, 9, 0, 65,
+  0, 254, 16, 2, 0, 26, 11,
 ]);
 
 function validates(bytes: Uint8Array<ArrayBuffer>): boolean {

@@ -5,11 +5,13 @@
  * and, with setPriority, makes their order win. Reasons come from the kernel table, so
  * a refusal always says which kernel refused and why.
  */
+
+import { availabilityOf, getBackend } from "./backend.ts";
 import { explain } from "./dispatcher.ts";
 import { ArgumentError } from "./errors.ts";
 import { type FlagScope, getFlag, openStateScope, runWithState, setFlag } from "./flags/state.ts";
+import { show } from "./format.ts";
 import { getOp } from "./kernels.ts";
-import { availabilityOf, getBackend } from "./backend.ts";
 import type { Tensor } from "./tensor.ts";
 
 export const SDPBackend = {
@@ -49,7 +51,9 @@ function checkBackends(list: unknown): SDPBackend[] {
   const arr = Array.isArray(list) ? list : [list];
   for (const b of arr) {
     if (!ALL.includes(b as SDPBackend)) {
-      throw new ArgumentError(`sdpaKernel: unknown backend ${JSON.stringify(b)}; use SDPBackend.${ALL.join(", SDPBackend.")}`);
+      throw new ArgumentError(
+        `sdpaKernel: unknown backend ${show(b)}; use SDPBackend.${ALL.join(", SDPBackend.")}`,
+      );
     }
   }
   return arr as SDPBackend[];
@@ -67,12 +71,19 @@ function exclusive(list: SDPBackend[], setPriority: boolean) {
  * Inside the scope only the listed backends may run SDPA; with setPriority their order
  * wins over the kernels' own priorities. `using _ = sdpaKernel([SDPBackend.MATH])`.
  */
-export function sdpaKernel(backends: SDPBackend | SDPBackend[], opts: { setPriority?: boolean } = {}): FlagScope {
+export function sdpaKernel(
+  backends: SDPBackend | SDPBackend[],
+  opts: { setPriority?: boolean } = {},
+): FlagScope {
   return openStateScope(exclusive(checkBackends(backends), opts.setPriority === true));
 }
 
 /** The async-safe form: holds across awaits inside fn, for this task only. */
-export function withSdpaKernel<R>(backends: SDPBackend | SDPBackend[], fn: () => R, opts: { setPriority?: boolean } = {}): R {
+export function withSdpaKernel<R>(
+  backends: SDPBackend | SDPBackend[],
+  fn: () => R,
+  opts: { setPriority?: boolean } = {},
+): R {
   return runWithState(exclusive(checkBackends(backends), opts.setPriority === true), fn);
 }
 
@@ -80,10 +91,19 @@ let warnedSdpKernel = false;
 /**
  * Deprecated (as in torch): select by switching backends off. Prefer sdpaKernel().
  */
-export function sdpKernel(opts: { enableFlash?: boolean; enableMath?: boolean; enableMemEfficient?: boolean; enableCudnn?: boolean } = {}): FlagScope {
+export function sdpKernel(
+  opts: {
+    enableFlash?: boolean;
+    enableMath?: boolean;
+    enableMemEfficient?: boolean;
+    enableCudnn?: boolean;
+  } = {},
+): FlagScope {
   if (!warnedSdpKernel) {
     warnedSdpKernel = true;
-    console.warn("[backplane] backends.cuda.sdpKernel() is deprecated; use nn.attention.sdpaKernel([SDPBackend...]) instead");
+    console.warn(
+      "[backplane] backends.cuda.sdpKernel() is deprecated; use nn.attention.sdpaKernel([SDPBackend...]) instead",
+    );
   }
   const values: Record<string, boolean> = {
     "cuda.flashSdp": opts.enableFlash ?? true,
@@ -113,17 +133,23 @@ export function sdpaRefusals(family: SDPBackend, params: SDPAParams): string[] {
     isCausal: params.isCausal,
     enableGqa: params.enableGqa,
   });
-  const famKernels = new Set(getOp(OP)?.kernels.filter((k) => k.family === family).map((k) => k.name));
+  const famKernels = new Set(
+    getOp(OP)
+      ?.kernels.filter((k) => k.family === family)
+      .map((k) => k.name),
+  );
   const mine = report.candidates.filter((c) => famKernels.has(c.kernel));
   if (mine.some((c) => c.accepted)) return [];
-  if (mine.length === 0) return [`no ${family} kernel is registered (for any device); a backend package provides it`];
+  if (mine.length === 0)
+    return [`no ${family} kernel is registered (for any device); a backend package provides it`];
   return mine.map((c) => `${c.kernel} (${c.backend}): ${c.reason}`);
 }
 
 function canUse(family: SDPBackend) {
   return (params: SDPAParams, opts: { debug?: boolean } = {}): boolean => {
     const reasons = sdpaRefusals(family, params);
-    if (opts.debug && reasons.length > 0) for (const r of reasons) console.warn(`[backplane] ${family} refused: ${r}`);
+    if (opts.debug && reasons.length > 0)
+      for (const r of reasons) console.warn(`[backplane] ${family} refused: ${r}`);
     return reasons.length === 0;
   };
 }

@@ -1,6 +1,8 @@
 /** The global switches: deterministic algorithms and float32 matmul precision (torch.*). */
+
 import { ArgumentError } from "./errors.ts";
 import { getFlag, onFlagChange, setFlag } from "./flags/state.ts";
+import { show } from "./format.ts";
 import type { MatmulPrecision } from "./kernels.ts";
 
 /**
@@ -8,25 +10,33 @@ import type { MatmulPrecision } from "./kernels.ts";
  * none is left the op throws NondeterministicError (with warnOnly: runs and warns once).
  */
 export function useDeterministicAlgorithms(mode: boolean, opts: { warnOnly?: boolean } = {}): void {
-  if (typeof mode !== "boolean") throw new ArgumentError(`useDeterministicAlgorithms: mode must be a boolean, got ${JSON.stringify(mode)}`);
+  if (typeof mode !== "boolean")
+    throw new ArgumentError(
+      `useDeterministicAlgorithms: mode must be a boolean, got ${show(mode)}`,
+    );
   const warnOnly = opts.warnOnly ?? false;
-  if (typeof warnOnly !== "boolean") throw new ArgumentError("useDeterministicAlgorithms: warnOnly must be a boolean");
+  if (typeof warnOnly !== "boolean")
+    throw new ArgumentError("useDeterministicAlgorithms: warnOnly must be a boolean");
   setFlag("core.deterministic", mode);
   setFlag("core.deterministicWarnOnly", mode && warnOnly);
 }
 
-export const areDeterministicAlgorithmsEnabled = (): boolean => getFlag("core.deterministic") as boolean;
-export const isDeterministicAlgorithmsWarnOnlyEnabled = (): boolean => getFlag("core.deterministicWarnOnly") as boolean;
+export const areDeterministicAlgorithmsEnabled = (): boolean =>
+  getFlag("core.deterministic") as boolean;
+export const isDeterministicAlgorithmsWarnOnlyEnabled = (): boolean =>
+  getFlag("core.deterministicWarnOnly") as boolean;
 
 /** "highest": full float32; "high": TF32 (or similar) allowed; "medium": bf16-based splits allowed. */
 export function setFloat32MatmulPrecision(precision: MatmulPrecision): void {
   setFlag("core.float32MatmulPrecision", precision);
 }
-export const getFloat32MatmulPrecision = (): MatmulPrecision => getFlag("core.float32MatmulPrecision") as MatmulPrecision;
+export const getFloat32MatmulPrecision = (): MatmulPrecision =>
+  getFlag("core.float32MatmulPrecision") as MatmulPrecision;
 
 // As in torch, cuda.matmul.allowTf32 and the float32 precision are one setting seen twice.
 onFlagChange("core.float32MatmulPrecision", (p) => {
-  if (getFlag("cuda.matmul.allowTf32") !== (p !== "highest")) setFlag("cuda.matmul.allowTf32", p !== "highest");
+  if (getFlag("cuda.matmul.allowTf32") !== (p !== "highest"))
+    setFlag("cuda.matmul.allowTf32", p !== "highest");
 });
 onFlagChange("cuda.matmul.allowTf32", (on) => {
   const cur = getFlag("core.float32MatmulPrecision");

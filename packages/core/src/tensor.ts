@@ -3,13 +3,26 @@
  * transpose/permute (and reshape of contiguous tensors) are views; views share the
  * storage, which is freed when the last holder is disposed or garbage-collected.
  */
-import { type DType, type StorageArray, bytesPerElement, checkDType, isDType, readNumber, viewOf, writeNumber } from "./dtype.ts";
+
+import {
+  bytesPerElement,
+  checkDType,
+  type DType,
+  isDType,
+  readNumber,
+  type StorageArray,
+  viewOf,
+  writeNumber,
+} from "./dtype.ts";
 import { ArgumentError, DeviceError, DisposedError, DTypeError, ShapeError } from "./errors.ts";
-import { allocateStorage, deviceMemory, deviceTypeOf, normalizeDevice, type Storage } from "./memory.ts";
+import { show } from "./format.ts";
+import { allocateStorage, deviceTypeOf, normalizeDevice, type Storage } from "./memory.ts";
 
 // Safety net: a tensor collected without dispose() still gives its storage back.
 const finalizer =
-  typeof FinalizationRegistry !== "undefined" ? new FinalizationRegistry<Storage>((s) => s.release()) : undefined;
+  typeof FinalizationRegistry !== "undefined"
+    ? new FinalizationRegistry<Storage>((s) => s.release())
+    : undefined;
 
 export type NestedArray = number | boolean | bigint | readonly NestedArray[];
 
@@ -31,9 +44,12 @@ export function sizeOf(shape: readonly number[]): number {
 
 export function checkShape(name: string, shape: unknown): number[] {
   if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
-    throw new ShapeError(`${name}: shape must be an array of non-negative integers, got ${JSON.stringify(shape)}`);
+    throw new ShapeError(
+      `${name}: shape must be an array of non-negative integers, got ${show(shape)}`,
+    );
   }
-  if (sizeOf(shape) > 2 ** 31) throw new ShapeError(`${name}: shape ${JSON.stringify(shape)} has more than 2^31 elements`);
+  if (sizeOf(shape) > 2 ** 31)
+    throw new ShapeError(`${name}: shape ${show(shape)} has more than 2^31 elements`);
   return shape as number[];
 }
 
@@ -49,7 +65,13 @@ export class Tensor implements Disposable {
   private _view: StorageArray | undefined;
 
   /** Low level: wraps an existing storage. Use tensor(), zeros(), empty()... instead. */
-  constructor(storage: Storage, dtype: DType, shape: readonly number[], strides?: readonly number[], offset = 0) {
+  constructor(
+    storage: Storage,
+    dtype: DType,
+    shape: readonly number[],
+    strides?: readonly number[],
+    offset = 0,
+  ) {
     this.storage = storage;
     this.dtype = dtype;
     this.shape = shape;
@@ -83,7 +105,9 @@ export class Tensor implements Disposable {
   /** Throws DisposedError when the tensor (or its storage) is gone. `name` is the argument name. */
   assertAlive(name = "tensor"): void {
     if (this._disposed || this.storage.freed) {
-      throw new DisposedError(`${name} was disposed; it cannot be used any more (keep it alive, or clone() it first)`);
+      throw new DisposedError(
+        `${name} was disposed; it cannot be used any more (keep it alive, or clone() it first)`,
+      );
     }
   }
 
@@ -98,7 +122,9 @@ export class Tensor implements Disposable {
     if (v !== undefined && (v.length > 0 || this.storage.byteLength === 0)) return v;
     const mem = this.storage.memory;
     if (!mem.hostView) {
-      throw new DeviceError(`tensor on ${this.device} is not host-visible; use await t.data() or t.to("cpu")`);
+      throw new DeviceError(
+        `tensor on ${this.device} is not host-visible; use await t.data() or t.to("cpu")`,
+      );
     }
     const bpe = bytesPerElement(this.dtype);
     const start = this.offset * bpe;
@@ -116,7 +142,9 @@ export class Tensor implements Disposable {
       const mem = t.storage.memory;
       if (mem.hostView) return t.hostData().slice(0, t.numel);
       if (!mem.downloadSync) {
-        throw new DeviceError(`tensor on ${t.device} can only be read asynchronously; use await t.data()`);
+        throw new DeviceError(
+          `tensor on ${t.device} can only be read asynchronously; use await t.data()`,
+        );
       }
       const bytes = mem.downloadSync(t.storage.handle, t.offset * bpe, t.numel * bpe);
       return viewOf(t.dtype, bytes.buffer, bytes.byteOffset, t.numel);
@@ -133,7 +161,11 @@ export class Tensor implements Disposable {
     try {
       const bpe = bytesPerElement(t.dtype);
       await t.storage.memory.sync(t.device);
-      const bytes = await t.storage.memory.download(t.storage.handle, t.offset * bpe, t.numel * bpe);
+      const bytes = await t.storage.memory.download(
+        t.storage.handle,
+        t.offset * bpe,
+        t.numel * bpe,
+      );
       return viewOf(t.dtype, bytes.buffer, bytes.byteOffset, t.numel);
     } finally {
       if (t !== this) t.dispose();
@@ -195,12 +227,21 @@ export class Tensor implements Disposable {
   permute(dims: readonly number[]): Tensor {
     this.assertAlive();
     if (!Array.isArray(dims) || dims.length !== this.rank) {
-      throw new ShapeError(`permute: dims must list all ${this.rank} dimensions, got ${JSON.stringify(dims)}`);
+      throw new ShapeError(
+        `permute: dims must list all ${this.rank} dimensions, got ${show(dims)}`,
+      );
     }
     const d = dims.map((x) => normalizeDim("permute dims", x, this.rank));
-    if (new Set(d).size !== d.length) throw new ShapeError(`permute: dims ${JSON.stringify(dims)} repeat a dimension`);
+    if (new Set(d).size !== d.length)
+      throw new ShapeError(`permute: dims ${show(dims)} repeat a dimension`);
     this.storage.retain();
-    return new Tensor(this.storage, this.dtype, d.map((i) => this.shape[i]), d.map((i) => this.strides[i]), this.offset);
+    return new Tensor(
+      this.storage,
+      this.dtype,
+      d.map((i) => this.shape[i]),
+      d.map((i) => this.strides[i]),
+      this.offset,
+    );
   }
 
   /** Same elements, new shape (-1 infers one size). A view when contiguous, else a copy. */
@@ -232,7 +273,13 @@ export class Tensor implements Disposable {
     if (!this.isContiguous) return copyStrided(this);
     const bpe = bytesPerElement(this.dtype);
     const out = empty(this.shape, { dtype: this.dtype, device: this.device });
-    this.storage.memory.copy(this.storage.handle, this.offset * bpe, out.storage.handle, 0, this.numel * bpe);
+    this.storage.memory.copy(
+      this.storage.handle,
+      this.offset * bpe,
+      out.storage.handle,
+      0,
+      this.numel * bpe,
+    );
     return out;
   }
 
@@ -252,7 +299,11 @@ export class Tensor implements Disposable {
     const dev = normalizeDevice(device);
     const data = await this.data();
     const out = empty(this.shape, { dtype: this.dtype, device: dev });
-    out.storage.memory.upload(out.storage.handle, 0, new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    out.storage.memory.upload(
+      out.storage.handle,
+      0,
+      new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    );
     return out;
   }
 
@@ -271,28 +322,31 @@ export class Tensor implements Disposable {
 
   toString(): string {
     if (this._disposed) return `Tensor(disposed, ${this.dtype}, [${this.shape}], ${this.device})`;
-    const body = this.numel <= 64 && this.storage.memory.hostView ? `, ${JSON.stringify(this.toArray())}` : "";
+    const body =
+      this.numel <= 64 && this.storage.memory.hostView ? `, ${show(this.toArray())}` : "";
     return `Tensor(${this.dtype}, [${this.shape}], ${this.device}${body})`;
   }
 }
 
 export function normalizeDim(name: string, dim: number, rank: number): number {
   if (!Number.isInteger(dim) || dim < -Math.max(rank, 1) || dim >= Math.max(rank, 1)) {
-    throw new ShapeError(`${name}: dimension ${dim} is out of range for a tensor of rank ${rank}`);
+    throw new ShapeError(
+      `${name}: dimension ${show(dim)} is out of range for a tensor of rank ${rank}`,
+    );
   }
   return dim < 0 ? dim + rank : dim;
 }
 
 function inferShape(shape: readonly number[], numel: number): number[] {
   if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= -1)) {
-    throw new ShapeError(`reshape: shape must be integers >= -1, got ${JSON.stringify(shape)}`);
+    throw new ShapeError(`reshape: shape must be integers >= -1, got ${show(shape)}`);
   }
   const free = shape.filter((d) => d === -1).length;
-  if (free > 1) throw new ShapeError(`reshape: only one dimension may be -1, got ${JSON.stringify(shape)}`);
+  if (free > 1) throw new ShapeError(`reshape: only one dimension may be -1, got ${show(shape)}`);
   const known = shape.reduce((a, d) => (d === -1 ? a : a * d), 1);
   const s = shape.map((d) => (d === -1 ? (known === 0 ? 0 : numel / known) : d));
   if (sizeOf(s) !== numel || !s.every(Number.isInteger)) {
-    throw new ShapeError(`reshape: cannot view ${numel} elements as shape ${JSON.stringify(shape)}`);
+    throw new ShapeError(`reshape: cannot view ${numel} elements as shape ${show(shape)}`);
   }
   return s;
 }
@@ -323,7 +377,9 @@ export function forEachIndex(
 
 function copyStrided(t: Tensor): Tensor {
   if (!t.storage.memory.hostView) {
-    throw new DeviceError(`a strided view on ${t.device} cannot be made contiguous by the core; call contiguous() before transposing`);
+    throw new DeviceError(
+      `a strided view on ${t.device} cannot be made contiguous by the core; call contiguous() before transposing`,
+    );
   }
   const out = empty(t.shape, { dtype: t.dtype, device: t.device });
   const src = t.hostData();
@@ -335,7 +391,8 @@ function copyStrided(t: Tensor): Tensor {
 }
 
 function nest(flat: StorageArray, dtype: DType, shape: readonly number[]): NestedArray {
-  const read = (i: number): number | boolean => (dtype === "bool" ? flat[i] !== 0 : readNumber(dtype, flat, i));
+  const read = (i: number): number | boolean =>
+    dtype === "bool" ? flat[i] !== 0 : readNumber(dtype, flat, i);
   if (shape.length === 0) return read(0);
   let i = 0;
   const build = (d: number): NestedArray[] => {
@@ -372,7 +429,9 @@ function inferNested(data: NestedArray): { shape: number[]; flat: (number | bool
     if (d === shape.length) {
       if (Array.isArray(x)) throw new ShapeError(`tensor: ragged nested array at ${path}`);
       if (typeof x !== "number" && typeof x !== "boolean" && typeof x !== "bigint") {
-        throw new DTypeError(`tensor: element at ${path} is ${typeof x}; expected a number, boolean or bigint`);
+        throw new DTypeError(
+          `tensor: element at ${path} is ${typeof x}; expected a number, boolean or bigint`,
+        );
       }
       flat.push(x);
       return;
@@ -380,7 +439,7 @@ function inferNested(data: NestedArray): { shape: number[]; flat: (number | bool
     if (!Array.isArray(x) || x.length !== shape[d]) {
       throw new ShapeError(`tensor: ragged nested array at ${path}: expected ${shape[d]} elements`);
     }
-    x.forEach((y, i) => walk(y, d + 1, `${path}[${i}]`));
+    for (let i = 0; i < x.length; i++) walk(x[i], d + 1, `${path}[${i}]`);
   };
   walk(data, 0, "data");
   return { shape, flat };
@@ -395,7 +454,10 @@ const TYPED_DTYPE = new Map<unknown, DType>([
 ]);
 
 /** A tensor from a typed array (copied) or nested arrays. */
-export function tensor(data: NestedArray | ArrayBufferView, opts: CreateOptions & { shape?: readonly number[] } = {}): Tensor {
+export function tensor(
+  data: NestedArray | ArrayBufferView,
+  opts: CreateOptions & { shape?: readonly number[] } = {},
+): Tensor {
   if (opts.dtype !== undefined && !isDType(opts.dtype)) checkDType("dtype", opts.dtype);
   if (ArrayBuffer.isView(data)) {
     const inferred = TYPED_DTYPE.get(data.constructor);
@@ -403,10 +465,16 @@ export function tensor(data: NestedArray | ArrayBufferView, opts: CreateOptions 
     if (!dtype) throw new DTypeError(`tensor: ${data.constructor.name} needs an explicit dtype`);
     const n = (data as unknown as ArrayLike<unknown>).length;
     const shape = checkShape("shape", opts.shape ? [...opts.shape] : [n]);
-    if (sizeOf(shape) !== n) throw new ShapeError(`tensor: shape ${JSON.stringify(shape)} needs ${sizeOf(shape)} elements, got ${n}`);
+    if (sizeOf(shape) !== n)
+      throw new ShapeError(
+        `tensor: shape ${show(shape)} needs ${sizeOf(shape)} elements, got ${n}`,
+      );
     const t = empty(shape, { dtype, device: "cpu" });
     const dst = t.hostData();
-    if (dtype === inferred || ((dtype === "float16" || dtype === "bfloat16") && data instanceof Uint16Array)) {
+    if (
+      dtype === inferred ||
+      ((dtype === "float16" || dtype === "bfloat16") && data instanceof Uint16Array)
+    ) {
       dst.set(data as never);
     } else {
       const src = data as unknown as ArrayLike<number | bigint>;
@@ -414,12 +482,17 @@ export function tensor(data: NestedArray | ArrayBufferView, opts: CreateOptions 
     }
     return moveTo(t, opts.device);
   }
-  if (data === null || data === undefined) throw new ArgumentError("tensor: data is required (a typed array or nested arrays)");
+  if (data === null || data === undefined)
+    throw new ArgumentError("tensor: data is required (a typed array or nested arrays)");
   const { shape, flat } = inferNested(data as NestedArray);
-  const dtype = opts.dtype ?? (typeof flat[0] === "boolean" ? "bool" : typeof flat[0] === "bigint" ? "int64" : "float32");
+  const dtype =
+    opts.dtype ??
+    (typeof flat[0] === "boolean" ? "bool" : typeof flat[0] === "bigint" ? "int64" : "float32");
   const finalShape = opts.shape ? checkShape("shape", [...opts.shape]) : shape;
   if (sizeOf(finalShape) !== flat.length) {
-    throw new ShapeError(`tensor: shape ${JSON.stringify(finalShape)} needs ${sizeOf(finalShape)} elements, got ${flat.length}`);
+    throw new ShapeError(
+      `tensor: shape ${show(finalShape)} needs ${sizeOf(finalShape)} elements, got ${flat.length}`,
+    );
   }
   const t = empty(finalShape, { dtype, device: "cpu" });
   const dst = t.hostData();
@@ -441,8 +514,10 @@ export function full(shape: readonly number[], value: number, opts: CreateOption
   for (let i = 0; i < t.numel; i++) writeNumber(t.dtype, dst, i, value);
   return moveTo(t, opts.device);
 }
-export const zeros = (shape: readonly number[], opts: CreateOptions = {}): Tensor => full(shape, 0, opts);
-export const ones = (shape: readonly number[], opts: CreateOptions = {}): Tensor => full(shape, 1, opts);
+export const zeros = (shape: readonly number[], opts: CreateOptions = {}): Tensor =>
+  full(shape, 0, opts);
+export const ones = (shape: readonly number[], opts: CreateOptions = {}): Tensor =>
+  full(shape, 1, opts);
 
 /** A small, fast, seedable PRNG (mulberry32) so random tensors are reproducible. */
 export function seededRandom(seed: number): () => number {
@@ -456,7 +531,11 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-function fillRandom(shape: readonly number[], opts: CreateOptions & { seed?: number }, draw: (r: () => number) => number): Tensor {
+function fillRandom(
+  shape: readonly number[],
+  opts: CreateOptions & { seed?: number },
+  draw: (r: () => number) => number,
+): Tensor {
   const r = seededRandom(opts.seed ?? (Math.random() * 2 ** 32) >>> 0);
   const t = empty(shape, { ...opts, device: "cpu" });
   const dst = t.hostData();
@@ -465,13 +544,23 @@ function fillRandom(shape: readonly number[], opts: CreateOptions & { seed?: num
 }
 
 /** Uniform [0, 1). */
-export function rand(shape: readonly number[], opts: CreateOptions & { seed?: number } = {}): Tensor {
+export function rand(
+  shape: readonly number[],
+  opts: CreateOptions & { seed?: number } = {},
+): Tensor {
   return fillRandom(shape, opts, (r) => r());
 }
 
 /** Standard normal (Box-Muller). */
-export function randn(shape: readonly number[], opts: CreateOptions & { seed?: number } = {}): Tensor {
-  return fillRandom(shape, opts, (r) => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r()));
+export function randn(
+  shape: readonly number[],
+  opts: CreateOptions & { seed?: number } = {},
+): Tensor {
+  return fillRandom(
+    shape,
+    opts,
+    (r) => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r()),
+  );
 }
 
 /** A CPU tensor from float64 values (what reference kernels produce), rounded to dtype. */

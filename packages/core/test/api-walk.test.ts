@@ -25,7 +25,10 @@ const camel = (s: string) => s.replace(/_([a-z0-9])/g, (_, c) => c.toUpperCase()
 
 /** Rows of the per-namespace table: [namespace cell, items cell]. */
 function namespaceRows(text: string): [string, string][] {
-  const section = text.slice(text.indexOf("## Per backend namespace"), text.indexOf("## Scoped override"));
+  const section = text.slice(
+    text.indexOf("## Per backend namespace"),
+    text.indexOf("## Scoped override"),
+  );
   return section
     .split("\n")
     .filter((l) => l.startsWith("| `"))
@@ -36,12 +39,17 @@ function namespaceRows(text: string): [string, string][] {
 }
 
 // Tokens that name a member of the previous object rather than of the namespace.
-const NESTED: Record<string, string> = { size: "cufftPlanCache.size", maxSize: "cufftPlanCache.maxSize", clear: "cufftPlanCache.clear" };
+const NESTED: Record<string, string> = {
+  size: "cufftPlanCache.size",
+  maxSize: "cufftPlanCache.maxSize",
+  clear: "cufftPlanCache.clear",
+};
 
 function resolve(root: any, path: string): { found: boolean; value: unknown } {
   let cur = root;
   for (const part of path.split(".")) {
-    if (cur === undefined || cur === null || !(part in Object(cur))) return { found: false, value: undefined };
+    if (cur === undefined || cur === null || !(part in Object(cur)))
+      return { found: false, value: undefined };
     cur = cur[part];
   }
   return { found: true, value: cur };
@@ -91,8 +99,18 @@ describe("the API we owe", () => {
         expect(found, `backends.${ns}.${token} exists`).toBe(true);
         const dflt = m[2];
         if (dflt !== undefined) {
-          const want = dflt === "true" ? true : dflt === "false" ? false : /^\d+$/.test(dflt) ? Number(dflt) : dflt.slice(1, -1);
-          const got = typeof value === "function" && !/^[A-Z]/.test(token) ? (value as () => unknown)() : value;
+          const want =
+            dflt === "true"
+              ? true
+              : dflt === "false"
+                ? false
+                : /^\d+$/.test(dflt)
+                  ? Number(dflt)
+                  : dflt.slice(1, -1);
+          const got =
+            typeof value === "function" && !/^[A-Z]/.test(token)
+              ? (value as () => unknown)()
+              : value;
           expect(got, `default of backends.${ns}.${token}`).toBe(want);
         }
         checked.push(token);
@@ -102,10 +120,14 @@ describe("the API we owe", () => {
   }
 
   it("the global switches exist (camelCase of torch's names)", () => {
-    const section = api.slice(api.indexOf("## Global switches"), api.indexOf("## Per backend namespace"));
+    const section = api.slice(
+      api.indexOf("## Global switches"),
+      api.indexOf("## Per backend namespace"),
+    );
     const names = [...section.matchAll(/`(?:torch\.)?([a-z_]+)\(/g)].map((m) => camel(m[1]));
     expect(names).toContain("useDeterministicAlgorithms");
-    for (const n of [...names, "getFloat32MatmulPrecision"]) expect(typeof (core as any)[n], n).toBe("function");
+    for (const n of [...names, "getFloat32MatmulPrecision"])
+      expect(typeof (core as any)[n], n).toBe("function");
   });
 
   it("scoped overrides and the dispatcher surface exist", () => {

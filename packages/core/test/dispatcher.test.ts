@@ -1,8 +1,26 @@
 import { describe, expect, it } from "vitest";
 import {
-  backends, clearAutotuneCache, defineBackend, defineOp, dispatch, explain, kernelPriority, matmul, NoKernelError,
-  NondeterministicError, type OpParams, ready, registerBackend, RegistrationError, setFloat32MatmulPrecision,
-  setKernelPriority, setVerboseSink, type Tensor, tensor, useDeterministicAlgorithms, withKernelPriority,
+  backends,
+  clearAutotuneCache,
+  defineBackend,
+  defineOp,
+  dispatch,
+  explain,
+  kernelPriority,
+  matmul,
+  NoKernelError,
+  NondeterministicError,
+  type OpParams,
+  RegistrationError,
+  ready,
+  registerBackend,
+  setFloat32MatmulPrecision,
+  setKernelPriority,
+  setVerboseSink,
+  type Tensor,
+  tensor,
+  useDeterministicAlgorithms,
+  withKernelPriority,
 } from "../src/index.ts";
 
 interface P extends OpParams {
@@ -35,7 +53,11 @@ registerBackend(
     flags: { dispatchTest: { fastEnabled: { kind: "bool", default: true } } },
     isAvailable: () => ({ available: true }),
     kernels: [
-      k("fast", { priority: 30, flags: ["dispatchTest.fastEnabled"], supports: (p: P) => (p.x.numel <= 4 ? true : "fast handles at most 4 elements") }),
+      k("fast", {
+        priority: 30,
+        flags: ["dispatchTest.fastEnabled"],
+        supports: (p: P) => (p.x.numel <= 4 ? true : "fast handles at most 4 elements"),
+      }),
       k("racy", { priority: 20, deterministic: false }),
       k("tf32", { priority: 15, precision: "high" }),
       k("slowButSure", { priority: 10 }),
@@ -50,7 +72,8 @@ registerBackend({
   kernels: [k("neverRuns", { priority: 100 })],
 });
 
-const x = (n: number, dtype: "float32" | "float64" = "float32") => tensor(new Float64Array(n).fill(1), { dtype });
+const x = (n: number, dtype: "float32" | "float64" = "float32") =>
+  tensor(new Float64Array(n).fill(1), { dtype });
 const run = (t: Tensor) => {
   calls.length = 0;
   dispatch(op, op.prepare(t));
@@ -70,7 +93,9 @@ describe("dispatcher", () => {
     expect(e.selected).toBe("racy");
     const reasons = Object.fromEntries(e.candidates.map((c) => [c.kernel, c.reason]));
     expect(reasons.fast).toBe("disabled by flag dispatchTest.fastEnabled = false");
-    expect(reasons.neverRuns).toBe("backend dispatch-test-missing is not available: libmissing.so.1 not found");
+    expect(reasons.neverRuns).toBe(
+      "backend dispatch-test-missing is not available: libmissing.so.1 not found",
+    );
     expect(reasons.tf32).toMatch(/needs float32 matmul precision "high"/);
     expect(String(e)).toContain("=> racy (dispatch-test)");
   });
@@ -87,12 +112,23 @@ describe("dispatcher", () => {
   });
 
   it("deterministic mode with only a nondeterministic kernel left throws a typed error naming it", () => {
-    const onlyRacy = defineOp({ name: "dispatchTestRacy", prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }), shapeKey: () => "" });
-    registerBackend({ name: "dispatch-test-racy", devices: ["cpu"], isAvailable: () => ({ available: true }), kernels: [{ ...k("racyOnly", { deterministic: false }), op: "dispatchTestRacy" }] });
+    const onlyRacy = defineOp({
+      name: "dispatchTestRacy",
+      prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }),
+      shapeKey: () => "",
+    });
+    registerBackend({
+      name: "dispatch-test-racy",
+      devices: ["cpu"],
+      isAvailable: () => ({ available: true }),
+      kernels: [{ ...k("racyOnly", { deterministic: false }), op: "dispatchTestRacy" }],
+    });
     useDeterministicAlgorithms(true);
     try {
       expect(() => dispatch(onlyRacy, onlyRacy.prepare(x(1)))).toThrow(NondeterministicError);
-      expect(() => dispatch(onlyRacy, onlyRacy.prepare(x(1)))).toThrow(/racyOnly \(dispatch-test-racy\), is nondeterministic/);
+      expect(() => dispatch(onlyRacy, onlyRacy.prepare(x(1)))).toThrow(
+        /racyOnly \(dispatch-test-racy\), is nondeterministic/,
+      );
       useDeterministicAlgorithms(true, { warnOnly: true });
       expect(dispatch(onlyRacy, onlyRacy.prepare(x(3)))).toBe(3);
     } finally {
@@ -126,7 +162,9 @@ describe("dispatcher", () => {
     expect(run(x(2))).toBe("racy");
     setKernelPriority("dispatchTest", null);
     expect(run(x(2))).toBe("fast");
-    expect(() => kernelPriority("dispatchTest", ["nope"])).toThrow(/has no kernel named nope; it has: neverRuns, fast, racy, tf32/);
+    expect(() => kernelPriority("dispatchTest", ["nope"])).toThrow(
+      /has no kernel named nope; it has: neverRuns, fast, racy, tf32/,
+    );
   });
 
   it("no kernel left: the error lists every candidate and why, with a hint", () => {
@@ -148,19 +186,40 @@ describe("dispatcher", () => {
 
   it("autotune times the candidates once per shape and remembers the winner", () => {
     const times: string[] = [];
-    const tuned = defineOp({ name: "dispatchTestTune", prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }), shapeKey: (p: P) => String(p.x.numel) });
+    const tuned = defineOp({
+      name: "dispatchTestTune",
+      prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }),
+      shapeKey: (p: P) => String(p.x.numel),
+    });
     const busy = (ms: number) => {
       const end = performance.now() + ms;
       while (performance.now() < end);
+    };
+    const timed = (name: string, ms: number, value: number) => () => {
+      times.push(name);
+      busy(ms);
+      return value;
     };
     registerBackend({
       name: "dispatch-test-tune",
       devices: ["cpu"],
       isAvailable: () => ({ available: true }),
       kernels: [
-        { ...k("slow", { priority: 9 }), op: "dispatchTestTune", run: () => (times.push("slow"), busy(3), 1) },
-        { ...k("quick", { priority: 1 }), op: "dispatchTestTune", run: () => (times.push("quick"), 2) },
-        { ...k("third", { priority: 0 }), op: "dispatchTestTune", run: () => (times.push("third"), busy(3), 3) },
+        {
+          ...k("slow", { priority: 9 }),
+          op: "dispatchTestTune",
+          run: timed("slow", 3, 1),
+        },
+        {
+          ...k("quick", { priority: 1 }),
+          op: "dispatchTestTune",
+          run: timed("quick", 0, 2),
+        },
+        {
+          ...k("third", { priority: 0 }),
+          op: "dispatchTestTune",
+          run: timed("third", 3, 3),
+        },
       ],
     });
     expect(dispatch(tuned, tuned.prepare(x(1)))).toBe(1);
@@ -191,30 +250,62 @@ describe("dispatcher", () => {
       setVerboseSink(prev);
     }
     expect(lines.length).toBe(1);
-    expect(lines[0]).toMatch(/^backplane_verbose,exec,matmul,reference:reference,1x2x1,float32,\d+\.\d+ ms$/);
+    expect(lines[0]).toMatch(
+      /^backplane_verbose,exec,matmul,reference:reference,1x2x1,float32,\d+\.\d+ ms$/,
+    );
   });
 
   it("registration: same backend twice is idempotent, a conflict is an error", () => {
-    const def = defineBackend({ name: "dispatch-test-dup", version: () => "1.0.0", devices: ["cpu"], isAvailable: () => ({ available: true }) });
+    const def = defineBackend({
+      name: "dispatch-test-dup",
+      version: () => "1.0.0",
+      devices: ["cpu"],
+      isAvailable: () => ({ available: true }),
+    });
     const a = registerBackend(def);
     expect(registerBackend({ ...def })).toBe(a);
     expect(() => registerBackend({ ...def, version: () => "2.0.0" })).toThrow(RegistrationError);
     expect(() =>
-      registerBackend({ name: "dispatch-test-clash", devices: ["cpu"], isAvailable: () => ({ available: true }), kernels: [k("fast")] }),
+      registerBackend({
+        name: "dispatch-test-clash",
+        devices: ["cpu"],
+        isAvailable: () => ({ available: true }),
+        kernels: [k("fast")],
+      }),
     ).toThrow(/kernel "fast" for op dispatchTest is registered twice/);
-    expect(() => registerBackend({ name: "dispatch-test-ns", namespaces: ["cpu"], devices: ["cpu"], isAvailable: () => ({ available: true }) })).toThrow(
-      /claims backends.cpu, which reference already answers for/,
-    );
-    expect(() => registerBackend({ name: "Bad Name", devices: ["cpu"], isAvailable: () => ({ available: true }) })).toThrow(RegistrationError);
     expect(() =>
-      registerBackend({ name: "dispatch-test-baddev", devices: ["cpu"], isAvailable: () => ({ available: true }), kernels: [{ ...k("x"), device: "cuda" }] }),
+      registerBackend({
+        name: "dispatch-test-ns",
+        namespaces: ["cpu"],
+        devices: ["cpu"],
+        isAvailable: () => ({ available: true }),
+      }),
+    ).toThrow(/claims backends.cpu, which reference already answers for/);
+    expect(() =>
+      registerBackend({
+        name: "Bad Name",
+        devices: ["cpu"],
+        isAvailable: () => ({ available: true }),
+      }),
+    ).toThrow(RegistrationError);
+    expect(() =>
+      registerBackend({
+        name: "dispatch-test-baddev",
+        devices: ["cpu"],
+        isAvailable: () => ({ available: true }),
+        kernels: [{ ...k("x"), device: "cuda" }],
+      }),
     ).toThrow(/device cuda is not among the backend's devices/);
   });
 
   it("async initialisation: kernels wait until ready()", async () => {
     let release!: () => void;
     const gate = new Promise<void>((r) => (release = r));
-    const lazy = defineOp({ name: "dispatchTestLazy", prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }), shapeKey: () => "" });
+    const _lazy = defineOp({
+      name: "dispatchTestLazy",
+      prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }),
+      shapeKey: () => "",
+    });
     registerBackend({
       name: "dispatch-test-lazy",
       devices: ["cpu"],
@@ -222,7 +313,9 @@ describe("dispatcher", () => {
       init: () => gate,
       kernels: [{ ...k("lazy"), op: "dispatchTestLazy" }],
     });
-    expect(explain("dispatchTestLazy", x(1)).candidates[0].reason).toMatch(/still initialising \(await ready\("dispatch-test-lazy"\)\)/);
+    expect(explain("dispatchTestLazy", x(1)).candidates[0].reason).toMatch(
+      /still initialising \(await ready\("dispatch-test-lazy"\)\)/,
+    );
     release();
     await ready("dispatch-test-lazy");
     expect(explain("dispatchTestLazy", x(1)).selected).toBe("lazy");

@@ -1,7 +1,16 @@
 import { describe, expect, it } from "vitest";
 import {
-  asyncScopesIsolated, backends, FlagError, getFlag, getFloat32MatmulPrecision, onFlagChange, setFloat32MatmulPrecision,
-  UnknownNamespaceError, useDeterministicAlgorithms, areDeterministicAlgorithmsEnabled, isDeterministicAlgorithmsWarnOnlyEnabled,
+  areDeterministicAlgorithmsEnabled,
+  asyncScopesIsolated,
+  backends,
+  FlagError,
+  getFlag,
+  getFloat32MatmulPrecision,
+  isDeterministicAlgorithmsWarnOnlyEnabled,
+  onFlagChange,
+  setFloat32MatmulPrecision,
+  UnknownNamespaceError,
+  useDeterministicAlgorithms,
 } from "../src/index.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -32,7 +41,9 @@ describe("flags", () => {
     expect(() => {
       (backends.optEinsum as any).strategy = "fastest";
     }).toThrow(/one of "auto", "auto-hq"/);
-    expect(() => backends.cudnn.flags({ benchmarkk: true } as any)).toThrow(/cudnn has no flag benchmarkk/);
+    expect(() => backends.cudnn.flags({ benchmarkk: true } as any)).toThrow(
+      /cudnn has no flag benchmarkk/,
+    );
     expect(backends.cudnn.benchmark).toBe(false);
   });
 
@@ -47,7 +58,9 @@ describe("flags", () => {
   it("namespaces of missing plugins answer with the reason", () => {
     expect(backends.cuda.isBuilt()).toBe(false);
     expect(backends.cuda.isAvailable()).toBe(false);
-    expect(backends.cuda.status().reason).toBe("@backplane/backend-cuda is not installed (npm i @backplane/backend-cuda, then import it)");
+    expect(backends.cuda.status().reason).toBe(
+      "@backplane/backend-cuda is not installed (npm i @backplane/backend-cuda, then import it)",
+    );
     expect(backends.cpu.isAvailable()).toBe(true);
   });
 });
@@ -67,7 +80,10 @@ describe("sync scopes", () => {
     }
     expect(backends.cudnn.benchmark).toBe(false);
     expect(() => {
-      using _ = backends.flags({ cudnn: { benchmark: true }, cuda: { matmul: { allowFp16ReducedPrecisionReduction: false } } });
+      using _ = backends.flags({
+        cudnn: { benchmark: true },
+        cuda: { matmul: { allowFp16ReducedPrecisionReduction: false } },
+      });
       expect(backends.cuda.matmul.allowFp16ReducedPrecisionReduction).toBe(false);
       throw new Error("boom");
     }).toThrow("boom");
@@ -122,7 +138,8 @@ describe("async scopes", () => {
       backends.withFlags({ cudnn: { benchmarkLimit: i, benchmark: i % 2 === 0 } }, async () => {
         const wrong: number[] = [];
         for (let step = 0; step < 5; step++) {
-          if (backends.cudnn.benchmarkLimit !== i || backends.cudnn.benchmark !== (i % 2 === 0)) wrong.push(step);
+          if (backends.cudnn.benchmarkLimit !== i || backends.cudnn.benchmark !== (i % 2 === 0))
+            wrong.push(step);
           await (step % 2 ? sleep(Math.floor(Math.random() * 3)) : Promise.resolve());
           // A nested sync scope inside one task must not leak to the others.
           using _ = backends.cudnn.flags({ deterministic: i % 3 === 0 });

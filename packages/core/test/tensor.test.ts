@@ -1,18 +1,42 @@
 import { describe, expect, it } from "vitest";
 import {
-  type DeviceMemory, DeviceError, DisposedError, DTypeError, empty, f16ToNumber, full, memoryStats, numberToBf16,
-  bf16ToNumber, numberToF16, randn, registerDeviceMemory, ShapeError, Tensor, tensor, zeros,
+  bf16ToNumber,
+  DeviceError,
+  type DeviceMemory,
+  DisposedError,
+  DTypeError,
+  empty,
+  f16ToNumber,
+  full,
+  memoryStats,
+  numberToBf16,
+  numberToF16,
+  randn,
+  registerDeviceMemory,
+  ShapeError,
+  Tensor,
+  tensor,
+  zeros,
 } from "../src/index.ts";
 
 describe("tensor", () => {
   it("is made from nested arrays and typed arrays, and reads back", () => {
-    const t = tensor([[1, 2, 3], [4, 5, 6]]);
+    const t = tensor([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
     expect(t.shape).toEqual([2, 3]);
     expect(t.dtype).toBe("float32");
-    expect(t.toArray()).toEqual([[1, 2, 3], [4, 5, 6]]);
+    expect(t.toArray()).toEqual([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
     expect(tensor(new Int32Array([1, 2])).dtype).toBe("int32");
     expect(tensor([true, false]).toArray()).toEqual([true, false]);
-    expect(tensor(new Float64Array([1, 2, 3, 4]), { shape: [2, 2] }).toArray()).toEqual([[1, 2], [3, 4]]);
+    expect(tensor(new Float64Array([1, 2, 3, 4]), { shape: [2, 2] }).toArray()).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
     expect(tensor([1n, 2n]).dtype).toBe("int64");
     expect(tensor(5, { dtype: "float64" }).toArray()).toBe(5);
   });
@@ -24,13 +48,19 @@ describe("tensor", () => {
     expect(() => tensor(["a"] as any)).toThrow(DTypeError);
     expect(() => empty([2, -1])).toThrow(ShapeError);
     expect(() => zeros([2], { device: "tpu:0" })).toThrow(DeviceError);
-    expect(() => zeros([2], { device: "cuda" })).toThrow(/Install and import @backplane\/backend-cuda/);
+    expect(() => zeros([2], { device: "cuda" })).toThrow(
+      /Install and import @backplane\/backend-cuda/,
+    );
   });
 
   it("float16 and bfloat16 round to nearest even and come back", () => {
-    for (const x of [0, 1, -2.5, 0.1, 65504, 1e-7, 3.14159]) {
-      expect(Math.abs(f16ToNumber(numberToF16(x)) - x)).toBeLessThan(Math.max(Math.abs(x) * 2 ** -11, 2 ** -25));
-      expect(Math.abs(bf16ToNumber(numberToBf16(x)) - x)).toBeLessThan(Math.max(Math.abs(x) * 2 ** -8, 1e-38));
+    for (const x of [0, 1, -2.5, 0.1, 65504, 1e-7, Math.PI]) {
+      expect(Math.abs(f16ToNumber(numberToF16(x)) - x)).toBeLessThan(
+        Math.max(Math.abs(x) * 2 ** -11, 2 ** -25),
+      );
+      expect(Math.abs(bf16ToNumber(numberToBf16(x)) - x)).toBeLessThan(
+        Math.max(Math.abs(x) * 2 ** -8, 1e-38),
+      );
     }
     expect(numberToF16(1e6)).toBe(0x7c00);
     expect(Number.isNaN(f16ToNumber(numberToF16(Number.NaN)))).toBe(true);
@@ -40,11 +70,18 @@ describe("tensor", () => {
   });
 
   it("transpose and permute are views; reshape of a view copies", () => {
-    const t = tensor([[1, 2, 3], [4, 5, 6]]);
+    const t = tensor([
+      [1, 2, 3],
+      [4, 5, 6],
+    ]);
     const tt = t.transpose(0, 1);
     expect(tt.storage).toBe(t.storage);
     expect(tt.isContiguous).toBe(false);
-    expect(tt.toArray()).toEqual([[1, 4], [2, 5], [3, 6]]);
+    expect(tt.toArray()).toEqual([
+      [1, 4],
+      [2, 5],
+      [3, 6],
+    ]);
     expect(tt.reshape([6]).toArray()).toEqual([1, 4, 2, 5, 3, 6]);
     expect(t.reshape([3, -1]).storage).toBe(t.storage);
     expect(t.permute([1, 0]).toArray()).toEqual(tt.toArray());
@@ -88,7 +125,10 @@ describe("tensor", () => {
     const mem: DeviceMemory<number> = {
       deviceType: "testdev",
       hostVisible: false,
-      allocate: (n) => (buffers.set(next, new Uint8Array(n)), next++),
+      allocate: (n) => {
+        buffers.set(next, new Uint8Array(n));
+        return next++;
+      },
       free: (h) => void buffers.delete(h),
       upload: (h, off, src) => buffers.get(h)!.set(src, off),
       download: async (h, off, n) => buffers.get(h)!.slice(off, off + n),
@@ -96,13 +136,25 @@ describe("tensor", () => {
       sync: async () => {},
     };
     registerDeviceMemory(mem);
-    const t = tensor([[1, 2], [3, 4]], { device: "testdev:1" });
+    const t = tensor(
+      [
+        [1, 2],
+        [3, 4],
+      ],
+      { device: "testdev:1" },
+    );
     expect(t.device).toBe("testdev:1");
     expect(buffers.size).toBe(1);
     expect(() => t.toArray()).toThrow(/can only be read asynchronously; use await t.data\(\)/);
-    expect(await t.array()).toEqual([[1, 2], [3, 4]]);
+    expect(await t.array()).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
     const back = await t.toAsync("cpu");
-    expect(back.toArray()).toEqual([[1, 2], [3, 4]]);
+    expect(back.toArray()).toEqual([
+      [1, 2],
+      [3, 4],
+    ]);
     expect(memoryStats("testdev:1").liveBuffers).toBe(1);
     t.dispose();
     expect(buffers.size).toBe(0);

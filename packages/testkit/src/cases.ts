@@ -30,8 +30,14 @@ export const CASES: Record<string, OpCase[]> = {
     { name: "vector @ 11x3", make: (d, r) => [R([11], d, r), R([11, 3], d, r)] },
     { name: "5x11 @ vector", make: (d, r) => [R([5, 11], d, r), R([11], d, r)] },
     { name: "batched 3x5x7 @ 7x2", make: (d, r) => [R([3, 5, 7], d, r), R([7, 2], d, r)] },
-    { name: "broadcast 2x1x3x4 @ 5x4x2", make: (d, r) => [R([2, 1, 3, 4], d, r), R([5, 4, 2], d, r)] },
-    { name: "transposed views (13x7)^T @ (5x13)^T", make: (d, r) => [T(R([13, 7], d, r)), T(R([5, 13], d, r))] },
+    {
+      name: "broadcast 2x1x3x4 @ 5x4x2",
+      make: (d, r) => [R([2, 1, 3, 4], d, r), R([5, 4, 2], d, r)],
+    },
+    {
+      name: "transposed views (13x7)^T @ (5x13)^T",
+      make: (d, r) => [T(R([13, 7], d, r)), T(R([5, 13], d, r))],
+    },
   ],
   add: [
     { name: "17 + 17", make: (d, r) => [R([17], d, r), R([17], d, r)] },
@@ -67,36 +73,120 @@ export const CASES: Record<string, OpCase[]> = {
   ],
   conv2d: [
     { name: "1x3x7x7 * 5x3x3x3", make: (d, r) => [R([1, 3, 7, 7], d, r), R([5, 3, 3, 3], d, r)] },
-    { name: "stride 2, padding 1, bias", make: (d, r) => [R([2, 4, 11, 13], d, r), R([6, 4, 3, 3], d, r), { stride: 2, padding: 1, bias: R([6], d, r) }] },
-    { name: "dilation 2", make: (d, r) => [R([1, 2, 9, 9], d, r), R([3, 2, 3, 3], d, r), { dilation: 2 }] },
-    { name: "groups 2", make: (d, r) => [R([1, 4, 6, 5], d, r), R([6, 2, 3, 3], d, r), { groups: 2, padding: 1 }] },
-    { name: "depthwise 3x3", make: (d, r) => [R([1, 8, 7, 7], d, r), R([8, 1, 3, 3], d, r), { groups: 8, padding: 1 }] },
+    {
+      name: "stride 2, padding 1, bias",
+      make: (d, r) => [
+        R([2, 4, 11, 13], d, r),
+        R([6, 4, 3, 3], d, r),
+        { stride: 2, padding: 1, bias: R([6], d, r) },
+      ],
+    },
+    {
+      name: "dilation 2",
+      make: (d, r) => [R([1, 2, 9, 9], d, r), R([3, 2, 3, 3], d, r), { dilation: 2 }],
+    },
+    {
+      name: "groups 2",
+      make: (d, r) => [R([1, 4, 6, 5], d, r), R([6, 2, 3, 3], d, r), { groups: 2, padding: 1 }],
+    },
+    {
+      name: "depthwise 3x3",
+      make: (d, r) => [R([1, 8, 7, 7], d, r), R([8, 1, 3, 3], d, r), { groups: 8, padding: 1 }],
+    },
     { name: "1x1", make: (d, r) => [R([1, 16, 5, 5], d, r), R([7, 16, 1, 1], d, r)] },
-    { name: "5x5 padding same", make: (d, r) => [R([1, 3, 8, 8], d, r), R([4, 3, 5, 5], d, r), { padding: "same" }] },
-    { name: "7x7 stride 2 padding 3", make: (d, r) => [R([1, 3, 17, 17], d, r), R([8, 3, 7, 7], d, r), { stride: 2, padding: 3 }] },
+    {
+      name: "5x5 padding same",
+      make: (d, r) => [R([1, 3, 8, 8], d, r), R([4, 3, 5, 5], d, r), { padding: "same" }],
+    },
+    {
+      name: "7x7 stride 2 padding 3",
+      make: (d, r) => [R([1, 3, 17, 17], d, r), R([8, 3, 7, 7], d, r), { stride: 2, padding: 3 }],
+    },
     { name: "1x1 input", make: (d, r) => [R([1, 1, 1, 1], d, r), R([1, 1, 1, 1], d, r)] },
   ],
   scaledDotProductAttention: [
-    { name: "1x2x7x16", make: (d, r) => [R([1, 2, 7, 16], d, r), R([1, 2, 7, 16], d, r), R([1, 2, 7, 16], d, r)] },
-    { name: "causal L=S=13", make: (d, r) => [R([2, 13, 8], d, r), R([2, 13, 8], d, r), R([2, 13, 8], d, r), { isCausal: true }] },
-    { name: "bool mask", make: (d, r) => [R([2, 5, 8], d, r), R([2, 11, 8], d, r), R([2, 11, 4], d, r), { attnMask: boolMask([5, 11], r) }] },
-    { name: "additive mask", make: (d, r) => [R([1, 3, 5, 8], d, r), R([1, 3, 6, 8], d, r), R([1, 3, 6, 8], d, r), { attnMask: R([5, 6], d, r) }] },
-    { name: "GQA 4 query heads, 2 kv heads", make: (d, r) => [R([1, 4, 6, 8], d, r), R([1, 2, 9, 8], d, r), R([1, 2, 9, 8], d, r), { enableGqa: true }] },
-    { name: "L=1", make: (d, r) => [R([1, 1, 1, 16], d, r), R([1, 1, 29, 16], d, r), R([1, 1, 29, 16], d, r)] },
-    { name: "S=1, scale 0.5", make: (d, r) => [R([3, 4, 8], d, r), R([3, 1, 8], d, r), R([3, 1, 8], d, r), { scale: 0.5 }] },
-    { name: "dropout 0.3 seed 7", sameRngOnly: true, make: (d, r) => [R([1, 5, 8], d, r), R([1, 5, 8], d, r), R([1, 5, 8], d, r), { dropoutP: 0.3, seed: 7 }] },
+    {
+      name: "1x2x7x16",
+      make: (d, r) => [R([1, 2, 7, 16], d, r), R([1, 2, 7, 16], d, r), R([1, 2, 7, 16], d, r)],
+    },
+    {
+      name: "causal L=S=13",
+      make: (d, r) => [
+        R([2, 13, 8], d, r),
+        R([2, 13, 8], d, r),
+        R([2, 13, 8], d, r),
+        { isCausal: true },
+      ],
+    },
+    {
+      name: "bool mask",
+      make: (d, r) => [
+        R([2, 5, 8], d, r),
+        R([2, 11, 8], d, r),
+        R([2, 11, 4], d, r),
+        { attnMask: boolMask([5, 11], r) },
+      ],
+    },
+    {
+      name: "additive mask",
+      make: (d, r) => [
+        R([1, 3, 5, 8], d, r),
+        R([1, 3, 6, 8], d, r),
+        R([1, 3, 6, 8], d, r),
+        { attnMask: R([5, 6], d, r) },
+      ],
+    },
+    {
+      name: "GQA 4 query heads, 2 kv heads",
+      make: (d, r) => [
+        R([1, 4, 6, 8], d, r),
+        R([1, 2, 9, 8], d, r),
+        R([1, 2, 9, 8], d, r),
+        { enableGqa: true },
+      ],
+    },
+    {
+      name: "L=1",
+      make: (d, r) => [R([1, 1, 1, 16], d, r), R([1, 1, 29, 16], d, r), R([1, 1, 29, 16], d, r)],
+    },
+    {
+      name: "S=1, scale 0.5",
+      make: (d, r) => [R([3, 4, 8], d, r), R([3, 1, 8], d, r), R([3, 1, 8], d, r), { scale: 0.5 }],
+    },
+    {
+      name: "dropout 0.3 seed 7",
+      sameRngOnly: true,
+      make: (d, r) => [
+        R([1, 5, 8], d, r),
+        R([1, 5, 8], d, r),
+        R([1, 5, 8], d, r),
+        { dropoutP: 0.3, seed: 7 },
+      ],
+    },
   ],
   einsum: [
     { name: "ij,jk->ik", make: (d, r) => ["ij,jk->ik", R([5, 7], d, r), R([7, 3], d, r)] },
     { name: "ii->i (diagonal)", make: (d, r) => ["ii->i", R([6, 6], d, r)] },
     { name: "ii (trace)", make: (d, r) => ["ii", R([5, 5], d, r)] },
-    { name: "bij,bjk->bik", make: (d, r) => ["bij,bjk->bik", R([2, 3, 4], d, r), R([2, 4, 5], d, r)] },
-    { name: "...ij,...jk (ellipsis broadcast)", make: (d, r) => ["...ij,...jk", R([2, 1, 3, 4], d, r), R([5, 4, 2], d, r)] },
+    {
+      name: "bij,bjk->bik",
+      make: (d, r) => ["bij,bjk->bik", R([2, 3, 4], d, r), R([2, 4, 5], d, r)],
+    },
+    {
+      name: "...ij,...jk (ellipsis broadcast)",
+      make: (d, r) => ["...ij,...jk", R([2, 1, 3, 4], d, r), R([5, 4, 2], d, r)],
+    },
     { name: "i,j->ij (outer)", make: (d, r) => ["i,j->ij", R([4], d, r), R([3], d, r)] },
     { name: "ijk->kji", make: (d, r) => ["ijk->kji", R([2, 3, 4], d, r)] },
-    { name: "ab,bc,cd->ad (3 operands)", make: (d, r) => ["ab,bc,cd->ad", R([3, 4], d, r), R([4, 5], d, r), R([5, 2], d, r)] },
+    {
+      name: "ab,bc,cd->ad (3 operands)",
+      make: (d, r) => ["ab,bc,cd->ad", R([3, 4], d, r), R([4, 5], d, r), R([5, 2], d, r)],
+    },
     { name: "i...->... (sum first dim)", make: (d, r) => ["i...->...", R([3, 2, 1], d, r)] },
-    { name: "ij,ij->ij with size-1 broadcast", make: (d, r) => ["ij,ij->ij", R([3, 1], d, r), R([3, 4], d, r)] },
+    {
+      name: "ij,ij->ij with size-1 broadcast",
+      make: (d, r) => ["ij,ij->ij", R([3, 1], d, r), R([3, 4], d, r)],
+    },
   ],
   cholesky: [
     { name: "1x1", make: (d, r) => [spdTensor([], 1, d, r)] },
@@ -112,7 +202,10 @@ export const CASES: Record<string, OpCase[]> = {
   solve: [
     { name: "7x7, B 7x3", make: (d, r) => [spdTensor([], 7, d, r), R([7, 3], d, r)] },
     { name: "7x7, b vector", make: (d, r) => [spdTensor([], 7, d, r), R([7], d, r)] },
-    { name: "batch 2 of 4x4, B 2x4x2", make: (d, r) => [spdTensor([2], 4, d, r), R([2, 4, 2], d, r)] },
+    {
+      name: "batch 2 of 4x4, B 2x4x2",
+      make: (d, r) => [spdTensor([2], 4, d, r), R([2, 4, 2], d, r)],
+    },
   ],
   luFactor: [
     { name: "1x1", make: (d, r) => [R([1, 1], d, r)] },
@@ -162,4 +255,3 @@ export function sampleCase(op: string): OpCase | undefined {
   const list = CASES[op];
   return list?.find((c) => !c.sameRngOnly && !c.name.includes("empty")) ?? list?.[0];
 }
-

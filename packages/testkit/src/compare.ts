@@ -8,7 +8,9 @@ import type { DType } from "@backplane/core";
 /** Tolerances per dtype: the worst relative error allowed. */
 export type Tolerances = Partial<Record<DType, number>>;
 
-export const DEFAULT_TOLERANCES: Required<Pick<Tolerances, "float64" | "float32" | "float16" | "bfloat16">> = {
+export const DEFAULT_TOLERANCES: Required<
+  Pick<Tolerances, "float64" | "float32" | "float16" | "bfloat16">
+> = {
   float64: 1e-10,
   float32: 2e-5,
   float16: 4e-3,
@@ -38,9 +40,14 @@ export interface Judgement {
 
 /** max |out - ref| / max |ref|; NaN anywhere (a poisoned, unwritten element) is an infinite error. */
 export function relativeError(out: Float64Array, ref: Float64Array, name = "out"): Judgement {
-  if (out.length !== ref.length) return { error: Number.POSITIVE_INFINITY, where: `${name}: ${out.length} elements, expected ${ref.length}` };
+  if (out.length !== ref.length)
+    return {
+      error: Number.POSITIVE_INFINITY,
+      where: `${name}: ${out.length} elements, expected ${ref.length}`,
+    };
   let scale = 0;
-  for (let i = 0; i < ref.length; i++) if (Number.isFinite(ref[i])) scale = Math.max(scale, Math.abs(ref[i]));
+  for (let i = 0; i < ref.length; i++)
+    if (Number.isFinite(ref[i])) scale = Math.max(scale, Math.abs(ref[i]));
   scale = scale || 1;
   let worst = 0;
   let at = -1;
@@ -60,12 +67,19 @@ export function relativeError(out: Float64Array, ref: Float64Array, name = "out"
 }
 
 /** Row-major matmul of m x k by k x n, float64. */
-export function mm(a: Float64Array, b: Float64Array, m: number, k: number, n: number): Float64Array {
+export function mm(
+  a: Float64Array,
+  b: Float64Array,
+  m: number,
+  k: number,
+  n: number,
+): Float64Array {
   const c = new Float64Array(m * n);
-  for (let i = 0; i < m; i++) for (let p = 0; p < k; p++) {
-    const x = a[i * k + p];
-    for (let j = 0; j < n; j++) c[i * n + j] += x * b[p * n + j];
-  }
+  for (let i = 0; i < m; i++)
+    for (let p = 0; p < k; p++) {
+      const x = a[i * k + p];
+      for (let j = 0; j < n; j++) c[i * n + j] += x * b[p * n + j];
+    }
   return c;
 }
 
@@ -79,7 +93,8 @@ export function transpose(a: Float64Array, m: number, n: number): Float64Array {
 export function orthogonalityError(q: Float64Array, m: number, k: number): number {
   const g = mm(transpose(q, m, k), q, k, m, k);
   let e = 0;
-  for (let i = 0; i < k; i++) for (let j = 0; j < k; j++) e = Math.max(e, Math.abs(g[i * k + j] - (i === j ? 1 : 0)));
+  for (let i = 0; i < k; i++)
+    for (let j = 0; j < k; j++) e = Math.max(e, Math.abs(g[i * k + j] - (i === j ? 1 : 0)));
   return e;
 }
 

@@ -5,12 +5,31 @@
  * an element a kernel forgets to write fails. Works inside any test runner.
  */
 import {
-  BackplaneError, type DType, deviceMemory, dispatch, explain, getBackend, getOp, isFloat,
-  registerDeviceMemory, Tensor, withKernelPriority,
+  BackplaneError,
+  type DType,
+  deviceMemory,
+  dispatch,
+  explain,
+  getBackend,
+  getOp,
+  isFloat,
+  registerDeviceMemory,
+  Tensor,
+  withKernelPriority,
 } from "@backplane/core";
 import { BAD_CALLS } from "./bad-inputs.ts";
 import { CASES, type OpCase } from "./cases.ts";
-import { DEFAULT_TOLERANCES, type Judgement, mm, OP_TOLERANCE_FACTOR, orthogonalityError, relativeError, type Tolerances, transpose, worst } from "./compare.ts";
+import {
+  DEFAULT_TOLERANCES,
+  type Judgement,
+  mm,
+  OP_TOLERANCE_FACTOR,
+  orthogonalityError,
+  relativeError,
+  type Tolerances,
+  transpose,
+  worst,
+} from "./compare.ts";
 import { makeRng } from "./random.ts";
 
 export interface ConformanceOptions {
@@ -65,7 +84,9 @@ function mapTensors(args: unknown[], f: (t: Tensor) => Tensor): unknown[] {
   return args.map((a) => {
     if (a instanceof Tensor) return f(a);
     if (a && typeof a === "object" && !Array.isArray(a)) {
-      return Object.fromEntries(Object.entries(a).map(([k, v]) => [k, v instanceof Tensor ? f(v) : v]));
+      return Object.fromEntries(
+        Object.entries(a).map(([k, v]) => [k, v instanceof Tensor ? f(v) : v]),
+      );
     }
     return a;
   });
@@ -79,7 +100,9 @@ function tensorsIn(x: unknown): Tensor[] {
 }
 
 /** Outputs as named float64 arrays, read back from any device. */
-async function outputs(x: unknown): Promise<Map<string, { data: Float64Array; shape: readonly number[] }>> {
+async function outputs(
+  x: unknown,
+): Promise<Map<string, { data: Float64Array; shape: readonly number[] }>> {
   const m = new Map<string, { data: Float64Array; shape: readonly number[] }>();
   const add = async (name: string, t: Tensor) => {
     const host = t.storage.memory.hostView ? t : await t.toAsync("cpu");
@@ -102,7 +125,13 @@ function toleranceFor(opts: ConformanceOptions, op: string, dtype: DType): numbe
 }
 
 /** Judges decompositions by their defining identities, not by sign-ambiguous factors. */
-function judgeDecomposition(kind: "qr" | "eigh" | "svd", a: Float64Array, aShape: readonly number[], out: Map<string, { data: Float64Array; shape: readonly number[] }>, ref: Map<string, { data: Float64Array }>): Judgement {
+function judgeDecomposition(
+  kind: "qr" | "eigh" | "svd",
+  a: Float64Array,
+  aShape: readonly number[],
+  out: Map<string, { data: Float64Array; shape: readonly number[] }>,
+  ref: Map<string, { data: Float64Array }>,
+): Judgement {
   const m = aShape[aShape.length - 2];
   const n = aShape[aShape.length - 1];
   const batch = a.length / (m * n || 1);
@@ -118,12 +147,19 @@ function judgeDecomposition(kind: "qr" | "eigh" | "svd", a: Float64Array, aShape
       parts.push(relativeError(mm(q, r, m, qc, n), A, `Q R (batch ${b})`));
       parts.push({ error: orthogonalityError(q, m, qc), where: `Q^T Q - I (batch ${b})` });
       let lower = 0;
-      for (let i = 0; i < qc; i++) for (let j = 0; j < Math.min(i, n); j++) lower = Math.max(lower, Math.abs(r[i * n + j]));
+      for (let i = 0; i < qc; i++)
+        for (let j = 0; j < Math.min(i, n); j++) lower = Math.max(lower, Math.abs(r[i * n + j]));
       parts.push({ error: lower, where: `R below the diagonal (batch ${b})` });
     } else if (kind === "eigh") {
       const w = out.get("eigenvalues")!.data.subarray(b * n, (b + 1) * n);
       const v = out.get("eigenvectors")!.data.subarray(b * n * n, (b + 1) * n * n);
-      parts.push(relativeError(w, ref.get("eigenvalues")!.data.subarray(b * n, (b + 1) * n), `eigenvalues (batch ${b})`));
+      parts.push(
+        relativeError(
+          w,
+          ref.get("eigenvalues")!.data.subarray(b * n, (b + 1) * n),
+          `eigenvalues (batch ${b})`,
+        ),
+      );
       const av = mm(A, v, n, n, n);
       const vw = new Float64Array(n * n);
       for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) vw[i * n + j] = v[i * n + j] * w[j];
@@ -138,12 +174,17 @@ function judgeDecomposition(kind: "qr" | "eigh" | "svd", a: Float64Array, aShape
       const u = U.data.subarray(b * m * uc, (b + 1) * m * uc);
       const s = out.get("S")!.data.subarray(b * k, (b + 1) * k);
       const vh = Vh.data.subarray(b * vr * n, (b + 1) * vr * n);
-      parts.push(relativeError(s, ref.get("S")!.data.subarray(b * k, (b + 1) * k), `S (batch ${b})`));
+      parts.push(
+        relativeError(s, ref.get("S")!.data.subarray(b * k, (b + 1) * k), `S (batch ${b})`),
+      );
       const us = new Float64Array(m * k);
       for (let i = 0; i < m; i++) for (let j = 0; j < k; j++) us[i * k + j] = u[i * uc + j] * s[j];
       parts.push(relativeError(mm(us, vh.subarray(0, k * n), m, k, n), A, `U S Vh (batch ${b})`));
       parts.push({ error: orthogonalityError(u, m, uc), where: `U^T U - I (batch ${b})` });
-      parts.push({ error: orthogonalityError(transpose(vh, vr, n), n, vr), where: `Vh Vh^T - I (batch ${b})` });
+      parts.push({
+        error: orthogonalityError(transpose(vh, vr, n), n, vr),
+        where: `Vh Vh^T - I (batch ${b})`,
+      });
     }
   }
   return worst(...parts);
@@ -163,9 +204,18 @@ function poison(deviceType: string): () => void {
   return () => registerDeviceMemory(original);
 }
 
-async function runCase(op: string, kernel: string, backend: string, device: string, dtype: DType, c: OpCase, opts: ConformanceOptions): Promise<CaseResult> {
+async function runCase(
+  op: string,
+  kernel: string,
+  backend: string,
+  device: string,
+  dtype: DType,
+  c: OpCase,
+  opts: ConformanceOptions,
+): Promise<CaseResult> {
   const base: CaseResult = { op, kernel, dtype, case: c.name, status: "pass" };
-  if (c.sameRngOnly && backend !== "reference") return { ...base, status: "skipped", message: "draws random numbers its own way" };
+  if (c.sameRngOnly && backend !== "reference")
+    return { ...base, status: "skipped", message: "draws random numbers its own way" };
   const rec = getOp(op)!;
   const args = c.make(dtype, makeRng((opts.seed ?? 1234) ^ hash(`${op}/${c.name}/${dtype}`)));
   const owned: Tensor[] = tensorsIn(args);
@@ -193,14 +243,28 @@ async function runCase(op: string, kernel: string, backend: string, device: stri
       const shapes = [...want].filter(([k, v]) => got.get(k)?.shape.join() !== v.shape.join());
       if (shapes.length > 0) {
         const [k, v] = shapes[0];
-        return { ...base, status: "fail", message: `${k} has shape [${got.get(k)?.shape}], expected [${v.shape}]` };
+        return {
+          ...base,
+          status: "fail",
+          message: `${k} has shape [${got.get(k)?.shape}], expected [${v.shape}]`,
+        };
       }
       j = worst(...[...want].map(([k, v]) => relativeError(got.get(k)!.data, v.data, k)));
     }
     const tolerance = toleranceFor(opts, op, dtype);
-    return { ...base, status: j.error <= tolerance ? "pass" : "fail", error: j.error, tolerance, where: j.where };
+    return {
+      ...base,
+      status: j.error <= tolerance ? "pass" : "fail",
+      error: j.error,
+      tolerance,
+      where: j.where,
+    };
   } catch (e) {
-    return { ...base, status: "fail", message: `threw ${(e as Error).name}: ${(e as Error).message}` };
+    return {
+      ...base,
+      status: "fail",
+      message: `threw ${(e as Error).name}: ${(e as Error).message}`,
+    };
   } finally {
     for (const t of owned) t.dispose();
   }
@@ -209,15 +273,32 @@ async function runCase(op: string, kernel: string, backend: string, device: stri
 function runBadCalls(op: string, device: string, dtype: DType, seed: number): CaseResult[] {
   const rec = getOp(op)!;
   return BAD_CALLS.filter((b) => b.op === op).map((b) => {
-    const base: CaseResult = { op, kernel: "-", dtype, case: `bad input: ${b.name}`, status: "pass" };
+    const base: CaseResult = {
+      op,
+      kernel: "-",
+      dtype,
+      case: `bad input: ${b.name}`,
+      status: "pass",
+    };
     const args = b.make(dtype, makeRng(seed ^ hash(b.name)));
-    const devArgs = device === "cpu" ? args : mapTensors(args, (t) => (t.disposed ? t : t.to(device)));
+    const devArgs =
+      device === "cpu" ? args : mapTensors(args, (t) => (t.disposed ? t : t.to(device)));
     try {
       dispatch(rec, rec.prepare(...devArgs));
       return { ...base, status: "fail", message: `expected ${b.expect}, nothing was thrown` };
     } catch (e) {
-      if (!(e instanceof BackplaneError)) return { ...base, status: "fail", message: `expected ${b.expect}, got untyped ${(e as Error)?.name}: ${(e as Error)?.message}` };
-      if (e.name !== b.expect) return { ...base, status: "fail", message: `expected ${b.expect}, got ${e.name}: ${e.message}` };
+      if (!(e instanceof BackplaneError))
+        return {
+          ...base,
+          status: "fail",
+          message: `expected ${b.expect}, got untyped ${(e as Error)?.name}: ${(e as Error)?.message}`,
+        };
+      if (e.name !== b.expect)
+        return {
+          ...base,
+          status: "fail",
+          message: `expected ${b.expect}, got ${e.name}: ${e.message}`,
+        };
       return base;
     } finally {
       for (const t of [...tensorsIn(args), ...tensorsIn(devArgs)]) t.dispose();
@@ -226,19 +307,33 @@ function runBadCalls(op: string, device: string, dtype: DType, seed: number): Ca
 }
 
 /** Runs the conformance suite for one registered backend. */
-export async function runConformance(backendName: string, opts: ConformanceOptions = {}): Promise<ConformanceReport> {
+export async function runConformance(
+  backendName: string,
+  opts: ConformanceOptions = {},
+): Promise<ConformanceReport> {
   const b = getBackend(backendName);
-  if (!b) throw new Error(`runConformance: backend ${JSON.stringify(backendName)} is not registered; import its package first`);
-  const kernels = (b.def.kernels ?? []).filter((k) => CASES[k.op] && (!opts.ops || opts.ops.includes(k.op)) && (!opts.kernels || opts.kernels.includes(k.name)));
+  if (!b)
+    throw new Error(
+      `runConformance: backend ${JSON.stringify(backendName)} is not registered; import its package first`,
+    );
+  const kernels = (b.def.kernels ?? []).filter(
+    (k) =>
+      CASES[k.op] &&
+      (!opts.ops || opts.ops.includes(k.op)) &&
+      (!opts.kernels || opts.kernels.includes(k.name)),
+  );
   const results: CaseResult[] = [];
   const devices = new Set<string>();
   for (const k of kernels) {
-    const dtypes = (opts.dtypes ?? ["float64", "float32", "float16", "bfloat16"]).filter((d) => k.dtypes.includes(d) && isFloat(d));
+    const dtypes = (opts.dtypes ?? ["float64", "float32", "float16", "bfloat16"]).filter(
+      (d) => k.dtypes.includes(d) && isFloat(d),
+    );
     devices.add(k.device);
     const restore = poison(k.device);
     try {
       for (const dtype of dtypes) {
-        for (const c of CASES[k.op]) results.push(await runCase(k.op, k.name, backendName, k.device, dtype, c, opts));
+        for (const c of CASES[k.op])
+          results.push(await runCase(k.op, k.name, backendName, k.device, dtype, c, opts));
       }
     } finally {
       restore();
@@ -264,7 +359,10 @@ export async function runConformance(backendName: string, opts: ConformanceOptio
       `${backendName}: ${results.length - failed.length} of ${results.length} cases pass` +
       (failed.length ? `\n${failed.map((r) => `  FAIL ${describe(r)}`).join("\n")}` : ""),
     assertPassed() {
-      if (failed.length > 0) throw new Error(`conformance of ${backendName} failed:\n${failed.map(describe).join("\n")}`);
+      if (failed.length > 0)
+        throw new Error(
+          `conformance of ${backendName} failed:\n${failed.map(describe).join("\n")}`,
+        );
     },
   };
 }

@@ -4,9 +4,23 @@
  *   const report = await runConformance("my-backend");
  *   report.assertPassed(); // inside any test runner
  */
-export { runConformance, type ConformanceOptions, type ConformanceReport, type CaseResult, type CaseStatus } from "./conformance.ts";
-export { CASES, sampleCase, type OpCase } from "./cases.ts";
+
 export { BAD_CALLS, type BadCall } from "./bad-inputs.ts";
-export { DEFAULT_TOLERANCES, OP_TOLERANCE_FACTOR, relativeError, orthogonalityError, type Tolerances, type Judgement } from "./compare.ts";
-export { makeRng, randomTensor, spdTensor, boolMask, type Rng } from "./random.ts";
+export { CASES, type OpCase, sampleCase } from "./cases.ts";
+export {
+  DEFAULT_TOLERANCES,
+  type Judgement,
+  OP_TOLERANCE_FACTOR,
+  orthogonalityError,
+  relativeError,
+  type Tolerances,
+} from "./compare.ts";
+export {
+  type CaseResult,
+  type CaseStatus,
+  type ConformanceOptions,
+  type ConformanceReport,
+  runConformance,
+} from "./conformance.ts";
 export { registerHostBackedDevice } from "./host-device.ts";
+export { boolMask, makeRng, type Rng, randomTensor, spdTensor } from "./random.ts";

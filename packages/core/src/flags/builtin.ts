@@ -17,7 +17,9 @@ export const BUILTIN_FLAGS = {
     benchmark: bool(false, { doc: "autotune every op's candidates once per shape" }),
   },
   cpu: {
-    preferredBlasLibrary: oneOf(["auto", "mkl", "openblas", "blis", "wasm"], "auto", { env: "BACKPLANE_BLAS" }),
+    preferredBlasLibrary: oneOf(["auto", "mkl", "openblas", "blis", "wasm"], "auto", {
+      env: "BACKPLANE_BLAS",
+    }),
   },
   cuda: {
     matmul: {
@@ -52,7 +54,9 @@ export const BUILTIN_FLAGS = {
     benchmark: bool(false, { torch: "torch.backends.cudnn.benchmark" }),
     benchmarkLimit: int(10, { min: 0, torch: "torch.backends.cudnn.benchmark_limit" }),
     rnn: {
-      fp32Precision: oneOf(["none", "ieee", "tf32"], "none", { torch: "torch.backends.cudnn.rnn.fp32_precision" }),
+      fp32Precision: oneOf(["none", "ieee", "tf32"], "none", {
+        torch: "torch.backends.cudnn.rnn.fp32_precision",
+      }),
     },
   },
   mha: {
@@ -63,24 +67,46 @@ export const BUILTIN_FLAGS = {
   },
   mkldnn: {
     enabled: bool(true, { torch: "torch.backends.mkldnn.enabled" }),
-    verbose: int(0, { min: 0, max: 2, env: "ONEDNN_VERBOSE", torch: "torch.backends.mkldnn.verbose" }),
+    verbose: int(0, {
+      min: 0,
+      max: 2,
+      env: "ONEDNN_VERBOSE",
+      torch: "torch.backends.mkldnn.verbose",
+    }),
   },
   nnpack: {
     enabled: bool(true, { torch: "torch.backends.nnpack.set_flags" }),
   },
   openmp: {
-    numThreads: int(0, { min: 0, max: 1024, env: "OMP_NUM_THREADS", doc: "0: the cores available" }),
+    numThreads: int(0, {
+      min: 0,
+      max: 1024,
+      env: "OMP_NUM_THREADS",
+      doc: "0: the cores available",
+    }),
   },
   optEinsum: {
     enabled: bool(true, { torch: "torch.backends.opt_einsum.enabled" }),
     strategy: oneOf(
-      ["auto", "auto-hq", "optimal", "dp", "greedy", "random-greedy", "branch-all", "branch-2", "branch-1"],
+      [
+        "auto",
+        "auto-hq",
+        "optimal",
+        "dp",
+        "greedy",
+        "random-greedy",
+        "branch-all",
+        "branch-2",
+        "branch-1",
+      ],
       "auto",
       { torch: "torch.backends.opt_einsum.strategy" },
     ),
   },
   quantized: {
-    engine: oneOf(["none", "x86", "fbgemm", "qnnpack", "onednn"], "none", { torch: "torch.backends.quantized.engine" }),
+    engine: oneOf(["none", "x86", "fbgemm", "qnnpack", "onednn"], "none", {
+      torch: "torch.backends.quantized.engine",
+    }),
   },
   xnnpack: {
     enabled: bool(false, { torch: "torch.backends.xnnpack.enabled" }),

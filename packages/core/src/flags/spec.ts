@@ -4,6 +4,7 @@
  * runtime validation.
  */
 import { FlagError } from "../errors.ts";
+import { show } from "../format.ts";
 
 interface SpecBase<T> {
   readonly default: T;
@@ -38,19 +39,34 @@ export interface FlagSchema {
 }
 
 type Opts<T> = Omit<SpecBase<T>, "default">;
-export const bool = (dflt: boolean, o: Opts<boolean> = {}): BoolSpec => ({ kind: "bool", default: dflt, ...o });
-export const int = (dflt: number, o: Opts<number> & { min?: number; max?: number } = {}): IntSpec => ({
+export const bool = (dflt: boolean, o: Opts<boolean> = {}): BoolSpec => ({
+  kind: "bool",
+  default: dflt,
+  ...o,
+});
+export const int = (
+  dflt: number,
+  o: Opts<number> & { min?: number; max?: number } = {},
+): IntSpec => ({
   kind: "int",
   default: dflt,
   ...o,
 });
-export const oneOf = <const V extends string>(values: readonly V[], dflt: V, o: Opts<V> = {}): EnumSpec<V> => ({
+export const oneOf = <const V extends string>(
+  values: readonly V[],
+  dflt: V,
+  o: Opts<V> = {},
+): EnumSpec<V> => ({
   kind: "enum",
   values,
   default: dflt,
   ...o,
 });
-export const str = (dflt: string, o: Opts<string> = {}): StringSpec => ({ kind: "string", default: dflt, ...o });
+export const str = (dflt: string, o: Opts<string> = {}): StringSpec => ({
+  kind: "string",
+  default: dflt,
+  ...o,
+});
 
 /** The value type a schema describes: `{ benchmark: boolean; matmul: { allowTf32: boolean } }`. */
 export type FlagValues<S> = S extends BoolSpec
@@ -124,12 +140,15 @@ export function validate(key: string, spec: FlagSpec, value: unknown): unknown {
 /** Parses an environment variable's text for a flag; an unparsable value is an error. */
 export function parseEnv(key: string, spec: FlagSpec, text: string): unknown {
   const t = text.trim();
-  if (spec.fromEnv) return validate(`${key} (from ${spec.env})`, spec, (spec.fromEnv as (s: string) => unknown)(t));
+  if (spec.fromEnv)
+    return validate(`${key} (from ${spec.env})`, spec, (spec.fromEnv as (s: string) => unknown)(t));
   switch (spec.kind) {
     case "bool": {
       if (/^(1|true|on|yes)$/i.test(t)) return true;
       if (/^(0|false|off|no|)$/i.test(t)) return false;
-      throw new FlagError(`environment ${spec.env}=${JSON.stringify(text)} for flag ${key} is not a boolean (use 1 or 0)`);
+      throw new FlagError(
+        `environment ${spec.env}=${JSON.stringify(text)} for flag ${key} is not a boolean (use 1 or 0)`,
+      );
     }
     case "int":
       return validate(`${key} (from ${spec.env})`, spec, Number(t));
@@ -142,13 +161,4 @@ export function parseEnv(key: string, spec: FlagSpec, text: string): unknown {
   }
 }
 
-export function show(value: unknown): string {
-  if (typeof value === "string") return JSON.stringify(value);
-  if (typeof value === "bigint") return `${value}n`;
-  if (value === null || value === undefined || typeof value !== "object") return String(value);
-  try {
-    return JSON.stringify(value) ?? String(value);
-  } catch {
-    return Object.prototype.toString.call(value);
-  }
-}
+export { show } from "../format.ts";

@@ -2,10 +2,12 @@
  * Flag values live in immutable FlagState snapshots. A change makes a new snapshot, so
  * the dispatcher can cache its decisions per snapshot and a cache hit costs one lookup.
  */
+
 import { FlagError } from "../errors.ts";
+import { show } from "../format.ts";
 import { readEnv } from "../runtime.ts";
 import { currentFrame, initRoot, runInFrame } from "./context.ts";
-import { type FlagSchema, type FlagSpec, isSpec, leaves, parseEnv, show, validate } from "./spec.ts";
+import { type FlagSchema, type FlagSpec, isSpec, leaves, parseEnv, validate } from "./spec.ts";
 
 let nextId = 1;
 
@@ -46,7 +48,9 @@ export function defineFlags(namespace: string, schema: FlagSchema): void {
     const prior = specs.get(key);
     if (prior) {
       if (prior.kind !== spec.kind) {
-        throw new FlagError(`flag ${key} is already defined as ${prior.kind}; cannot redefine it as ${spec.kind}`);
+        throw new FlagError(
+          `flag ${key} is already defined as ${prior.kind}; cannot redefine it as ${spec.kind}`,
+        );
       }
       continue;
     }
@@ -58,7 +62,9 @@ export function defineFlags(namespace: string, schema: FlagSchema): void {
         value = parseEnv(key, spec, envText);
       } catch (e) {
         // A bad environment value must not break import: warn and keep the default.
-        console.warn(`[backplane] ${(e as Error).message}; using the default ${show(spec.default)}`);
+        console.warn(
+          `[backplane] ${(e as Error).message}; using the default ${show(spec.default)}`,
+        );
       }
     }
     initial[key] = value;
@@ -94,11 +100,13 @@ function specOrThrow(key: string): FlagSpec {
   const spec = specs.get(key);
   if (spec) return spec;
   const ns = key.slice(0, key.indexOf("."));
-  const known = [...specs.keys()].filter((k) => k.startsWith(`${ns}.`)).map((k) => k.slice(ns.length + 1));
+  const known = [...specs.keys()]
+    .filter((k) => k.startsWith(`${ns}.`))
+    .map((k) => k.slice(ns.length + 1));
   throw new FlagError(
     known.length > 0
       ? `unknown flag ${key}; ${ns} has: ${known.join(", ")}`
-      : `unknown flag ${key}: no namespace ${JSON.stringify(ns)} has flags (known: ${flagNamespaces().join(", ")})`,
+      : `unknown flag ${key}: no namespace ${show(ns)} has flags (known: ${flagNamespaces().join(", ")})`,
   );
 }
 
@@ -203,7 +211,9 @@ export function runWithState<R>(change: (s: FlagState) => FlagState, fn: () => R
 export function flatten(nested: Record<string, unknown>, prefix = ""): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   if (nested === null || typeof nested !== "object" || Array.isArray(nested)) {
-    throw new FlagError(`flags must be given as an object like { cudnn: { benchmark: true } }, got ${show(nested)}`);
+    throw new FlagError(
+      `flags must be given as an object like { cudnn: { benchmark: true } }, got ${show(nested)}`,
+    );
   }
   for (const [k, v] of Object.entries(nested)) {
     const key = prefix ? `${prefix}.${k}` : k;

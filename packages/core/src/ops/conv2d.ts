@@ -1,6 +1,8 @@
 /** conv2d: NCHW input, OIHW weight; stride, padding, dilation, groups (torch.nn.functional.conv2d). */
+
 import { dispatch } from "../dispatcher.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
+import { show } from "../format.ts";
 import { defineOp, type OpParams } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
 import { checkFloat, checkOptions, checkRank, checkSame, checkTensor } from "./validate.ts";
@@ -42,7 +44,9 @@ export interface Conv2dParams extends OpParams {
 function pair(name: string, v: unknown, min: number): [number, number] {
   const p = typeof v === "number" ? [v, v] : v;
   if (!Array.isArray(p) || p.length !== 2 || !p.every((x) => Number.isInteger(x) && x >= min)) {
-    throw new ArgumentError(`conv2d: ${name} must be an integer >= ${min} or a pair of them, got ${JSON.stringify(v)}`);
+    throw new ArgumentError(
+      `conv2d: ${name} must be an integer >= ${min} or a pair of them, got ${show(v)}`,
+    );
   }
   return [p[0], p[1]];
 }
@@ -50,7 +54,13 @@ function pair(name: string, v: unknown, min: number): [number, number] {
 function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dParams {
   checkTensor("conv2d", "input", input);
   checkTensor("conv2d", "weight", weight);
-  const o = checkOptions("conv2d", opts, ["bias", "stride", "padding", "dilation", "groups"]) as Conv2dOptions;
+  const o = checkOptions("conv2d", opts, [
+    "bias",
+    "stride",
+    "padding",
+    "dilation",
+    "groups",
+  ]) as Conv2dOptions;
   const bias = o.bias ?? null;
   const ts = bias ? [input, weight, checkTensor("conv2d", "bias", bias)] : [input, weight];
   checkSame("conv2d", ["input", "weight", "bias"], ts);
@@ -60,12 +70,17 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
   const [n, c, h, w] = input.shape;
   const [outChannels, cPerGroup, kh, kw] = weight.shape;
   const groups = o.groups ?? 1;
-  if (!Number.isInteger(groups) || groups < 1) throw new ArgumentError(`conv2d: groups must be an integer >= 1, got ${JSON.stringify(groups)}`);
+  if (!Number.isInteger(groups) || groups < 1)
+    throw new ArgumentError(`conv2d: groups must be an integer >= 1, got ${show(groups)}`);
   if (c % groups !== 0 || outChannels % groups !== 0) {
-    throw new ShapeError(`conv2d: groups=${groups} must divide input channels (${c}) and output channels (${outChannels})`);
+    throw new ShapeError(
+      `conv2d: groups=${groups} must divide input channels (${c}) and output channels (${outChannels})`,
+    );
   }
   if (cPerGroup !== c / groups) {
-    throw new ShapeError(`conv2d: weight [${weight.shape}] expects ${cPerGroup} input channels per group, input has ${c} channels in ${groups} group(s) (${c / groups} each)`);
+    throw new ShapeError(
+      `conv2d: weight [${weight.shape}] expects ${cPerGroup} input channels per group, input has ${c} channels in ${groups} group(s) (${c / groups} each)`,
+    );
   }
   if (bias && (bias.rank !== 1 || bias.shape[0] !== outChannels)) {
     throw new ShapeError(`conv2d: bias must have shape [${outChannels}], got [${bias.shape}]`);
@@ -77,24 +92,50 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
   let padH: number;
   let padW: number;
   if (o.padding === "same") {
-    if (strideH !== 1 || strideW !== 1) throw new ArgumentError('conv2d: padding "same" needs stride 1 (as in torch)');
+    if (strideH !== 1 || strideW !== 1)
+      throw new ArgumentError('conv2d: padding "same" needs stride 1 (as in torch)');
     padH = dilationH * (kh - 1);
     padW = dilationW * (kw - 1);
     padTop = Math.floor(padH / 2);
     padLeft = Math.floor(padW / 2);
   } else {
-    [padTop, padLeft] = pair("padding", o.padding === "valid" || o.padding === undefined ? 0 : o.padding, 0);
+    [padTop, padLeft] = pair(
+      "padding",
+      o.padding === "valid" || o.padding === undefined ? 0 : o.padding,
+      0,
+    );
     padH = 2 * padTop;
     padW = 2 * padLeft;
   }
   const outH = Math.floor((h + padH - dilationH * (kh - 1) - 1) / strideH) + 1;
   const outW = Math.floor((w + padW - dilationW * (kw - 1) - 1) / strideW) + 1;
   if (outH < 1 || outW < 1) {
-    throw new ShapeError(`conv2d: the (dilated) ${kh}x${kw} kernel is larger than the padded ${h}x${w} input; the output would be empty`);
+    throw new ShapeError(
+      `conv2d: the (dilated) ${kh}x${kw} kernel is larger than the padded ${h}x${w} input; the output would be empty`,
+    );
   }
   return {
-    input, weight, bias, n, c, h, w, outChannels, kh, kw, strideH, strideW, padTop, padLeft,
-    dilationH, dilationW, groups, outH, outW, deviceType: input.deviceType, dtype: input.dtype,
+    input,
+    weight,
+    bias,
+    n,
+    c,
+    h,
+    w,
+    outChannels,
+    kh,
+    kw,
+    strideH,
+    strideW,
+    padTop,
+    padLeft,
+    dilationH,
+    dilationW,
+    groups,
+    outH,
+    outW,
+    deviceType: input.deviceType,
+    dtype: input.dtype,
   };
 }
 

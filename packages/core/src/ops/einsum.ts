@@ -3,8 +3,10 @@
  * repeated indices (traces, diagonals), any number of operands. Parsing here gives
  * every kernel the same checked description; errors point at the character.
  */
+
 import { dispatch } from "../dispatcher.ts";
-import { ArgumentError, ShapeError } from "../errors.ts";
+import { ArgumentError } from "../errors.ts";
+import { show } from "../format.ts";
 import { defineOp, type OpParams } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
 import { checkFloat, checkSame, checkTensor } from "./validate.ts";
@@ -41,20 +43,28 @@ function terms(eq: string, start: number, text: string): { labels: string[]; at:
       i += 2;
       continue;
     }
-    if (!LETTER.test(ch)) fail(eq, start + i, `index ${JSON.stringify(ch)} is not a letter`);
+    if (!LETTER.test(ch)) fail(eq, start + i, `index ${show(ch)} is not a letter`);
     labels.push(ch);
     at.push(start + i);
   }
   return { labels, at };
 }
 
-export function parseEinsum(equation: string, shapes: readonly (readonly number[])[]): Omit<EinsumParams, "operands" | "deviceType" | "dtype"> {
-  if (typeof equation !== "string") throw new ArgumentError(`einsum: equation must be a string, got ${typeof equation}`);
+export function parseEinsum(
+  equation: string,
+  shapes: readonly (readonly number[])[],
+): Omit<EinsumParams, "operands" | "deviceType" | "dtype"> {
+  if (typeof equation !== "string")
+    throw new ArgumentError(`einsum: equation must be a string, got ${typeof equation}`);
   const arrow = equation.indexOf("->");
   const lhs = arrow < 0 ? equation : equation.slice(0, arrow);
   const parts = lhs.split(",");
   if (parts.length !== shapes.length) {
-    fail(equation, lhs.length, `the equation has ${parts.length} operand term(s) but ${shapes.length} tensor(s) were given`);
+    fail(
+      equation,
+      lhs.length,
+      `the equation has ${parts.length} operand term(s) but ${shapes.length} tensor(s) were given`,
+    );
   }
   const inputs: string[][] = [];
   const sizes: Record<string, number> = {};
@@ -71,7 +81,11 @@ export function parseEinsum(equation: string, shapes: readonly (readonly number[
     const named = t.labels.filter((l) => l !== "...").length;
     const hasEllipsis = t.labels.includes("...");
     if (hasEllipsis ? named > rank : named !== rank) {
-      fail(equation, t.at[0] ?? offset, `operand ${oi} has ${rank} dimension(s) [${shapes[oi]}] but its term names ${named}`);
+      fail(
+        equation,
+        t.at[0] ?? offset,
+        `operand ${oi} has ${rank} dimension(s) [${shapes[oi]}] but its term names ${named}`,
+      );
     }
     if (hasEllipsis) ellipsisRank = Math.max(ellipsisRank, rank - named);
   });
@@ -94,11 +108,19 @@ export function parseEinsum(equation: string, shapes: readonly (readonly number[
       } else if (size !== prev && size !== 1) {
         const isEll = l.charCodeAt(0) < 32;
         const pos = t.at[t.labels.indexOf(isEll ? "..." : l)];
-        fail(equation, pos, `index ${isEll ? "..." : l} has size ${size} in operand ${oi} (dim ${d}) but ${prev} in ${where[l]}`);
+        fail(
+          equation,
+          pos,
+          `index ${isEll ? "..." : l} has size ${size} in operand ${oi} (dim ${d}) but ${prev} in ${where[l]}`,
+        );
       }
       // Repeated labels within one operand (a diagonal) must agree exactly.
       if (labels.indexOf(l) !== d && shape[labels.indexOf(l)] !== size) {
-        fail(equation, t.at[d] ?? 0, `repeated index ${l} in operand ${oi} has sizes ${shape[labels.indexOf(l)]} and ${size}`);
+        fail(
+          equation,
+          t.at[d] ?? 0,
+          `repeated index ${l} in operand ${oi} has sizes ${shape[labels.indexOf(l)]} and ${size}`,
+        );
       }
     });
     inputs.push(labels);
@@ -111,36 +133,47 @@ export function parseEinsum(equation: string, shapes: readonly (readonly number[
       if (l === "...") output.push(...ell);
       else {
         if (output.includes(l)) fail(equation, rhs.at[i], `output index ${l} appears twice`);
-        if (sizes[l] === undefined) fail(equation, rhs.at[i], `output index ${l} does not appear in any operand`);
+        if (sizes[l] === undefined)
+          fail(equation, rhs.at[i], `output index ${l} does not appear in any operand`);
         output.push(l);
       }
     });
-    if (ellipsisRank > 0 && !rhs.labels.includes("...")) {
-      // torch sums broadcast dims away only when they are absent from the output; keep that rule.
-    }
   } else {
     // Implicit output: "..." first, then indices that appear exactly once, alphabetically.
     const count: Record<string, number> = {};
-    for (const labels of inputs) for (const l of labels) if (l.charCodeAt(0) >= 32) count[l] = (count[l] ?? 0) + 1;
-    output = [...ell, ...Object.keys(count).filter((l) => count[l] === 1).sort()];
+    for (const labels of inputs)
+      for (const l of labels) if (l.charCodeAt(0) >= 32) count[l] = (count[l] ?? 0) + 1;
+    output = [
+      ...ell,
+      ...Object.keys(count)
+        .filter((l) => count[l] === 1)
+        .sort(),
+    ];
   }
-  for (const l of Object.keys(sizes)) if (sizes[l] === undefined) throw new ShapeError(`einsum: index ${l} has no size`);
   return { equation, inputs, output, sizes };
 }
 
 function prepare(equation: string, ...operands: Tensor[]): EinsumParams {
   if (operands.length === 0) throw new ArgumentError("einsum: at least one operand is required");
-  operands.forEach((t, i) => checkTensor("einsum", `operand ${i}`, t));
-  checkSame("einsum", operands.map((_, i) => `operand ${i}`), operands);
+  for (let i = 0; i < operands.length; i++) checkTensor("einsum", `operand ${i}`, operands[i]);
+  checkSame(
+    "einsum",
+    operands.map((_, i) => `operand ${i}`),
+    operands,
+  );
   checkFloat("einsum", "operand 0", operands[0]);
-  const parsed = parseEinsum(equation, operands.map((t) => t.shape));
+  const parsed = parseEinsum(
+    equation,
+    operands.map((t) => t.shape),
+  );
   return { ...parsed, operands, deviceType: operands[0].deviceType, dtype: operands[0].dtype };
 }
 
 export const einsumOp = defineOp({
   name: "einsum",
   prepare,
-  shapeKey: (p: EinsumParams) => `${p.equation}:${p.operands.map((t) => t.shape.join("x")).join(",")}`,
+  shapeKey: (p: EinsumParams) =>
+    `${p.equation}:${p.operands.map((t) => t.shape.join("x")).join(",")}`,
 });
 
 /** Einstein summation over the operands (torch.einsum). */

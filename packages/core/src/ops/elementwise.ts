@@ -1,9 +1,18 @@
 /** add, mul (broadcasting), relu, gelu. */
+
 import { dispatch } from "../dispatcher.ts";
 import { ArgumentError } from "../errors.ts";
+import { show } from "../format.ts";
 import { defineOp, type OpParams } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { broadcastShapes, checkDTypeIn, checkFloat, checkOptions, checkSame, checkTensor } from "./validate.ts";
+import {
+  broadcastShapes,
+  checkDTypeIn,
+  checkFloat,
+  checkOptions,
+  checkSame,
+  checkTensor,
+} from "./validate.ts";
 
 export interface BinaryParams extends OpParams {
   a: Tensor;
@@ -24,7 +33,11 @@ function binary(op: string) {
     const outShape = broadcastShapes(op, a.shape, b.shape);
     return { a, b, outShape, deviceType: a.deviceType, dtype: a.dtype };
   };
-  return defineOp({ name: op, prepare, shapeKey: (p: BinaryParams) => `${p.a.shape.join("x")},${p.b.shape.join("x")}` });
+  return defineOp({
+    name: op,
+    prepare,
+    shapeKey: (p: BinaryParams) => `${p.a.shape.join("x")},${p.b.shape.join("x")}`,
+  });
 }
 
 export const addOp = binary("add");
@@ -57,7 +70,9 @@ export const geluOp = defineOp({
     const o = checkOptions("gelu", opts, ["approximate"]);
     const approximate = o.approximate ?? "none";
     if (approximate !== "none" && approximate !== "tanh") {
-      throw new ArgumentError(`gelu: approximate must be "none" or "tanh", got ${JSON.stringify(approximate)}`);
+      throw new ArgumentError(
+        `gelu: approximate must be "none" or "tanh", got ${show(approximate)}`,
+      );
     }
     return { x, approximate, deviceType: x.deviceType, dtype: x.dtype };
   },

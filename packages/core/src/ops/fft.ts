@@ -2,8 +2,10 @@
  * fft, ifft, rfft, irfft along one dimension. There is no complex dtype: a complex
  * tensor is a float tensor whose last dimension is 2 (re, im), as torch.view_as_real gives.
  */
+
 import { dispatch } from "../dispatcher.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
+import { show } from "../format.ts";
 import { defineOp, type OpParams } from "../kernels.ts";
 import { normalizeDim, type Tensor } from "../tensor.ts";
 import { checkFloat, checkOptions, checkTensor } from "./validate.ts";
@@ -37,18 +39,28 @@ function define(kind: FftParams["kind"]) {
     checkFloat(kind, "x", x);
     const o = checkOptions(kind, opts, ["n", "dim", "norm"]) as FftOptions;
     if (complexInput && (x.rank < 2 || x.shape[x.rank - 1] !== 2)) {
-      throw new ShapeError(`${kind}: x must be complex, i.e. have a last dimension of 2 (re, im); got shape [${x.shape}]. For real input use rfft, or stack a zero imaginary part`);
+      throw new ShapeError(
+        `${kind}: x must be complex, i.e. have a last dimension of 2 (re, im); got shape [${x.shape}]. For real input use rfft, or stack a zero imaginary part`,
+      );
     }
     const signalRank = complexInput ? x.rank - 1 : x.rank;
-    if (signalRank < 1) throw new ShapeError(`${kind}: x needs at least one signal dimension, got shape [${x.shape}]`);
+    if (signalRank < 1)
+      throw new ShapeError(
+        `${kind}: x needs at least one signal dimension, got shape [${x.shape}]`,
+      );
     const dim = normalizeDim(`${kind}: dim`, o.dim ?? -1, signalRank);
     const len = x.shape[dim];
     const dflt = kind === "irfft" ? 2 * (len - 1) : len;
     const n = o.n ?? dflt;
-    if (!Number.isInteger(n) || n < 1) throw new ArgumentError(`${kind}: n must be a positive integer, got ${JSON.stringify(o.n ?? n)}${o.n === undefined ? ` (from the input length ${len})` : ""}`);
+    if (!Number.isInteger(n) || n < 1)
+      throw new ArgumentError(
+        `${kind}: n must be a positive integer, got ${show(o.n ?? n)}${o.n === undefined ? ` (from the input length ${len})` : ""}`,
+      );
     const norm = o.norm ?? "backward";
     if (norm !== "backward" && norm !== "ortho" && norm !== "forward") {
-      throw new ArgumentError(`${kind}: norm must be "backward", "ortho" or "forward", got ${JSON.stringify(norm)}`);
+      throw new ArgumentError(
+        `${kind}: norm must be "backward", "ortho" or "forward", got ${show(norm)}`,
+      );
     }
     const outShape = [...x.shape];
     if (kind === "rfft") {
@@ -58,9 +70,23 @@ function define(kind: FftParams["kind"]) {
       outShape.pop();
       outShape[dim] = n;
     } else outShape[dim] = n;
-    return { x, kind, complexInput, dim, n, norm, outShape, deviceType: x.deviceType, dtype: x.dtype };
+    return {
+      x,
+      kind,
+      complexInput,
+      dim,
+      n,
+      norm,
+      outShape,
+      deviceType: x.deviceType,
+      dtype: x.dtype,
+    };
   };
-  return defineOp({ name: kind, prepare, shapeKey: (p: FftParams) => `${p.x.shape.join("x")},n${p.n}@${p.dim}` });
+  return defineOp({
+    name: kind,
+    prepare,
+    shapeKey: (p: FftParams) => `${p.x.shape.join("x")},n${p.n}@${p.dim}`,
+  });
 }
 
 export const fftOp = define("fft");

@@ -1,6 +1,8 @@
 /** linalg: cholesky, inv, solve, luFactor, qr, eigh, svd over [..., m, n] batches (torch.linalg). */
+
 import { dispatch } from "../dispatcher.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
+import { show } from "../format.ts";
 import { defineOp, type OpParams } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
 import { checkFloat, checkOptions, checkRank, checkSame, checkTensor } from "./validate.ts";
@@ -27,16 +29,30 @@ function base(op: string, a: Tensor, square: boolean, extra: Extra = {}): Linalg
   checkRank(op, "A", a, 2, Number.POSITIVE_INFINITY);
   const m = a.shape[a.rank - 2];
   const n = a.shape[a.rank - 1];
-  if (square && m !== n) throw new ShapeError(`${op}: A must be square (or a batch of square matrices), got shape [${a.shape}]`);
+  if (square && m !== n)
+    throw new ShapeError(
+      `${op}: A must be square (or a batch of square matrices), got shape [${a.shape}]`,
+    );
   return {
-    a, b: null, bVector: false, batchShape: a.shape.slice(0, -2), m, n, upper: false, mode: "reduced",
-    fullMatrices: true, deviceType: a.deviceType, dtype: a.dtype, ...extra,
+    a,
+    b: null,
+    bVector: false,
+    batchShape: a.shape.slice(0, -2),
+    m,
+    n,
+    upper: false,
+    mode: "reduced",
+    fullMatrices: true,
+    deviceType: a.deviceType,
+    dtype: a.dtype,
+    ...extra,
   };
 }
 
 function bool(op: string, name: string, v: unknown, dflt: boolean): boolean {
   if (v === undefined) return dflt;
-  if (typeof v !== "boolean") throw new ArgumentError(`${op}: ${name} must be a boolean, got ${JSON.stringify(v)}`);
+  if (typeof v !== "boolean")
+    throw new ArgumentError(`${op}: ${name} must be a boolean, got ${show(v)}`);
   return v;
 }
 
@@ -44,17 +60,33 @@ const key = (p: LinalgParams) => `${p.a.shape.join("x")}${p.b ? `,${p.b.shape.jo
 
 export const choleskyOp = defineOp({
   name: "cholesky",
-  prepare: (a: Tensor, opts?: { upper?: boolean }) => base("cholesky", a, true, { upper: bool("cholesky", "upper", checkOptions("cholesky", opts, ["upper"]).upper, false) }),
+  prepare: (a: Tensor, opts?: { upper?: boolean }) =>
+    base("cholesky", a, true, {
+      upper: bool("cholesky", "upper", checkOptions("cholesky", opts, ["upper"]).upper, false),
+    }),
   shapeKey: key,
 });
-export const invOp = defineOp({ name: "inv", prepare: (a: Tensor) => base("inv", a, true), shapeKey: key });
-export const luFactorOp = defineOp({ name: "luFactor", prepare: (a: Tensor) => base("luFactor", a, true), shapeKey: key });
-export const eighOp = defineOp({ name: "eigh", prepare: (a: Tensor) => base("eigh", a, true), shapeKey: key });
+export const invOp = defineOp({
+  name: "inv",
+  prepare: (a: Tensor) => base("inv", a, true),
+  shapeKey: key,
+});
+export const luFactorOp = defineOp({
+  name: "luFactor",
+  prepare: (a: Tensor) => base("luFactor", a, true),
+  shapeKey: key,
+});
+export const eighOp = defineOp({
+  name: "eigh",
+  prepare: (a: Tensor) => base("eigh", a, true),
+  shapeKey: key,
+});
 export const qrOp = defineOp({
   name: "qr",
   prepare: (a: Tensor, opts?: { mode?: "reduced" | "complete" }) => {
     const mode = checkOptions("qr", opts, ["mode"]).mode ?? "reduced";
-    if (mode !== "reduced" && mode !== "complete") throw new ArgumentError(`qr: mode must be "reduced" or "complete", got ${JSON.stringify(mode)}`);
+    if (mode !== "reduced" && mode !== "complete")
+      throw new ArgumentError(`qr: mode must be "reduced" or "complete", got ${show(mode)}`);
     return base("qr", a, false, { mode });
   },
   shapeKey: key,
@@ -62,7 +94,14 @@ export const qrOp = defineOp({
 export const svdOp = defineOp({
   name: "svd",
   prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) =>
-    base("svd", a, false, { fullMatrices: bool("svd", "fullMatrices", checkOptions("svd", opts, ["fullMatrices"]).fullMatrices, true) }),
+    base("svd", a, false, {
+      fullMatrices: bool(
+        "svd",
+        "fullMatrices",
+        checkOptions("svd", opts, ["fullMatrices"]).fullMatrices,
+        true,
+      ),
+    }),
   shapeKey: key,
 });
 export const solveOp = defineOp({
@@ -72,12 +111,17 @@ export const solveOp = defineOp({
     checkTensor("solve", "B", b);
     checkSame("solve", ["A", "B"], [a, b]);
     // torch: B is a vector when its shape is A's batch shape plus [n].
-    const bVector = b.rank === 1 || (b.rank === a.rank - 1 && b.shape.slice(0, -1).join() === p.batchShape.join());
+    const bVector =
+      b.rank === 1 ||
+      (b.rank === a.rank - 1 && b.shape.slice(0, -1).join() === p.batchShape.join());
     const rows = bVector ? b.shape[b.rank - 1] : b.shape[b.rank - 2];
-    if (b.rank < 1 || rows !== p.n) throw new ShapeError(`solve: B [${b.shape}] must have ${p.n} rows to match A [${a.shape}]`);
+    if (b.rank < 1 || rows !== p.n)
+      throw new ShapeError(`solve: B [${b.shape}] must have ${p.n} rows to match A [${a.shape}]`);
     const bBatch = bVector ? b.shape.slice(0, -1) : b.shape.slice(0, -2);
     if (bBatch.join() !== p.batchShape.join() && bBatch.length > 0) {
-      throw new ShapeError(`solve: B's batch dims [${bBatch}] must equal A's [${p.batchShape}] (or be absent)`);
+      throw new ShapeError(
+        `solve: B's batch dims [${bBatch}] must equal A's [${p.batchShape}] (or be absent)`,
+      );
     }
     return { ...p, b, bVector };
   },
@@ -107,6 +151,9 @@ export function eigh(a: Tensor): { eigenvalues: Tensor; eigenvectors: Tensor } {
   return dispatch(eighOp, eighOp.prepare(a));
 }
 /** A = U diag(S) Vh, singular values descending. */
-export function svd(a: Tensor, opts?: { fullMatrices?: boolean }): { U: Tensor; S: Tensor; Vh: Tensor } {
+export function svd(
+  a: Tensor,
+  opts?: { fullMatrices?: boolean },
+): { U: Tensor; S: Tensor; Vh: Tensor } {
   return dispatch(svdOp, svdOp.prepare(a, opts));
 }

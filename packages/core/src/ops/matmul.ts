@@ -27,7 +27,9 @@ function prepare(a: Tensor, b: Tensor): MatmulParams {
   checkSame("matmul", ["a", "b"], [a, b]);
   checkFloat("matmul", "a", a);
   if (a.rank === 0 || b.rank === 0) {
-    throw new ShapeError(`matmul: both arguments need at least 1 dimension, got shapes [${a.shape}] and [${b.shape}]`);
+    throw new ShapeError(
+      `matmul: both arguments need at least 1 dimension, got shapes [${a.shape}] and [${b.shape}]`,
+    );
   }
   const aVec = a.rank === 1;
   const bVec = b.rank === 1;
@@ -39,22 +41,42 @@ function prepare(a: Tensor, b: Tensor): MatmulParams {
   const k = aShape[aShape.length - 1];
   const n = bShape[bShape.length - 1];
   if (bShape[bShape.length - 2] !== k) {
-    throw new ShapeError(`matmul: a [${a.shape}] and b [${b.shape}] cannot be multiplied: a has ${k} columns, b has ${bShape[bShape.length - 2]} rows`);
+    throw new ShapeError(
+      `matmul: a [${a.shape}] and b [${b.shape}] cannot be multiplied: a has ${k} columns, b has ${bShape[bShape.length - 2]} rows`,
+    );
   }
   const batchShape =
     aShape.length === 2 && bShape.length === 2
       ? []
-      : broadcastShapes("matmul", aShape.slice(0, -2), bShape.slice(0, -2), ["a's batch dims", "b's batch dims"]);
+      : broadcastShapes("matmul", aShape.slice(0, -2), bShape.slice(0, -2), [
+          "a's batch dims",
+          "b's batch dims",
+        ]);
   const outShape = [...batchShape];
   if (!aVec) outShape.push(m);
   if (!bVec) outShape.push(n);
-  return { a, b, m, k, n, batchShape, outShape, aShape, aStrides, bShape, bStrides, deviceType: a.deviceType, dtype: a.dtype };
+  return {
+    a,
+    b,
+    m,
+    k,
+    n,
+    batchShape,
+    outShape,
+    aShape,
+    aStrides,
+    bShape,
+    bStrides,
+    deviceType: a.deviceType,
+    dtype: a.dtype,
+  };
 }
 
 export const matmulOp = defineOp({
   name: "matmul",
   prepare,
-  shapeKey: (p: MatmulParams) => `${p.batchShape.length ? `${p.batchShape.join("x")}x` : ""}${p.m}x${p.k}x${p.n}`,
+  shapeKey: (p: MatmulParams) =>
+    `${p.batchShape.length ? `${p.batchShape.join("x")}x` : ""}${p.m}x${p.k}x${p.n}`,
 });
 
 /** Matrix product of a and b (torch.matmul). */

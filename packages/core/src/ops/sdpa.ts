@@ -8,7 +8,14 @@ import { isFloat } from "../dtype.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
 import { defineOp, type OpParams } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { broadcastShapes, checkNumber, checkOptions, checkRank, checkSame, checkTensor } from "./validate.ts";
+import {
+  broadcastShapes,
+  checkNumber,
+  checkOptions,
+  checkRank,
+  checkSame,
+  checkTensor,
+} from "./validate.ts";
 
 export interface SdpaOptions {
   attnMask?: Tensor | null;
@@ -48,26 +55,44 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
   checkTensor(op, "key", key);
   checkTensor(op, "value", value);
   checkSame(op, ["query", "key", "value"], [query, key, value]);
-  if (!isFloat(query.dtype)) throw new DTypeError(`${op}: query has dtype ${query.dtype}; expected a floating dtype`);
+  if (!isFloat(query.dtype))
+    throw new DTypeError(`${op}: query has dtype ${query.dtype}; expected a floating dtype`);
   checkRank(op, "query", query, 2, Number.POSITIVE_INFINITY);
   checkRank(op, "key", key, 2, Number.POSITIVE_INFINITY);
   checkRank(op, "value", value, 2, Number.POSITIVE_INFINITY);
-  const o = checkOptions(op, opts, ["attnMask", "dropoutP", "isCausal", "scale", "enableGqa", "seed"]) as SdpaOptions;
+  const o = checkOptions(op, opts, [
+    "attnMask",
+    "dropoutP",
+    "isCausal",
+    "scale",
+    "enableGqa",
+    "seed",
+  ]) as SdpaOptions;
   const L = query.shape[query.rank - 2];
   const E = query.shape[query.rank - 1];
   const S = key.shape[key.rank - 2];
   const Ev = value.shape[value.rank - 1];
-  if (key.shape[key.rank - 1] !== E) throw new ShapeError(`${op}: key's last dim (${key.shape[key.rank - 1]}) must equal query's (${E})`);
-  if (value.shape[value.rank - 2] !== S) throw new ShapeError(`${op}: value has ${value.shape[value.rank - 2]} positions, key has ${S}`);
+  if (key.shape[key.rank - 1] !== E)
+    throw new ShapeError(
+      `${op}: key's last dim (${key.shape[key.rank - 1]}) must equal query's (${E})`,
+    );
+  if (value.shape[value.rank - 2] !== S)
+    throw new ShapeError(`${op}: value has ${value.shape[value.rank - 2]} positions, key has ${S}`);
   const enableGqa = o.enableGqa ?? false;
   const qb = query.shape.slice(0, -2);
   let kb = key.shape.slice(0, -2);
   const vb = value.shape.slice(0, -2);
-  if (kb.join() !== vb.join()) throw new ShapeError(`${op}: key [${key.shape}] and value [${value.shape}] must have the same batch dims`);
+  if (kb.join() !== vb.join())
+    throw new ShapeError(
+      `${op}: key [${key.shape}] and value [${value.shape}] must have the same batch dims`,
+    );
   const headsQ = qb.length > 0 ? qb[qb.length - 1] : 1;
   const headsKV = kb.length > 0 ? kb[kb.length - 1] : 1;
   if (enableGqa && qb.length > 0 && kb.length > 0 && headsQ !== headsKV) {
-    if (headsQ % headsKV !== 0) throw new ShapeError(`${op}: with enableGqa, query heads (${headsQ}) must be a multiple of key/value heads (${headsKV})`);
+    if (headsQ % headsKV !== 0)
+      throw new ShapeError(
+        `${op}: with enableGqa, query heads (${headsQ}) must be a multiple of key/value heads (${headsKV})`,
+      );
     kb = [...kb.slice(0, -1), headsQ];
   }
   const batchShape = broadcastShapes(op, qb, kb, ["query's batch dims", "key's batch dims"]);
@@ -77,30 +102,63 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
   let maskKind: SdpaParams["maskKind"] = "none";
   if (attnMask) {
     checkTensor(op, "attnMask", attnMask);
-    if (attnMask.device !== query.device) throw new DeviceError(`${op}: attnMask is on ${attnMask.device}, query on ${query.device}`);
-    if (isCausal) throw new ArgumentError(`${op}: pass either attnMask or isCausal, not both (as in torch)`);
+    if (attnMask.device !== query.device)
+      throw new DeviceError(`${op}: attnMask is on ${attnMask.device}, query on ${query.device}`);
+    if (isCausal)
+      throw new ArgumentError(`${op}: pass either attnMask or isCausal, not both (as in torch)`);
     if (attnMask.dtype === "bool") maskKind = "bool";
     else if (attnMask.dtype === query.dtype) maskKind = "additive";
-    else throw new DTypeError(`${op}: attnMask must be bool or the query's dtype (${query.dtype}), got ${attnMask.dtype}`);
-    broadcastShapes(op, attnMask.shape, [...batchShape, L, S], ["attnMask", "the scores [..., L, S]"]);
+    else
+      throw new DTypeError(
+        `${op}: attnMask must be bool or the query's dtype (${query.dtype}), got ${attnMask.dtype}`,
+      );
+    broadcastShapes(
+      op,
+      attnMask.shape,
+      [...batchShape, L, S],
+      ["attnMask", "the scores [..., L, S]"],
+    );
   }
   const dropoutP = checkNumber(op, "dropoutP", o.dropoutP ?? 0, 0, 1);
   const scale = o.scale == null ? 1 / Math.sqrt(E) : checkNumber(op, "scale", o.scale);
   const seed = o.seed ?? (Math.random() * 2 ** 32) >>> 0;
   if (!Number.isInteger(seed)) throw new ArgumentError(`${op}: seed must be an integer`);
   return {
-    query, key, value, attnMask, maskKind, dropoutP, isCausal, scale, enableGqa, seed, batchShape,
-    L, S, E, Ev, headsQ, headsKV, deviceType: query.deviceType, dtype: query.dtype,
+    query,
+    key,
+    value,
+    attnMask,
+    maskKind,
+    dropoutP,
+    isCausal,
+    scale,
+    enableGqa,
+    seed,
+    batchShape,
+    L,
+    S,
+    E,
+    Ev,
+    headsQ,
+    headsKV,
+    deviceType: query.deviceType,
+    dtype: query.dtype,
   };
 }
 
 export const sdpaOp = defineOp({
   name: "scaledDotProductAttention",
   prepare,
-  shapeKey: (p: SdpaParams) => `${p.batchShape.join("x")},L${p.L},S${p.S},E${p.E},Ev${p.Ev},${p.maskKind}${p.isCausal ? ",causal" : ""}`,
+  shapeKey: (p: SdpaParams) =>
+    `${p.batchShape.join("x")},L${p.L},S${p.S},E${p.E},Ev${p.Ev},${p.maskKind}${p.isCausal ? ",causal" : ""}`,
 });
 
 /** softmax(q k^T * scale + mask) v, with dropout on the attention weights. */
-export function scaledDotProductAttention(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): Tensor {
+export function scaledDotProductAttention(
+  query: Tensor,
+  key: Tensor,
+  value: Tensor,
+  opts?: SdpaOptions,
+): Tensor {
   return dispatch(sdpaOp, prepare(query, key, value, opts));
 }

@@ -1,12 +1,16 @@
 /** Argument checks shared by every op: each failure names the argument and what was expected. */
+
 import { type DType, isFloat } from "../dtype.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
+import { show } from "../format.ts";
 import { Tensor } from "../tensor.ts";
 
 export function checkTensor(op: string, name: string, x: unknown): Tensor {
   if (!(x instanceof Tensor)) {
     const got = x === null ? "null" : Array.isArray(x) ? "an array" : typeof x;
-    throw new ArgumentError(`${op}: ${name} must be a Tensor, got ${got} (wrap data with tensor(...))`);
+    throw new ArgumentError(
+      `${op}: ${name} must be a Tensor, got ${got} (wrap data with tensor(...))`,
+    );
   }
   x.assertAlive(`${op}: ${name}`);
   return x;
@@ -14,43 +18,63 @@ export function checkTensor(op: string, name: string, x: unknown): Tensor {
 
 export function checkFloat(op: string, name: string, t: Tensor): void {
   if (!isFloat(t.dtype)) {
-    throw new DTypeError(`${op}: ${name} has dtype ${t.dtype}; expected a floating dtype (float32, float64, float16, bfloat16)`);
+    throw new DTypeError(
+      `${op}: ${name} has dtype ${t.dtype}; expected a floating dtype (float32, float64, float16, bfloat16)`,
+    );
   }
 }
 
 export function checkDTypeIn(op: string, name: string, t: Tensor, allowed: readonly DType[]): void {
   if (!allowed.includes(t.dtype)) {
-    throw new DTypeError(`${op}: ${name} has dtype ${t.dtype}; expected one of ${allowed.join(", ")}`);
+    throw new DTypeError(
+      `${op}: ${name} has dtype ${t.dtype}; expected one of ${allowed.join(", ")}`,
+    );
   }
 }
 
 export function checkSame(op: string, names: string[], ts: Tensor[]): void {
   for (let i = 1; i < ts.length; i++) {
     if (ts[i].device !== ts[0].device) {
-      throw new DeviceError(`${op}: ${names[i]} is on ${ts[i].device} but ${names[0]} is on ${ts[0].device}; move them to one device with .to()`);
+      throw new DeviceError(
+        `${op}: ${names[i]} is on ${ts[i].device} but ${names[0]} is on ${ts[0].device}; move them to one device with .to()`,
+      );
     }
     if (ts[i].dtype !== ts[0].dtype) {
-      throw new DTypeError(`${op}: ${names[i]} has dtype ${ts[i].dtype} but ${names[0]} has ${ts[0].dtype}; they must match (no implicit promotion)`);
+      throw new DTypeError(
+        `${op}: ${names[i]} has dtype ${ts[i].dtype} but ${names[0]} has ${ts[0].dtype}; they must match (no implicit promotion)`,
+      );
     }
   }
 }
 
 export function checkRank(op: string, name: string, t: Tensor, min: number, max = min): void {
   if (t.rank < min || t.rank > max) {
-    const want = min === max ? `${min}` : max === Number.POSITIVE_INFINITY ? `at least ${min}` : `${min} to ${max}`;
+    const want =
+      min === max
+        ? `${min}`
+        : max === Number.POSITIVE_INFINITY
+          ? `at least ${min}`
+          : `${min} to ${max}`;
     throw new ShapeError(`${op}: ${name} must have rank ${want}, got shape [${t.shape}]`);
   }
 }
 
 /** numpy broadcasting of two shapes. */
-export function broadcastShapes(op: string, a: readonly number[], b: readonly number[], names = ["a", "b"]): number[] {
+export function broadcastShapes(
+  op: string,
+  a: readonly number[],
+  b: readonly number[],
+  names = ["a", "b"],
+): number[] {
   const n = Math.max(a.length, b.length);
   const out = new Array<number>(n);
   for (let i = 0; i < n; i++) {
     const x = a[a.length - n + i] ?? 1;
     const y = b[b.length - n + i] ?? 1;
     if (x !== y && x !== 1 && y !== 1) {
-      throw new ShapeError(`${op}: shapes of ${names[0]} [${a}] and ${names[1]} [${b}] do not broadcast (size ${x} vs ${y} at dim ${i - n})`);
+      throw new ShapeError(
+        `${op}: shapes of ${names[0]} [${a}] and ${names[1]} [${b}] do not broadcast (size ${x} vs ${y} at dim ${i - n})`,
+      );
     }
     out[i] = x === 1 ? y : x;
   }
@@ -58,32 +82,56 @@ export function broadcastShapes(op: string, a: readonly number[], b: readonly nu
 }
 
 /** Strides that read `shape`'s tensor as if broadcast to `target` (0 on broadcast dims). */
-export function broadcastStrides(shape: readonly number[], strides: readonly number[], target: readonly number[]): number[] {
+export function broadcastStrides(
+  shape: readonly number[],
+  strides: readonly number[],
+  target: readonly number[],
+): number[] {
   const off = target.length - shape.length;
   return target.map((_, i) => (i < off || shape[i - off] === 1 ? 0 : strides[i - off]));
 }
 
-export function checkInt(op: string, name: string, v: unknown, min = Number.NEGATIVE_INFINITY): number {
+export function checkInt(
+  op: string,
+  name: string,
+  v: unknown,
+  min = Number.NEGATIVE_INFINITY,
+): number {
   if (typeof v !== "number" || !Number.isInteger(v) || v < min) {
-    throw new ArgumentError(`${op}: ${name} must be an integer${min > Number.NEGATIVE_INFINITY ? ` >= ${min}` : ""}, got ${JSON.stringify(v)}`);
+    throw new ArgumentError(
+      `${op}: ${name} must be an integer${min > Number.NEGATIVE_INFINITY ? ` >= ${min}` : ""}, got ${show(v)}`,
+    );
   }
   return v;
 }
 
-export function checkNumber(op: string, name: string, v: unknown, lo = Number.NEGATIVE_INFINITY, hi = Number.POSITIVE_INFINITY): number {
+export function checkNumber(
+  op: string,
+  name: string,
+  v: unknown,
+  lo = Number.NEGATIVE_INFINITY,
+  hi = Number.POSITIVE_INFINITY,
+): number {
   if (typeof v !== "number" || Number.isNaN(v) || v < lo || v > hi) {
-    throw new ArgumentError(`${op}: ${name} must be a number in [${lo}, ${hi}], got ${JSON.stringify(v)}`);
+    throw new ArgumentError(`${op}: ${name} must be a number in [${lo}, ${hi}], got ${show(v)}`);
   }
   return v;
 }
 
-export function checkOptions(op: string, opts: unknown, allowed: readonly string[]): Record<string, unknown> {
+export function checkOptions(
+  op: string,
+  opts: unknown,
+  allowed: readonly string[],
+): Record<string, unknown> {
   if (opts === undefined) return {};
   if (opts === null || typeof opts !== "object" || Array.isArray(opts) || opts instanceof Tensor) {
-    throw new ArgumentError(`${op}: options must be an object, got ${opts === null ? "null" : typeof opts}`);
+    throw new ArgumentError(
+      `${op}: options must be an object, got ${opts === null ? "null" : typeof opts}`,
+    );
   }
   for (const k of Object.keys(opts)) {
-    if (!allowed.includes(k)) throw new ArgumentError(`${op}: unknown option ${JSON.stringify(k)}; known: ${allowed.join(", ")}`);
+    if (!allowed.includes(k))
+      throw new ArgumentError(`${op}: unknown option ${show(k)}; known: ${allowed.join(", ")}`);
   }
   return opts as Record<string, unknown>;
 }

@@ -30,7 +30,10 @@ export function writer(t: Tensor): Write {
 }
 
 /** For each index of `batch` (row-major), the element offsets into each strided operand. */
-export function batchOffsets(batch: readonly number[], strides: readonly (readonly number[])[]): Int32Array[] {
+export function batchOffsets(
+  batch: readonly number[],
+  strides: readonly (readonly number[])[],
+): Int32Array[] {
   const n = sizeOf(batch);
   const out = strides.map(() => new Int32Array(n));
   const idx = new Array<number>(batch.length).fill(0);
@@ -49,7 +52,11 @@ export function batchOffsets(batch: readonly number[], strides: readonly (readon
 }
 
 /** Strides of `shape` broadcast to `target`'s leading dims (0 where broadcast). */
-export function leadingBroadcastStrides(shape: readonly number[], strides: readonly number[], target: readonly number[]): number[] {
+export function leadingBroadcastStrides(
+  shape: readonly number[],
+  strides: readonly number[],
+  target: readonly number[],
+): number[] {
   const off = target.length - shape.length;
   return target.map((_, i) => (i < off || shape[i - off] === 1 ? 0 : strides[i - off]));
 }

@@ -18,7 +18,8 @@ export function sdpaReference(p: SdpaParams): Tensor {
   const hb = batchShape.length - 1; // index of the heads dim in batchShape
   // GQA: query head h reads key/value head floor(h / (Hq / Hkv)).
   const group = p.enableGqa && p.headsQ !== p.headsKV ? p.headsQ / p.headsKV : 1;
-  const batchStrides = (t: Tensor) => leadingBroadcastStrides(t.shape.slice(0, -2), t.strides.slice(0, -2), batchShape);
+  const batchStrides = (t: Tensor) =>
+    leadingBroadcastStrides(t.shape.slice(0, -2), t.strides.slice(0, -2), batchShape);
   const qs = batchStrides(q);
   const ks = batchStrides(k);
   const vs = batchStrides(v);
@@ -64,7 +65,8 @@ export function sdpaReference(p: SdpaParams): Tensor {
       let max = Number.NEGATIVE_INFINITY;
       for (let j = 0; j < S; j++) {
         let s = 0;
-        for (let e = 0; e < E; e++) s += Q(qOff[bi] + i * qs0 + e * qs1) * K(kOff[bi] + j * ks0 + e * ks1);
+        for (let e = 0; e < E; e++)
+          s += Q(qOff[bi] + i * qs0 + e * qs1) * K(kOff[bi] + j * ks0 + e * ks1);
         s *= scale;
         if (p.isCausal && j > i) s = Number.NEGATIVE_INFINITY;
         if (M) {

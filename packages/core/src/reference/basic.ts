@@ -61,7 +61,8 @@ function unary(p: UnaryParams, f: (x: number) => number): Tensor {
   return out;
 }
 
-export const reluReference = (p: UnaryParams): Tensor => unary(p, (x) => (x > 0 ? x : Number.isNaN(x) ? x : 0));
+export const reluReference = (p: UnaryParams): Tensor =>
+  unary(p, (x) => (x > 0 ? x : Number.isNaN(x) ? x : 0));
 
 /** erf to ~1e-15 relative: series near 0, continued fraction (Lentz) in the tails. */
 export function erf(x: number): number {
@@ -99,9 +100,12 @@ export function erf(x: number): number {
 }
 
 export const geluReference = (p: UnaryParams): Tensor =>
-  unary(p, p.approximate === "tanh"
-    ? (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)))
-    : (x) => 0.5 * x * (1 + erf(x / Math.SQRT2)));
+  unary(
+    p,
+    p.approximate === "tanh"
+      ? (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)))
+      : (x) => 0.5 * x * (1 + erf(x / Math.SQRT2)),
+  );
 
 export function softmaxReference(p: SoftmaxParams): Tensor {
   const { x, dim, log } = p;

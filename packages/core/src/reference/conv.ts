@@ -30,7 +30,9 @@ export function conv2dReference(p: Conv2dParams): Tensor {
               for (let j = 0; j < kw; j++) {
                 const ix = x * p.strideW - p.padLeft + j * p.dilationW;
                 if (ix < 0 || ix >= w) continue;
-                acc += X(b * xs0 + chan * xs1 + iy * xs2 + ix * xs3) * K(f * ks0 + ci * ks1 + i * ks2 + j * ks3);
+                acc +=
+                  X(b * xs0 + chan * xs1 + iy * xs2 + ix * xs3) *
+                  K(f * ks0 + ci * ks1 + i * ks2 + j * ks3);
               }
             }
           }

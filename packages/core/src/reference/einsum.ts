@@ -7,12 +7,17 @@ export function einsumReference(p: EinsumParams): Tensor {
   const { inputs, output: outLabels, sizes, operands } = p;
   const all = [...outLabels, ...Object.keys(sizes).filter((l) => !outLabels.includes(l))];
   const dims = all.map((l) => sizes[l]);
-  const out = output(outLabels.map((l) => sizes[l]), p.dtype);
+  const out = output(
+    outLabels.map((l) => sizes[l]),
+    p.dtype,
+  );
   const W = writer(out);
   const readers = operands.map(reader);
   // Stride of each loop index in each operand (repeated labels add up: a diagonal).
   const strides = operands.map((t, oi) =>
-    all.map((l) => inputs[oi].reduce((s, x, d) => (x === l && t.shape[d] !== 1 ? s + t.strides[d] : s), 0)),
+    all.map((l) =>
+      inputs[oi].reduce((s, x, d) => (x === l && t.shape[d] !== 1 ? s + t.strides[d] : s), 0),
+    ),
   );
   const nOut = outLabels.length;
   const outCount = dims.slice(0, nOut).reduce((a, b) => a * b, 1);

@@ -8,12 +8,25 @@ import type { DType } from "../dtype.ts";
 import type { KernelDefinition } from "../kernels.ts";
 import { version } from "../version.ts";
 import { sdpaReference } from "./attention.ts";
-import { addReference, geluReference, matmulReference, mulReference, reluReference, softmaxReference } from "./basic.ts";
+import {
+  addReference,
+  geluReference,
+  matmulReference,
+  mulReference,
+  reluReference,
+  softmaxReference,
+} from "./basic.ts";
 import { conv2dReference } from "./conv.ts";
 import { einsumReference } from "./einsum.ts";
 import { fftReference } from "./fft.ts";
 import {
-  choleskyReference, eighReference, invReference, luFactorReference, qrReference, solveReference, svdReference,
+  choleskyReference,
+  eighReference,
+  invReference,
+  luFactorReference,
+  qrReference,
+  solveReference,
+  svdReference,
 } from "./linalg.ts";
 
 const FLOATS: readonly DType[] = ["float32", "float64", "float16", "bfloat16"];

@@ -1,10 +1,11 @@
 /** Reference linalg kernels: the float64 routines of linalg-math.ts, looped over batches. */
-import { empty, fromFloat64, type Tensor } from "../tensor.ts";
+
 import type { LinalgParams } from "../ops/linalg.ts";
+import { empty, fromFloat64, type Tensor } from "../tensor.ts";
 import * as M from "./linalg-math.ts";
 
 /** Each matrix of the batch as its own row-major Float64Array. */
-function matrices(p: LinalgParams, t: Tensor, rows: number, cols: number): Float64Array[] {
+function matrices(_p: LinalgParams, t: Tensor, rows: number, cols: number): Float64Array[] {
   const all = t.toFloat64();
   const size = rows * cols;
   const count = size === 0 ? t.shape.slice(0, -2).reduce((a, b) => a * b, 1) : all.length / size;
@@ -37,7 +38,11 @@ export function choleskyReference(p: LinalgParams): Tensor {
 }
 
 export function invReference(p: LinalgParams): Tensor {
-  return stack(matrices(p, p.a, p.n, p.n).map((a) => M.inv(a, p.n)), [...p.a.shape], p);
+  return stack(
+    matrices(p, p.a, p.n, p.n).map((a) => M.inv(a, p.n)),
+    [...p.a.shape],
+    p,
+  );
 }
 
 export function solveReference(p: LinalgParams): Tensor {
@@ -60,10 +65,14 @@ export function solveReference(p: LinalgParams): Tensor {
 
 export function luFactorReference(p: LinalgParams): { LU: Tensor; pivots: Tensor } {
   const res = matrices(p, p.a, p.n, p.n).map((a) => M.luFactor(a, p.n));
-  const LU = stack(res.map((r) => r.lu), [...p.a.shape], p);
+  const LU = stack(
+    res.map((r) => r.lu),
+    [...p.a.shape],
+    p,
+  );
   const pivots = empty([...p.batchShape, p.n], { dtype: "int32" });
   const pv = pivots.hostData() as Int32Array;
-  res.forEach((r, i) => pv.set(r.pivots, i * p.n));
+  for (let i = 0; i < res.length; i++) pv.set(res[i].pivots, i * p.n);
   return { LU, pivots };
 }
 
@@ -74,16 +83,32 @@ export function qrReference(p: LinalgParams): { Q: Tensor; R: Tensor } {
   const qCols = mode === "complete" ? m : k;
   const rRows = mode === "complete" ? m : k;
   return {
-    Q: stack(res.map((r) => r.q), [...p.batchShape, m, qCols], p),
-    R: stack(res.map((r) => r.r), [...p.batchShape, rRows, n], p),
+    Q: stack(
+      res.map((r) => r.q),
+      [...p.batchShape, m, qCols],
+      p,
+    ),
+    R: stack(
+      res.map((r) => r.r),
+      [...p.batchShape, rRows, n],
+      p,
+    ),
   };
 }
 
 export function eighReference(p: LinalgParams): { eigenvalues: Tensor; eigenvectors: Tensor } {
   const res = matrices(p, p.a, p.n, p.n).map((a) => M.eigh(a, p.n));
   return {
-    eigenvalues: stack(res.map((r) => r.values), [...p.batchShape, p.n], p),
-    eigenvectors: stack(res.map((r) => r.vectors), [...p.a.shape], p),
+    eigenvalues: stack(
+      res.map((r) => r.values),
+      [...p.batchShape, p.n],
+      p,
+    ),
+    eigenvectors: stack(
+      res.map((r) => r.vectors),
+      [...p.a.shape],
+      p,
+    ),
   };
 }
 
@@ -92,8 +117,20 @@ export function svdReference(p: LinalgParams): { U: Tensor; S: Tensor; Vh: Tenso
   const k = Math.min(m, n);
   const res = matrices(p, p.a, m, n).map((a) => M.svd(a, m, n, fullMatrices));
   return {
-    U: stack(res.map((r) => r.u), [...p.batchShape, m, fullMatrices ? m : k], p),
-    S: stack(res.map((r) => r.s), [...p.batchShape, k], p),
-    Vh: stack(res.map((r) => r.vh), [...p.batchShape, fullMatrices ? n : k, n], p),
+    U: stack(
+      res.map((r) => r.u),
+      [...p.batchShape, m, fullMatrices ? m : k],
+      p,
+    ),
+    S: stack(
+      res.map((r) => r.s),
+      [...p.batchShape, k],
+      p,
+    ),
+    Vh: stack(
+      res.map((r) => r.vh),
+      [...p.batchShape, fullMatrices ? n : k, n],
+      p,
+    ),
   };
 }
