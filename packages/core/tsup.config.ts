@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: { index: "src/index.ts", "ffi/index": "src/ffi/index.ts", cli: "src/cli.ts" },
+  entry: { index: "src/index.ts", "ffi/index": "src/ffi/index.ts" },
   format: ["esm"],
   tsconfig: "tsconfig.build.json",
   // es2022 lowers `using` for Node 20, which has no native explicit resource management.

@@ -121,15 +121,18 @@ export function resetPeakMemory(device: string): void {
   s.peakBytes = s.allocatedBytes;
 }
 
+const normalized = new Map<string, string>([["cpu", "cpu"]]);
+
 /** "cuda" -> "cuda:0"; "cpu" stays "cpu". Throws on malformed names. */
 export function normalizeDevice(device: unknown): string {
+  const hit = normalized.get(device as string);
+  if (hit !== undefined) return hit;
   if (typeof device !== "string" || !/^[a-z][a-z0-9_-]*(:\d+)?$/.test(device)) {
-    throw new DeviceError(
-      `device must be a string like "cpu", "cuda:0" or "webgpu", got ${show(device)}`,
-    );
+    throw new DeviceError(`device must be a string like "cpu", "cuda:0" or "webgpu", got ${show(device)}`);
   }
-  if (device === "cuda") return "cuda:0";
-  return device;
+  const name = device === "cuda" ? "cuda:0" : device;
+  if (normalized.size < 256) normalized.set(device, name);
+  return name;
 }
 
 export function deviceTypeOf(device: string): string {

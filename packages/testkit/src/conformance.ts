@@ -52,6 +52,8 @@ export type CaseStatus = "pass" | "fail" | "refused" | "skipped";
 export interface CaseResult {
   op: string;
   kernel: string;
+  /** Backend of the kernel that ran. */
+  backend?: string;
   dtype: DType | "-";
   case: string;
   status: CaseStatus;
@@ -61,6 +63,8 @@ export interface CaseResult {
   where?: string;
   /** Why it failed, was refused or skipped. */
   message?: string;
+  /** Wall time of the call, including reading the output back. */
+  ms?: number;
 }
 
 export interface ConformanceReport {
@@ -204,21 +208,30 @@ function poison(deviceType: string): () => void {
   return () => registerDeviceMemory(original);
 }
 
-async function runCase(
-  op: string,
-  kernel: string,
-  backend: string,
-  device: string,
-  dtype: DType,
-  c: OpCase,
-  opts: ConformanceOptions,
-): Promise<CaseResult> {
-  const base: CaseResult = { op, kernel, dtype, case: c.name, status: "pass" };
-  if (c.sameRngOnly && backend !== "reference")
+export interface RunCaseOptions extends ConformanceOptions {
+  /** Force this kernel (by priority); omitted: whatever the dispatcher picks. */
+  kernel?: string;
+  /** Backend of the forced kernel (dropout cases are compared only on the reference). */
+  backend?: string;
+  /** Device the inputs are moved to (default "cpu"). */
+  device?: string;
+}
+
+/**
+ * Runs one case of an op and judges it against the float64 reference, on the kernel
+ * given or on the one the dispatcher picks. The result names the kernel that ran and its time.
+ */
+export async function runCase(op: string, c: OpCase, dtype: DType, opts: RunCaseOptions = {}): Promise<CaseResult> {
+  const device = opts.device ?? "cpu";
+  const forced = opts.kernel;
+  const base: CaseResult = { op, kernel: forced ?? "-", dtype, case: c.name, status: "pass" };
+  if (c.sameRngOnly && forced && opts.backend !== "reference") {
     return { ...base, status: "skipped", message: "draws random numbers its own way" };
+  }
   const rec = getOp(op)!;
   const args = c.make(dtype, makeRng((opts.seed ?? 1234) ^ hash(`${op}/${c.name}/${dtype}`)));
   const owned: Tensor[] = tensorsIn(args);
+  const forcing = <R>(fn: () => R): R => (forced ? withKernelPriority(op, [forced], fn) : fn());
   try {
     const args64 = mapTensors(args, (t) => (isFloat(t.dtype) ? t.astype("float64") : t));
     owned.push(...tensorsIn(args64));
@@ -226,14 +239,18 @@ async function runCase(
     owned.push(...tensorsIn(ref));
     const devArgs = device === "cpu" ? args : mapTensors(args, (t) => t.to(device));
     if (devArgs !== args) owned.push(...tensorsIn(devArgs));
-    const why = withKernelPriority(op, [kernel], () => explain(op, ...devArgs));
-    if (why.selected !== kernel) {
-      const mine = why.candidates.find((x) => x.kernel === kernel);
+    const why = forcing(() => explain(op, ...devArgs));
+    if (forced && why.selected !== forced) {
+      const mine = why.candidates.find((x) => x.kernel === forced);
       return { ...base, status: "refused", message: mine?.reason ?? "not a candidate" };
     }
-    const out = withKernelPriority(op, [kernel], () => dispatch(rec, rec.prepare(...devArgs)));
+    base.kernel = why.selected ?? "-";
+    base.backend = why.candidates.find((x) => x.kernel === why.selected)?.backend;
+    const t0 = performance.now();
+    const out = forcing(() => dispatch(rec, rec.prepare(...devArgs)));
     owned.push(...tensorsIn(out));
     const got = await outputs(out);
+    base.ms = performance.now() - t0;
     const want = await outputs(ref);
     let j: Judgement;
     if (c.check && c.check !== "elementwise") {
@@ -243,28 +260,14 @@ async function runCase(
       const shapes = [...want].filter(([k, v]) => got.get(k)?.shape.join() !== v.shape.join());
       if (shapes.length > 0) {
         const [k, v] = shapes[0];
-        return {
-          ...base,
-          status: "fail",
-          message: `${k} has shape [${got.get(k)?.shape}], expected [${v.shape}]`,
-        };
+        return { ...base, status: "fail", message: `${k} has shape [${got.get(k)?.shape}], expected [${v.shape}]` };
       }
       j = worst(...[...want].map(([k, v]) => relativeError(got.get(k)!.data, v.data, k)));
     }
     const tolerance = toleranceFor(opts, op, dtype);
-    return {
-      ...base,
-      status: j.error <= tolerance ? "pass" : "fail",
-      error: j.error,
-      tolerance,
-      where: j.where,
-    };
+    return { ...base, status: j.error <= tolerance ? "pass" : "fail", error: j.error, tolerance, where: j.where };
   } catch (e) {
-    return {
-      ...base,
-      status: "fail",
-      message: `threw ${(e as Error).name}: ${(e as Error).message}`,
-    };
+    return { ...base, status: "fail", message: `threw ${(e as Error).name}: ${(e as Error).message}` };
   } finally {
     for (const t of owned) t.dispose();
   }
@@ -333,7 +336,7 @@ export async function runConformance(
     try {
       for (const dtype of dtypes) {
         for (const c of CASES[k.op])
-          results.push(await runCase(k.op, k.name, backendName, k.device, dtype, c, opts));
+          results.push(await runCase(k.op, c, dtype, { ...opts, kernel: k.name, backend: backendName, device: k.device }));
       }
     } finally {
       restore();

@@ -17,20 +17,20 @@ interface Als<T> {
 
 const g = globalThis as any;
 
-async function loadAls(): Promise<(new () => Als<Frame>) | undefined> {
+/**
+ * Node (>= 20.16), Bun and Deno all expose process.getBuiltinModule, so this needs no
+ * top-level await (which would force bundlers to an ES2022 target) and no import that a
+ * browser bundle would have to stub.
+ */
+function loadAls(): (new () => Als<Frame>) | undefined {
   try {
-    const viaBuiltin = g.process?.getBuiltinModule?.("node:async_hooks");
-    if (viaBuiltin?.AsyncLocalStorage) return viaBuiltin.AsyncLocalStorage;
-    if (g.window !== undefined) return undefined;
-    const spec = "node:async_hooks";
-    const mod = await import(/* @vite-ignore */ spec);
-    return mod.AsyncLocalStorage;
+    return g.process?.getBuiltinModule?.("node:async_hooks")?.AsyncLocalStorage;
   } catch {
     return undefined;
   }
 }
 
-const AlsCtor = await loadAls();
+const AlsCtor = loadAls();
 const als: Als<Frame> | undefined = AlsCtor ? new AlsCtor() : undefined;
 let root: Frame | undefined;
 

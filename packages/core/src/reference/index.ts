@@ -72,7 +72,7 @@ export const referenceKernels: KernelDefinition<any>[] = [
 
 registerBackend({
   name: "reference",
-  namespaces: ["cpu", "mha", "nn"],
+  namespaces: ["core", "cpu", "mha", "nn"],
   packageName: "@backplane/core",
   devices: ["cpu"],
   version: () => version,

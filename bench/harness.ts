@@ -1,0 +1,123 @@
+/**
+ * The benchmark harness: medians of at least 5 samples after a warm-up, impls of a case
+ * measured in interleaved rounds (so drift hits them alike), a table or one JSON object.
+ */
+import { runtime } from "@backplane/core";
+
+export interface Result {
+  case: string;
+  impl: string;
+  median_ms: number;
+  gflops?: number;
+  samples: number;
+}
+
+export interface Ratio {
+  name: string;
+  value: number;
+}
+
+export interface MeasureOptions {
+  /** Floating-point operations per call, for GFLOP/s. */
+  flops?: number;
+  /** Samples per impl (default 15, at least 5). */
+  samples?: number;
+  /** Target duration of one sample in ms; calls are batched to reach it (default 20). */
+  sampleMs?: number;
+}
+
+export type Fn = () => unknown;
+
+const now = () => performance.now();
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+async function timeBatch(fn: Fn, n: number): Promise<number> {
+  const t0 = now();
+  for (let i = 0; i < n; i++) {
+    const r = fn();
+    if (r instanceof Promise) await r;
+  }
+  return (now() - t0) / n;
+}
+
+export class Harness {
+  readonly results: Result[] = [];
+  readonly ratios: Ratio[] = [];
+  readonly notes: string[] = [];
+  constructor(private readonly onProgress: (line: string) => void = () => {}) {}
+
+  /** Measures several implementations of one case, interleaved; returns median ms per impl. */
+  async compare(caseName: string, impls: Record<string, Fn>, opts: MeasureOptions = {}): Promise<Record<string, number>> {
+    const samples = Math.max(5, opts.samples ?? 15);
+    const target = opts.sampleMs ?? 20;
+    const batch: Record<string, number> = {};
+    for (const [name, fn] of Object.entries(impls)) {
+      // Warm-up (JIT, caches), then size the batch so one sample takes about `target` ms.
+      let n = 1;
+      let t = await timeBatch(fn, n);
+      while (t * n < target / 4 && n < 1e7) {
+        n *= 4;
+        t = await timeBatch(fn, n);
+      }
+      batch[name] = Math.max(1, Math.round(target / Math.max(t, 1e-6)));
+    }
+    const times: Record<string, number[]> = Object.fromEntries(Object.keys(impls).map((k) => [k, []]));
+    for (let s = 0; s < samples; s++) {
+      for (const [name, fn] of Object.entries(impls)) times[name].push(await timeBatch(fn, batch[name]));
+    }
+    const out: Record<string, number> = {};
+    for (const name of Object.keys(impls)) {
+      const ms = median(times[name]);
+      out[name] = ms;
+      const r: Result = { case: caseName, impl: name, median_ms: ms, samples };
+      if (opts.flops) r.gflops = opts.flops / (ms * 1e6);
+      this.results.push(r);
+      this.onProgress(`${caseName} ${name}: ${formatMs(ms)}`);
+    }
+    return out;
+  }
+
+  ratio(name: string, value: number): void {
+    this.ratios.push({ name, value });
+  }
+
+  note(text: string): void {
+    this.notes.push(text);
+  }
+}
+
+export function formatMs(ms: number): string {
+  return ms < 0.01 ? `${(ms * 1e6).toFixed(1)} ns` : ms < 1 ? `${(ms * 1e3).toFixed(2)} us` : `${ms.toFixed(3)} ms`;
+}
+
+export function machine(): string {
+  const g = globalThis as any;
+  const os = g.process?.getBuiltinModule?.("node:os");
+  const cpu = os?.cpus?.()[0]?.model ?? "unknown CPU";
+  const mem = os ? `${Math.round(os.totalmem() / 2 ** 30)} GiB` : "";
+  return `${cpu}, ${runtime().hardwareConcurrency} cores${mem ? `, ${mem}` : ""}, ${runtime().platform}/${runtime().arch}`;
+}
+
+export function runtimeName(): string {
+  const r = runtime();
+  return `${r.name} ${r.version}`;
+}
+
+export function table(suite: string, h: Harness): string {
+  const rows = h.results.map((r) => [r.case, r.impl, formatMs(r.median_ms), r.gflops === undefined ? "" : r.gflops.toFixed(2)]);
+  const head = ["case", "impl", "median", "GFLOP/s"];
+  const w = head.map((x, i) => Math.max(x.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => r.map((c, i) => (i >= 2 ? c.padStart(w[i]) : c.padEnd(w[i]))).join("  ");
+  const out = [`${suite} — ${runtimeName()} — ${machine()}`, "", line(head), line(w.map((n) => "-".repeat(n))), ...rows.map(line)];
+  if (h.ratios.length) {
+    out.push("", "ratios:");
+    for (const r of h.ratios) out.push(`  ${r.name} = ${r.value.toFixed(3)}`);
+  }
+  for (const n of h.notes) out.push(`note: ${n}`);
+  return out.join("\n");
+}

@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+/**
+ * backplane <command>: info (the doctor report), explain (the dispatcher's choice).
+ * Exit codes: 0 success; 1 the command ran and found a problem (an op failed, no
+ * kernel can run); 2 bad arguments.
+ */
+import { BackplaneError, isDType, opNames, randn } from "@backplane/core";
+import { collectReport, formatReport } from "./doctor.ts";
+import { explainCall } from "./explain.ts";
+import { loadInstalledBackends } from "./load-backends.ts";
+
+const HELP = `backplane: torch.backends for TypeScript
+
+Usage:
+  backplane info [--json]            the doctor report: runtime, every backend namespace
+                                     (built, available or why not, capability, flags) and
+                                     one run of each op against the float64 reference
+  backplane explain <op> --shapes S  which kernel runs <op> for tensors of shapes S
+        [--dtype D] [--device DEV]   (S: comma-separated, e.g. 64x32,32x16) and why each
+                                     other candidate refuses
+  backplane help [command]           this text
+
+Exit codes: 0 ok, 1 a check failed or no kernel can run, 2 bad arguments.`;
+
+const COMMAND_HELP: Record<string, string> = {
+  info: "backplane info [--json]\n  Prints the doctor report; --json prints it as one JSON object. Exit 1 when an op fails its check.",
+  explain:
+    "backplane explain <op> --shapes 2x3,3x4 [--dtype float32] [--device cpu]\n  Random tensors of those shapes go to <op>; prints the chosen kernel and every refusal. Exit 1 when no kernel can run.",
+};
+
+class UsageError extends Error {}
+
+function parse(argv: string[]): { command: string; positional: string[]; flags: Record<string, string | true> } {
+  const [command = "help", ...rest] = argv;
+  const positional: string[] = [];
+  const flags: Record<string, string | true> = {};
+  for (let i = 0; i < rest.length; i++) {
+    const a = rest[i];
+    if (a.startsWith("--")) {
+      const [k, v] = a.slice(2).split("=", 2);
+      if (v !== undefined) flags[k] = v;
+      else if (rest[i + 1] !== undefined && !rest[i + 1].startsWith("--")) flags[k] = rest[++i];
+      else flags[k] = true;
+    } else positional.push(a);
+  }
+  return { command, positional, flags };
+}
+
+function allowOnly(flags: Record<string, unknown>, allowed: string[], command: string): void {
+  for (const k of Object.keys(flags)) {
+    if (!allowed.includes(k)) throw new UsageError(`${command}: unknown option --${k} (known: ${allowed.map((a) => `--${a}`).join(", ") || "none"})`);
+  }
+}
+
+async function main(argv: string[]): Promise<number> {
+  const { command, positional, flags } = parse(argv);
+  if (command === "help" || command === "--help" || command === "-h" || flags.help) {
+    const topic = command === "help" ? positional[0] : command;
+    console.log((topic && COMMAND_HELP[topic]) || HELP);
+    return 0;
+  }
+  if (command === "info") {
+    allowOnly(flags, ["json"], "info");
+    const loads = await loadInstalledBackends();
+    const report = await collectReport(loads);
+    console.log(flags.json ? JSON.stringify(report, null, 2) : formatReport(report));
+    return report.ops.some((o) => o.status === "fail") ? 1 : 0;
+  }
+  if (command === "explain") {
+    allowOnly(flags, ["shapes", "dtype", "device"], "explain");
+    const op = positional[0];
+    if (!op) throw new UsageError("explain: name an op, e.g. backplane explain matmul --shapes 2x3,3x4");
+    await loadInstalledBackends();
+    if (!opNames().includes(op)) throw new UsageError(`explain: unknown op ${JSON.stringify(op)}; ops: ${opNames().join(", ")}`);
+    if (typeof flags.shapes !== "string") throw new UsageError("explain: --shapes is required, e.g. --shapes 2x3,3x4");
+    const shapes = flags.shapes.split(",").map((s) => {
+      const dims = s === "" ? [] : s.split("x").map(Number);
+      if (!dims.every((d) => Number.isInteger(d) && d >= 0)) throw new UsageError(`explain: --shapes: ${JSON.stringify(s)} is not like 2x3`);
+      return dims;
+    });
+    const dtype = flags.dtype ?? "float32";
+    if (!isDType(dtype)) throw new UsageError(`explain: --dtype ${JSON.stringify(dtype)} is not a dtype`);
+    const device = typeof flags.device === "string" ? flags.device : "cpu";
+    const args = shapes.map((s, i) => randn(s, { dtype, device, seed: i + 1 }));
+    const e = explainCall(op, args);
+    console.log(String(e));
+    return e.selected ? 0 : 1;
+  }
+  throw new UsageError(`unknown command ${JSON.stringify(command)}; commands: info, explain, help`);
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e) => {
+    if (e instanceof UsageError) {
+      console.error(`backplane: ${e.message}\nRun "backplane help" for usage.`);
+      process.exitCode = 2;
+    } else if (e instanceof BackplaneError) {
+      console.error(`backplane: ${e.name}: ${e.message}`);
+      process.exitCode = 1;
+    } else {
+      console.error(e);
+      process.exitCode = 1;
+    }
+  },
+);
