@@ -49,10 +49,16 @@ export class Harness {
   readonly results: Result[] = [];
   readonly ratios: Ratio[] = [];
   readonly notes: string[] = [];
+  /** Per-round samples of the last compare(), by impl. */
+  private lastSamples: Record<string, number[]> = {};
   constructor(private readonly onProgress: (line: string) => void = () => {}) {}
 
   /** Measures several implementations of one case, interleaved; returns median ms per impl. */
-  async compare(caseName: string, impls: Record<string, Fn>, opts: MeasureOptions = {}): Promise<Record<string, number>> {
+  async compare(
+    caseName: string,
+    impls: Record<string, Fn>,
+    opts: MeasureOptions = {},
+  ): Promise<Record<string, number>> {
     const samples = Math.max(5, opts.samples ?? 15);
     const target = opts.sampleMs ?? 20;
     const batch: Record<string, number> = {};
@@ -66,10 +72,14 @@ export class Harness {
       }
       batch[name] = Math.max(1, Math.round(target / Math.max(t, 1e-6)));
     }
-    const times: Record<string, number[]> = Object.fromEntries(Object.keys(impls).map((k) => [k, []]));
+    const times: Record<string, number[]> = Object.fromEntries(
+      Object.keys(impls).map((k) => [k, []]),
+    );
     for (let s = 0; s < samples; s++) {
-      for (const [name, fn] of Object.entries(impls)) times[name].push(await timeBatch(fn, batch[name]));
+      for (const [name, fn] of Object.entries(impls))
+        times[name].push(await timeBatch(fn, batch[name]));
     }
+    this.lastSamples = times;
     const out: Record<string, number> = {};
     for (const name of Object.keys(impls)) {
       const ms = median(times[name]);
@@ -82,6 +92,16 @@ export class Harness {
     return out;
   }
 
+  /**
+   * Median over rounds of (b - a) from the last compare(): a paired difference, so drift
+   * and garbage-collection pauses that hit both impls of a round cancel.
+   */
+  pairedDifferenceMs(a: string, b: string): number {
+    const xs = this.lastSamples[a];
+    const ys = this.lastSamples[b];
+    return median(xs.map((x, i) => ys[i] - x));
+  }
+
   ratio(name: string, value: number): void {
     this.ratios.push({ name, value });
   }
@@ -92,7 +112,11 @@ export class Harness {
 }
 
 export function formatMs(ms: number): string {
-  return ms < 0.01 ? `${(ms * 1e6).toFixed(1)} ns` : ms < 1 ? `${(ms * 1e3).toFixed(2)} us` : `${ms.toFixed(3)} ms`;
+  return ms < 0.01
+    ? `${(ms * 1e6).toFixed(1)} ns`
+    : ms < 1
+      ? `${(ms * 1e3).toFixed(2)} us`
+      : `${ms.toFixed(3)} ms`;
 }
 
 export function machine(): string {
@@ -109,11 +133,23 @@ export function runtimeName(): string {
 }
 
 export function table(suite: string, h: Harness): string {
-  const rows = h.results.map((r) => [r.case, r.impl, formatMs(r.median_ms), r.gflops === undefined ? "" : r.gflops.toFixed(2)]);
+  const rows = h.results.map((r) => [
+    r.case,
+    r.impl,
+    formatMs(r.median_ms),
+    r.gflops === undefined ? "" : r.gflops.toFixed(2),
+  ]);
   const head = ["case", "impl", "median", "GFLOP/s"];
   const w = head.map((x, i) => Math.max(x.length, ...rows.map((r) => r[i].length)));
-  const line = (r: string[]) => r.map((c, i) => (i >= 2 ? c.padStart(w[i]) : c.padEnd(w[i]))).join("  ");
-  const out = [`${suite} — ${runtimeName()} — ${machine()}`, "", line(head), line(w.map((n) => "-".repeat(n))), ...rows.map(line)];
+  const line = (r: string[]) =>
+    r.map((c, i) => (i >= 2 ? c.padStart(w[i]) : c.padEnd(w[i]))).join("  ");
+  const out = [
+    `${suite} — ${runtimeName()} — ${machine()}`,
+    "",
+    line(head),
+    line(w.map((n) => "-".repeat(n))),
+    ...rows.map(line),
+  ];
   if (h.ratios.length) {
     out.push("", "ratios:");
     for (const r of h.ratios) out.push(`  ${r.name} = ${r.value.toFixed(3)}`);

@@ -11,7 +11,9 @@ const json = args.includes("--json");
 const name = args.find((a: string) => !a.startsWith("--"));
 const suite = name ? SUITES[name] : undefined;
 if (!suite) {
-  console.error(`usage: npm run bench -- <suite> [--json]\nsuites: ${Object.keys(SUITES).join(", ")}`);
+  console.error(
+    `usage: npm run bench -- <suite> [--json]\nsuites: ${Object.keys(SUITES).join(", ")}`,
+  );
   process.exit(2);
 }
 const h = new Harness(json ? () => {} : (line) => console.error(`  ${line}`));

@@ -10,7 +10,8 @@ import "@tensorflow/tfjs-backend-cpu";
 import type { Harness } from "../harness.ts";
 
 export default {
-  description: "dispatch overhead of a 1x1 matmul, against a direct kernel call and tfjs-core's engine",
+  description:
+    "dispatch overhead of a 1x1 matmul, against a direct kernel call and tfjs-core's engine",
   async run(h: Harness) {
     const a = tensor([[1.5]]);
     const b = tensor([[2]]);
@@ -32,19 +33,25 @@ export default {
         "backplane-direct": () => kernel.run(params).dispose(),
         "backplane-dispatch": () => matmul(a, b).dispose(),
         "tfjs-direct": () => {
-          const out = tfKernel.kernelFunc({ inputs: { a: ta, b: tb }, backend: tfBackend, attrs }) as tf.TensorInfo;
+          const out = tfKernel.kernelFunc({
+            inputs: { a: ta, b: tb },
+            backend: tfBackend,
+            attrs,
+          }) as tf.TensorInfo;
           tfBackend.disposeData(out.dataId);
         },
         "tfjs-engine": () => tf.matMul(ta, tb).dispose(),
       },
-      { samples: 21 },
+      { samples: 41, sampleMs: 10 },
     );
-    const ours = (ms["backplane-dispatch"] - ms["backplane-direct"]) * 1e3;
-    const theirs = (ms["tfjs-engine"] - ms["tfjs-direct"]) * 1e3;
+    const ours = h.pairedDifferenceMs("backplane-direct", "backplane-dispatch") * 1e3;
+    const theirs = h.pairedDifferenceMs("tfjs-direct", "tfjs-engine") * 1e3;
     h.ratio("backplane_dispatch_overhead_us", ours);
     h.ratio("tfjs_engine_overhead_us", theirs);
     h.ratio("overhead_tfjs_over_backplane", theirs / Math.max(ours, 1e-3));
     h.ratio("call_time_tfjs_over_backplane", ms["tfjs-engine"] / ms["backplane-dispatch"]);
-    h.note("overhead = (through the op) - (the same kernel called directly); each call disposes its output");
+    h.note(
+      "overhead = median over rounds of (through the op) - (the same kernel, params prepared); outputs disposed in both",
+    );
   },
 };

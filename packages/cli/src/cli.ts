@@ -30,7 +30,11 @@ const COMMAND_HELP: Record<string, string> = {
 
 class UsageError extends Error {}
 
-function parse(argv: string[]): { command: string; positional: string[]; flags: Record<string, string | true> } {
+function parse(argv: string[]): {
+  command: string;
+  positional: string[];
+  flags: Record<string, string | true>;
+} {
   const [command = "help", ...rest] = argv;
   const positional: string[] = [];
   const flags: Record<string, string | true> = {};
@@ -48,7 +52,10 @@ function parse(argv: string[]): { command: string; positional: string[]; flags: 
 
 function allowOnly(flags: Record<string, unknown>, allowed: string[], command: string): void {
   for (const k of Object.keys(flags)) {
-    if (!allowed.includes(k)) throw new UsageError(`${command}: unknown option --${k} (known: ${allowed.map((a) => `--${a}`).join(", ") || "none"})`);
+    if (!allowed.includes(k))
+      throw new UsageError(
+        `${command}: unknown option --${k} (known: ${allowed.map((a) => `--${a}`).join(", ") || "none"})`,
+      );
   }
 }
 
@@ -69,17 +76,24 @@ async function main(argv: string[]): Promise<number> {
   if (command === "explain") {
     allowOnly(flags, ["shapes", "dtype", "device"], "explain");
     const op = positional[0];
-    if (!op) throw new UsageError("explain: name an op, e.g. backplane explain matmul --shapes 2x3,3x4");
+    if (!op)
+      throw new UsageError("explain: name an op, e.g. backplane explain matmul --shapes 2x3,3x4");
     await loadInstalledBackends();
-    if (!opNames().includes(op)) throw new UsageError(`explain: unknown op ${JSON.stringify(op)}; ops: ${opNames().join(", ")}`);
-    if (typeof flags.shapes !== "string") throw new UsageError("explain: --shapes is required, e.g. --shapes 2x3,3x4");
+    if (!opNames().includes(op))
+      throw new UsageError(
+        `explain: unknown op ${JSON.stringify(op)}; ops: ${opNames().join(", ")}`,
+      );
+    if (typeof flags.shapes !== "string")
+      throw new UsageError("explain: --shapes is required, e.g. --shapes 2x3,3x4");
     const shapes = flags.shapes.split(",").map((s) => {
       const dims = s === "" ? [] : s.split("x").map(Number);
-      if (!dims.every((d) => Number.isInteger(d) && d >= 0)) throw new UsageError(`explain: --shapes: ${JSON.stringify(s)} is not like 2x3`);
+      if (!dims.every((d) => Number.isInteger(d) && d >= 0))
+        throw new UsageError(`explain: --shapes: ${JSON.stringify(s)} is not like 2x3`);
       return dims;
     });
     const dtype = flags.dtype ?? "float32";
-    if (!isDType(dtype)) throw new UsageError(`explain: --dtype ${JSON.stringify(dtype)} is not a dtype`);
+    if (!isDType(dtype))
+      throw new UsageError(`explain: --dtype ${JSON.stringify(dtype)} is not a dtype`);
     const device = typeof flags.device === "string" ? flags.device : "cpu";
     const args = shapes.map((s, i) => randn(s, { dtype, device, seed: i + 1 }));
     const e = explainCall(op, args);

@@ -28,7 +28,10 @@ export interface DoctorReport {
   ops: CaseResult[];
 }
 
-export async function collectReport(loads: BackendLoad[], opts: { dtype?: DType; ops?: string[] } = {}): Promise<DoctorReport> {
+export async function collectReport(
+  loads: BackendLoad[],
+  opts: { dtype?: DType; ops?: string[] } = {},
+): Promise<DoctorReport> {
   const namespaces = backends.names().map((name): NamespaceReport => {
     const ns = (backends as any)[name];
     const s = ns.status();
@@ -54,45 +57,74 @@ export async function collectReport(loads: BackendLoad[], opts: { dtype?: DType;
     const c = sampleCase(op);
     if (c) ops.push(await runCase(op, c, opts.dtype ?? "float32"));
   }
-  return { backplane: version, runtime: runtime(), cpu: cpuCapabilityInfo(), packages: loads, namespaces, ops };
+  return {
+    backplane: version,
+    runtime: runtime(),
+    cpu: cpuCapabilityInfo(),
+    packages: loads,
+    namespaces,
+    ops,
+  };
 }
 
 const flagText = (flags: Record<string, unknown>, prefix = ""): string[] =>
   Object.entries(flags).flatMap(([k, v]) =>
-    v !== null && typeof v === "object" ? flagText(v as Record<string, unknown>, `${prefix}${k}.`) : [`${prefix}${k}=${String(v)}`],
+    v !== null && typeof v === "object"
+      ? flagText(v as Record<string, unknown>, `${prefix}${k}.`)
+      : [`${prefix}${k}=${String(v)}`],
   );
 
 export function formatReport(r: DoctorReport): string {
   const rt = r.runtime;
   const lines: string[] = [];
   lines.push(`Backplane ${r.backplane}`);
-  lines.push(`Runtime:     ${rt.name} ${rt.version} (${rt.platform}/${rt.arch}, ${rt.hardwareConcurrency} cores)`);
-  lines.push(`WASM:        simd=${rt.wasmSimd} threads=${rt.wasmThreads} crossOriginIsolated=${rt.crossOriginIsolated}`);
-  lines.push(`CPU:         ${r.cpu.capability}${r.cpu.features.length ? "" : " (features unknown)"}`);
+  lines.push(
+    `Runtime:     ${rt.name} ${rt.version} (${rt.platform}/${rt.arch}, ${rt.hardwareConcurrency} cores)`,
+  );
+  lines.push(
+    `WASM:        simd=${rt.wasmSimd} threads=${rt.wasmThreads} crossOriginIsolated=${rt.crossOriginIsolated}`,
+  );
+  lines.push(
+    `CPU:         ${r.cpu.capability}${r.cpu.features.length ? "" : " (features unknown)"}`,
+  );
   lines.push("");
   lines.push("Backend packages:");
-  for (const p of r.packages) lines.push(`  ${p.packageName.padEnd(30)} ${p.loaded ? "loaded" : p.reason}`);
+  for (const p of r.packages)
+    lines.push(`  ${p.packageName.padEnd(30)} ${p.loaded ? "loaded" : p.reason}`);
   lines.push("");
   lines.push("Namespaces:");
   for (const n of r.namespaces) {
     const state = n.available ? "available" : n.built ? "built, not available" : "not built";
-    lines.push(`  ${n.name.padEnd(11)} ${state}${n.backend ? ` [${n.backend}${n.version ? ` ${n.version}` : ""}]` : ""}`);
+    lines.push(
+      `  ${n.name.padEnd(11)} ${state}${n.backend ? ` [${n.backend}${n.version ? ` ${n.version}` : ""}]` : ""}`,
+    );
     if (n.reason) lines.push(`  ${"".padEnd(11)} reason: ${n.reason}`);
-    if (n.capability !== undefined) lines.push(`  ${"".padEnd(11)} capability: ${typeof n.capability === "string" ? n.capability : JSON.stringify(n.capability)}`);
+    if (n.capability !== undefined)
+      lines.push(
+        `  ${"".padEnd(11)} capability: ${typeof n.capability === "string" ? n.capability : JSON.stringify(n.capability)}`,
+      );
     const f = flagText(n.flags);
     if (f.length) lines.push(`  ${"".padEnd(11)} flags: ${f.join(" ")}`);
   }
   lines.push("");
   lines.push("Ops (one run each, float32, against the float64 reference):");
-  lines.push(`  ${"op".padEnd(26)} ${"kernel".padEnd(24)} ${"case".padEnd(30)} ${"ms".padStart(8)}  ${"rel. error".padStart(10)}  result`);
+  lines.push(
+    `  ${"op".padEnd(26)} ${"kernel".padEnd(24)} ${"case".padEnd(30)} ${"ms".padStart(8)}  ${"rel. error".padStart(10)}  result`,
+  );
   for (const o of r.ops) {
     const kernel = `${o.kernel}${o.backend ? ` (${o.backend})` : ""}`;
     const err = o.error === undefined ? "-" : o.error.toExponential(2);
     const ms = o.ms === undefined ? "-" : o.ms.toFixed(3);
-    lines.push(`  ${o.op.padEnd(26)} ${kernel.padEnd(24)} ${o.case.slice(0, 30).padEnd(30)} ${ms.padStart(8)}  ${err.padStart(10)}  ${o.status}${o.message ? `: ${o.message}` : ""}`);
+    lines.push(
+      `  ${o.op.padEnd(26)} ${kernel.padEnd(24)} ${o.case.slice(0, 30).padEnd(30)} ${ms.padStart(8)}  ${err.padStart(10)}  ${o.status}${o.message ? `: ${o.message}` : ""}`,
+    );
   }
   const failed = r.ops.filter((o) => o.status === "fail").length;
   lines.push("");
-  lines.push(failed === 0 ? `All ${r.ops.length} ops ran and matched the reference.` : `${failed} of ${r.ops.length} ops failed.`);
+  lines.push(
+    failed === 0
+      ? `All ${r.ops.length} ops ran and matched the reference.`
+      : `${failed} of ${r.ops.length} ops failed.`,
+  );
   return lines.join("\n");
 }

@@ -1,4 +1,4 @@
-import { explain, type Explanation, type Tensor } from "@backplane/core";
+import { type Explanation, explain, type Tensor } from "@backplane/core";
 
 /** explain() with `einsum`'s equation supplied from the shapes' ranks when the op needs one. */
 export function explainCall(op: string, args: Tensor[]): Explanation {

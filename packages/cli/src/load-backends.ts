@@ -26,7 +26,10 @@ export const KNOWN_BACKEND_PACKAGES = [
 
 /** Imports the known backend packages plus those named in BACKPLANE_BACKENDS (comma-separated). */
 export async function loadInstalledBackends(): Promise<BackendLoad[]> {
-  const extra = (readEnv("BACKPLANE_BACKENDS") ?? "").split(",").map((s) => s.trim()).filter(Boolean);
+  const extra = (readEnv("BACKPLANE_BACKENDS") ?? "")
+    .split(",")
+    .map((s) => s.trim())
+    .filter(Boolean);
   const out: BackendLoad[] = [];
   for (const packageName of [...KNOWN_BACKEND_PACKAGES, ...extra]) {
     try {
@@ -34,11 +37,16 @@ export async function loadInstalledBackends(): Promise<BackendLoad[]> {
       out.push({ packageName, loaded: true });
     } catch (e) {
       const err = e as { code?: string; message?: string };
-      const missing = err.code === "ERR_MODULE_NOT_FOUND" || /Cannot find (module|package)|not found|Could not resolve/i.test(err.message ?? "");
+      const missing =
+        err.code === "ERR_MODULE_NOT_FOUND" ||
+        /Cannot find (module|package)|not found|Could not resolve/i.test(err.message ?? "");
       out.push({
         packageName,
         loaded: false,
-        reason: missing && (err.message ?? "").includes(packageName) ? "not installed" : `failed to load: ${err.message}`,
+        reason:
+          missing && (err.message ?? "").includes(packageName)
+            ? "not installed"
+            : `failed to load: ${err.message}`,
       });
     }
   }

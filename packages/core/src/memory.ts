@@ -128,7 +128,9 @@ export function normalizeDevice(device: unknown): string {
   const hit = normalized.get(device as string);
   if (hit !== undefined) return hit;
   if (typeof device !== "string" || !/^[a-z][a-z0-9_-]*(:\d+)?$/.test(device)) {
-    throw new DeviceError(`device must be a string like "cpu", "cuda:0" or "webgpu", got ${show(device)}`);
+    throw new DeviceError(
+      `device must be a string like "cpu", "cuda:0" or "webgpu", got ${show(device)}`,
+    );
   }
   const name = device === "cuda" ? "cuda:0" : device;
   if (normalized.size < 256) normalized.set(device, name);

@@ -60,6 +60,8 @@ export class Tensor implements Disposable {
   /** Offset of element [0, 0, ...] in the storage, in elements. */
   readonly offset: number;
   readonly device: string;
+  /** Device type: "cpu", "cuda", "webgpu"... (the device without its index). */
+  readonly deviceType: string;
   readonly storage: Storage;
   private _disposed = false;
   private _view: StorageArray | undefined;
@@ -78,6 +80,7 @@ export class Tensor implements Disposable {
     this.strides = strides ?? contiguousStrides(shape);
     this.offset = offset;
     this.device = storage.device;
+    this.deviceType = deviceTypeOf(storage.device);
     finalizer?.register(this, storage, this);
   }
 
@@ -90,9 +93,6 @@ export class Tensor implements Disposable {
   get disposed(): boolean {
     return this._disposed;
   }
-  get deviceType(): string {
-    return deviceTypeOf(this.device);
-  }
   get isContiguous(): boolean {
     let s = 1;
     for (let i = this.shape.length - 1; i >= 0; i--) {
@@ -103,10 +103,10 @@ export class Tensor implements Disposable {
   }
 
   /** Throws DisposedError when the tensor (or its storage) is gone. `name` is the argument name. */
-  assertAlive(name = "tensor"): void {
+  assertAlive(name = "tensor", op?: string): void {
     if (this._disposed || this.storage.freed) {
       throw new DisposedError(
-        `${name} was disposed; it cannot be used any more (keep it alive, or clone() it first)`,
+        `${op ? `${op}: ` : ""}${name} was disposed; it cannot be used any more (keep it alive, or clone() it first)`,
       );
     }
   }

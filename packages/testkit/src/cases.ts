@@ -24,7 +24,11 @@ export const CASES: Record<string, OpCase[]> = {
   matmul: [
     { name: "1x1 @ 1x1", make: (d, r) => [R([1, 1], d, r), R([1, 1], d, r)] },
     { name: "7x13 @ 13x5", make: (d, r) => [R([7, 13], d, r), R([13, 5], d, r)] },
-    { name: "64x64 @ 64x64", typical: true, make: (d, r) => [R([64, 64], d, r), R([64, 64], d, r)] },
+    {
+      name: "64x64 @ 64x64",
+      typical: true,
+      make: (d, r) => [R([64, 64], d, r), R([64, 64], d, r)],
+    },
     { name: "33x97 @ 97x31", make: (d, r) => [R([33, 97], d, r), R([97, 31], d, r)] },
     { name: "0x3 @ 3x4 (empty)", make: (d, r) => [R([0, 3], d, r), R([3, 4], d, r)] },
     { name: "3x0 @ 0x4 (k = 0)", make: (d, r) => [R([3, 0], d, r), R([0, 4], d, r)] },
@@ -226,7 +230,12 @@ export const CASES: Record<string, OpCase[]> = {
     { name: "batch 2 of 6x6", check: "eigh", make: (d, r) => [spdTensor([2], 6, d, r)] },
   ],
   svd: [
-    { name: "7x5", typical: true, check: "svd", make: (d, r) => [R([7, 5], d, r), { fullMatrices: false }] },
+    {
+      name: "7x5",
+      typical: true,
+      check: "svd",
+      make: (d, r) => [R([7, 5], d, r), { fullMatrices: false }],
+    },
     { name: "5x7 full", check: "svd", make: (d, r) => [R([5, 7], d, r)] },
     { name: "1x1", check: "svd", make: (d, r) => [R([1, 1], d, r)] },
   ],
@@ -255,5 +264,9 @@ export const CASES: Record<string, OpCase[]> = {
 /** A smaller set for the doctor report: one typical case per op. */
 export function sampleCase(op: string): OpCase | undefined {
   const list = CASES[op];
-  return list?.find((c) => c.typical) ?? list?.find((c) => !c.sameRngOnly && !c.name.includes("empty")) ?? list?.[0];
+  return (
+    list?.find((c) => c.typical) ??
+    list?.find((c) => !c.sameRngOnly && !c.name.includes("empty")) ??
+    list?.[0]
+  );
 }

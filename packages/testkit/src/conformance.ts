@@ -221,7 +221,12 @@ export interface RunCaseOptions extends ConformanceOptions {
  * Runs one case of an op and judges it against the float64 reference, on the kernel
  * given or on the one the dispatcher picks. The result names the kernel that ran and its time.
  */
-export async function runCase(op: string, c: OpCase, dtype: DType, opts: RunCaseOptions = {}): Promise<CaseResult> {
+export async function runCase(
+  op: string,
+  c: OpCase,
+  dtype: DType,
+  opts: RunCaseOptions = {},
+): Promise<CaseResult> {
   const device = opts.device ?? "cpu";
   const forced = opts.kernel;
   const base: CaseResult = { op, kernel: forced ?? "-", dtype, case: c.name, status: "pass" };
@@ -260,14 +265,28 @@ export async function runCase(op: string, c: OpCase, dtype: DType, opts: RunCase
       const shapes = [...want].filter(([k, v]) => got.get(k)?.shape.join() !== v.shape.join());
       if (shapes.length > 0) {
         const [k, v] = shapes[0];
-        return { ...base, status: "fail", message: `${k} has shape [${got.get(k)?.shape}], expected [${v.shape}]` };
+        return {
+          ...base,
+          status: "fail",
+          message: `${k} has shape [${got.get(k)?.shape}], expected [${v.shape}]`,
+        };
       }
       j = worst(...[...want].map(([k, v]) => relativeError(got.get(k)!.data, v.data, k)));
     }
     const tolerance = toleranceFor(opts, op, dtype);
-    return { ...base, status: j.error <= tolerance ? "pass" : "fail", error: j.error, tolerance, where: j.where };
+    return {
+      ...base,
+      status: j.error <= tolerance ? "pass" : "fail",
+      error: j.error,
+      tolerance,
+      where: j.where,
+    };
   } catch (e) {
-    return { ...base, status: "fail", message: `threw ${(e as Error).name}: ${(e as Error).message}` };
+    return {
+      ...base,
+      status: "fail",
+      message: `threw ${(e as Error).name}: ${(e as Error).message}`,
+    };
   } finally {
     for (const t of owned) t.dispose();
   }
@@ -336,7 +355,14 @@ export async function runConformance(
     try {
       for (const dtype of dtypes) {
         for (const c of CASES[k.op])
-          results.push(await runCase(k.op, c, dtype, { ...opts, kernel: k.name, backend: backendName, device: k.device }));
+          results.push(
+            await runCase(k.op, c, dtype, {
+              ...opts,
+              kernel: k.name,
+              backend: backendName,
+              device: k.device,
+            }),
+          );
       }
     } finally {
       restore();

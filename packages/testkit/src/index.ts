@@ -20,8 +20,8 @@ export {
   type CaseStatus,
   type ConformanceOptions,
   type ConformanceReport,
-  runCase,
   type RunCaseOptions,
+  runCase,
   runConformance,
 } from "./conformance.ts";
 export { registerHostBackedDevice } from "./host-device.ts";

@@ -41,13 +41,21 @@ export function initRoot(state: FlagState): void {
   root = { state };
 }
 
+// Until the first withFlags, every task shares the root frame: skip the getStore() lookup
+// (it costs several times a dispatch on some runtimes). Once set, this never goes back,
+// so a task that outlives its withFlags callback still finds its frame.
+let framesInUse = false;
+
 export function currentFrame(): Frame {
-  return als?.getStore() ?? (root as Frame);
+  return framesInUse ? (als!.getStore() ?? (root as Frame)) : (root as Frame);
 }
 
 /** Runs fn with a new frame holding `state`; the frame follows fn across awaits. */
 export function runInFrame<R>(state: FlagState, fn: () => R): R {
-  if (als) return als.run({ state }, fn);
+  if (als) {
+    framesInUse = true;
+    return als.run({ state }, fn);
+  }
   // Browser fallback: swap the root state for the duration of fn (and its promise).
   const frame = root as Frame;
   const saved = frame.state;

@@ -12,7 +12,7 @@ export function checkTensor(op: string, name: string, x: unknown): Tensor {
       `${op}: ${name} must be a Tensor, got ${got} (wrap data with tensor(...))`,
     );
   }
-  x.assertAlive(`${op}: ${name}`);
+  x.assertAlive(name, op);
   return x;
 }
 
