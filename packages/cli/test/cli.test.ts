@@ -1,0 +1,55 @@
+/** The backplane command, run as a user runs it: a spawned process, its output and exit code. */
+import { spawnSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { describe, expect, it } from "vitest";
+
+const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
+const run = (...args: string[]) =>
+  spawnSync("node", [cli, ...args], { encoding: "utf8", timeout: 60_000 });
+
+describe("backplane CLI", () => {
+  it("is built (npm test builds first)", () => {
+    expect(existsSync(cli)).toBe(true);
+  });
+
+  it("info prints the report and runs every op", () => {
+    const r = run("info");
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^Backplane \d+\.\d+\.\d+/);
+    expect(r.stdout).toMatch(
+      /cuda\s+not built\n\s+reason: @backplane\/backend-cuda is not installed/,
+    );
+    expect(r.stdout).toMatch(
+      /matmul\s+reference \(reference\)\s+64x64 @ 64x64\s+[\d.]+\s+[\d.]+e-\d+\s+pass/,
+    );
+    expect(r.stdout).toMatch(/All 21 ops ran and matched the reference\./);
+  });
+
+  it("info --json is one JSON object", () => {
+    const r = run("info", "--json");
+    expect(r.status).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(
+      j.namespaces.find((n: { name: string }) => n.name === "cudnn").flags.benchmarkLimit,
+    ).toBe(10);
+    expect(j.ops.every((o: { status: string }) => o.status === "pass")).toBe(true);
+  });
+
+  it("explain names the choice; no kernel is exit 1", () => {
+    const ok = run("explain", "matmul", "--shapes", "4x3,3x2");
+    expect(ok.status).toBe(0);
+    expect(ok.stdout).toMatch(/matmul: runs reference/);
+    const none = run("explain", "matmul", "--shapes", "2x2,2x2", "--dtype", "int32");
+    expect(none.status).toBe(1);
+  });
+
+  it("bad arguments are exit 2 and name the argument", () => {
+    const r = run("explain", "matmul", "--shapes", "2xq");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/--shapes: "2xq" is not like 2x3/);
+    expect(run("frobnicate").status).toBe(2);
+    expect(run("info", "--bogus").stderr).toMatch(/unknown option --bogus/);
+    expect(run("help").stdout).toMatch(/Exit codes: 0 ok/);
+  });
+});

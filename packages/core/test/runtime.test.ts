@@ -1,0 +1,22 @@
+import { describe, expect, it } from "vitest";
+import { runtime } from "../src/index.ts";
+
+const g = globalThis as any;
+
+describe("runtime detection", () => {
+  it("names the runtime the tests run on", () => {
+    const expected = g.Bun ? "bun" : g.Deno ? "deno" : "node";
+    const r = runtime();
+    expect(r.name).toBe(expected);
+    expect(r.version).toMatch(/^\d+\.\d+\.\d+/);
+  });
+
+  it("sees WASM SIMD and threads (every runtime here has both)", () => {
+    const r = runtime();
+    expect(r.wasm).toBe(true);
+    expect(r.wasmSimd).toBe(true);
+    expect(r.wasmThreads).toBe(true);
+    expect(r.crossOriginIsolated).toBe(true);
+    expect(r.hardwareConcurrency).toBeGreaterThan(0);
+  });
+});
