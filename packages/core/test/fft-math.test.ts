@@ -1,24 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { ArgumentError } from "../src/errors.ts";
 import { fftComplex, irfft, rfft } from "../src/reference/fft-math.ts";
+import { seededRandom } from "../src/tensor.ts";
 
 const TOL = 1e-9;
 const SIZES = [0, 1, 2, 3, 5, 8, 12, 17, 64, 97, 128, 1009];
 
-/** mulberry32: a tiny seeded PRNG, so every run sees the same signals. */
-function mulberry32(seed: number): () => number {
-  let t = seed >>> 0;
-  return () => {
-    t = (t + 0x6d2b79f5) >>> 0;
-    let r = Math.imul(t ^ (t >>> 15), 1 | t);
-    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
-    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Entries uniform in [-1, 1). */
 function random(seed: number, length: number): Float64Array {
-  const rng = mulberry32(seed);
+  const rng = seededRandom(seed);
   const a = new Float64Array(length);
   for (let i = 0; i < length; i++) a[i] = 2 * rng() - 1;
   return a;

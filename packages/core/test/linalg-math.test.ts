@@ -10,24 +10,14 @@ import {
   solve,
   svd,
 } from "../src/reference/linalg-math.ts";
+import { seededRandom } from "../src/tensor.ts";
 
 const TOL = 1e-10;
 const SIZES = [0, 1, 2, 3, 7, 31, 64, 97, 256];
 
-/** mulberry32: a tiny seeded PRNG, so every run sees the same matrices. */
-function mulberry32(seed: number): () => number {
-  let t = seed >>> 0;
-  return () => {
-    t = (t + 0x6d2b79f5) >>> 0;
-    let r = Math.imul(t ^ (t >>> 15), 1 | t);
-    r = (r + Math.imul(r ^ (r >>> 7), 61 | r)) ^ r;
-    return ((r ^ (r >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** m x n matrix with entries uniform in [-1, 1). */
 function random(seed: number, m: number, n: number): Float64Array {
-  const rng = mulberry32(seed);
+  const rng = seededRandom(seed);
   const a = new Float64Array(m * n);
   for (let i = 0; i < a.length; i++) a[i] = 2 * rng() - 1;
   return a;

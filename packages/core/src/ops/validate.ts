@@ -81,16 +81,6 @@ export function broadcastShapes(
   return out;
 }
 
-/** Strides that read `shape`'s tensor as if broadcast to `target` (0 on broadcast dims). */
-export function broadcastStrides(
-  shape: readonly number[],
-  strides: readonly number[],
-  target: readonly number[],
-): number[] {
-  const off = target.length - shape.length;
-  return target.map((_, i) => (i < off || shape[i - off] === 1 ? 0 : strides[i - off]));
-}
-
 export function checkInt(
   op: string,
   name: string,
