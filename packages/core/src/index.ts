@@ -90,3 +90,4 @@ export { version } from "./version.ts";
 import { SDPBackend, sdpaKernel, withSdpaKernel } from "./sdpa-select.ts";
 /** torch.nn.attention */
 export const nn = { attention: { sdpaKernel, withSdpaKernel, SDPBackend } };
+export { cpuMemory, HEAP_BASE, WASM_STATIC_SLICES, WasmCpuMemory, wasmKernelImports, type CpuMemoryStats } from "./cpu-memory.ts";

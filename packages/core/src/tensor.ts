@@ -408,7 +408,7 @@ export interface CreateOptions {
   device?: string;
 }
 
-/** An uninitialised tensor (CPU memory comes zeroed; other devices may not). */
+/** An uninitialised tensor: its contents are unspecified until a kernel writes them. */
 export function empty(shape: readonly number[], opts: CreateOptions = {}): Tensor {
   const s = checkShape("empty", [...shape]);
   const dtype = checkDType("dtype", opts.dtype ?? "float32");
