@@ -177,6 +177,20 @@ export function startInit(b: RegisteredBackend): void {
   }
 }
 
+/**
+ * Runs a backend's initialisation again on next use (after a setting it reads changed,
+ * e.g. which native library to load). Its kernels wait until it has finished.
+ */
+export function restartInit(name: string): void {
+  const b = backendsByName.get(name);
+  if (!b?.def.init) return;
+  b.initState = "pending";
+  b.initError = undefined;
+  b.initPromise = undefined;
+  b.availability = undefined;
+  bumpGeneration();
+}
+
 /** Waits until the named backends (default: all) have initialised. */
 export async function ready(...names: string[]): Promise<void> {
   const list =

@@ -64,7 +64,11 @@ export class WasmCpuMemory implements DeviceMemory<number> {
     this.shared = opts.shared ?? (rt.sharedArrayBuffer && rt.crossOriginIsolated);
     // 4 GiB of address space on servers; 1 GiB in browsers, where a large reservation can fail.
     this.maxPages = opts.maxPages ?? (rt.name === "browser" ? 16384 : 65536);
-    this.memory = new WebAssembly.Memory({ initial: 17, maximum: this.maxPages, shared: this.shared } as WebAssembly.MemoryDescriptor);
+    this.memory = new WebAssembly.Memory({
+      initial: 17,
+      maximum: this.maxPages,
+      shared: this.shared,
+    } as WebAssembly.MemoryDescriptor);
   }
 
   /** A 64-byte aligned block of at least `bytes` bytes. Contents are unspecified. */
@@ -100,7 +104,10 @@ export class WasmCpuMemory implements DeviceMemory<number> {
     if (end > have) {
       const pages = Math.ceil((end - have) / PAGE);
       // Grow by at least a quarter of the memory, so many small growths do not each cost a remap.
-      const want = Math.min(this.maxPages - have / PAGE, Math.max(pages, Math.ceil(have / PAGE / 4)));
+      const want = Math.min(
+        this.maxPages - have / PAGE,
+        Math.max(pages, Math.ceil(have / PAGE / 4)),
+      );
       try {
         this.memory.grow(Math.max(pages, want));
       } catch {
@@ -179,7 +186,10 @@ let instance: WasmCpuMemory | undefined;
 
 /** The CPU device's memory (created with the core, shared by every CPU backend). */
 export function cpuMemory(): WasmCpuMemory {
-  if (!instance) throw new DeviceError("cpu: WebAssembly is not available in this runtime, so there is no WASM CPU memory");
+  if (!instance)
+    throw new DeviceError(
+      "cpu: WebAssembly is not available in this runtime, so there is no WASM CPU memory",
+    );
   return instance;
 }
 

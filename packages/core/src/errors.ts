@@ -121,3 +121,17 @@ export class FfiError extends BackplaneError {
     super("E_FFI", message);
   }
 }
+
+/** The LinalgErrors every backend raises for the same failures, worded once. */
+export const linalgFailure = {
+  notPositiveDefinite: (op: string, k: number) =>
+    new LinalgError(
+      op,
+      `the matrix is not positive definite (leading minor of order ${k} is not positive)`,
+      k,
+    ),
+  singular: (op: string, k: number) =>
+    new LinalgError(op, `the matrix is singular (U[${k},${k}] is exactly zero)`, k),
+  didNotConverge: (op: string, detail: string, k?: number) =>
+    new LinalgError(op, `did not converge (${detail})`, k),
+};

@@ -14,6 +14,7 @@ export {
   ready,
   refreshAvailability,
   registerBackend,
+  restartInit,
 } from "./backend.ts";
 export {
   type AllFlags,
@@ -90,4 +91,22 @@ export { version } from "./version.ts";
 import { SDPBackend, sdpaKernel, withSdpaKernel } from "./sdpa-select.ts";
 /** torch.nn.attention */
 export const nn = { attention: { sdpaKernel, withSdpaKernel, SDPBackend } };
-export { cpuMemory, HEAP_BASE, WASM_STATIC_SLICES, WasmCpuMemory, wasmKernelImports, type CpuMemoryStats } from "./cpu-memory.ts";
+export {
+  type CpuMemoryStats,
+  cpuMemory,
+  HEAP_BASE,
+  WASM_STATIC_SLICES,
+  WasmCpuMemory,
+  wasmKernelImports,
+} from "./cpu-memory.ts";
+export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
+/** Helpers for backend authors' kernels: matrices of a batch in and out as float64. */
+export {
+  matricesOf,
+  pivotsTensor,
+  qrShapes,
+  rightHandSides,
+  solveOutputShape,
+  stackMatrices,
+  svdShapes,
+} from "./reference/linalg.ts";

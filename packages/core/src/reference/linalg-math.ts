@@ -6,7 +6,7 @@
  * call. Wherever a convention is visible to the caller it follows LAPACK (and so numpy and torch):
  * getrf pivots, Householder signs in QR, ascending eigenvalues, descending singular values.
  */
-import { ArgumentError, LinalgError } from "../errors.ts";
+import { ArgumentError, LinalgError, linalgFailure } from "../errors.ts";
 
 const EPS = 2 ** -52;
 
@@ -22,9 +22,7 @@ function checkLength(op: string, name: string, array: ArrayLike<number>, expecte
   }
 }
 
-function singular(op: string, k: number): LinalgError {
-  return new LinalgError(op, `the matrix is singular (U[${k},${k}] is exactly zero)`, k);
-}
+const singular = linalgFailure.singular;
 
 /** Largest |x| in the array, or NaN when some entry is not finite. */
 function maxAbs(a: Float64Array): number {
@@ -55,11 +53,7 @@ export function cholesky(a: Float64Array, n: number): Float64Array {
     for (let k = 0; k < j; k++) d -= l[j * n + k] * l[j * n + k];
     if (!(d > 0)) {
       // `!(d > 0)` also catches NaN.
-      throw new LinalgError(
-        "cholesky",
-        `the matrix is not positive definite (leading minor of order ${j + 1} is not positive)`,
-        j + 1,
-      );
+      throw linalgFailure.notPositiveDefinite("cholesky", j + 1);
     }
     const ljj = Math.sqrt(d);
     l[j * n + j] = ljj;

@@ -1,0 +1,105 @@
+/**
+ * The native family: the best BLAS/LAPACK on the machine, loaded over FFI when the
+ * backend first initialises. It answers for `backends.mkl`, which is available only when
+ * the library loaded is really MKL (as in torch).
+ */
+import {
+  type BackendDefinition,
+  defineBackend,
+  getFlag,
+  type NamespaceStatus,
+  onFlagChange,
+  readEnv,
+  restartInit,
+  runtime,
+  statusOf,
+} from "@backplane/core";
+import { nativeKernels, state } from "./kernels.ts";
+import { type BlasName, loadBlas, type SearchOptions } from "./library.ts";
+
+export const NATIVE_BACKEND = "cpu-blas";
+const PACKAGE = "@backplane/backend-cpu-mkl";
+
+let search: SearchOptions = {};
+const envPath = readEnv("BACKPLANE_BLAS_SEARCH_PATH");
+if (envPath !== undefined)
+  search = { searchPaths: envPath.split(/[:;]/).filter(Boolean), systemSearch: envPath !== "" };
+
+/**
+ * Where to look for the native library: directories replacing the defaults, and whether
+ * the OS loader may search too. `{ searchPaths: [], systemSearch: false }` looks nowhere.
+ * Takes effect at the next use (await backends.ready()).
+ */
+export function configureNativeSearch(opts: SearchOptions): void {
+  search = { ...opts };
+  state.lib = undefined;
+  restartInit(NATIVE_BACKEND);
+}
+
+function preferred(): BlasName | "auto" {
+  const p = getFlag("cpu.preferredBlasLibrary") as string;
+  return p === "wasm" || p === "auto" ? "auto" : (p as BlasName);
+}
+
+function applyThreads(): void {
+  const n = (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency;
+  state.lib?.setThreads(n);
+}
+
+onFlagChange("openmp.numThreads", applyThreads);
+onFlagChange("cpu.preferredBlasLibrary", (v) => {
+  // A specific library asked for that is not the one loaded: load again.
+  if (v !== "wasm" && v !== "auto" && state.lib?.name !== v) configureNativeSearch(search);
+});
+
+const hasFfi = (): boolean => ["bun", "deno", "node"].includes(runtime().name);
+
+function mklStatus(): NamespaceStatus {
+  const s = statusOf("mkl");
+  if (!s.available) return s;
+  if (state.lib?.name === "mkl") return { ...s, version: state.lib.version };
+  const reason = state.lib
+    ? `the native library loaded is ${state.lib.version} (${state.lib.path}), not MKL`
+    : "no native BLAS has loaded yet (await backends.ready())";
+  return { ...s, available: false, reason };
+}
+
+export const nativeBackend: BackendDefinition = defineBackend({
+  name: NATIVE_BACKEND,
+  namespaces: ["mkl"],
+  packageName: PACKAGE,
+  devices: ["cpu"],
+  version: () => state.lib?.version,
+  isAvailable: () =>
+    hasFfi()
+      ? { available: true }
+      : {
+          available: false,
+          reason: `no FFI in ${runtime().name} (native libraries need Bun, Deno or Node)`,
+        },
+  async init() {
+    const r = await loadBlas(preferred(), search);
+    if (typeof r === "string") throw new Error(r);
+    state.lib = r;
+    applyThreads();
+  },
+  capability: () =>
+    state.lib && {
+      library: state.lib.name,
+      version: state.lib.version,
+      path: state.lib.path,
+      lapack: state.lib.lapackPath ?? null,
+    },
+  kernels: nativeKernels().map((k) => ({
+    ...k,
+    enabled: (flag) =>
+      flag("cpu.preferredBlasLibrary") === "wasm" ? 'cpu.preferredBlasLibrary is "wasm"' : true,
+  })),
+  api: {
+    mkl: {
+      isAvailable: () => mklStatus().available,
+      status: mklStatus,
+      isEnabled: () => mklStatus().available && getFlag("cpu.preferredBlasLibrary") !== "wasm",
+    },
+  },
+});

@@ -1,0 +1,254 @@
+/**
+ * Native kernels: matmul through cblas_?gemm (batched by looping over broadcast batch
+ * offsets, transposed operands passed as transposes), linalg through LAPACK. Tensors live
+ * in the CPU device's WASM memory; their typed views go to the library as pointers, so
+ * nothing is copied for GEMM.
+ */
+
+import {
+  type DType,
+  empty,
+  getFlag,
+  type KernelDefinition,
+  type LinalgParams,
+  linalgFailure,
+  type MatmulParams,
+  matricesOf,
+  pivotsTensor,
+  qrShapes,
+  rightHandSides,
+  solveOutputShape,
+  stackMatrices,
+  svdShapes,
+  type Tensor,
+} from "@backplane/core";
+import { planGemm } from "../gemm-layout.ts";
+import * as lapack from "./lapack.ts";
+import type { LoadedBlas } from "./library.ts";
+
+const ROW_MAJOR = 101;
+const NO_TRANS = 111;
+const TRANS = 112;
+
+/** The library the kernels call; set once the backend has initialised. */
+export const state: { lib: LoadedBlas | undefined } = { lib: undefined };
+
+function lib(): LoadedBlas {
+  if (!state.lib) throw new Error("backend-cpu-mkl: native kernels ran before the library loaded");
+  return state.lib;
+}
+
+/** mkl.verbose: one line per library call with routine, sizes and time. */
+function traced<T>(routine: string, sizes: string, call: () => T): T {
+  if (!((getFlag("mkl.verbose") as number) > 0)) return call();
+  const t0 = performance.now();
+  const r = call();
+  console.error(
+    `MKL_VERBOSE ${routine}(${sizes}) ${(performance.now() - t0).toFixed(4)}ms ${lib().name}`,
+  );
+  return r;
+}
+
+function gemm(p: MatmulParams): Tensor {
+  const { m, n, k } = p;
+  const plan = planGemm(p);
+  try {
+    const out = empty(p.outShape, { dtype: p.dtype });
+    if (m === 0 || n === 0) return out;
+    const C = out.hostData() as Float32Array | Float64Array;
+    if (k === 0) {
+      C.fill(0, 0, out.numel);
+      return out;
+    }
+    const A = plan.a.tensor.hostData() as Float32Array | Float64Array;
+    const B = plan.b.tensor.hostData() as Float32Array | Float64Array;
+    const ta = plan.a.trans ? TRANS : NO_TRANS;
+    const tb = plan.b.trans ? TRANS : NO_TRANS;
+    const lda = plan.a.ld;
+    const ldb = plan.b.ld;
+    const s = lib().blas;
+    const f32 = p.dtype === "float32";
+    const sizes = `${plan.a.trans ? "T" : "N"},${plan.b.trans ? "T" : "N"},${m},${n},${k}`;
+    for (let i = 0; i < plan.aOffsets.length; i++) {
+      const Ai = A.subarray(plan.aOffsets[i]);
+      const Bi = B.subarray(plan.bOffsets[i]);
+      const Ci = C.subarray(i * m * n);
+      if (f32)
+        traced("cblas_sgemm", sizes, () =>
+          s.cblas_sgemm(ROW_MAJOR, ta, tb, m, n, k, 1, Ai, lda, Bi, ldb, 0, Ci, n),
+        );
+      else
+        traced("cblas_dgemm", sizes, () =>
+          s.cblas_dgemm(ROW_MAJOR, ta, tb, m, n, k, 1, Ai, lda, Bi, ldb, 0, Ci, n),
+        );
+    }
+    return out;
+  } finally {
+    plan.release();
+  }
+}
+
+function requireLapack(op: string): lapack.LapackLike {
+  const l = lib().lapack;
+  if (!l) throw new Error(`${op}: ${lib().name} has no LAPACK`);
+  return l;
+}
+
+function linalgKernels(): KernelDefinition<LinalgParams>[] {
+  const k = (op: string, run: (p: LinalgParams) => unknown): KernelDefinition<LinalgParams> => ({
+    op,
+    name: `lapack-${op}`,
+    device: "cpu",
+    dtypes: ["float32", "float64"],
+    deterministic: true,
+    priority: 100,
+    verboseFlags: ["mkl.verbose"],
+    supports: () =>
+      state.lib?.lapack ? true : `${state.lib?.name ?? "the library"} has no LAPACK`,
+    run,
+  });
+  const each = <T>(
+    p: LinalgParams,
+    rows: number,
+    cols: number,
+    fn: (a: Float64Array, i: number) => T,
+  ): T[] => matricesOf(p.a, rows, cols).map(fn);
+  return [
+    k("cholesky", (p) => {
+      const lp = requireLapack("cholesky");
+      const ls = each(p, p.n, p.n, (a) => {
+        const r = traced("dpotrf", `${p.n}`, () => lapack.cholesky(lp, a, p.n));
+        if (r.info > 0) throw linalgFailure.notPositiveDefinite("cholesky", r.info);
+        return p.upper ? lapack.transpose(r.l, p.n, p.n) : r.l;
+      });
+      return stackMatrices(ls, [...p.a.shape], p.dtype);
+    }),
+    k("inv", (p) => {
+      const lp = requireLapack("inv");
+      const outs = each(p, p.n, p.n, (a) => {
+        const r = traced("dgetrf+dgetri", `${p.n}`, () => lapack.inv(lp, a, p.n));
+        if (r.info > 0) throw linalgFailure.singular("inv", r.info);
+        return r.out;
+      });
+      return stackMatrices(outs, [...p.a.shape], p.dtype);
+    }),
+    k("solve", (p) => {
+      const lp = requireLapack("solve");
+      const { bs, nrhs } = rightHandSides(p);
+      const xs = each(p, p.n, p.n, (a, i) => {
+        const r = traced("dgetrf+dgetrs", `${p.n},${nrhs}`, () =>
+          lapack.solve(lp, a, p.n, bs[i], nrhs),
+        );
+        if (r.info > 0) throw linalgFailure.singular("solve", r.info);
+        return r.x;
+      });
+      return stackMatrices(xs, solveOutputShape(p, nrhs), p.dtype);
+    }),
+    k("luFactor", (p) => {
+      const lp = requireLapack("luFactor");
+      const res = each(p, p.n, p.n, (a) =>
+        traced("dgetrf", `${p.n}`, () => lapack.luFactor(lp, a, p.n)),
+      );
+      return {
+        LU: stackMatrices(
+          res.map((r) => r.lu),
+          [...p.a.shape],
+          p.dtype,
+        ),
+        pivots: pivotsTensor(
+          res.map((r) => r.pivots),
+          p,
+        ),
+      };
+    }),
+    k("qr", (p) => {
+      const lp = requireLapack("qr");
+      const res = each(p, p.m, p.n, (a) =>
+        traced("dgeqrf+dorgqr", `${p.m},${p.n}`, () =>
+          lapack.qr(lp, a, p.m, p.n, p.mode === "complete"),
+        ),
+      );
+      const s = qrShapes(p);
+      return {
+        Q: stackMatrices(
+          res.map((r) => r.q),
+          s.q,
+          p.dtype,
+        ),
+        R: stackMatrices(
+          res.map((r) => r.r),
+          s.r,
+          p.dtype,
+        ),
+      };
+    }),
+    k("eigh", (p) => {
+      const lp = requireLapack("eigh");
+      const res = each(p, p.n, p.n, (a) => {
+        const r = traced("dsyevd", `${p.n}`, () => lapack.eigh(lp, a, p.n));
+        if (r.info !== 0)
+          throw linalgFailure.didNotConverge("eigh", `LAPACK dsyevd returned info ${r.info}`);
+        return r;
+      });
+      return {
+        eigenvalues: stackMatrices(
+          res.map((r) => r.values),
+          [...p.batchShape, p.n],
+          p.dtype,
+        ),
+        eigenvectors: stackMatrices(
+          res.map((r) => r.vectors),
+          [...p.a.shape],
+          p.dtype,
+        ),
+      };
+    }),
+    k("svd", (p) => {
+      const lp = requireLapack("svd");
+      const res = each(p, p.m, p.n, (a) => {
+        const r = traced("dgesdd", `${p.m},${p.n}`, () =>
+          lapack.svd(lp, a, p.m, p.n, p.fullMatrices),
+        );
+        if (r.info !== 0)
+          throw linalgFailure.didNotConverge("svd", `LAPACK dgesdd returned info ${r.info}`);
+        return r;
+      });
+      const s = svdShapes(p);
+      return {
+        U: stackMatrices(
+          res.map((r) => r.u),
+          s.u,
+          p.dtype,
+        ),
+        S: stackMatrices(
+          res.map((r) => r.s),
+          s.s,
+          p.dtype,
+        ),
+        Vh: stackMatrices(
+          res.map((r) => r.vh),
+          s.vh,
+          p.dtype,
+        ),
+      };
+    }),
+  ];
+}
+
+const GEMM_DTYPES: readonly DType[] = ["float32", "float64"];
+
+export function nativeKernels(): KernelDefinition<any>[] {
+  return [
+    {
+      op: "matmul",
+      name: "blas-gemm",
+      device: "cpu",
+      dtypes: GEMM_DTYPES,
+      deterministic: true,
+      priority: 100,
+      verboseFlags: ["mkl.verbose"],
+      run: gemm,
+    },
+    ...linalgKernels(),
+  ];
+}
