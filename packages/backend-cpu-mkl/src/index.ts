@@ -10,10 +10,14 @@
  */
 import { ready, registerBackend } from "@backplane/core";
 import { NATIVE_BACKEND, nativeBackend } from "./native/backend.ts";
+import { WASM_BACKEND, wasmBackend } from "./wasm/backend.ts";
 
+registerBackend(wasmBackend);
 registerBackend(nativeBackend);
-// Start loading the native library now, so it is usually ready by first use.
-void ready(NATIVE_BACKEND).catch(() => {});
+// Start initialising now (WASM is ready at once on servers; the native library loads in
+// the background), so both are usually ready by first use.
+void ready(WASM_BACKEND, NATIVE_BACKEND).catch(() => {});
 
 export { configureNativeSearch, NATIVE_BACKEND } from "./native/backend.ts";
 export { BLAS_ORDER, type BlasName, type LoadedBlas, loadBlas } from "./native/library.ts";
+export { WASM_BACKEND } from "./wasm/backend.ts";

@@ -88,6 +88,18 @@ export function deviceTypes(): string[] {
   return [...memories.keys()];
 }
 
+let allocationHook: ((storage: Storage) => void) | undefined;
+
+/**
+ * Calls `hook` with every new storage, before a kernel sees it (the testkit fills new
+ * memory with NaN bytes so an element a kernel forgets to write shows). Returns the previous hook.
+ */
+export function setAllocationHook(hook: ((storage: Storage) => void) | undefined): ((storage: Storage) => void) | undefined {
+  const prev = allocationHook;
+  allocationHook = hook;
+  return prev;
+}
+
 export function allocateStorage(device: string, byteLength: number): Storage {
   const type = deviceTypeOf(device);
   const memory = memories.get(type);
@@ -105,7 +117,9 @@ export function allocateStorage(device: string, byteLength: number): Storage {
   s.liveBuffers++;
   s.totalAllocations++;
   if (s.allocatedBytes > s.peakBytes) s.peakBytes = s.allocatedBytes;
-  return new Storage(memory, handle, byteLength, device);
+  const storage = new Storage(memory, handle, byteLength, device);
+  allocationHook?.(storage);
+  return storage;
 }
 
 /** Memory statistics of one device ("cpu", "cuda:0"), or of every device used so far. */

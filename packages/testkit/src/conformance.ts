@@ -7,13 +7,12 @@
 import {
   BackplaneError,
   type DType,
-  deviceMemory,
+  setAllocationHook,
   dispatch,
   explain,
   getBackend,
   getOp,
   isFloat,
-  registerDeviceMemory,
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
@@ -194,18 +193,12 @@ function judgeDecomposition(
   return worst(...parts);
 }
 
-/** Wraps a device's memory so every new allocation starts as NaN bytes (0xFF). */
-function poison(deviceType: string): () => void {
-  const original = deviceMemory(deviceType);
-  if (!original) return () => {};
-  const poisoned = Object.create(original);
-  poisoned.allocate = (bytes: number, device: string) => {
-    const h = original.allocate(bytes, device);
-    if (bytes > 0) original.upload(h, 0, new Uint8Array(bytes).fill(0xff));
-    return h;
-  };
-  registerDeviceMemory(poisoned);
-  return () => registerDeviceMemory(original);
+/** Fills every new allocation with NaN bytes (0xFF) until the returned function is called. */
+function poison(): () => void {
+  const prev = setAllocationHook((st) => {
+    if (st.byteLength > 0) st.memory.upload(st.handle, 0, new Uint8Array(st.byteLength).fill(0xff));
+  });
+  return () => setAllocationHook(prev);
 }
 
 export interface RunCaseOptions extends ConformanceOptions {
@@ -351,7 +344,7 @@ export async function runConformance(
       (d) => k.dtypes.includes(d) && isFloat(d),
     );
     devices.add(k.device);
-    const restore = poison(k.device);
+    const restore = poison();
     try {
       for (const dtype of dtypes) {
         for (const c of CASES[k.op])
@@ -384,9 +377,11 @@ export async function runConformance(
     results,
     passed: results.filter((r) => r.status === "pass").length,
     failed,
-    toString: () =>
-      `${backendName}: ${results.length - failed.length} of ${results.length} cases pass` +
-      (failed.length ? `\n${failed.map((r) => `  FAIL ${describe(r)}`).join("\n")}` : ""),
+    toString: () => {
+      const count = (st: CaseStatus) => results.filter((r) => r.status === st).length;
+      const head = `${backendName}: ${count("pass")} pass, ${count("refused")} refused by supports(), ${count("skipped")} skipped, ${failed.length} fail`;
+      return failed.length ? `${head}\n${failed.map((r) => `  FAIL ${describe(r)}`).join("\n")}` : head;
+    },
     assertPassed() {
       if (failed.length > 0)
         throw new Error(

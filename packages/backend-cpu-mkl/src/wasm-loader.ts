@@ -1,0 +1,41 @@
+/**
+ * Loads this package's WASM modules into the CPU device's memory. Next to dist/ (and src/)
+ * sits wasm/, with a threads build of each module (shared memory) and a plain one.
+ * Servers read and compile the file synchronously, so the kernels are ready at import;
+ * browsers fetch and instantiate asynchronously.
+ */
+import { cpuMemory, runtime, wasmKernelImports } from "@backplane/core";
+
+const g = globalThis as any;
+
+export function wasmFileUrl(name: string): URL {
+  const file = `${name}${cpuMemory().shared ? "" : ".nothreads"}.wasm`;
+  return new URL(`../wasm/${file}`, import.meta.url);
+}
+
+function readSync(url: URL): Uint8Array | undefined {
+  if (url.protocol !== "file:") return undefined;
+  if (g.Deno) return g.Deno.readFileSync(url);
+  const fs = g.process?.getBuiltinModule?.("node:fs");
+  const path = g.process?.getBuiltinModule?.("node:url")?.fileURLToPath(url);
+  return fs && path ? fs.readFileSync(path) : undefined;
+}
+
+/** Instantiates module `name` synchronously where the runtime allows it, else undefined. */
+export function loadWasmSync<T>(name: string): T | undefined {
+  if (runtime().name === "browser") return undefined;
+  const bytes = readSync(wasmFileUrl(name));
+  if (!bytes) return undefined;
+  const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
+  return new WebAssembly.Instance(module, wasmKernelImports(`backend-cpu-mkl/${name}`)).exports as T;
+}
+
+export async function loadWasm<T>(name: string): Promise<T> {
+  const sync = loadWasmSync<T>(name);
+  if (sync) return sync;
+  const url = wasmFileUrl(name);
+  const response = await fetch(url);
+  if (!response.ok) throw new Error(`could not fetch ${url.href}: HTTP ${response.status}`);
+  const { instance } = await WebAssembly.instantiate(await response.arrayBuffer(), wasmKernelImports(`backend-cpu-mkl/${name}`));
+  return instance.exports as T;
+}
