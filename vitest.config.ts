@@ -10,7 +10,10 @@ export default defineConfig({
       { find: /^@backplane\/core\/ffi$/, replacement: src("./packages/core/src/ffi/index.ts") },
       { find: /^@backplane\/core$/, replacement: src("./packages/core/src/index.ts") },
       { find: /^@backplane\/testkit$/, replacement: src("./packages/testkit/src/index.ts") },
-      { find: /^@backplane\/backend-cpu-mkl$/, replacement: src("./packages/backend-cpu-mkl/src/index.ts") },
+      {
+        find: /^@backplane\/backend-cpu-mkl$/,
+        replacement: src("./packages/backend-cpu-mkl/src/index.ts"),
+      },
     ],
   },
   test: {

@@ -27,7 +27,8 @@ export function loadWasmSync<T>(name: string): T | undefined {
   const bytes = readSync(wasmFileUrl(name));
   if (!bytes) return undefined;
   const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
-  return new WebAssembly.Instance(module, wasmKernelImports(`backend-cpu-mkl/${name}`)).exports as T;
+  return new WebAssembly.Instance(module, wasmKernelImports(`backend-cpu-mkl/${name}`))
+    .exports as T;
 }
 
 export async function loadWasm<T>(name: string): Promise<T> {
@@ -36,6 +37,9 @@ export async function loadWasm<T>(name: string): Promise<T> {
   const url = wasmFileUrl(name);
   const response = await fetch(url);
   if (!response.ok) throw new Error(`could not fetch ${url.href}: HTTP ${response.status}`);
-  const { instance } = await WebAssembly.instantiate(await response.arrayBuffer(), wasmKernelImports(`backend-cpu-mkl/${name}`));
+  const { instance } = await WebAssembly.instantiate(
+    await response.arrayBuffer(),
+    wasmKernelImports(`backend-cpu-mkl/${name}`),
+  );
   return instance.exports as T;
 }

@@ -2,8 +2,20 @@
  * Linalg on random float64 matrices up to 256, on both kernel families: relative
  * reconstruction errors of A = QR, U S Vh, L L^T, P^T L U, V diag(w) V^T at most 1e-10.
  */
+
+import {
+  cholesky,
+  eigh,
+  kernelPriority,
+  luFactor,
+  qr,
+  randn,
+  ready,
+  svd,
+  type Tensor,
+  tensor,
+} from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { cholesky, eigh, kernelPriority, luFactor, qr, randn, ready, svd, type Tensor, tensor } from "@backplane/core";
 import "../src/index.ts";
 
 const SIZES = [1, 7, 64, 256];
@@ -46,7 +58,6 @@ const FAMILIES = [
   { name: "WASM", prefix: "wasm-" },
 ];
 
-
 for (const fam of FAMILIES) {
   describe(`linalg accuracy, ${fam.name}`, () => {
     for (const n of SIZES) {
@@ -78,7 +89,8 @@ for (const fam of FAMILIES) {
           const PA = Float64Array.from(A);
           for (let i = 0; i < n; i++) {
             const r = piv[i] - 1;
-            for (let j = 0; j < n; j++) [PA[i * n + j], PA[r * n + j]] = [PA[r * n + j], PA[i * n + j]];
+            for (let j = 0; j < n; j++)
+              [PA[i * n + j], PA[r * n + j]] = [PA[r * n + j], PA[i * n + j]];
           }
           expect(relErr(mm(L, U, n, n, n), PA)).toBeLessThan(TOL);
         }

@@ -1,4 +1,15 @@
-import { backends, explain, getBackend, matmul, randn, ready } from "@backplane/core";
+import {
+  backends,
+  explain,
+  getBackend,
+  inv,
+  LinalgError,
+  matmul,
+  randn,
+  ready,
+  setVerboseSink,
+  tensor,
+} from "@backplane/core";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { configureNativeSearch, NATIVE_BACKEND } from "../src/index.ts";
@@ -48,5 +59,59 @@ describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
       await ready(NATIVE_BACKEND);
     }
     expect(explain("matmul", randn([2, 2]), randn([2, 2])).selected).toBe("blas-gemm");
+  });
+
+  it("the BLAS thread count follows openmp's setting", async () => {
+    await ready(NATIVE_BACKEND);
+    const threads = () => (backends.mkl.capability() as { threads: number }).threads;
+    {
+      using _ = backends.openmp.numThreadsScope(1);
+      expect(threads()).toBe(1);
+    }
+    backends.openmp.setNumThreads(2);
+    expect(threads()).toBe(2);
+  });
+
+  it("mkl.verbose prints one line per library call, and restores the level", async () => {
+    await ready(NATIVE_BACKEND);
+    const lines: string[] = [];
+    const prev = setVerboseSink((l) => lines.push(l));
+    try {
+      using _ = backends.mkl.verbose(backends.mkl.VERBOSE_ON);
+      matmul(randn([3, 4, 5], { seed: 1 }), randn([5, 2], { seed: 2 }));
+    } finally {
+      setVerboseSink(prev);
+    }
+    expect(lines.filter((l) => l.startsWith("MKL_VERBOSE cblas_sgemm(N,N,4,2,5)")).length).toBe(3);
+    expect(
+      lines.some((l) =>
+        l.startsWith("backplane_verbose,exec,matmul,cpu-blas:blas-gemm,3x4x5x2,float32"),
+      ),
+    ).toBe(true);
+    expect(backends.mkl.values().verbose).toBe(0);
+  });
+
+  it("LAPACK info codes become typed errors naming the op and the position", async () => {
+    await ready(NATIVE_BACKEND);
+    let err: unknown;
+    try {
+      inv(
+        tensor(
+          [
+            [1, 2, 3],
+            [2, 4, 6],
+            [1, 0, 1],
+          ],
+          { dtype: "float64" },
+        ),
+      );
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(LinalgError);
+    expect((err as LinalgError).message).toMatch(
+      /^inv: the matrix is singular \(U\[\d,\d\] is exactly zero\)/,
+    );
+    expect((err as LinalgError).position).toBeGreaterThan(0);
   });
 });

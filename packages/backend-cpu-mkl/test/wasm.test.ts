@@ -1,6 +1,14 @@
-import { describe, expect, it } from "vitest";
-import { backends, explain, getBackend, kernelPriority, matmul, randn, ready } from "@backplane/core";
+import {
+  backends,
+  explain,
+  getBackend,
+  kernelPriority,
+  matmul,
+  randn,
+  ready,
+} from "@backplane/core";
 import { runConformance } from "@backplane/testkit";
+import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
 
 describe("WASM SIMD kernels", () => {
@@ -25,7 +33,9 @@ describe("WASM SIMD kernels", () => {
     const b = randn([29, 17], { seed: 2 }).transpose(0, 1);
     const e = explain("matmul", a, b);
     expect(e.selected).toBe("wasm-gemm");
-    expect(e.candidates.find((c) => c.kernel === "blas-gemm")!.reason).toBe('cpu.preferredBlasLibrary is "wasm"');
+    expect(e.candidates.find((c) => c.kernel === "blas-gemm")!.reason).toBe(
+      'cpu.preferredBlasLibrary is "wasm"',
+    );
     expect(matmul(a, b).shape).toEqual([33, 29]);
   });
 

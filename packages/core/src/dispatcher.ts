@@ -276,6 +276,11 @@ export function setVerboseSink(sink: (line: string) => void): (line: string) => 
   return prev;
 }
 
+/** Writes one line to the verbose sink (backends trace their library calls through it). */
+export function emitVerbose(line: string): void {
+  verboseSink(line);
+}
+
 const now = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
 
 function traced(op: OpRecord, k: Kernel, params: OpParams): any {

@@ -29,6 +29,7 @@ export {
   clearAutotuneCache,
   dispatch,
   type Explanation,
+  emitVerbose,
   explain,
   getKernel,
   kernelPriority,

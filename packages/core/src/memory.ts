@@ -94,7 +94,9 @@ let allocationHook: ((storage: Storage) => void) | undefined;
  * Calls `hook` with every new storage, before a kernel sees it (the testkit fills new
  * memory with NaN bytes so an element a kernel forgets to write shows). Returns the previous hook.
  */
-export function setAllocationHook(hook: ((storage: Storage) => void) | undefined): ((storage: Storage) => void) | undefined {
+export function setAllocationHook(
+  hook: ((storage: Storage) => void) | undefined,
+): ((storage: Storage) => void) | undefined {
   const prev = allocationHook;
   allocationHook = hook;
   return prev;

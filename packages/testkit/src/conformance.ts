@@ -7,12 +7,12 @@
 import {
   BackplaneError,
   type DType,
-  setAllocationHook,
   dispatch,
   explain,
   getBackend,
   getOp,
   isFloat,
+  setAllocationHook,
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
@@ -380,7 +380,9 @@ export async function runConformance(
     toString: () => {
       const count = (st: CaseStatus) => results.filter((r) => r.status === st).length;
       const head = `${backendName}: ${count("pass")} pass, ${count("refused")} refused by supports(), ${count("skipped")} skipped, ${failed.length} fail`;
-      return failed.length ? `${head}\n${failed.map((r) => `  FAIL ${describe(r)}`).join("\n")}` : head;
+      return failed.length
+        ? `${head}\n${failed.map((r) => `  FAIL ${describe(r)}`).join("\n")}`
+        : head;
     },
     assertPassed() {
       if (failed.length > 0)

@@ -89,6 +89,7 @@ export const nativeBackend: BackendDefinition = defineBackend({
       version: state.lib.version,
       path: state.lib.path,
       lapack: state.lib.lapackPath ?? null,
+      threads: state.lib.getThreads(),
     },
   kernels: nativeKernels().map((k) => ({
     ...k,

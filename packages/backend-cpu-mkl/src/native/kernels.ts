@@ -7,6 +7,7 @@
 
 import {
   type DType,
+  emitVerbose,
   empty,
   getFlag,
   type KernelDefinition,
@@ -43,7 +44,7 @@ function traced<T>(routine: string, sizes: string, call: () => T): T {
   if (!((getFlag("mkl.verbose") as number) > 0)) return call();
   const t0 = performance.now();
   const r = call();
-  console.error(
+  emitVerbose(
     `MKL_VERBOSE ${routine}(${sizes}) ${(performance.now() - t0).toFixed(4)}ms ${lib().name}`,
   );
   return r;

@@ -9,7 +9,6 @@ import type { LapackSymbols } from "./library.ts";
 const ch = (c: string) => new Uint8Array([c.charCodeAt(0)]);
 const int = (v: number) => Int32Array.of(v);
 const U = ch("U");
-const L = ch("L");
 const N = ch("N");
 const V = ch("V");
 

@@ -68,6 +68,8 @@ export interface LoadedBlas {
   version: string;
   /** Sets the library's own thread count (no-op when it has no such call). */
   setThreads(n: number): void;
+  /** The library's thread count, where it can tell. */
+  getThreads(): number | undefined;
 }
 
 /** Where each library is looked for: base names (expanded per OS) and sonames versions. */
@@ -160,6 +162,7 @@ async function tryLoad(name: BlasName, given: SearchOptions): Promise<LoadedBlas
     blas: s,
     lapack,
     version,
+    getThreads: () => s.openblas_get_num_threads?.() ?? s.MKL_Get_Max_Threads?.() ?? undefined,
     setThreads(n: number) {
       s.openblas_set_num_threads?.(n);
       s.MKL_Set_Num_Threads?.(n);

@@ -13,7 +13,11 @@ export const WASM_BACKEND = "cpu-wasm";
 function available(): { available: boolean; reason?: string } {
   const rt = runtime();
   if (!rt.wasm) return { available: false, reason: "this runtime has no WebAssembly" };
-  if (!rt.wasmSimd) return { available: false, reason: "this runtime's WebAssembly has no SIMD (fixed-width SIMD128 is required)" };
+  if (!rt.wasmSimd)
+    return {
+      available: false,
+      reason: "this runtime's WebAssembly has no SIMD (fixed-width SIMD128 is required)",
+    };
   try {
     cpuMemory();
   } catch (e) {
@@ -37,11 +41,17 @@ export const wasmBackend: BackendDefinition = defineBackend({
       modules.kernels = kernels;
       return;
     }
-    return Promise.all([loadWasm<GemmModule>("gemm"), loadWasm<KernelsModule>("kernels")]).then(([g, k]) => {
-      modules.gemm = g;
-      modules.kernels = k;
-    });
+    return Promise.all([loadWasm<GemmModule>("gemm"), loadWasm<KernelsModule>("kernels")]).then(
+      ([g, k]) => {
+        modules.gemm = g;
+        modules.kernels = k;
+      },
+    );
   },
-  capability: () => ({ isa: "WASM_SIMD128", sharedMemory: cpuMemory().shared, memory: cpuMemory().stats() }),
+  capability: () => ({
+    isa: "WASM_SIMD128",
+    sharedMemory: cpuMemory().shared,
+    memory: cpuMemory().stats(),
+  }),
   kernels: wasmKernels(),
 });

@@ -1,6 +1,19 @@
 /** The functions each WASM module exports (pointers are byte offsets into the CPU memory). */
 type Ptr = number;
-type Gemm = (m: number, n: number, k: number, a: Ptr, lda: number, transA: number, b: Ptr, ldb: number, transB: number, c: Ptr, ldc: number, work: Ptr) => void;
+type Gemm = (
+  m: number,
+  n: number,
+  k: number,
+  a: Ptr,
+  lda: number,
+  transA: number,
+  b: Ptr,
+  ldb: number,
+  transB: number,
+  c: Ptr,
+  ldc: number,
+  work: Ptr,
+) => void;
 
 export interface GemmModule {
   sgemm: Gemm;

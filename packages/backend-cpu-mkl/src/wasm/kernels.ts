@@ -4,9 +4,26 @@
  * Each kernel's supports() refuses what it does not handle (the reference takes it) and says why.
  */
 import {
-  type BinaryParams, bytesPerElement, type DType, empty, type FftParams, type KernelDefinition, type LinalgParams, linalgFailure,
-  type MatmulParams, matricesOf, pivotsTensor, qrShapes, rightHandSides, type SoftmaxParams, solveOutputShape, stackMatrices,
-  svdShapes, type Tensor, type UnaryParams, writeNumber,
+  type BinaryParams,
+  bytesPerElement,
+  type DType,
+  empty,
+  type FftParams,
+  type KernelDefinition,
+  type LinalgParams,
+  linalgFailure,
+  type MatmulParams,
+  matricesOf,
+  pivotsTensor,
+  qrShapes,
+  rightHandSides,
+  type SoftmaxParams,
+  solveOutputShape,
+  stackMatrices,
+  svdShapes,
+  type Tensor,
+  type UnaryParams,
+  writeNumber,
 } from "@backplane/core";
 import { planGemm } from "../gemm-layout.ts";
 import type { GemmModule, KernelsModule } from "./exports.ts";
@@ -15,10 +32,17 @@ import { addressOf, f64View, i32View, inWasmMemory, Scratch } from "./scratch.ts
 export const modules: { gemm?: GemmModule; kernels?: KernelsModule } = {};
 
 const F32_F64: readonly DType[] = ["float32", "float64"];
-const notInMemory = "a tensor is not in the CPU memory WASM kernels share (created before the WASM memory existed?)";
+const notInMemory =
+  "a tensor is not in the CPU memory WASM kernels share (created before the WASM memory existed?)";
 const alive = (...ts: Tensor[]): true | string => (ts.every(inWasmMemory) ? true : notInMemory);
 
-function kernel<P>(op: string, name: string, run: (p: P) => unknown, supports?: (p: P) => true | string, dtypes = F32_F64): KernelDefinition<any> {
+function kernel<P>(
+  op: string,
+  name: string,
+  run: (p: P) => unknown,
+  supports?: (p: P) => true | string,
+  dtypes = F32_F64,
+): KernelDefinition<any> {
   return {
     op,
     name,
@@ -57,7 +81,20 @@ function gemm(p: MatmulParams): Tensor {
     const ta = plan.a.trans ? 1 : 0;
     const tb = plan.b.trans ? 1 : 0;
     for (let i = 0; i < plan.aOffsets.length; i++) {
-      call(m, n, k, A + plan.aOffsets[i] * bpe, plan.a.ld, ta, B + plan.bOffsets[i] * bpe, plan.b.ld, tb, C + i * m * n * bpe, n, work);
+      call(
+        m,
+        n,
+        k,
+        A + plan.aOffsets[i] * bpe,
+        plan.a.ld,
+        ta,
+        B + plan.bOffsets[i] * bpe,
+        plan.b.ld,
+        tb,
+        C + i * m * n * bpe,
+        n,
+        work,
+      );
     }
     return out;
   } finally {
@@ -68,7 +105,8 @@ function gemm(p: MatmulParams): Tensor {
 
 // ---- elementwise ----
 
-const sameShape = (x: readonly number[], y: readonly number[]) => x.length === y.length && x.every((d, i) => d === y[i]);
+const sameShape = (x: readonly number[], y: readonly number[]) =>
+  x.length === y.length && x.every((d, i) => d === y[i]);
 
 /** `small` without its leading 1s is a suffix of `big`: it repeats over big's rows. */
 function isTrailingRow(big: readonly number[], small: readonly number[]): boolean {
@@ -79,12 +117,16 @@ function isTrailingRow(big: readonly number[], small: readonly number[]): boolea
 }
 
 /** How b combines with a: the same shape, or one repeated over the other's rows (+ and * commute). */
-function binaryLayout(p: BinaryParams): { a: Tensor; b: Tensor; rows: number; cols: number } | string {
+function binaryLayout(
+  p: BinaryParams,
+): { a: Tensor; b: Tensor; rows: number; cols: number } | string {
   const { a, b, outShape } = p;
   if (!a.isContiguous || !b.isContiguous) return "strided inputs (a transposed view)";
   if (sameShape(a.shape, b.shape)) return { a, b, rows: 1, cols: a.numel };
-  if (sameShape(a.shape, outShape) && isTrailingRow(a.shape, b.shape)) return { a, b, rows: a.numel / Math.max(b.numel, 1), cols: b.numel };
-  if (sameShape(b.shape, outShape) && isTrailingRow(b.shape, a.shape)) return { a: b, b: a, rows: b.numel / Math.max(a.numel, 1), cols: a.numel };
+  if (sameShape(a.shape, outShape) && isTrailingRow(a.shape, b.shape))
+    return { a, b, rows: a.numel / Math.max(b.numel, 1), cols: b.numel };
+  if (sameShape(b.shape, outShape) && isTrailingRow(b.shape, a.shape))
+    return { a: b, b: a, rows: b.numel / Math.max(a.numel, 1), cols: a.numel };
   return "broadcast other than a row repeated over the other operand";
 }
 
@@ -98,8 +140,16 @@ function binary(which: "add" | "mul") {
       const out = empty(p.outShape, { dtype: p.dtype });
       if (out.numel === 0) return out;
       const sfx = p.dtype === "float32" ? "_f32" : "_f64";
-      if (l.rows === 1) (m[`${which}${sfx}` as "add_f32"])(addressOf(l.a), addressOf(l.b), addressOf(out), l.cols);
-      else (m[`${which}Row${sfx}` as "addRow_f32"])(addressOf(l.a), addressOf(l.b), addressOf(out), l.rows, l.cols);
+      if (l.rows === 1)
+        m[`${which}${sfx}` as "add_f32"](addressOf(l.a), addressOf(l.b), addressOf(out), l.cols);
+      else
+        m[`${which}Row${sfx}` as "addRow_f32"](
+          addressOf(l.a),
+          addressOf(l.b),
+          addressOf(out),
+          l.rows,
+          l.cols,
+        );
       return out;
     },
     (p) => {
@@ -120,8 +170,9 @@ function unary(op: "relu" | "gelu") {
       const out = empty(p.x.shape, { dtype: p.dtype });
       if (out.numel === 0) return out;
       const sfx = p.dtype === "float32" ? "_f32" : "_f64";
-      const fn = op === "relu" ? `relu${sfx}` : p.approximate === "tanh" ? `geluTanh${sfx}` : `gelu${sfx}`;
-      (m[fn as "relu_f32"])(addressOf(p.x), addressOf(out), out.numel);
+      const fn =
+        op === "relu" ? `relu${sfx}` : p.approximate === "tanh" ? `geluTanh${sfx}` : `gelu${sfx}`;
+      m[fn as "relu_f32"](addressOf(p.x), addressOf(out), out.numel);
       return out;
     },
     (p) => (p.x.isContiguous ? alive(p.x) : "strided input (a transposed view)"),
@@ -143,7 +194,8 @@ function softmaxKernel(op: "softmax" | "logSoftmax") {
     },
     (p) => {
       if (!p.x.isContiguous) return "strided input (a transposed view)";
-      if (p.x.rank > 0 && p.dim !== p.x.rank - 1) return "softmax over a dimension other than the last";
+      if (p.x.rank > 0 && p.dim !== p.x.rank - 1)
+        return "softmax over a dimension other than the last";
       return alive(p.x);
     },
   );
@@ -159,7 +211,8 @@ function fftKernel(kind: FftParams["kind"]) {
       const m = modules.kernels!;
       const { x, n, norm } = p;
       const inverse = kind === "ifft" || kind === "irfft";
-      const scale = norm === "ortho" ? 1 / Math.sqrt(n) : (norm === "forward") !== inverse ? 1 / n : 1;
+      const scale =
+        norm === "ortho" ? 1 / Math.sqrt(n) : (norm === "forward") !== inverse ? 1 / n : 1;
       const out = empty(p.outShape, { dtype: p.dtype });
       const bins = Math.floor(n / 2) + 1;
       const inLen = kind === "rfft" ? n : kind === "irfft" ? 2 * bins : 2 * n; // float64s per signal
@@ -178,7 +231,8 @@ function fftKernel(kind: FftParams["kind"]) {
           else if (kind === "irfft") m.irfft_c2r(ip, op, n, work);
           else m.fft_c2c(ip, op, n, inverse ? 1 : 0, work);
           const res = f64View(op, outLen);
-          for (let i = 0; i < outLen; i++) writeNumber(p.dtype, dst, s * outLen + i, res[i] * scale);
+          for (let i = 0; i < outLen; i++)
+            writeNumber(p.dtype, dst, s * outLen + i, res[i] * scale);
         }
       } finally {
         scratch.release();
@@ -255,7 +309,17 @@ const linalgKernels = [
       m.luFactor(s.f64(a), lu, piv, n);
       return { lu: f64View(lu, n * n).slice(), pivots: i32View(piv, n).slice() };
     });
-    return { LU: stackMatrices(res.map((r) => r.lu), [...p.a.shape], p.dtype), pivots: pivotsTensor(res.map((r) => r.pivots), p) };
+    return {
+      LU: stackMatrices(
+        res.map((r) => r.lu),
+        [...p.a.shape],
+        p.dtype,
+      ),
+      pivots: pivotsTensor(
+        res.map((r) => r.pivots),
+        p,
+      ),
+    };
   }),
   linalg("qr", (p, m, s) => {
     const shapes = qrShapes(p);
@@ -268,7 +332,18 @@ const linalgKernels = [
       m.qr(s.f64(a), p.m, p.n, p.mode === "complete" ? 1 : 0, q, r, work);
       return { q: f64View(q, qn).slice(), r: f64View(r, rn).slice() };
     });
-    return { Q: stackMatrices(res.map((x) => x.q), shapes.q, p.dtype), R: stackMatrices(res.map((x) => x.r), shapes.r, p.dtype) };
+    return {
+      Q: stackMatrices(
+        res.map((x) => x.q),
+        shapes.q,
+        p.dtype,
+      ),
+      R: stackMatrices(
+        res.map((x) => x.r),
+        shapes.r,
+        p.dtype,
+      ),
+    };
   }),
   linalg("eigh", (p, m, s) => {
     const n = p.n;
@@ -277,12 +352,24 @@ const linalgKernels = [
     const work = s.alloc(m.linalgWorkspaceBytes(n, n));
     const res = matricesOf(p.a, n, n).map((a) => {
       const info = m.eigh(s.f64(a), n, w, v, work);
-      if (info !== 0) throw linalgFailure.didNotConverge("eigh", `code ${info}: NaN or infinity in the input, or too many QL sweeps`);
+      if (info !== 0)
+        throw linalgFailure.didNotConverge(
+          "eigh",
+          `code ${info}: NaN or infinity in the input, or too many QL sweeps`,
+        );
       return { w: f64View(w, n).slice(), v: f64View(v, n * n).slice() };
     });
     return {
-      eigenvalues: stackMatrices(res.map((r) => r.w), [...p.batchShape, n], p.dtype),
-      eigenvectors: stackMatrices(res.map((r) => r.v), [...p.a.shape], p.dtype),
+      eigenvalues: stackMatrices(
+        res.map((r) => r.w),
+        [...p.batchShape, n],
+        p.dtype,
+      ),
+      eigenvectors: stackMatrices(
+        res.map((r) => r.v),
+        [...p.a.shape],
+        p.dtype,
+      ),
     };
   }),
   linalg("svd", (p, m, s) => {
@@ -296,13 +383,29 @@ const linalgKernels = [
     const work = s.alloc(m.linalgWorkspaceBytes(p.m, p.n));
     const res = matricesOf(p.a, p.m, p.n).map((a) => {
       const info = m.svd(s.f64(a), p.m, p.n, p.fullMatrices ? 1 : 0, u, sv, vh, work);
-      if (info !== 0) throw linalgFailure.didNotConverge("svd", `code ${info}: NaN or infinity in the input, or too many Jacobi sweeps`);
+      if (info !== 0)
+        throw linalgFailure.didNotConverge(
+          "svd",
+          `code ${info}: NaN or infinity in the input, or too many Jacobi sweeps`,
+        );
       return { u: f64View(u, un).slice(), s: f64View(sv, k).slice(), vh: f64View(vh, vn).slice() };
     });
     return {
-      U: stackMatrices(res.map((r) => r.u), shapes.u, p.dtype),
-      S: stackMatrices(res.map((r) => r.s), shapes.s, p.dtype),
-      Vh: stackMatrices(res.map((r) => r.vh), shapes.vh, p.dtype),
+      U: stackMatrices(
+        res.map((r) => r.u),
+        shapes.u,
+        p.dtype,
+      ),
+      S: stackMatrices(
+        res.map((r) => r.s),
+        shapes.s,
+        p.dtype,
+      ),
+      Vh: stackMatrices(
+        res.map((r) => r.vh),
+        shapes.vh,
+        p.dtype,
+      ),
     };
   }),
 ];

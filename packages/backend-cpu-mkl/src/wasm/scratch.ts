@@ -24,7 +24,16 @@ export class Scratch {
 
 /** Byte address of a tensor's first element in the CPU memory. */
 export function addressOf(t: Tensor): number {
-  const bpe = t.dtype === "float64" ? 8 : t.dtype === "float32" || t.dtype === "int32" ? 4 : t.dtype === "bool" ? 1 : t.dtype === "int64" ? 8 : 2;
+  const bpe =
+    t.dtype === "float64"
+      ? 8
+      : t.dtype === "float32" || t.dtype === "int32"
+        ? 4
+        : t.dtype === "bool"
+          ? 1
+          : t.dtype === "int64"
+            ? 8
+            : 2;
   return (t.storage.handle as number) + t.offset * bpe;
 }
 
@@ -37,5 +46,7 @@ export function inWasmMemory(t: Tensor): boolean {
   }
 }
 
-export const f64View = (ptr: number, n: number): Float64Array => new Float64Array(cpuMemory().memory.buffer, ptr, n);
-export const i32View = (ptr: number, n: number): Int32Array => new Int32Array(cpuMemory().memory.buffer, ptr, n);
+export const f64View = (ptr: number, n: number): Float64Array =>
+  new Float64Array(cpuMemory().memory.buffer, ptr, n);
+export const i32View = (ptr: number, n: number): Int32Array =>
+  new Int32Array(cpuMemory().memory.buffer, ptr, n);
