@@ -145,8 +145,9 @@ function valueInfo(v: ValueInfo): Writer {
   const shape = new Writer();
   for (const d of v.dims) {
     const dim = new Writer();
-    if (typeof d === "number") dim.intField(1, d); // dim_value
-    else dim.stringField(2, d); // dim_param
+    // dim_value, or dim_param for a symbolic dim
+    if (typeof d === "number") dim.intField(1, d);
+    else dim.stringField(2, d);
     shape.messageField(1, dim); // TensorShapeProto.dim
   }
   const tensorType = new Writer().intField(1, v.elemType ?? ONNX_FLOAT).messageField(2, shape);
@@ -163,7 +164,8 @@ const ATTR_INTS = 7;
 
 function attribute(name: string, value: AttributeValue, asFloat: boolean): Writer {
   const w = new Writer().stringField(1, name);
-  if (typeof value === "string") return w.bytesField(4, new TextEncoder().encode(value)).intField(20, ATTR_STRING);
+  if (typeof value === "string")
+    return w.bytesField(4, new TextEncoder().encode(value)).intField(20, ATTR_STRING);
   if (typeof value === "number") {
     if (asFloat || !Number.isInteger(value)) return w.floatField(2, value).intField(20, ATTR_FLOAT);
     return w.intField(3, value).intField(20, ATTR_INT);

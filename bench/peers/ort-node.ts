@@ -12,12 +12,16 @@ export async function openOrtNode(threads = 1): Promise<GemmPeer | string> {
     const ort = (mod.InferenceSession ? mod : mod.default) as OrtModule &
       typeof import("onnxruntime-node");
     ort.env.logLevel = "error";
-    return ortGemmPeer(ort, `onnxruntime-node ${ort.env.versions.node ?? "?"}, cpu EP`, {
-      executionProviders: ["cpu"],
-      intraOpNumThreads: threads,
-      interOpNumThreads: threads,
-      graphOptimizationLevel: "all",
-    });
+    return ortGemmPeer(
+      ort,
+      `onnxruntime-node ${ort.env.versions.node ?? "?"}, cpu EP, intra-op ${threads} / inter-op ${threads} threads`,
+      {
+        executionProviders: ["cpu"],
+        intraOpNumThreads: threads,
+        interOpNumThreads: threads,
+        graphOptimizationLevel: "all",
+      },
+    );
   } catch (err) {
     return reason(err);
   }

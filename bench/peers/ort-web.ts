@@ -19,7 +19,7 @@ export async function openOrtWeb(threads = 1): Promise<GemmPeer | string> {
     });
     return {
       ...peer,
-      info: `onnxruntime-web ${ort.env.versions.web ?? "?"}, ort-wasm-simd-threaded.wasm, numThreads ${threads}`,
+      info: `onnxruntime-web ${ort.env.versions.web ?? "?"}, ort-wasm-simd-threaded.wasm, numThreads ${threads}; run() copies A and B into the wasm heap and C out`,
     };
   } catch (err) {
     return reason(err);

@@ -21,8 +21,12 @@ export interface GemmPeer {
   close?: () => void | Promise<void>;
 }
 
-/** The message of anything thrown, on one line. */
+/** The message of anything thrown, on one line (its first two lines joined). */
 export function reason(err: unknown): string {
   const msg = err instanceof Error ? err.message : String(err);
-  return msg.split("\n")[0].slice(0, 300);
+  const lines = msg
+    .split("\n")
+    .map((l) => l.trim())
+    .filter(Boolean);
+  return lines.slice(0, 2).join(" | ").slice(0, 300);
 }

@@ -15,9 +15,23 @@ for (const [name, base] of Object.entries(MODULES)) {
   for (const threads of [true, false]) {
     const out = `wasm/${name}${threads ? "" : ".nothreads"}.wasm`;
     const args = [
-      `assembly/${name}.ts`, "-o", out, "-O3", "--runtime", "stub", "--noAssert",
-      "--importMemory", "--initialMemory", "1", "--maxMemory", "65536", "--memoryBase", String(base),
-      "--enable", "simd", ...(threads ? ["--sharedMemory", "--enable", "threads"] : []),
+      `assembly/${name}.ts`,
+      "-o",
+      out,
+      "-O3",
+      "--runtime",
+      "stub",
+      "--noAssert",
+      "--importMemory",
+      "--initialMemory",
+      "1",
+      "--maxMemory",
+      "65536",
+      "--memoryBase",
+      String(base),
+      "--enable",
+      "simd",
+      ...(threads ? ["--sharedMemory", "--enable", "threads"] : []),
     ];
     const r = spawnSync(asc, args, { cwd: root, stdio: "inherit" });
     if (r.status !== 0) {

@@ -28,7 +28,8 @@ function instantiate(file, shared) {
   const imports = WebAssembly.Module.imports(mod);
   const names = imports.map((i) => `${i.module}.${i.name}:${i.kind}`).sort();
   for (const n of names) {
-    if (n !== "env.memory:memory" && n !== "env.abort:function") throw new Error(`unexpected import ${n}`);
+    if (n !== "env.memory:memory" && n !== "env.abort:function")
+      throw new Error(`unexpected import ${n}`);
   }
   const inst = new WebAssembly.Instance(mod, {
     env: {
@@ -154,7 +155,8 @@ function runCase(env, prec, opts) {
     }
   // padding between rows (j >= n) must stay NaN
   for (let i = 0; i < m; i++)
-    for (let j = n; j < ldc; j++) if (!Number.isNaN(C[i * ldc + j])) bad ??= `padding written at (${i},${j})`;
+    for (let j = n; j < ldc; j++)
+      if (!Number.isNaN(C[i * ldc + j])) bad ??= `padding written at (${i},${j})`;
   const g = new Float64Array(memory.buffer, guardPtr - (guardPtr % 8), 8);
   if (g.some((x) => x !== 12345.5) && guardPtr % 8 === 0) bad ??= "wrote past C";
   // inputs untouched
@@ -167,24 +169,67 @@ function runCase(env, prec, opts) {
 function checkAll(env, label) {
   const cases = [];
   const dims = [
-    [1, 1, 1], [7, 13, 5], [33, 97, 31], [0, 5, 3], [5, 0, 3], [0, 0, 0], [4, 8, 0], [3, 5, 0],
-    [1, 1, 300], [1, 17, 1], [17, 1, 1], [13, 11, 7], [31, 37, 41], [4, 8, 4], [8, 16, 16],
-    [5, 9, 257], [67, 71, 513], [129, 131, 300], [2, 3, 600], [101, 2053, 3], [257, 9, 19],
-    [131, 1031, 263], [200, 300, 1000], [97, 2049, 17], [1, 3000, 5], [3000, 1, 5],
-    [64, 64, 64], [96, 1024, 256], [130, 30, 2048],
+    [1, 1, 1],
+    [7, 13, 5],
+    [33, 97, 31],
+    [0, 5, 3],
+    [5, 0, 3],
+    [0, 0, 0],
+    [4, 8, 0],
+    [3, 5, 0],
+    [1, 1, 300],
+    [1, 17, 1],
+    [17, 1, 1],
+    [13, 11, 7],
+    [31, 37, 41],
+    [4, 8, 4],
+    [8, 16, 16],
+    [5, 9, 257],
+    [67, 71, 513],
+    [129, 131, 300],
+    [2, 3, 600],
+    [101, 2053, 3],
+    [257, 9, 19],
+    [131, 1031, 263],
+    [200, 300, 1000],
+    [97, 2049, 17],
+    [1, 3000, 5],
+    [3000, 1, 5],
+    [64, 64, 64],
+    [96, 1024, 256],
+    [130, 30, 2048],
   ];
   for (const [m, n, k] of dims)
-    for (const tA of [0, 1])
-      for (const tB of [0, 1]) cases.push({ m, n, k, tA, tB });
+    for (const tA of [0, 1]) for (const tB of [0, 1]) cases.push({ m, n, k, tA, tB });
   // larger leading dimensions
-  for (const [m, n, k] of [[7, 13, 5], [33, 97, 31], [70, 45, 300], [5, 9, 2]])
+  for (const [m, n, k] of [
+    [7, 13, 5],
+    [33, 97, 31],
+    [70, 45, 300],
+    [5, 9, 2],
+  ])
     for (const tA of [0, 1])
       for (const tB of [0, 1]) {
         cases.push({ m, n, k, tA, tB, lda: (tA ? m : k) + 3, ldb: (tB ? k : n) + 5, ldc: n + 7 });
-        cases.push({ m, n, k, tA, tB, lda: (tA ? m : k) + 16, ldb: (tB ? k : n) + 1, ldc: n + 1, misalign: 1 });
+        cases.push({
+          m,
+          n,
+          k,
+          tA,
+          tB,
+          lda: (tA ? m : k) + 16,
+          ldb: (tB ? k : n) + 1,
+          ldc: n + 1,
+          misalign: 1,
+        });
       }
   // sub-block calls (row blocks, as threads would do)
-  for (const [m, n, k] of [[37, 29, 23], [130, 97, 300], [257, 33, 65], [64, 1030, 10]])
+  for (const [m, n, k] of [
+    [37, 29, 23],
+    [130, 97, 300],
+    [257, 33, 65],
+    [64, 1030, 10],
+  ])
     for (const tA of [0, 1])
       for (const tB of [0, 1]) {
         const blocks = [];
@@ -215,9 +260,14 @@ function checkAll(env, label) {
         wcase = c;
       }
     }
-    worst[prec] = { rel: w, case: `${wcase?.m}x${wcase?.n}x${wcase?.k} tA=${wcase?.tA} tB=${wcase?.tB}` };
+    worst[prec] = {
+      rel: w,
+      case: `${wcase?.m}x${wcase?.n}x${wcase?.k} tA=${wcase?.tA} tB=${wcase?.tB}`,
+    };
   }
-  console.log(`${label}: ${cases.length * 2} cases, ${fails} failures; worst rel err f32 ${worst.f32.rel.toExponential(2)} (${worst.f32.case}), f64 ${worst.f64.rel.toExponential(2)} (${worst.f64.case})`);
+  console.log(
+    `${label}: ${cases.length * 2} cases, ${fails} failures; worst rel err f32 ${worst.f32.rel.toExponential(2)} (${worst.f32.case}), f64 ${worst.f64.rel.toExponential(2)} (${worst.f64.case})`,
+  );
   return fails;
 }
 
@@ -257,12 +307,19 @@ function bench(env, prec, N, runs, tA = 0, tB = 0) {
     samples.push(flops / dt / 1e9);
   }
   samples.sort((x, y) => x - y);
-  return { median: samples[samples.length >> 1], best: samples[samples.length - 1], worst: samples[0] };
+  return {
+    median: samples[samples.length >> 1],
+    best: samples[samples.length - 1],
+    worst: samples[0],
+  };
 }
 
 let fails = 0;
 if (!onlyBench) {
-  for (const [file, shared] of [["gemm.wasm", true], ["gemm.nothreads.wasm", false]]) {
+  for (const [file, shared] of [
+    ["gemm.wasm", true],
+    ["gemm.nothreads.wasm", false],
+  ]) {
     const env = instantiate(file, shared);
     console.log(`${file}: imports ${env.imports.join(", ")}`);
     fails += checkAll(env, file);

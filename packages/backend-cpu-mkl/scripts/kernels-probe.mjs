@@ -7,8 +7,8 @@
 // Every output buffer is poisoned with NaN before each call so unwritten entries show up.
 import { readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
 import { performance } from "node:perf_hooks";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, "..");
@@ -36,7 +36,8 @@ function alloc(bytes) {
   const p = top;
   top += Math.ceil(Math.max(bytes, 1) / 64) * 64;
   const need = top + 64;
-  if (need > memory.buffer.byteLength) memory.grow(Math.ceil((need - memory.buffer.byteLength) / 65536));
+  if (need > memory.buffer.byteLength)
+    memory.grow(Math.ceil((need - memory.buffer.byteLength) / 65536));
   return p;
 }
 function resetHeap() {
@@ -143,10 +144,20 @@ const rel = (e, s) => (s === 0 ? e : e / s);
 // Optional: the core reference implementations, transpiled with the monorepo's typescript.
 async function loadReference() {
   try {
-    const ts = (await import(pathToFileURL(join(root, "..", "..", "node_modules", "typescript", "lib", "typescript.js")).href)).default;
+    const ts = (
+      await import(
+        pathToFileURL(join(root, "..", "..", "node_modules", "typescript", "lib", "typescript.js"))
+          .href
+      )
+    ).default;
     let src = readFileSync(join(root, "..", "core", "src", "reference", "linalg-math.ts"), "utf8");
-    src = src.replace(/^import .*errors\.ts";$/m, "class ArgumentError extends Error {}\nclass LinalgError extends Error {}");
-    const js = ts.transpileModule(src, { compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 } }).outputText;
+    src = src.replace(
+      /^import .*errors\.ts";$/m,
+      "class ArgumentError extends Error {}\nclass LinalgError extends Error {}",
+    );
+    const js = ts.transpileModule(src, {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    }).outputText;
     return await import("data:text/javascript;base64," + Buffer.from(js).toString("base64"));
   } catch (e) {
     console.log(`(reference cross-check skipped: ${e.message})`);
@@ -378,7 +389,10 @@ function probeGelu() {
   const xs = [];
   for (let i = 0; i < (quick ? 400 : 1500); i++) xs.push((rnd() * 2 - 1) * 10);
   for (let i = 0; i < 200; i++) xs.push((rnd() * 2 - 1) * 1.5);
-  for (const v of [0.84375, -0.84375, 1.25, -1.25, 2.857142857142857, -2.857142857142857, 6, -6, 8.5, -8.5, 1e-5, -1e-5, 1e-12, -1e-12, 3e-300, -3e-300, 11.9, -11.9])
+  for (const v of [
+    0.84375, -0.84375, 1.25, -1.25, 2.857142857142857, -2.857142857142857, 6, -6, 8.5, -8.5, 1e-5,
+    -1e-5, 1e-12, -1e-12, 3e-300, -3e-300, 11.9, -11.9,
+  ])
     xs.push(v);
   const n = xs.length;
   const px = putF64(Float64Array.from(xs));
@@ -401,7 +415,8 @@ function probeGelu() {
     if (!(e <= maxUlp)) maxUlp = e;
     const js = 0.5 * x * (1 + erfRef(x / Math.SQRT2));
     maxAbsVsJs = Math.max(maxAbsVsJs, Math.abs(got[i] - js));
-    if (Math.abs(x) < 3) maxRelVsJs = Math.max(maxRelVsJs, Math.abs(got[i] - js) / Math.max(Math.abs(js), 1e-300));
+    if (Math.abs(x) < 3)
+      maxRelVsJs = Math.max(maxRelVsJs, Math.abs(got[i] - js) / Math.max(Math.abs(js), 1e-300));
     const r32 = Math.fround(geluExact(x32[i]));
     const e32 = Math.abs(got32[i] - r32) / ulp32(r32);
     if (!(e32 <= maxUlp32)) maxUlp32 = e32;
@@ -441,7 +456,9 @@ function probeGelu() {
     tAbs = Math.max(tAbs, Math.abs(gt[i] - ref));
     if (x > -3) tRel = Math.max(tRel, Math.abs(gt[i] - ref) / Math.max(Math.abs(ref), 1e-300));
     const x3 = x32[i];
-    const r3 = Math.fround(0.5 * x3 * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x3 + 0.044715 * x3 * x3 * x3))));
+    const r3 = Math.fround(
+      0.5 * x3 * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x3 + 0.044715 * x3 * x3 * x3))),
+    );
     if (x3 > -3) tUlp32 = Math.max(tUlp32, Math.abs(gt32[i] - r3) / ulp32(r3));
   }
   record("geluTanh_f64 rel vs JS tanh formula (x>-3)", tRel, 1e-14);
@@ -500,7 +517,12 @@ function probeSoftmax() {
             s += v;
             const denom = log ? Math.max(Math.abs(ref[k]), 1) : Math.max(Math.abs(ref[k]), 1e-300);
             if (!log && ref[k] < (is32 ? 1e-30 : 1e-290)) {
-              maxRel = Math.max(maxRel, Math.abs(o[k] - ref[k]) > (is32 ? 1e-37 : 1e-300) ? Math.abs(o[k] - ref[k]) / (is32 ? 1e-30 : 1e-290) : 0);
+              maxRel = Math.max(
+                maxRel,
+                Math.abs(o[k] - ref[k]) > (is32 ? 1e-37 : 1e-300)
+                  ? Math.abs(o[k] - ref[k]) / (is32 ? 1e-30 : 1e-290)
+                  : 0,
+              );
               continue;
             }
             const e = Math.abs(o[k] - ref[k]) / denom;
@@ -509,7 +531,7 @@ function probeSoftmax() {
           sumErr = Math.max(sumErr, Math.abs(s - 1));
           if (Number.isNaN(s)) sumErr = NaN;
         }
-        record(`${name} |rowsum-1|`, sumErr, is32 ? 1e-6 : (log ? 1e-13 : 1e-14));
+        record(`${name} |rowsum-1|`, sumErr, is32 ? 1e-6 : log ? 1e-13 : 1e-14);
         record(`${name} rel vs f64 JS`, maxRel, is32 ? 2.4e-7 : 1e-13);
       }
     }
@@ -529,7 +551,11 @@ function probeSoftmax() {
   K.softmax_f64(px2, po2, 1, 4);
   const o2 = getF64(po2, 4);
   const r2 = softmaxRef(x2, 1, 4, false);
-  check("softmax with -inf entries", o2.every((v, i) => Math.abs(v - r2[i]) < 1e-15), `${o2}`);
+  check(
+    "softmax with -inf entries",
+    o2.every((v, i) => Math.abs(v - r2[i]) < 1e-15),
+    `${o2}`,
+  );
 }
 
 // ------------------------------------------------------------------------------------------
@@ -589,14 +615,21 @@ function probeFft() {
       K.fft_c2c(pin, pout, n, inverse, work);
       const o = getF64(pout, 2 * n);
       let err = 0;
-      for (let k = 0; k < n; k++) err = Math.max(err, Math.hypot(o[2 * k] - rr[k], o[2 * k + 1] - ri[k]));
+      for (let k = 0; k < n; k++)
+        err = Math.max(err, Math.hypot(o[2 * k] - rr[k], o[2 * k + 1] - ri[k]));
       record(`fft_c2c vs naive DFT (rel, max|.|)`, err / scale, 1e-12);
-      check(`fft_c2c input untouched n=${n}`, F64(pin, 2 * n).every((v, i) => v === inter[i]));
+      check(
+        `fft_c2c input untouched n=${n}`,
+        F64(pin, 2 * n).every((v, i) => v === inter[i]),
+      );
       // in place
       const pio = putF64(inter);
       K.fft_c2c(pio, pio, n, inverse, work);
       const o2 = getF64(pio, 2 * n);
-      check(`fft_c2c in place n=${n}`, o2.every((v, i) => v === o[i]));
+      check(
+        `fft_c2c in place n=${n}`,
+        o2.every((v, i) => v === o[i]),
+      );
     }
     // rfft vs naive, irfft
     const bins = Math.floor(n / 2) + 1;
@@ -609,16 +642,23 @@ function probeFft() {
     K.rfft_r2c(px, pX, n, work);
     const X = getF64(pX, 2 * bins + 2);
     let err = 0;
-    for (let k = 0; k < bins; k++) err = Math.max(err, Math.hypot(X[2 * k] - rr[k], X[2 * k + 1] - ri[k]));
+    for (let k = 0; k < bins; k++)
+      err = Math.max(err, Math.hypot(X[2 * k] - rr[k], X[2 * k + 1] - ri[k]));
     record(`rfft_r2c vs naive DFT (rel)`, err / scale, 1e-12);
     check(`rfft_r2c no overrun n=${n}`, Number.isNaN(X[2 * bins]) && Number.isNaN(X[2 * bins + 1]));
-    check(`rfft DC/Nyquist imag exactly 0 n=${n}`, X[1] === 0 && (n % 2 === 1 || X[2 * (bins - 1) + 1] === 0));
+    check(
+      `rfft DC/Nyquist imag exactly 0 n=${n}`,
+      X[1] === 0 && (n % 2 === 1 || X[2 * (bins - 1) + 1] === 0),
+    );
     // rfft in place (buffer of n/2+1 complex holding the n reals)
     const pip = alloc(16 * bins);
     F64(pip, 2 * bins).fill(NaN);
     F64(pip, n).set(re);
     K.rfft_r2c(pip, pip, n, work);
-    check(`rfft_r2c in place n=${n}`, getF64(pip, 2 * bins).every((v, i) => v === X[i]));
+    check(
+      `rfft_r2c in place n=${n}`,
+      getF64(pip, 2 * bins).every((v, i) => v === X[i]),
+    );
     // irfft(rfft(x)) / n == x
     const Xd = Float64Array.from(X.subarray(0, 2 * bins));
     Xd[1] = 123.5; // ignored
@@ -664,7 +704,10 @@ function probeFft() {
     // irfft in place
     const pin2 = putF64(spec);
     K.irfft_c2r(pin2, pin2, n, work);
-    check(`irfft_c2r in place n=${n}`, getF64(pin2, n).every((v, i) => v === y2[i]));
+    check(
+      `irfft_c2r in place n=${n}`,
+      getF64(pin2, n).every((v, i) => v === y2[i]),
+    );
   }
   // n = 0 is a no-op
   K.fft_c2c(65536, 65536, 0, 0, 65536);
@@ -704,9 +747,14 @@ function probeLinalg(ref) {
       check(`cholesky info n=${n}`, info === 0, `info=${info}`);
       const l = getF64(pl, n * n);
       let upperOk = true;
-      for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) if (l[i * n + j] !== 0) upperOk = false;
+      for (let i = 0; i < n; i++)
+        for (let j = i + 1; j < n; j++) if (l[i * n + j] !== 0) upperOk = false;
       check(`cholesky upper zero n=${n}`, upperOk);
-      record("cholesky ||A-LL^T||/||A||", rel(diffFro(a, matmul(l, transpose(l, n, n), n, n, n)), fro(a)), 1e-12);
+      record(
+        "cholesky ||A-LL^T||/||A||",
+        rel(diffFro(a, matmul(l, transpose(l, n, n), n, n, n)), fro(a)),
+        1e-12,
+      );
       if (ref && n > 0) {
         const lr = ref.cholesky(a, n);
         record("cholesky vs core reference (max rel)", rel(diffFro(l, lr), fro(lr)), 1e-13);
@@ -746,12 +794,17 @@ function probeLinalg(ref) {
       for (let i = 0; i < n; i++) {
         const p = piv[i] - 1;
         check(`luFactor pivot range n=${n}`, p >= i && p < n);
-        if (p !== i) for (let c = 0; c < n; c++) [pA[i * n + c], pA[p * n + c]] = [pA[p * n + c], pA[i * n + c]];
+        if (p !== i)
+          for (let c = 0; c < n; c++)
+            [pA[i * n + c], pA[p * n + c]] = [pA[p * n + c], pA[i * n + c]];
       }
       record("luFactor ||PA-LU||/||A||", rel(diffFro(pA, matmul(L, U, n, n, n)), fro(a)), 1e-12);
       if (ref && n > 0) {
         const r = ref.luFactor(a, n);
-        check(`luFactor pivots == reference n=${n}`, r.pivots.every((v, i) => v === piv[i]));
+        check(
+          `luFactor pivots == reference n=${n}`,
+          r.pivots.every((v, i) => v === piv[i]),
+        );
         record("luFactor vs core reference (rel)", rel(diffFro(lu, r.lu), fro(r.lu)), 1e-13);
       }
       for (const nrhs of [1, 3]) {
@@ -768,7 +821,11 @@ function probeLinalg(ref) {
         const pb2 = putF64(b);
         K.luSolve(plu, ppiv, n, pb2, nrhs);
         const x2 = getF64(pb2, n * nrhs);
-        record("luSolve ||AX-B||/(||A|| ||X||)", rel(diffFro(matmul(a, x2, n, n, nrhs), b), fro(a) * fro(x2)), 1e-12);
+        record(
+          "luSolve ||AX-B||/(||A|| ||X||)",
+          rel(diffFro(matmul(a, x2, n, n, nrhs), b), fro(a) * fro(x2)),
+          1e-12,
+        );
       }
       pw();
       const pinv = poisonF64(n * n);
@@ -777,7 +834,11 @@ function probeLinalg(ref) {
       const ai = getF64(pinv, n * n);
       const eye = new Float64Array(n * n);
       for (let i = 0; i < n; i++) eye[i * n + i] = 1;
-      record("inv ||A inv(A) - I||/(||A|| ||inv||)", rel(diffFro(matmul(a, ai, n, n, n), eye), fro(a) * fro(ai)), 1e-12);
+      record(
+        "inv ||A inv(A) - I||/(||A|| ||inv||)",
+        rel(diffFro(matmul(a, ai, n, n, n), eye), fro(a) * fro(ai)),
+        1e-12,
+      );
       if (n >= 2) {
         // singular: duplicate a row (exact zero pivot appears in some column)
         const s = Float64Array.from(a);
@@ -799,7 +860,8 @@ function probeLinalg(ref) {
     {
       const b = randArr(n * n);
       const a = new Float64Array(n * n);
-      for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) a[i * n + j] = 0.5 * (b[i * n + j] + b[j * n + i]);
+      for (let i = 0; i < n; i++)
+        for (let j = 0; j < n; j++) a[i * n + j] = 0.5 * (b[i * n + j] + b[j * n + i]);
       const aLower = Float64Array.from(a);
       for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) aLower[i * n + j] = NaN;
       const pa = putF64(aLower);
@@ -823,8 +885,16 @@ function probeLinalg(ref) {
       check(`eigh ascending n=${n}`, asc);
       if (ref && n > 0) {
         const r = ref.eigh(a, n);
-        record("eigh values vs core reference (rel)", rel(diffFro(w, r.values), fro(r.values)), 1e-13);
-        record("eigh vectors vs core reference (same signs)", rel(diffFro(v, r.vectors), fro(r.vectors)), 1e-9);
+        record(
+          "eigh values vs core reference (rel)",
+          rel(diffFro(w, r.values), fro(r.values)),
+          1e-13,
+        );
+        record(
+          "eigh vectors vs core reference (same signs)",
+          rel(diffFro(v, r.vectors), fro(r.vectors)),
+          1e-9,
+        );
       }
       if (n >= 2) {
         const an = Float64Array.from(a);
@@ -842,21 +912,67 @@ function probeLinalg(ref) {
         const w2 = getF64(pw2, n);
         const v2 = getF64(pv2, n * n);
         const vw2 = new Float64Array(n * n);
-        for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) vw2[i * n + j] = v2[i * n + j] * w2[j];
-        record("eigh rank-1 ||AV-VW||/||A||", rel(diffFro(matmul(rk, v2, n, n, n), vw2), fro(rk)), 1e-12);
+        for (let i = 0; i < n; i++)
+          for (let j = 0; j < n; j++) vw2[i * n + j] = v2[i * n + j] * w2[j];
+        record(
+          "eigh rank-1 ||AV-VW||/||A||",
+          rel(diffFro(matmul(rk, v2, n, n, n), vw2), fro(rk)),
+          1e-12,
+        );
         record("eigh rank-1 ||V^T V - I||", orthCols(v2, n, n), 1e-12);
       }
       // zero matrix
       pw();
       const pz = poisonF64(n * n);
-      check(`eigh zero n=${n}`, K.eigh(putF64(new Float64Array(n * n)), n, poisonF64(n), pz, work) === 0 && allFinite(getF64(pz, n * n)));
+      check(
+        `eigh zero n=${n}`,
+        K.eigh(putF64(new Float64Array(n * n)), n, poisonF64(n), pz, work) === 0 &&
+          allFinite(getF64(pz, n * n)),
+      );
     }
   }
 
   // QR and SVD on rectangular shapes.
   const shapes = quick
-    ? [[0, 0], [0, 3], [3, 0], [1, 1], [1, 5], [5, 1], [2, 2], [3, 3], [7, 3], [3, 7], [7, 7], [31, 31], [64, 31], [31, 64]]
-    : [[0, 0], [0, 3], [3, 0], [1, 1], [1, 5], [5, 1], [2, 2], [3, 3], [7, 3], [3, 7], [7, 7], [31, 31], [64, 64], [64, 31], [31, 64], [97, 97], [97, 31], [31, 97], [256, 256], [256, 97], [97, 256]];
+    ? [
+        [0, 0],
+        [0, 3],
+        [3, 0],
+        [1, 1],
+        [1, 5],
+        [5, 1],
+        [2, 2],
+        [3, 3],
+        [7, 3],
+        [3, 7],
+        [7, 7],
+        [31, 31],
+        [64, 31],
+        [31, 64],
+      ]
+    : [
+        [0, 0],
+        [0, 3],
+        [3, 0],
+        [1, 1],
+        [1, 5],
+        [5, 1],
+        [2, 2],
+        [3, 3],
+        [7, 3],
+        [3, 7],
+        [7, 7],
+        [31, 31],
+        [64, 64],
+        [64, 31],
+        [31, 64],
+        [97, 97],
+        [97, 31],
+        [31, 97],
+        [256, 256],
+        [256, 97],
+        [97, 256],
+      ];
   for (const [m, n] of shapes) {
     resetHeap();
     const ws = K.linalgWorkspaceBytes(m, n);
@@ -887,13 +1003,18 @@ function probeLinalg(ref) {
         const rm = r.subarray(0, rr * n);
         check(`qr finite ${m}x${n}`, allFinite(qm) && allFinite(rm));
         let upper = true;
-        for (let i = 0; i < rr; i++) for (let j = 0; j < Math.min(i, n); j++) if (rm[i * n + j] !== 0) upper = false;
+        for (let i = 0; i < rr; i++)
+          for (let j = 0; j < Math.min(i, n); j++) if (rm[i * n + j] !== 0) upper = false;
         check(`qr R upper ${m}x${n}`, upper);
         record(`qr ||A-QR||/||A||${tag}`, rel(diffFro(a, matmul(qm, rm, m, qc, n)), fro(a)), 1e-12);
         record(`qr ||Q^T Q - I||${tag}`, orthCols(qm, m, qc), 1e-12);
         if (ref) {
           const rq = ref.qr(a, m, n, complete ? "complete" : "reduced");
-          record(`qr vs core reference (same signs)${tag}`, Math.max(rel(diffFro(qm, rq.q), fro(rq.q)), rel(diffFro(rm, rq.r), fro(rq.r))), 1e-10);
+          record(
+            `qr vs core reference (same signs)${tag}`,
+            Math.max(rel(diffFro(qm, rq.q), fro(rq.q)), rel(diffFro(rm, rq.r), fro(rq.r))),
+            1e-10,
+          );
         }
       }
       for (const full of [0, 1]) {
@@ -906,12 +1027,16 @@ function probeLinalg(ref) {
         const t0 = performance.now();
         const info = K.svd(pa, m, n, full, pu, ps, pv, work);
         const t1 = performance.now();
-        if (m === 256 && n === 256 && !rankDef) timings.push(`svd 256x256 ${full ? "full" : "reduced"}: ${(t1 - t0).toFixed(1)} ms`);
+        if (m === 256 && n === 256 && !rankDef)
+          timings.push(`svd 256x256 ${full ? "full" : "reduced"}: ${(t1 - t0).toFixed(1)} ms`);
         check(`svd info ${m}x${n}${tag}`, info === 0, `info=${info}`);
         const u = getF64(pu, m * uc + 1);
         const s = getF64(ps, k + 1);
         const vh = getF64(pv, vr * n + 1);
-        check(`svd no overrun ${m}x${n}`, Number.isNaN(u[m * uc]) && Number.isNaN(s[k]) && Number.isNaN(vh[vr * n]));
+        check(
+          `svd no overrun ${m}x${n}`,
+          Number.isNaN(u[m * uc]) && Number.isNaN(s[k]) && Number.isNaN(vh[vr * n]),
+        );
         const um = u.subarray(0, m * uc);
         const sm = s.subarray(0, k);
         const vm = vh.subarray(0, vr * n);
@@ -921,7 +1046,8 @@ function probeLinalg(ref) {
         check(`svd descending ${m}x${n}`, desc);
         // A - U[:, :k] S Vh[:k, :]
         const us = new Float64Array(m * k);
-        for (let i = 0; i < m; i++) for (let j = 0; j < k; j++) us[i * k + j] = um[i * uc + j] * sm[j];
+        for (let i = 0; i < m; i++)
+          for (let j = 0; j < k; j++) us[i * k + j] = um[i * uc + j] * sm[j];
         const recon = matmul(us, vm.subarray(0, k * n), m, k, n);
         record(`svd ||A-USVh||/||A||${tag}`, rel(diffFro(a, recon), fro(a)), 1e-12);
         record(`svd ||U^T U - I||${tag}`, orthCols(um, m, uc), 1e-12);
@@ -929,7 +1055,12 @@ function probeLinalg(ref) {
         if (ref) {
           const r = ref.svd(a, m, n, full === 1);
           record(`svd s vs core reference (rel)${tag}`, rel(diffFro(sm, r.s), fro(r.s)), 1e-13);
-          if (!rankDef) record(`svd vectors vs core reference (same signs)`, Math.max(rel(diffFro(um, r.u), fro(r.u)), rel(diffFro(vm, r.vh), fro(r.vh))), 1e-8);
+          if (!rankDef)
+            record(
+              `svd vectors vs core reference (same signs)`,
+              Math.max(rel(diffFro(um, r.u), fro(r.u)), rel(diffFro(vm, r.vh), fro(r.vh))),
+              1e-8,
+            );
         }
       }
     }
@@ -937,7 +1068,10 @@ function probeLinalg(ref) {
       const an = randArr(m * n);
       an[0] = NaN;
       pw();
-      check(`svd NaN ${m}x${n}`, K.svd(putF64(an), m, n, 0, poisonF64(m * k), poisonF64(k), poisonF64(k * n), work) !== 0);
+      check(
+        `svd NaN ${m}x${n}`,
+        K.svd(putF64(an), m, n, 0, poisonF64(m * k), poisonF64(k), poisonF64(k * n), work) !== 0,
+      );
     }
   }
 }
@@ -946,7 +1080,10 @@ function probeLinalg(ref) {
 const timings = [];
 const t0 = performance.now();
 console.log(`module ${wasmFile}\nimports: ${imports.join(", ")}`);
-check("imports only env.memory (+ env.abort)", imports.every((s) => s === "env.memory:memory" || s === "env.abort:function"));
+check(
+  "imports only env.memory (+ env.abort)",
+  imports.every((s) => s === "env.memory:memory" || s === "env.abort:function"),
+);
 const ref = await loadReference();
 probeElementwise();
 probeGelu();
@@ -957,7 +1094,9 @@ const t1 = performance.now();
 
 const pad = Math.max(...[...worst.keys()].map((k) => k.length));
 for (const [name, { err, limit }] of worst) {
-  console.log(`${name.padEnd(pad)}  ${err.toExponential(2)}  (limit ${limit.toExponential(0)})${err <= limit ? "" : "  FAIL"}`);
+  console.log(
+    `${name.padEnd(pad)}  ${err.toExponential(2)}  (limit ${limit.toExponential(0)})${err <= limit ? "" : "  FAIL"}`,
+  );
 }
 console.log(`fftWorkspaceBytes(n)/n max over tested n: ${fftWs.toFixed(1)}`);
 for (const t of timings) console.log(t);

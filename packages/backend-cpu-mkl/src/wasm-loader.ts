@@ -2,9 +2,10 @@
  * Loads this package's WASM modules into the CPU device's memory. Next to dist/ (and src/)
  * sits wasm/, with a threads build of each module (shared memory) and a plain one.
  * Servers read and compile the file synchronously, so the kernels are ready at import;
- * browsers fetch and instantiate asynchronously.
+ * browsers fetch and instantiate asynchronously. Every module is registered with the core,
+ * so parallel tasks (backend-openmp's workers) can call it too.
  */
-import { cpuMemory, runtime, wasmKernelImports } from "@backplane/core";
+import { cpuMemory, registerWasmModule, runtime, wasmKernelImports } from "@backplane/core";
 
 const g = globalThis as any;
 
@@ -21,14 +22,22 @@ function readSync(url: URL): Uint8Array | undefined {
   return fs && path ? fs.readFileSync(path) : undefined;
 }
 
+function register<T>(name: string, module: WebAssembly.Module, instance: WebAssembly.Instance): T {
+  registerWasmModule(`backend-cpu-mkl/${name}`, module, instance);
+  return instance.exports as T;
+}
+
 /** Instantiates module `name` synchronously where the runtime allows it, else undefined. */
 export function loadWasmSync<T>(name: string): T | undefined {
   if (runtime().name === "browser") return undefined;
   const bytes = readSync(wasmFileUrl(name));
   if (!bytes) return undefined;
   const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
-  return new WebAssembly.Instance(module, wasmKernelImports(`backend-cpu-mkl/${name}`))
-    .exports as T;
+  return register<T>(
+    name,
+    module,
+    new WebAssembly.Instance(module, wasmKernelImports(`backend-cpu-mkl/${name}`)),
+  );
 }
 
 export async function loadWasm<T>(name: string): Promise<T> {
@@ -37,9 +46,9 @@ export async function loadWasm<T>(name: string): Promise<T> {
   const url = wasmFileUrl(name);
   const response = await fetch(url);
   if (!response.ok) throw new Error(`could not fetch ${url.href}: HTTP ${response.status}`);
-  const { instance } = await WebAssembly.instantiate(
+  const { module, instance } = await WebAssembly.instantiate(
     await response.arrayBuffer(),
     wasmKernelImports(`backend-cpu-mkl/${name}`),
   );
-  return instance.exports as T;
+  return register<T>(name, module, instance);
 }

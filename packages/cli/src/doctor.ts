@@ -109,14 +109,14 @@ export function formatReport(r: DoctorReport): string {
   lines.push("");
   lines.push("Ops (one run each, float32, against the float64 reference):");
   lines.push(
-    `  ${"op".padEnd(26)} ${"kernel".padEnd(24)} ${"case".padEnd(30)} ${"ms".padStart(8)}  ${"rel. error".padStart(10)}  result`,
+    `  ${"op".padEnd(26)} ${"kernel".padEnd(34)} ${"case".padEnd(30)} ${"ms".padStart(8)}  ${"rel. error".padStart(10)}  result`,
   );
   for (const o of r.ops) {
     const kernel = `${o.kernel}${o.backend ? ` (${o.backend})` : ""}`;
     const err = o.error === undefined ? "-" : o.error.toExponential(2);
     const ms = o.ms === undefined ? "-" : o.ms.toFixed(3);
     lines.push(
-      `  ${o.op.padEnd(26)} ${kernel.padEnd(24)} ${o.case.slice(0, 30).padEnd(30)} ${ms.padStart(8)}  ${err.padStart(10)}  ${o.status}${o.message ? `: ${o.message}` : ""}`,
+      `  ${o.op.padEnd(26)} ${kernel.padEnd(34)} ${o.case.slice(0, 30).padEnd(30)} ${ms.padStart(8)}  ${err.padStart(10)}  ${o.status}${o.message ? `: ${o.message}` : ""}`,
     );
   }
   const failed = r.ops.filter((o) => o.status === "fail").length;

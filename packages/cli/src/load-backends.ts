@@ -2,7 +2,7 @@
  * Imports every Backplane backend package that is installed, so each registers itself.
  * A package that is missing is a reason, not an error.
  */
-import { NAMESPACE_PACKAGES, readEnv } from "@backplane/core";
+import { NAMESPACE_PACKAGES, readEnv, ready } from "@backplane/core";
 
 export interface BackendLoad {
   packageName: string;
@@ -50,5 +50,7 @@ export async function loadInstalledBackends(): Promise<BackendLoad[]> {
       });
     }
   }
+  // Backends with asynchronous initialisation (native libraries, GPU adapters) finish here.
+  await ready().catch(() => {});
   return out;
 }

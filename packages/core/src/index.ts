@@ -100,6 +100,21 @@ export {
   WasmCpuMemory,
   wasmKernelImports,
 } from "./cpu-memory.ts";
+export {
+  chunkArgs,
+  chunksOf,
+  cpuThreads,
+  onWasmModule,
+  type ParallelService,
+  type ParallelTask,
+  parallelFor,
+  parallelService,
+  registerWasmModule,
+  setParallelService,
+  type WasmModuleEntry,
+  WorkerError,
+  wasmModules,
+} from "./parallel.ts";
 export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
 /** Helpers for backend authors' kernels: matrices of a batch in and out as float64. */
 export {

@@ -6,6 +6,7 @@
 import {
   type BinaryParams,
   bytesPerElement,
+  cpuThreads,
   type DType,
   empty,
   type FftParams,
@@ -14,6 +15,7 @@ import {
   linalgFailure,
   type MatmulParams,
   matricesOf,
+  parallelFor,
   pivotsTensor,
   qrShapes,
   rightHandSides,
@@ -73,27 +75,48 @@ function gemm(p: MatmulParams): Tensor {
   try {
     const f32 = p.dtype === "float32";
     const bpe = f32 ? 4 : 8;
-    const call = f32 ? g.sgemm : g.dgemm;
-    const work = scratch.alloc((f32 ? g.sgemmWorkspaceBytes : g.dgemmWorkspaceBytes)(m, n, k));
+    const threads = cpuThreads();
+    const ws = (f32 ? g.sgemmWorkspaceBytes : g.dgemmWorkspaceBytes)(m, n, k);
+    const wsStride = Math.ceil(ws / 64) * 64;
+    const work = scratch.alloc(wsStride * threads);
     const A = addressOf(plan.a.tensor);
     const B = addressOf(plan.b.tensor);
     const C = addressOf(out);
-    const ta = plan.a.trans ? 1 : 0;
-    const tb = plan.b.trans ? 1 : 0;
+    const { a, b } = plan;
+    // Split the rows of C over the threads (the columns when C is wide and short): each
+    // thread runs the same kernel on its block with its own packing space, so every
+    // element sums over k in the same order whatever the thread count.
+    const byRows = m >= n;
     for (let i = 0; i < plan.aOffsets.length; i++) {
-      call(
+      const args = [
         m,
         n,
         k,
         A + plan.aOffsets[i] * bpe,
-        plan.a.ld,
-        ta,
+        a.ld,
+        a.trans ? 1 : 0,
         B + plan.bOffsets[i] * bpe,
-        plan.b.ld,
-        tb,
+        b.ld,
+        b.trans ? 1 : 0,
         C + i * m * n * bpe,
         n,
         work,
+      ];
+      const step = byRows
+        ? [0, 0, 0, (a.trans ? 1 : a.ld) * bpe, 0, 0, 0, 0, 0, n * bpe, 0, 0]
+        : [0, 0, 0, 0, 0, 0, (b.trans ? b.ld : 1) * bpe, 0, 0, bpe, 0, 0];
+      parallelFor(
+        {
+          module: "backend-cpu-mkl/gemm",
+          fn: f32 ? "sgemm" : "dgemm",
+          args,
+          step,
+          countArg: byRows ? 0 : 1,
+          threadArgs: [{ index: 11, stride: wsStride }],
+          items: byRows ? m : n,
+          label: "gemm",
+        },
+        threads,
       );
     }
     return out;

@@ -44,6 +44,16 @@ export async function createKoffiAdapter(): Promise<FfiAdapter> {
   const specifier = "koffi";
   const mod = (await import(specifier)) as Koffi & { default?: Koffi };
   const koffi: Koffi = mod.default ?? mod;
+  // koffi runs C calls on a stack of its own (2 MiB by default); LAPACK routines put
+  // large work arrays on the stack (OpenBLAS's dgetrf at n = 256 overflows 2 MiB), so
+  // give native code the stack a C program's main thread would have.
+  try {
+    const cfg = (koffi as unknown as { config(c?: Record<string, number>): Record<string, number> })
+      .config;
+    if (cfg().sync_stack_size < 16 << 20) cfg({ ...cfg(), sync_stack_size: 16 << 20 });
+  } catch {
+    // Older koffi without config(): keep its defaults.
+  }
 
   function load(path: string, decl: LibraryDecl): LoadAttempt {
     let lib: KoffiLibrary;

@@ -1,0 +1,290 @@
+/**
+ * gemm: single-precision C = A x B, square n = 256, 512, 1024, 2048, ONE thread in every
+ * implementation, random inputs (uniform in [-1, 1), never zeros):
+ * - backplane-native: matmul() forced to the native kernel "blas-gemm" (backend-cpu-mkl's
+ *   BLAS over FFI), after backends.openmp.setNumThreads(1) and await backends.ready();
+ * - backplane-wasm: matmul() forced to "wasm-gemm" (backend-cpu-mkl's WASM SIMD kernel),
+ *   noted as not available when explain() says the dispatcher would not run it;
+ * - openblas-direct: the same OpenBLAS through @backplane/core/ffi only, cblas_sgemm on plain
+ *   Float32Arrays (what the dispatcher and the tensors cost is native / this);
+ * - tfjs-wasm: tfjs-core + tfjs-backend-wasm (XNNPACK, SIMD binary), one thread;
+ * - ort-web: onnxruntime-web's wasm EP (SIMD), numThreads 1, a MatMul model built in code;
+ * - ort-node: onnxruntime-node's CPU EP (MLAS), intra- and inter-op threads 1, same model.
+ * A peer that cannot be installed or loaded is a note, never a crash. Before timing, each
+ * output is checked once: against float64 dot products at sampled entries, and in full
+ * against another impl (max |C - C_other| / max |C_other| < 1e-3); a wrong impl posts no
+ * number. Ratios are speed ratios, other_ms / ours_ms: > 1 means Backplane is faster.
+ *
+ * OpenBLAS reads OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE, which this environment sets and
+ * which halve its speed here; run the suite without them:
+ *
+ *   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE npm run bench -- gemm
+ *
+ * (the suite notes it when they are set). Under Bun: ./node_modules/.bin/bun bench/run.ts gemm
+ */
+import {
+  backends,
+  explain,
+  getBackend,
+  kernelPriority,
+  matmul,
+  readEnv,
+  seededRandom,
+  type Tensor,
+  tensor,
+} from "@backplane/core";
+import type { Harness } from "../harness.ts";
+import { type GemmCase, type GemmPeer, reason } from "../peers/types.ts";
+
+const SIZES = [256, 512, 1024, 2048] as const;
+/** Samples per impl and target sample length: few, single-call samples for the big sizes. */
+const PLAN: Record<number, { samples: number; sampleMs: number }> = {
+  256: { samples: 15, sampleMs: 20 },
+  512: { samples: 11, sampleMs: 20 },
+  1024: { samples: 7, sampleMs: 10 },
+  2048: { samples: 5, sampleMs: 0 },
+};
+const THREADS = 1;
+const TOLERANCE = 1e-3;
+/** The impl whose output the others are compared with first, in this order of preference. */
+const REFERENCE_ORDER = [
+  "openblas-direct",
+  "backplane-native",
+  "ort-node",
+  "tfjs-wasm",
+  "ort-web",
+  "backplane-wasm",
+];
+
+/** Why the dispatcher would not run `kernel` for matmul(a, b) under kernelPriority([kernel]). */
+function refusal(kernel: string, a: Tensor, b: Tensor): string | undefined {
+  try {
+    using _ = kernelPriority("matmul", [kernel]);
+    const e = explain("matmul", a, b);
+    if (e.selected === kernel) return undefined;
+    const c = e.candidates.find((x) => x.kernel === kernel);
+    if (!c) return `no ${kernel} among matmul's candidates (${e.selected ?? "none"} would run)`;
+    return `${c.kernel} (${c.backend}): ${c.reason}`;
+  } catch (err) {
+    return reason(err); // e.g. "matmul has no kernel named wasm-gemm; it has: ..."
+  }
+}
+
+/** matmul() through the dispatcher, forced to one kernel of backend-cpu-mkl. */
+function backplanePeer(kernel: "blas-gemm" | "wasm-gemm"): GemmPeer | string {
+  const probe = [
+    tensor(randomMatrix(64, 1), { shape: [64, 64] }),
+    tensor(randomMatrix(64, 2), { shape: [64, 64] }),
+  ];
+  try {
+    const why = refusal(kernel, probe[0], probe[1]);
+    if (why) return why;
+  } finally {
+    for (const t of probe) t.dispose();
+  }
+  const native = getBackend("cpu-blas")?.def.capability?.() as Record<string, unknown> | undefined;
+  return {
+    info:
+      kernel === "blas-gemm" && native
+        ? `${native.library} ${native.version} (${native.path}), openmp.numThreads ${backends.openmp.getNumThreads()}`
+        : `openmp.numThreads ${backends.openmp.getNumThreads()}`,
+    async prepare(n, a, b) {
+      const ta = tensor(a, { shape: [n, n] });
+      const tb = tensor(b, { shape: [n, n] });
+      const why = refusal(kernel, ta, tb);
+      if (why) {
+        ta.dispose();
+        tb.dispose();
+        throw new Error(why);
+      }
+      const run = () => {
+        using _ = kernelPriority("matmul", [kernel]);
+        matmul(ta, tb).dispose();
+      };
+      return {
+        run,
+        result: async () => {
+          using _ = kernelPriority("matmul", [kernel]);
+          const c = matmul(ta, tb);
+          const out = Float32Array.from(c.dataSync() as Float32Array);
+          c.dispose();
+          return out;
+        },
+        dispose: () => {
+          ta.dispose();
+          tb.dispose();
+        },
+      };
+    },
+  };
+}
+
+function randomMatrix(n: number, seed: number): Float32Array {
+  const r = seededRandom(seed);
+  const x = new Float32Array(n * n);
+  for (let i = 0; i < x.length; i++) x[i] = r() * 2 - 1;
+  return x;
+}
+
+/** Entries (i, j) checked in float64: the corners and pseudo-random ones. */
+function spotEntries(n: number, count: number): [number, number][] {
+  const r = seededRandom(n * 7919);
+  const out: [number, number][] = [
+    [0, 0],
+    [0, n - 1],
+    [n - 1, 0],
+    [n - 1, n - 1],
+  ];
+  while (out.length < count) out.push([Math.floor(r() * n), Math.floor(r() * n)]);
+  return out;
+}
+
+/** max |c - exact| / max |exact| over the sampled entries, exact in float64. */
+function spotError(c: Float32Array, a: Float32Array, b: Float32Array, n: number): number {
+  let maxDiff = 0;
+  let maxRef = 0;
+  for (const [i, j] of spotEntries(n, 256)) {
+    let s = 0;
+    for (let p = 0; p < n; p++) s += a[i * n + p] * b[p * n + j];
+    maxDiff = Math.max(maxDiff, Math.abs(c[i * n + j] - s));
+    maxRef = Math.max(maxRef, Math.abs(s));
+    if (Number.isNaN(c[i * n + j])) return Number.POSITIVE_INFINITY;
+  }
+  return maxDiff / maxRef;
+}
+
+/** max |c - ref| / max |ref| over every entry (NaN anywhere: infinite). */
+function fullError(c: Float32Array, ref: Float32Array): number {
+  if (c.length !== ref.length) return Number.POSITIVE_INFINITY;
+  let maxDiff = 0;
+  let maxRef = 0;
+  for (let i = 0; i < c.length; i++) {
+    const d = Math.abs(c[i] - ref[i]);
+    if (!(d <= maxDiff)) {
+      if (Number.isNaN(d)) return Number.POSITIVE_INFINITY;
+      maxDiff = d;
+    }
+    maxRef = Math.max(maxRef, Math.abs(ref[i]));
+  }
+  return maxDiff / maxRef;
+}
+
+/** Loads a peer module and opens it; a module that does not load is a reason too. */
+async function open(load: () => Promise<GemmPeer | string>): Promise<GemmPeer | string> {
+  try {
+    return await load();
+  } catch (err) {
+    return reason(err);
+  }
+}
+
+export default {
+  description:
+    "float32 C = A x B, n = 256..2048, one thread: Backplane native and WASM against OpenBLAS direct, tfjs-wasm, onnxruntime web and node",
+  async run(h: Harness) {
+    for (const v of ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]) {
+      const value = readEnv(v);
+      if (value !== undefined)
+        h.note(
+          `${v}=${value} is set: OpenBLAS numbers are not representative; run env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE npm run bench -- gemm`,
+        );
+    }
+
+    // One thread for the native backend: the flag first, then load and initialise.
+    backends.openmp.setNumThreads(THREADS);
+    const peers = new Map<string, GemmPeer>();
+    const unavailable = (impl: string, why: string) => h.note(`${impl}: unavailable: ${why}`);
+    let mkl: string | undefined;
+    try {
+      await import("@backplane/backend-cpu-mkl");
+      await backends.ready();
+    } catch (err) {
+      mkl = `@backplane/backend-cpu-mkl did not load: ${reason(err)}`;
+    }
+    const native = mkl ?? backplanePeer("blas-gemm");
+    if (typeof native === "string") unavailable("backplane-native", native);
+    else peers.set("backplane-native", native);
+    const wasm = mkl ?? backplanePeer("wasm-gemm");
+    if (typeof wasm === "string") h.note(`backplane-wasm: not available: ${wasm}`);
+    else peers.set("backplane-wasm", wasm);
+
+    const loaders: [string, () => Promise<GemmPeer | string>][] = [
+      ["openblas-direct", async () => (await import("../peers/openblas.ts")).openOpenblas(THREADS)],
+      ["tfjs-wasm", async () => (await import("../peers/tfjs-wasm.ts")).openTfjsWasm(THREADS)],
+      ["ort-web", async () => (await import("../peers/ort-web.ts")).openOrtWeb(THREADS)],
+      ["ort-node", async () => (await import("../peers/ort-node.ts")).openOrtNode(THREADS)],
+    ];
+    for (const [impl, load] of loaders) {
+      const p = await open(load);
+      if (typeof p === "string") unavailable(impl, p);
+      else peers.set(impl, p);
+    }
+    for (const [impl, p] of peers) h.note(`${impl}: ${p.info}`);
+
+    for (const n of SIZES) {
+      const a = randomMatrix(n, 2 * n + 1);
+      const b = randomMatrix(n, 2 * n + 2);
+      const cases = new Map<string, GemmCase>();
+      const outputs = new Map<string, Float32Array>();
+      try {
+        for (const [impl, p] of peers) {
+          try {
+            const c = await p.prepare(n, a, b);
+            cases.set(impl, c);
+            outputs.set(impl, await c.result());
+          } catch (err) {
+            if (impl === "backplane-wasm")
+              h.note(`backplane-wasm: not available: n=${n}: ${reason(err)}`);
+            else unavailable(impl, `n=${n}: ${reason(err)}`);
+          }
+        }
+        // Correctness: sampled entries against float64, then in full against another impl.
+        const spot = new Map<string, number>();
+        for (const [impl, c] of outputs) spot.set(impl, spotError(c, a, b, n));
+        const trusted = [...outputs.keys()]
+          .filter((impl) => spot.get(impl)! < TOLERANCE)
+          .sort((x, y) => REFERENCE_ORDER.indexOf(x) - REFERENCE_ORDER.indexOf(y));
+        const impls: Record<string, () => unknown> = {};
+        for (const [impl, c] of outputs) {
+          const other = trusted.find((t) => t !== impl);
+          const full = other ? fullError(c, outputs.get(other)!) : undefined;
+          const spotErr = spot.get(impl)!;
+          if (spotErr >= TOLERANCE || (full !== undefined && full >= TOLERANCE)) {
+            h.note(
+              `${impl}: WRONG at n=${n}, not timed: max rel error ${spotErr.toExponential(2)} against float64 at sampled entries` +
+                (other ? `, ${full!.toExponential(2)} against ${other}` : ""),
+            );
+            continue;
+          }
+          if (!other)
+            h.note(`${impl}: n=${n} checked against float64 entries only (no other impl)`);
+          impls[impl] = cases.get(impl)!.run;
+        }
+        outputs.clear();
+        if (Object.keys(impls).length === 0) continue;
+
+        let ms: Record<string, number>;
+        try {
+          ms = await h.compare(`${n}x${n}x${n}`, impls, { flops: 2 * n ** 3, ...PLAN[n] });
+        } catch (err) {
+          h.note(`n=${n}: measurement failed: ${reason(err)}`);
+          continue;
+        }
+        const ratio = (name: string, ours: string, other: string) => {
+          if (ms[ours] !== undefined && ms[other] !== undefined)
+            h.ratio(`${name}_${n}`, ms[other] / ms[ours]);
+        };
+        ratio("wasm_over_tfjs_wasm", "backplane-wasm", "tfjs-wasm");
+        ratio("wasm_over_ort_web", "backplane-wasm", "ort-web");
+        ratio("native_over_openblas_direct", "backplane-native", "openblas-direct");
+        ratio("native_over_ort_node", "backplane-native", "ort-node");
+      } finally {
+        for (const c of cases.values()) await c.dispose();
+      }
+    }
+    for (const p of peers.values()) await p.close?.();
+    h.note(
+      `correctness: each output vs float64 at 256 sampled entries and in full vs another impl, max |C - C_ref| / max |C_ref| < ${TOLERANCE}; ratios are other_ms / ours_ms (> 1: Backplane faster)`,
+    );
+  },
+};
