@@ -4,18 +4,24 @@
 // Row-major, leading dimensions in elements.
 //   transA = 0: A is M x K (lda >= K);  transA = 1: A is stored K x M (lda >= M)
 //   transB = 0: B is K x N (ldb >= N);  transB = 1: B is stored N x K (ldb >= K)
-// `work` is caller-provided scratch of *WorkspaceBytes(m, n, k) bytes (64-byte aligned
-// preferred; any 16-byte alignment is correct). a, b, c need no alignment.
+// m == 0 or n == 0: C untouched; k == 0: C = 0.
+// `work` is caller-provided scratch of *WorkspaceBytes(m, n, k) bytes (at most about
+// 2.25 MiB whatever the size; the size is monotone in m, n, k, so a workspace sized for
+// a whole problem serves any sub-block of it). No pointer needs any alignment (64-byte
+// aligned work is best); a sub-block is run by offsetting a/b/c.
 //
 // Structure (GotoBLAS / BLIS): for each N-block (NC) and K-block (KC), pack B into
 // NR-column slivers; for each M-block (MC), pack A into 4-row slivers with every value
-// pre-broadcast to a full v128 (a v128.load is cheaper than a broadcast load in V8 on
-// x64, where vbroadcastss occupies a shuffle port); then run a 4 x NR register-tile
-// micro-kernel over all sliver pairs (B sliver outer, so it stays in L1; the A block
-// streams from L2). Edges are zero-padded in the packed panels; partial tiles go
-// through a small tile buffer in the workspace.
-// Only plain mul + add (no fused/relaxed madd), so results are deterministic and do
-// not depend on how a caller splits the rows of C.
+// pre-broadcast to a full v128 (a plain v128.load costs less than a broadcast load,
+// which V8 on x64 emits as vbroadcastss, an extra shuffle-port uop); then run a 4 x NR
+// register-tile micro-kernel over all sliver pairs (B sliver outer, so it stays in L1;
+// the A block streams from L2). Edges are zero-padded in the packed panels; partial
+// tiles go through a small tile buffer in the workspace.
+//
+// Only plain mul + add (no fused/relaxed madd). Every element of C is summed in the
+// same order (KC blocks in order; within a block sequentially from zero, then added to
+// C) whatever m, n, the edges or the sub-block split, so the results are deterministic
+// and bit-identical however a caller splits the rows or columns of C over threads.
 
 // ---------------------------------------------------------------- f32 parameters
 // micro-tile: 4 rows x 8 columns = 8 f32x4 accumulators
@@ -212,13 +218,15 @@ function skernel(kc: i32, pa: usize, pb: usize, c: usize, ldcBytes: usize, accum
   let c21 = f32x4.splat(0);
   let c30 = f32x4.splat(0);
   let c31 = f32x4.splat(0);
-  const pbEnd = pb + (<usize>kc << 5);
-  // Deliberately not unrolled: V8 hoists every load of an iteration above its
-  // arithmetic, so unrolling runs out of the 15 usable xmm registers and spills.
-  do {
-    const b0 = v128.load(pb);
-    const b1 = v128.load(pb, 16);
-    let a: v128;
+  // Unrolled 4x with an exit test after every k step. The exits matter: V8 (TurboFan)
+  // schedules all loads of a basic block before its arithmetic, so a plain unrolled
+  // body keeps every loaded value live at once and spills (only 15 xmm registers are
+  // allocatable); the branches split the body into one block per k step.
+  let rem = kc;
+  let b0: v128, b1: v128, a: v128;
+  while (true) {
+    b0 = v128.load(pb, 0);
+    b1 = v128.load(pb, 16);
     a = v128.load(pa, 0);
     c00 = f32x4.add(c00, f32x4.mul(a, b0));
     c01 = f32x4.add(c01, f32x4.mul(a, b1));
@@ -231,9 +239,56 @@ function skernel(kc: i32, pa: usize, pb: usize, c: usize, ldcBytes: usize, accum
     a = v128.load(pa, 48);
     c30 = f32x4.add(c30, f32x4.mul(a, b0));
     c31 = f32x4.add(c31, f32x4.mul(a, b1));
-    pa += 64;
-    pb += 32;
-  } while (pb != pbEnd);
+    if (rem == 1) break;
+    b0 = v128.load(pb, 32);
+    b1 = v128.load(pb, 48);
+    a = v128.load(pa, 64);
+    c00 = f32x4.add(c00, f32x4.mul(a, b0));
+    c01 = f32x4.add(c01, f32x4.mul(a, b1));
+    a = v128.load(pa, 80);
+    c10 = f32x4.add(c10, f32x4.mul(a, b0));
+    c11 = f32x4.add(c11, f32x4.mul(a, b1));
+    a = v128.load(pa, 96);
+    c20 = f32x4.add(c20, f32x4.mul(a, b0));
+    c21 = f32x4.add(c21, f32x4.mul(a, b1));
+    a = v128.load(pa, 112);
+    c30 = f32x4.add(c30, f32x4.mul(a, b0));
+    c31 = f32x4.add(c31, f32x4.mul(a, b1));
+    if (rem == 2) break;
+    b0 = v128.load(pb, 64);
+    b1 = v128.load(pb, 80);
+    a = v128.load(pa, 128);
+    c00 = f32x4.add(c00, f32x4.mul(a, b0));
+    c01 = f32x4.add(c01, f32x4.mul(a, b1));
+    a = v128.load(pa, 144);
+    c10 = f32x4.add(c10, f32x4.mul(a, b0));
+    c11 = f32x4.add(c11, f32x4.mul(a, b1));
+    a = v128.load(pa, 160);
+    c20 = f32x4.add(c20, f32x4.mul(a, b0));
+    c21 = f32x4.add(c21, f32x4.mul(a, b1));
+    a = v128.load(pa, 176);
+    c30 = f32x4.add(c30, f32x4.mul(a, b0));
+    c31 = f32x4.add(c31, f32x4.mul(a, b1));
+    if (rem == 3) break;
+    b0 = v128.load(pb, 96);
+    b1 = v128.load(pb, 112);
+    a = v128.load(pa, 192);
+    c00 = f32x4.add(c00, f32x4.mul(a, b0));
+    c01 = f32x4.add(c01, f32x4.mul(a, b1));
+    a = v128.load(pa, 208);
+    c10 = f32x4.add(c10, f32x4.mul(a, b0));
+    c11 = f32x4.add(c11, f32x4.mul(a, b1));
+    a = v128.load(pa, 224);
+    c20 = f32x4.add(c20, f32x4.mul(a, b0));
+    c21 = f32x4.add(c21, f32x4.mul(a, b1));
+    a = v128.load(pa, 240);
+    c30 = f32x4.add(c30, f32x4.mul(a, b0));
+    c31 = f32x4.add(c31, f32x4.mul(a, b1));
+    pa += 256;
+    pb += 128;
+    rem -= 4;
+    if (rem == 0) break;
+  }
   const r1 = c + ldcBytes;
   const r2 = r1 + ldcBytes;
   const r3 = r2 + ldcBytes;
@@ -464,13 +519,15 @@ function dkernel(kc: i32, pa: usize, pb: usize, c: usize, ldcBytes: usize, accum
   let c21 = f64x2.splat(0);
   let c30 = f64x2.splat(0);
   let c31 = f64x2.splat(0);
-  const pbEnd = pb + (<usize>kc << 5);
-  // Deliberately not unrolled: V8 hoists every load of an iteration above its
-  // arithmetic, so unrolling runs out of the 15 usable xmm registers and spills.
-  do {
-    const b0 = v128.load(pb);
-    const b1 = v128.load(pb, 16);
-    let a: v128;
+  // Unrolled 4x with an exit test after every k step. The exits matter: V8 (TurboFan)
+  // schedules all loads of a basic block before its arithmetic, so a plain unrolled
+  // body keeps every loaded value live at once and spills (only 15 xmm registers are
+  // allocatable); the branches split the body into one block per k step.
+  let rem = kc;
+  let b0: v128, b1: v128, a: v128;
+  while (true) {
+    b0 = v128.load(pb, 0);
+    b1 = v128.load(pb, 16);
     a = v128.load(pa, 0);
     c00 = f64x2.add(c00, f64x2.mul(a, b0));
     c01 = f64x2.add(c01, f64x2.mul(a, b1));
@@ -483,9 +540,56 @@ function dkernel(kc: i32, pa: usize, pb: usize, c: usize, ldcBytes: usize, accum
     a = v128.load(pa, 48);
     c30 = f64x2.add(c30, f64x2.mul(a, b0));
     c31 = f64x2.add(c31, f64x2.mul(a, b1));
-    pa += 64;
-    pb += 32;
-  } while (pb != pbEnd);
+    if (rem == 1) break;
+    b0 = v128.load(pb, 32);
+    b1 = v128.load(pb, 48);
+    a = v128.load(pa, 64);
+    c00 = f64x2.add(c00, f64x2.mul(a, b0));
+    c01 = f64x2.add(c01, f64x2.mul(a, b1));
+    a = v128.load(pa, 80);
+    c10 = f64x2.add(c10, f64x2.mul(a, b0));
+    c11 = f64x2.add(c11, f64x2.mul(a, b1));
+    a = v128.load(pa, 96);
+    c20 = f64x2.add(c20, f64x2.mul(a, b0));
+    c21 = f64x2.add(c21, f64x2.mul(a, b1));
+    a = v128.load(pa, 112);
+    c30 = f64x2.add(c30, f64x2.mul(a, b0));
+    c31 = f64x2.add(c31, f64x2.mul(a, b1));
+    if (rem == 2) break;
+    b0 = v128.load(pb, 64);
+    b1 = v128.load(pb, 80);
+    a = v128.load(pa, 128);
+    c00 = f64x2.add(c00, f64x2.mul(a, b0));
+    c01 = f64x2.add(c01, f64x2.mul(a, b1));
+    a = v128.load(pa, 144);
+    c10 = f64x2.add(c10, f64x2.mul(a, b0));
+    c11 = f64x2.add(c11, f64x2.mul(a, b1));
+    a = v128.load(pa, 160);
+    c20 = f64x2.add(c20, f64x2.mul(a, b0));
+    c21 = f64x2.add(c21, f64x2.mul(a, b1));
+    a = v128.load(pa, 176);
+    c30 = f64x2.add(c30, f64x2.mul(a, b0));
+    c31 = f64x2.add(c31, f64x2.mul(a, b1));
+    if (rem == 3) break;
+    b0 = v128.load(pb, 96);
+    b1 = v128.load(pb, 112);
+    a = v128.load(pa, 192);
+    c00 = f64x2.add(c00, f64x2.mul(a, b0));
+    c01 = f64x2.add(c01, f64x2.mul(a, b1));
+    a = v128.load(pa, 208);
+    c10 = f64x2.add(c10, f64x2.mul(a, b0));
+    c11 = f64x2.add(c11, f64x2.mul(a, b1));
+    a = v128.load(pa, 224);
+    c20 = f64x2.add(c20, f64x2.mul(a, b0));
+    c21 = f64x2.add(c21, f64x2.mul(a, b1));
+    a = v128.load(pa, 240);
+    c30 = f64x2.add(c30, f64x2.mul(a, b0));
+    c31 = f64x2.add(c31, f64x2.mul(a, b1));
+    pa += 256;
+    pb += 128;
+    rem -= 4;
+    if (rem == 0) break;
+  }
   const r1 = c + ldcBytes;
   const r2 = r1 + ldcBytes;
   const r3 = r2 + ldcBytes;

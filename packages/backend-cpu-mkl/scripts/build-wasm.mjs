@@ -25,7 +25,7 @@ for (const [name, base] of Object.entries(MODULES)) {
       "--importMemory",
       "--initialMemory",
       "1",
-      "--maxMemory",
+      "--maximumMemory",
       "65536",
       "--memoryBase",
       String(base),

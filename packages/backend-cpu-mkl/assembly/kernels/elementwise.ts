@@ -117,13 +117,41 @@ export function relu_f64(x: usize, out: usize, n: i32): void {
   }
 }
 
-const SQRT2: f64 = 1.4142135623730951;
 const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
+const TWO_OVER_SQRT_PI: f64 = 1.1283791670955126;
+// 1/sqrt(2) = INV_SQRT2_HI + INV_SQRT2_LO (double-double)
+const INV_SQRT2_HI: f64 = 0.7071067811865476;
+const INV_SQRT2_LO: f64 = -4.833646656726457e-17;
 
-/** Exact gelu, 0.5 x (1 + erf(x / sqrt 2)); erfc form for x < 0 (no cancellation in the tail). */
+/** Rounding error of the product a*b = p (Dekker's two-product, no FMA); |a|, |b| < 2^995. */
+@inline function twoProdErr(a: f64, b: f64, p: f64): f64 {
+  const SPLIT: f64 = 134217729.0; // 2^27 + 1
+  const ca = SPLIT * a;
+  const ah = ca - (ca - a);
+  const al = a - ah;
+  const cb = SPLIT * b;
+  const bh = cb - (cb - b);
+  const bl = b - bh;
+  return ((ah * bh - p) + ah * bl + al * bh) + al * bl;
+}
+
+/**
+ * Exact gelu, 0.5 x (1 + erf(x / sqrt 2)), accurate to a few ulp everywhere: the erfc form for
+ * x < 0 (no cancellation in the tail), and x / sqrt 2 carried as a double-double zh + zl with
+ * the first-order correction zl * erf'(zh), since erfc amplifies the rounding error of its
+ * argument by ~2 z^2.
+ */
 @inline function gelu64(x: f64): f64 {
-  const t = x / SQRT2;
-  return x >= 0 ? 0.5 * x * (1.0 + erfd(t)) : 0.5 * x * erfcd(-t);
+  const zh = x * INV_SQRT2_HI;
+  // For x >= 0 (and small |x|) 1 + erf damps the argument's rounding error (factor < 0.5), so
+  // the correction only matters in the negative tail.
+  if (x >= -0.5) return 0.5 * x * (1.0 + erfd(zh));
+  let corr = 0.0;
+  if (x > -64.0) {
+    const zl = twoProdErr(x, INV_SQRT2_HI, zh) + x * INV_SQRT2_LO;
+    corr = zl * TWO_OVER_SQRT_PI * expd(-zh * zh);
+  }
+  return 0.5 * x * (erfcd(-zh) + corr);
 }
 
 /** tanh-approximated gelu, 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)), u = sqrt(2/pi) (x + 0.044715 x^3). */

@@ -95,17 +95,39 @@ function radix2(x: usize, n: i32, tw: usize, inverse: bool): void {
     const h = len >> 1;
     const stride = n / len;
     const hb = (<usize>h) << 4;
-    for (let k = 0; k < h; k++) {
-      const W = f64x2.mul(v128.load(tw + ((<usize>(k * stride)) << 4)), conj); // (wr, wi)
-      const Wp = f64x2.mul(v128.shuffle<f64>(W, W, 1, 0), perp); // (-wi, wr)
-      for (let s = k; s < n; s += len) {
-        const pa = x + ((<usize>s) << 4);
-        const pb = pa + hb;
-        const A = v128.load(pa);
-        const B = v128.load(pb);
-        const T = f64x2.add(f64x2.mul(v128.shuffle<f64>(B, B, 0, 0), W), f64x2.mul(v128.shuffle<f64>(B, B, 1, 1), Wp));
-        v128.store(pa, f64x2.add(A, T));
-        v128.store(pb, f64x2.sub(A, T));
+    if (h < 32) {
+      // Few twiddles per stage: twiddle-outer, each loaded once.
+      for (let k = 0; k < h; k++) {
+        const W = f64x2.mul(v128.load(tw + ((<usize>(k * stride)) << 4)), conj); // (wr, wi)
+        const Wp = f64x2.mul(v128.shuffle<f64>(W, W, 1, 0), perp); // (-wi, wr)
+        for (let s = k; s < n; s += len) {
+          const pa = x + ((<usize>s) << 4);
+          const pb = pa + hb;
+          const A = v128.load(pa);
+          const B = v128.load(pb);
+          const T = f64x2.add(f64x2.mul(v128.shuffle<f64>(B, B, 0, 0), W), f64x2.mul(v128.shuffle<f64>(B, B, 1, 1), Wp));
+          v128.store(pa, f64x2.add(A, T));
+          v128.store(pb, f64x2.sub(A, T));
+        }
+      }
+    } else {
+      // Long blocks: walk each block sequentially (cache friendly), twiddles strided.
+      const tstep = (<usize>stride) << 4;
+      for (let s = 0; s < n; s += len) {
+        let pa = x + ((<usize>s) << 4);
+        let pt = tw;
+        for (let k = 0; k < h; k++) {
+          const W = f64x2.mul(v128.load(pt), conj);
+          const Wp = f64x2.mul(v128.shuffle<f64>(W, W, 1, 0), perp);
+          const pb = pa + hb;
+          const A = v128.load(pa);
+          const B = v128.load(pb);
+          const T = f64x2.add(f64x2.mul(v128.shuffle<f64>(B, B, 0, 0), W), f64x2.mul(v128.shuffle<f64>(B, B, 1, 1), Wp));
+          v128.store(pa, f64x2.add(A, T));
+          v128.store(pb, f64x2.sub(A, T));
+          pa += 16;
+          pt += tstep;
+        }
       }
     }
   }
@@ -196,6 +218,7 @@ export function rfft_r2c(input: usize, output: usize, n: i32, work: usize): void
     }
     fftCore(z, n, false, z + ((<usize>n) << 4));
     memory.copy(output, z, (<usize>((n >> 1) + 1)) << 4);
+    stf(output, 1, 0.0); // DC of a real signal is real
     return;
   }
   // Even: z[j] = x[2j] + i x[2j+1], half-length transform, then untangle.

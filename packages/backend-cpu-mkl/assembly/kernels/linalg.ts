@@ -510,7 +510,26 @@ function dot3(x: usize, y: usize, n: i32): void {
   let aa = f64x2.splat(0);
   let bb = f64x2.splat(0);
   let gg = f64x2.splat(0);
+  let aa1 = f64x2.splat(0);
+  let bb1 = f64x2.splat(0);
+  let gg1 = f64x2.splat(0);
   let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const o = off(i);
+    const vx = v128.load(x + o);
+    const vy = v128.load(y + o);
+    const wx = v128.load(x + o, 16);
+    const wy = v128.load(y + o, 16);
+    aa = f64x2.add(aa, f64x2.mul(vx, vx));
+    bb = f64x2.add(bb, f64x2.mul(vy, vy));
+    gg = f64x2.add(gg, f64x2.mul(vx, vy));
+    aa1 = f64x2.add(aa1, f64x2.mul(wx, wx));
+    bb1 = f64x2.add(bb1, f64x2.mul(wy, wy));
+    gg1 = f64x2.add(gg1, f64x2.mul(wx, wy));
+  }
+  aa = f64x2.add(aa, aa1);
+  bb = f64x2.add(bb, bb1);
+  gg = f64x2.add(gg, gg1);
   for (; i + 2 <= n; i += 2) {
     const o = off(i);
     const vx = v128.load(x + o);
