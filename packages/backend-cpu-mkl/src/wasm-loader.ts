@@ -9,9 +9,19 @@ import { cpuMemory, registerWasmModule, runtime, wasmKernelImports } from "@back
 
 const g = globalThis as any;
 
+// Literal `new URL("...", import.meta.url)` per file, so bundlers (Vite, esbuild, webpack)
+// see each .wasm file and emit it with the app.
+const FILES: Record<string, () => [threads: URL, plain: URL]> = {
+  gemm: () => [new URL("../wasm/gemm.wasm", import.meta.url), new URL("../wasm/gemm.nothreads.wasm", import.meta.url)],
+  kernels: () => [new URL("../wasm/kernels.wasm", import.meta.url), new URL("../wasm/kernels.nothreads.wasm", import.meta.url)],
+  attention: () => [new URL("../wasm/attention.wasm", import.meta.url), new URL("../wasm/attention.nothreads.wasm", import.meta.url)],
+};
+
 export function wasmFileUrl(name: string): URL {
-  const file = `${name}${cpuMemory().shared ? "" : ".nothreads"}.wasm`;
-  return new URL(`../wasm/${file}`, import.meta.url);
+  const urls = FILES[name];
+  if (!urls) throw new Error(`backend-cpu-mkl: no WASM module named ${name}`);
+  const [threads, plain] = urls();
+  return cpuMemory().shared ? threads : plain;
 }
 
 function readSync(url: URL): Uint8Array | undefined {
