@@ -1,0 +1,90 @@
+/**
+ * The nnpack backend: torch.backends.nnpack. Its conv2d kernels run in every runtime with
+ * WebAssembly SIMD (browsers included); `backends.nnpack.enabled` (setFlags) gates them.
+ */
+import {
+  type BackendDefinition,
+  type Conv2dOptions,
+  conv2dOp,
+  cpuMemory,
+  defineBackend,
+  explain,
+  runtime,
+  type Tensor,
+  tensor,
+} from "@backplane/core";
+import {
+  clearTransformCache,
+  setTransformCacheEnabled,
+  setTransformCacheLimit,
+  transformCacheInfo,
+} from "./cache.ts";
+import { type Algorithm, chooseAlgorithm, nnpackKernels } from "./kernels.ts";
+import { loadConv, loadConvSync } from "./wasm.ts";
+
+export const NNPACK_BACKEND = "nnpack";
+export const VERSION = "0.1.0";
+
+function available(): { available: boolean; reason?: string } {
+  const rt = runtime();
+  if (!rt.wasm) return { available: false, reason: "this runtime has no WebAssembly" };
+  if (!rt.wasmSimd)
+    return {
+      available: false,
+      reason: "this runtime's WebAssembly has no SIMD (fixed-width SIMD128 is required)",
+    };
+  try {
+    cpuMemory();
+  } catch (e) {
+    return { available: false, reason: (e as Error).message };
+  }
+  return { available: true };
+}
+
+/** The matmul kernel the GEMM stages would run on now (e.g. "blas-gemm", "wasm-gemm", "reference"). */
+function gemmKernel(): string | undefined {
+  const a = tensor(new Float32Array(4), { shape: [2, 2] });
+  try {
+    return explain("matmul", a, a).selected;
+  } catch {
+    return undefined;
+  } finally {
+    a.dispose();
+  }
+}
+
+/** The algorithm the "auto" kernel would run for conv2d(input, weight, opts). */
+export function algorithmFor(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Algorithm {
+  return chooseAlgorithm(conv2dOp.prepare(input, weight, opts));
+}
+
+export const nnpackBackend: BackendDefinition = defineBackend({
+  name: NNPACK_BACKEND,
+  namespaces: ["nnpack"],
+  packageName: "@backplane/backend-nnpack",
+  devices: ["cpu"],
+  version: () => VERSION,
+  isAvailable: available,
+  init() {
+    if (loadConvSync()) return;
+    return loadConv().then(() => {});
+  },
+  capability: () => ({
+    isa: "WASM_SIMD128",
+    algorithms: ["wt8x8", "wt6x6", "ft8x8", "ft16x16", "direct", "implicit-gemm"],
+    sharedMemory: cpuMemory().shared,
+    /** Where the GEMM stages go: the matmul kernel the dispatcher picks now. */
+    gemm: gemmKernel(),
+    transformCache: transformCacheInfo(),
+  }),
+  kernels: nnpackKernels(),
+  api: {
+    nnpack: {
+      algorithmFor,
+      clearTransformCache,
+      transformCacheInfo,
+      setTransformCacheLimit,
+      setTransformCacheEnabled,
+    },
+  },
+});
