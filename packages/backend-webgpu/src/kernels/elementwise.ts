@@ -1,0 +1,210 @@
+/**
+ * add, mul (broadcasting), relu, gelu (exact and tanh). One invocation per output
+ * element; inputs are read through their strides (views and broadcasts cost nothing),
+ * with a plain indexed path when everything is contiguous and the same shape.
+ */
+import type { BinaryParams, KernelDefinition, UnaryParams } from "@backplane/core";
+import { grid, gridRefusal, groupLimit, launch, Meta, pipelineFor } from "../exec.ts";
+import {
+  baseChecks,
+  binding,
+  broadcastStrides,
+  bytesOf,
+  collapse,
+  FLOAT_DTYPES,
+  MAX_RANK,
+  output,
+  product,
+  VERBOSE,
+  wgslType,
+} from "./common.ts";
+
+const WG = 256;
+const PRIORITY = 100;
+
+/** Index walk: fills `offs` (per operand) from the flat output index `i` (meta layout below). */
+function walk(operands: number): string {
+  // meta: [n, rank, off_0..off_{k-1}, shape[8], strides_0[8], ..., strides_{k-1}[8]]
+  const base = 2 + operands;
+  const lines = [];
+  for (let k = 0; k < operands; k++) lines.push(`  var o${k} = prm[${2 + k}];`);
+  lines.push("  var rem = i;");
+  lines.push("  for (var d = i32(prm[1]) - 1; d >= 0; d--) {");
+  lines.push(`    let size = prm[${base}u + u32(d)];`);
+  lines.push("    let idx = rem % size;");
+  lines.push("    rem = rem / size;");
+  for (let k = 0; k < operands; k++)
+    lines.push(`    o${k} += idx * prm[${base + MAX_RANK * (k + 1)}u + u32(d)];`);
+  lines.push("  }");
+  return lines.join("\n");
+}
+
+const header = (T: string, enable: string, reads: number) =>
+  `${enable}alias T = ${T};
+${Array.from({ length: reads }, (_, k) => `@group(0) @binding(${k}) var<storage, read> X${k}: array<T>;`).join("\n")}
+@group(0) @binding(${reads}) var<storage, read_write> Y: array<T>;
+@group(0) @binding(${reads + 1}) var<storage, read> prm: array<u32>;
+`;
+
+function binaryCode(dtype: string, opExpr: string, strided: boolean): string {
+  const { T, enable } = wgslType(dtype as never);
+  return `${header(T, enable, 2)}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = gid.x + gid.y * nw.x * ${WG}u;
+  if (i >= prm[0]) { return; }
+${strided ? walk(2) : "  let o0 = prm[2] + i;\n  let o1 = prm[3] + i;"}
+  let a = X0[o0];
+  let b = X1[o1];
+  Y[i] = ${opExpr};
+}`;
+}
+
+// erf to ~1.5e-7 absolute (Abramowitz & Stegun 7.1.26), in f32.
+const ERF = `
+fn erf_(x: f32) -> f32 {
+  let ax = abs(x);
+  let t = 1.0 / (1.0 + 0.3275911 * ax);
+  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-ax * ax);
+  return select(-y, y, x >= 0.0);
+}`;
+
+function unaryCode(dtype: string, kind: "relu" | "gelu" | "gelu-tanh", strided: boolean): string {
+  const { T, enable } = wgslType(dtype as never);
+  const f =
+    kind === "relu"
+      ? "fn f(x: T) -> T { return max(x, T(0)); }"
+      : kind === "gelu"
+        ? `${ERF}
+fn f(v: T) -> T { let x = f32(v); return T(0.5 * x * (1.0 + erf_(x * 0.7071067811865476))); }`
+        : `fn f(v: T) -> T {
+  let x = f32(v);
+  let u = clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -15.0, 15.0);
+  return T(0.5 * x * (1.0 + tanh(u)));
+}`;
+  return `${header(T, enable, 1)}
+${f}
+@compute @workgroup_size(${WG})
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let i = gid.x + gid.y * nw.x * ${WG}u;
+  if (i >= prm[0]) { return; }
+${strided ? walk(1) : "  let o0 = prm[2] + i;"}
+  Y[i] = f(X0[o0]);
+}`;
+}
+
+function metaFor(
+  n: number,
+  offsets: number[],
+  shape: number[],
+  strides: number[][],
+): Uint32Array<ArrayBuffer> {
+  const m = new Meta().u32(n, shape.length, ...offsets).list(shape, MAX_RANK, 1);
+  for (const st of strides) m.list(st, MAX_RANK);
+  return m.build();
+}
+
+function binary(op: "add" | "mul"): KernelDefinition<BinaryParams> {
+  const name = `wgsl-${op}`;
+  const expr = op === "add" ? "a + b" : "a * b";
+  return {
+    op,
+    name,
+    device: "webgpu",
+    dtypes: [...FLOAT_DTYPES, "int32"],
+    deterministic: true,
+    verboseFlags: VERBOSE,
+    priority: PRIORITY,
+    supports(p) {
+      const n = product(p.outShape);
+      const s = baseChecks(p.dtype, [p.a, p.b], bytesOf(p.dtype, n));
+      if (typeof s === "string") return s;
+      if (p.outShape.length > MAX_RANK)
+        return `output rank ${p.outShape.length} is more than ${MAX_RANK}`;
+      return gridRefusal(Math.ceil(n / WG), s.limits.maxComputeWorkgroupsPerDimension) ?? true;
+    },
+    run(p) {
+      const out = output(p.outShape, p.dtype);
+      const n = out.numel;
+      if (n === 0) return out;
+      const { a, b } = p;
+      const same = a.isContiguous && b.isContiguous && a.shape.join() === b.shape.join();
+      const c = same
+        ? { shape: [n], strides: [[1], [1]] }
+        : collapse(p.outShape, [
+            broadcastStrides(a.shape, a.strides, p.outShape),
+            broadcastStrides(b.shape, b.strides, p.outShape),
+          ]);
+      const strided = !same;
+      const pipeline = pipelineFor(`${name}:${p.dtype}:${strided ? "s" : "c"}`, 2, 1, () =>
+        binaryCode(p.dtype, expr, strided),
+      );
+      launch({
+        kernel: name,
+        op,
+        params: p,
+        pipeline,
+        reads: [binding(a), binding(b)],
+        writes: [binding(out)],
+        meta: metaFor(n, [a.offset, b.offset], c.shape, c.strides),
+        groups: grid(Math.ceil(n / WG), groupLimit()),
+      });
+      return out;
+    },
+  };
+}
+
+function unary(
+  op: "relu" | "gelu",
+  dtypes: readonly ("float32" | "float16" | "int32")[],
+): KernelDefinition<UnaryParams> {
+  const name = `wgsl-${op}`;
+  return {
+    op,
+    name,
+    device: "webgpu",
+    dtypes,
+    deterministic: true,
+    verboseFlags: VERBOSE,
+    priority: PRIORITY,
+    supports(p) {
+      const n = p.x.numel;
+      const s = baseChecks(p.dtype, [p.x], bytesOf(p.dtype, n));
+      if (typeof s === "string") return s;
+      if (p.x.rank > MAX_RANK) return `rank ${p.x.rank} is more than ${MAX_RANK}`;
+      return gridRefusal(Math.ceil(n / WG), s.limits.maxComputeWorkgroupsPerDimension) ?? true;
+    },
+    run(p) {
+      const { x } = p;
+      const out = output(x.shape, p.dtype);
+      const n = out.numel;
+      if (n === 0) return out;
+      const kind = op === "relu" ? "relu" : p.approximate === "tanh" ? "gelu-tanh" : "gelu";
+      const strided = !x.isContiguous;
+      const c = strided
+        ? collapse(x.shape, [x.strides as number[]])
+        : { shape: [n], strides: [[1]] };
+      const pipeline = pipelineFor(`wgsl-${kind}:${p.dtype}:${strided ? "s" : "c"}`, 1, 1, () =>
+        unaryCode(p.dtype, kind, strided),
+      );
+      launch({
+        kernel: name,
+        op,
+        params: p,
+        pipeline,
+        reads: [binding(x)],
+        writes: [binding(out)],
+        meta: metaFor(n, [x.offset], c.shape, c.strides),
+        groups: grid(Math.ceil(n / WG), groupLimit()),
+      });
+      return out;
+    },
+  };
+}
+
+export const elementwiseKernels: KernelDefinition<any>[] = [
+  binary("add"),
+  binary("mul"),
+  unary("relu", [...FLOAT_DTYPES, "int32"]),
+  unary("gelu", FLOAT_DTYPES),
+];

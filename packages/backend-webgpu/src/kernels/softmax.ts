@@ -1,0 +1,132 @@
+/**
+ * softmax and logSoftmax along any dimension (the last is the usual one): one workgroup
+ * per row, the max and the sum reduced in workgroup memory, f32 arithmetic for every dtype.
+ * Inputs are read through their strides; the output is contiguous.
+ */
+import { contiguousStrides, type KernelDefinition, type SoftmaxParams } from "@backplane/core";
+import { grid, gridRefusal, groupLimit, launch, Meta, pipelineFor } from "../exec.ts";
+import {
+  baseChecks,
+  binding,
+  bytesOf,
+  collapse,
+  FLOAT_DTYPES,
+  MAX_RANK,
+  output,
+  VERBOSE,
+  wgslType,
+} from "./common.ts";
+
+const WG = 64;
+
+function code(dtype: string, log: boolean): string {
+  const { T, enable } = wgslType(dtype as never);
+  const R = MAX_RANK;
+  return `${enable}alias T = ${T};
+@group(0) @binding(0) var<storage, read> X: array<T>;
+@group(0) @binding(1) var<storage, read_write> Y: array<T>;
+// rows, D, outerRank, xOffset, xStrideD, yStrideD, shape[${R}], xStrides[${R}], yStrides[${R}]
+@group(0) @binding(2) var<storage, read> prm: array<u32>;
+var<workgroup> red: array<f32, ${WG}>;
+
+@compute @workgroup_size(${WG})
+fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
+        @builtin(local_invocation_index) li: u32) {
+  let row = wg.x + wg.y * nw.x;
+  if (row >= prm[0]) { return; }
+  let D = prm[1];
+  var xo = prm[3];
+  var yo = 0u;
+  var rem = row;
+  for (var d = i32(prm[2]) - 1; d >= 0; d--) {
+    let size = prm[6u + u32(d)];
+    let idx = rem % size;
+    rem = rem / size;
+    xo += idx * prm[${6 + R}u + u32(d)];
+    yo += idx * prm[${6 + 2 * R}u + u32(d)];
+  }
+  let sx = prm[4];
+  let sy = prm[5];
+  var mx = -3.402823e38;
+  for (var j = li; j < D; j += ${WG}u) { mx = max(mx, f32(X[xo + j * sx])); }
+  red[li] = mx;
+  workgroupBarrier();
+  for (var s = ${WG / 2}u; s > 0u; s = s >> 1u) {
+    if (li < s) { red[li] = max(red[li], red[li + s]); }
+    workgroupBarrier();
+  }
+  mx = red[0];
+  workgroupBarrier();
+  var sum = 0.0;
+  for (var j = li; j < D; j += ${WG}u) { sum += exp(f32(X[xo + j * sx]) - mx); }
+  red[li] = sum;
+  workgroupBarrier();
+  for (var s = ${WG / 2}u; s > 0u; s = s >> 1u) {
+    if (li < s) { red[li] = red[li] + red[li + s]; }
+    workgroupBarrier();
+  }
+  sum = red[0];
+  ${log ? "let ls = log(sum);" : "let inv = 1.0 / sum;"}
+  for (var j = li; j < D; j += ${WG}u) {
+    let v = f32(X[xo + j * sx]) - mx;
+    Y[yo + j * sy] = T(${log ? "v - ls" : "exp(v) * inv"});
+  }
+}`;
+}
+
+function kernel(op: "softmax" | "logSoftmax"): KernelDefinition<SoftmaxParams> {
+  const log = op === "logSoftmax";
+  const name = log ? "wgsl-log-softmax" : "wgsl-softmax";
+  return {
+    op,
+    name,
+    device: "webgpu",
+    dtypes: FLOAT_DTYPES,
+    deterministic: true,
+    verboseFlags: VERBOSE,
+    priority: 100,
+    supports(p) {
+      const s = baseChecks(p.dtype, [p.x], bytesOf(p.dtype, p.x.numel));
+      if (typeof s === "string") return s;
+      if (p.x.rank > MAX_RANK + 1) return `rank ${p.x.rank} is more than ${MAX_RANK + 1}`;
+      const D = p.x.rank === 0 ? 1 : p.x.shape[p.dim];
+      const rows = D === 0 ? 0 : p.x.numel / D;
+      return gridRefusal(rows, s.limits.maxComputeWorkgroupsPerDimension) ?? true;
+    },
+    run(p) {
+      const { x } = p;
+      const out = output(x.shape, p.dtype);
+      if (out.numel === 0) return out;
+      const shape = x.shape as number[];
+      const yStrides = contiguousStrides(shape);
+      const D = x.rank === 0 ? 1 : shape[p.dim];
+      const sx = x.rank === 0 ? 0 : x.strides[p.dim];
+      const sy = x.rank === 0 ? 0 : yStrides[p.dim];
+      const outer = shape.filter((_, i) => i !== p.dim);
+      const c = collapse(outer, [
+        (x.strides as number[]).filter((_, i) => i !== p.dim),
+        yStrides.filter((_, i) => i !== p.dim),
+      ]);
+      const rows = out.numel / D;
+      const meta = new Meta()
+        .u32(rows, D, c.shape.length, x.offset, sx, sy)
+        .list(c.shape, MAX_RANK, 1)
+        .list(c.strides[0], MAX_RANK)
+        .list(c.strides[1], MAX_RANK)
+        .build();
+      launch({
+        kernel: name,
+        op,
+        params: p,
+        pipeline: pipelineFor(`${name}:${p.dtype}`, 1, 1, () => code(p.dtype, log)),
+        reads: [binding(x)],
+        writes: [binding(out)],
+        meta,
+        groups: grid(rows, groupLimit()),
+      });
+      return out;
+    },
+  };
+}
+
+export const softmaxKernels: KernelDefinition<any>[] = [kernel("softmax"), kernel("logSoftmax")];

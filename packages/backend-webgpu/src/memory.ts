@@ -1,0 +1,229 @@
+/// <reference types="@webgpu/types" />
+/**
+ * Device memory "webgpu": storages are pooled GPU buffers. Uploads are queue.writeBuffer,
+ * downloads a copy into a pooled MAP_READ staging buffer and mapAsync (there is no
+ * synchronous readback on WebGPU), copies copyBufferToBuffer, sync onSubmittedWorkDone.
+ * WebGPU moves bytes in 4-byte words; ranges that are not (float16 and bool tensors
+ * with odd lengths or offsets) go through a small byte-copy shader.
+ */
+import { DeviceError, type DeviceMemory } from "@backplane/core";
+import {
+  type Binding,
+  getPools,
+  launch,
+  Meta,
+  pendingTraces,
+  pipelineFor,
+  requirePools,
+} from "./exec.ts";
+import { gpuState } from "./gpu.ts";
+import { MAP_READ_MODE } from "./pool.ts";
+
+export interface GpuHandle {
+  readonly buffer: GPUBuffer;
+  /** Bytes the buffer really has (its size class, at least byteLength rounded up to 4). */
+  readonly size: number;
+  /** Bytes the storage asked for. */
+  readonly byteLength: number;
+  /** The device generation the buffer belongs to (see reinitialize()). */
+  readonly generation: number;
+  freed: boolean;
+}
+
+export const STALE =
+  "the storage belongs to a webgpu device that was closed (reinitialize()); move the data again";
+
+const up4 = (n: number) => (n + 3) & ~3;
+
+/** The range of a storage a shader binds: at least 4 bytes, a multiple of 4. */
+export function bindingOf(h: GpuHandle): Binding {
+  return { buffer: h.buffer, size: Math.max(4, up4(h.byteLength)) };
+}
+
+const COPY_BYTES = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> src: array<u32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<u32>;
+// srcByte, dstByte, bytes, firstWord, words
+@group(0) @binding(2) var<storage, read> prm: array<u32>;
+
+fn srcByte(p: u32) -> u32 { return (src[p >> 2u] >> ((p & 3u) * 8u)) & 0xffu; }
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let w = gid.x + gid.y * nw.x * 64u;
+  if (w >= prm[4]) { return; }
+  let word = prm[3] + w;
+  var v = dst[word];
+  for (var b = 0u; b < 4u; b++) {
+    let p = word * 4u + b;
+    if (p >= prm[1] && p < prm[1] + prm[2]) {
+      let sh = b * 8u;
+      v = (v & ~(0xffu << sh)) | (srcByte(prm[0] + p - prm[1]) << sh);
+    }
+  }
+  dst[word] = v;
+}`;
+
+/** Copies `n` bytes at any alignment between two different buffers, on the queue. */
+function copyBytes(src: Binding, srcOff: number, dst: Binding, dstOff: number, n: number): void {
+  const firstWord = dstOff >>> 2;
+  const words = ((dstOff + n + 3) >>> 2) - firstWord;
+  const { s } = requirePools("webgpu copy");
+  const p = pipelineFor("copy-bytes", 1, 1, () => COPY_BYTES);
+  const groups = Math.ceil(words / 64);
+  const limit = s.limits.maxComputeWorkgroupsPerDimension;
+  launch({
+    kernel: "copy-bytes",
+    pipeline: p,
+    reads: [src],
+    writes: [dst],
+    meta: new Meta().u32(srcOff, dstOff, n, firstWord, words).build(),
+    groups: groups <= limit ? [groups, 1, 1] : [limit, Math.ceil(groups / limit), 1],
+  });
+}
+
+function fail(what: string, e: unknown): never {
+  throw new DeviceError(`webgpu ${what}: ${(e as Error)?.message ?? String(e)}`);
+}
+
+function check(h: GpuHandle, what: string, off: number, n: number): void {
+  if (h.freed) throw new DeviceError(`webgpu ${what}: the storage was freed`);
+  if (h.generation !== gpuState()?.generation) throw new DeviceError(`webgpu ${what}: ${STALE}`);
+  if (off < 0 || off + n > h.byteLength)
+    throw new DeviceError(
+      `webgpu ${what}: bytes [${off}, ${off + n}) are outside the storage of ${h.byteLength} bytes`,
+    );
+}
+
+export const webgpuMemory: DeviceMemory<GpuHandle> = {
+  deviceType: "webgpu",
+  hostVisible: false,
+
+  allocate(byteLength: number): GpuHandle {
+    let pools: ReturnType<typeof requirePools>;
+    try {
+      pools = requirePools("allocate");
+    } catch (e) {
+      fail("allocate", e);
+    }
+    const max = pools.s.limits.maxBufferSize;
+    if (byteLength > max)
+      throw new DeviceError(
+        `webgpu allocate: ${byteLength} bytes is more than the device's maxBufferSize (${max})`,
+      );
+    const { buffer, size } = pools.storage.acquire(byteLength);
+    return { buffer, size, byteLength, generation: pools.s.generation, freed: false };
+  },
+
+  free(h: GpuHandle): void {
+    if (h.freed) return;
+    h.freed = true;
+    // A buffer of an earlier device went with it; the current pool never saw it.
+    if (h.generation !== gpuState()?.generation) return;
+    getPools()?.storage.release(h.buffer, h.size);
+  },
+
+  upload(h: GpuHandle, byteOffset: number, src: Uint8Array): void {
+    const n = src.byteLength;
+    check(h, "upload", byteOffset, n);
+    if (n === 0) return;
+    let pools: ReturnType<typeof requirePools>;
+    try {
+      pools = requirePools("upload");
+    } catch (e) {
+      fail("upload", e);
+    }
+    const queue = pools.s.device.queue;
+    // writeBuffer wants 4-byte multiples and a plain (not shared) ArrayBuffer.
+    const aligned = byteOffset % 4 === 0;
+    const tailFree = byteOffset + n >= h.byteLength; // the padding lands past the storage
+    if (aligned && (n % 4 === 0 || tailFree)) {
+      let data: Uint8Array<ArrayBuffer>;
+      if (n % 4 === 0 && src.buffer instanceof ArrayBuffer) data = src as Uint8Array<ArrayBuffer>;
+      else {
+        data = new Uint8Array(up4(n));
+        data.set(src);
+      }
+      queue.writeBuffer(h.buffer, byteOffset, data);
+      return;
+    }
+    const tmp = pools.storage.acquire(up4(n));
+    const data = new Uint8Array(up4(n));
+    data.set(src);
+    queue.writeBuffer(tmp.buffer, 0, data);
+    copyBytes({ buffer: tmp.buffer, size: tmp.size }, 0, bindingOf(h), byteOffset, n);
+    pools.storage.release(tmp.buffer, tmp.size);
+  },
+
+  async download(h: GpuHandle, byteOffset: number, byteLength: number): Promise<Uint8Array> {
+    check(h, "download", byteOffset, byteLength);
+    if (byteLength === 0) return new Uint8Array(0);
+    let pools: ReturnType<typeof requirePools>;
+    try {
+      pools = requirePools("download");
+    } catch (e) {
+      fail("download", e);
+    }
+    const start = byteOffset & ~3;
+    const size = up4(byteOffset + byteLength) - start;
+    const staging = pools.staging.acquire(size);
+    const device = pools.s.device;
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(h.buffer, start, staging.buffer, 0, size);
+    device.queue.submit([encoder.finish()]);
+    try {
+      await staging.buffer.mapAsync(MAP_READ_MODE, 0, size);
+    } catch (e) {
+      pools.staging.stats.liveBuffers--;
+      pools.staging.stats.liveBytes -= staging.size;
+      staging.buffer.destroy();
+      fail("download (mapAsync)", e);
+    }
+    const from = byteOffset - start;
+    const out = new Uint8Array(staging.buffer.getMappedRange(0, size)).slice(
+      from,
+      from + byteLength,
+    );
+    staging.buffer.unmap();
+    pools.staging.release(staging.buffer, staging.size);
+    return out;
+  },
+
+  copy(src: GpuHandle, srcOffset: number, dst: GpuHandle, dstOffset: number, n: number): void {
+    check(src, "copy (source)", srcOffset, n);
+    check(dst, "copy (destination)", dstOffset, n);
+    if (n === 0) return;
+    let pools: ReturnType<typeof requirePools>;
+    try {
+      pools = requirePools("copy");
+    } catch (e) {
+      fail("copy", e);
+    }
+    const device = pools.s.device;
+    const aligned = srcOffset % 4 === 0 && dstOffset % 4 === 0;
+    const tailFree = dstOffset + n >= dst.byteLength;
+    if (aligned && (n % 4 === 0 || tailFree) && src.buffer !== dst.buffer) {
+      const encoder = device.createCommandEncoder();
+      encoder.copyBufferToBuffer(src.buffer, srcOffset, dst.buffer, dstOffset, up4(n));
+      device.queue.submit([encoder.finish()]);
+      return;
+    }
+    if (src.buffer === dst.buffer) {
+      // Through a temporary: a buffer cannot be bound for reading and writing at once.
+      const tmp = pools.storage.acquire(up4(n) + 4);
+      const t: Binding = { buffer: tmp.buffer, size: tmp.size };
+      copyBytes(bindingOf(src), srcOffset, t, 0, n);
+      copyBytes(t, 0, bindingOf(dst), dstOffset, n);
+      pools.storage.release(tmp.buffer, tmp.size);
+      return;
+    }
+    copyBytes(bindingOf(src), srcOffset, bindingOf(dst), dstOffset, n);
+  },
+
+  async sync(): Promise<void> {
+    const s = gpuState();
+    if (!s) return;
+    await s.device.queue.onSubmittedWorkDone();
+    if (pendingTraces.size > 0) await Promise.all([...pendingTraces]);
+  },
+};

@@ -1,0 +1,49 @@
+/**
+ * Shared by the tests: opens the device once and says whether there is one. Without an
+ * adapter the GPU tests skip, and the reason is printed (CI sets one up: ci-setup.sh).
+ */
+import { runtime, type Tensor } from "@backplane/core";
+import { it } from "vitest";
+import { webgpuAvailability } from "../src/index.ts";
+
+export const availability = await webgpuAvailability();
+export const available = availability.available;
+if (!available) {
+  console.log(
+    `[backend-webgpu] ${runtime().name}: no WebGPU adapter, GPU tests skip: ${availability.reason}`,
+  );
+}
+
+/** Software drivers (lavapipe, SwiftShader) on shared cores are slow: generous timeouts. */
+export const TIMEOUT = 180_000;
+
+/** `it` when a device is open, else `it.skip`. */
+export const gpuIt = (name: string, fn: () => unknown | Promise<unknown>) =>
+  (available ? it : it.skip)(name, fn as () => Promise<void>, TIMEOUT);
+
+/** Elements of any tensor as float64 (read back from the GPU). */
+export async function values(t: Tensor): Promise<Float64Array> {
+  if (t.storage.memory.hostView) return t.toFloat64();
+  const h = await t.toAsync("cpu");
+  try {
+    return h.toFloat64();
+  } finally {
+    h.dispose();
+  }
+}
+
+/** max |x - ref| / max |ref|; NaN where ref is not NaN (or the reverse) is Infinity. */
+export function relErr(x: Float64Array, ref: Float64Array): number {
+  if (x.length !== ref.length) return Number.POSITIVE_INFINITY;
+  let scale = 0;
+  for (const r of ref) if (Number.isFinite(r)) scale = Math.max(scale, Math.abs(r));
+  let worst = 0;
+  for (let i = 0; i < ref.length; i++) {
+    if (Number.isNaN(ref[i]) || Number.isNaN(x[i])) {
+      if (Number.isNaN(ref[i]) !== Number.isNaN(x[i])) return Number.POSITIVE_INFINITY;
+      continue;
+    }
+    worst = Math.max(worst, Math.abs(x[i] - ref[i]));
+  }
+  return worst / (scale || 1);
+}

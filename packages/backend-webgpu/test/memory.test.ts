@@ -1,0 +1,138 @@
+/**
+ * Device memory "webgpu": round trips, unaligned byte ranges, the buffer pool, and that
+ * a long run of matmuls with dispose() leaves GPU memory flat.
+ */
+import { empty, matmul, memoryStats, rand, type Tensor, tensor } from "@backplane/core";
+import { describe, expect } from "vitest";
+import { emptyCache, type GpuHandle, poolStats, sizeClass, webgpuMemory } from "../src/index.ts";
+import { gpuIt, values } from "./helpers.ts";
+
+const handleOf = (t: Tensor) => t.storage.handle as GpuHandle;
+
+describe("webgpu device memory", () => {
+  gpuIt("round-trips float32, odd-length float16 and bool tensors", async () => {
+    const f32 = new Float32Array([1.5, -2, 3.25, 1e-7, -0, 65504, 7]);
+    const a = tensor(f32, { device: "webgpu" });
+    expect(a.device).toBe("webgpu");
+    expect(a.storage.memory.hostView).toBeUndefined();
+    expect(() => a.dataSync()).toThrow(/asynchronously/);
+    expect(Array.from(await values(a))).toEqual(Array.from(f32));
+
+    const bits = new Uint16Array([0x3c00, 0xc000, 0x7bff, 0x0001, 0x8000, 0x3555, 0x4248]);
+    const h = tensor(bits, { dtype: "float16", device: "webgpu" }); // 14 bytes
+    expect(Array.from(new Uint16Array((await h.data()).buffer as ArrayBuffer, 0, 7))).toEqual(
+      Array.from(bits),
+    );
+    const b = tensor([true, false, true, true, false], { device: "webgpu" }); // 5 bytes
+    expect(await b.array()).toEqual([true, false, true, true, false]);
+    for (const t of [a, h, b]) t.dispose();
+  });
+
+  gpuIt("uploads, downloads and copies byte ranges at any alignment", async () => {
+    const mem = webgpuMemory;
+    const t = empty([10], { dtype: "float16", device: "webgpu" }); // 20 bytes
+    const u = empty([10], { dtype: "float16", device: "webgpu" });
+    const ref = Uint8Array.from({ length: 20 }, (_, i) => i);
+    const refU = new Uint8Array(20).fill(0xee);
+    mem.upload(handleOf(t), 0, ref.slice());
+    mem.upload(handleOf(u), 0, refU.slice());
+    // unaligned offset, and an aligned offset with an odd length inside the storage
+    mem.upload(handleOf(t), 6, new Uint8Array([100, 101, 102]));
+    ref.set([100, 101, 102], 6);
+    mem.upload(handleOf(t), 12, new Uint8Array([200, 201]));
+    ref.set([200, 201], 12);
+    expect(Array.from(await mem.download(handleOf(t), 0, 20))).toEqual(Array.from(ref));
+    expect(Array.from(await mem.download(handleOf(t), 3, 9))).toEqual(Array.from(ref.slice(3, 12)));
+    // between buffers, unaligned
+    mem.copy(handleOf(t), 1, handleOf(u), 5, 7);
+    refU.set(ref.slice(1, 8), 5);
+    expect(Array.from(await mem.download(handleOf(u), 0, 20))).toEqual(Array.from(refU));
+    // within one buffer, overlapping
+    mem.copy(handleOf(t), 2, handleOf(t), 9, 5);
+    ref.copyWithin(9, 2, 7);
+    expect(Array.from(await mem.download(handleOf(t), 0, 20))).toEqual(Array.from(ref));
+    // clone() copies buffer to buffer
+    const c = t.clone();
+    expect(Array.from(await mem.download(handleOf(c), 0, 20))).toEqual(Array.from(ref));
+    expect(() => mem.upload(handleOf(t), 18, new Uint8Array(4))).toThrow(/outside the storage/);
+    for (const x of [t, u, c]) x.dispose();
+  });
+
+  gpuIt("dispose() returns buffers to the pool and the next allocation reuses them", async () => {
+    const before = poolStats();
+    const t = empty([1000], { device: "webgpu" }); // 4000 bytes: the 4096 class
+    expect(handleOf(t).size).toBe(sizeClass(4000));
+    expect(sizeClass(4000)).toBe(4096);
+    const mid = poolStats();
+    t.dispose();
+    const after = poolStats();
+    expect(after.liveBuffers).toBe(mid.liveBuffers - 1);
+    expect(after.pooledBuffers).toBe(mid.pooledBuffers + 1);
+    expect(after.pooledBytes).toBe(mid.pooledBytes + 4096);
+    const again = empty([900], { device: "webgpu" }); // same class
+    const reused = poolStats();
+    expect(reused.reused).toBe(after.reused + 1);
+    expect(reused.created).toBe(after.created);
+    again.dispose();
+    expect(poolStats().liveBuffers).toBe(before.liveBuffers);
+    expect(sizeClass(1)).toBe(256);
+    expect(sizeClass(3 * 2 ** 20 + 1)).toBe(3.5 * 2 ** 20); // eighths of 4 MiB past 1 MiB
+  });
+
+  gpuIt("10,000 matmuls with dispose() leave GPU memory flat", async () => {
+    const a = rand([8, 8], { seed: 1, device: "webgpu" });
+    const b = rand([8, 8], { seed: 2, device: "webgpu" });
+    // warm-up: pipelines compiled, the pool holds what one iteration needs
+    for (let i = 0; i < 10; i++) matmul(a, b).dispose();
+    await webgpuMemory.sync("webgpu");
+    const mem0 = memoryStats("webgpu");
+    const pool0 = poolStats();
+    const t0 = performance.now();
+    for (let i = 1; i <= 10_000; i++) {
+      matmul(a, b).dispose();
+      if (i % 1000 === 0) await webgpuMemory.sync("webgpu");
+    }
+    const ms = performance.now() - t0;
+    const mem1 = memoryStats("webgpu");
+    const pool1 = poolStats();
+    console.log(
+      `[backend-webgpu] 10,000 matmuls 8x8 in ${ms.toFixed(0)} ms: tensors ${mem0.allocatedBytes} -> ${mem1.allocatedBytes} bytes, GPU buffers created ${pool1.created - pool0.created}, pool live ${pool0.liveBytes} -> ${pool1.liveBytes} bytes, pooled ${pool0.pooledBytes} -> ${pool1.pooledBytes} bytes, peak ${pool1.peakBytes} bytes`,
+    );
+    // Nothing grew. (Tensors other tests dropped without dispose() may be collected
+    // meanwhile: their storages come back through the FinalizationRegistry, so counts
+    // can only fall; where nothing else is pending they are equal.)
+    expect(mem1.allocatedBytes).toBeLessThanOrEqual(mem0.allocatedBytes);
+    expect(mem1.liveBuffers).toBeLessThanOrEqual(mem0.liveBuffers);
+    expect(mem1.totalAllocations - mem0.totalAllocations).toBe(10_000);
+    expect(pool1.created).toBe(pool0.created); // every buffer came from the pool
+    expect(pool1.liveBytes).toBeLessThanOrEqual(pool0.liveBytes);
+    expect(pool1.liveBytes + pool1.pooledBytes).toBeLessThanOrEqual(
+      pool0.liveBytes + pool0.pooledBytes,
+    );
+    expect(pool1.peakBytes).toBe(pool0.peakBytes);
+    expect(pool1.reused - pool0.reused).toBeGreaterThanOrEqual(20_000); // outputs and parameter blocks
+    // and the results are still right
+    const c = matmul(a, b);
+    const [ah, bh, ch] = await Promise.all([values(a), values(b), values(c)]);
+    let s = 0;
+    for (let k = 0; k < 8; k++) s += ah[k] * bh[k * 8];
+    expect(Math.abs(ch[0] - s)).toBeLessThan(1e-5);
+    for (const t of [a, b, c]) t.dispose();
+  });
+
+  gpuIt("emptyCache() destroys pooled buffers and keeps live ones", async () => {
+    const keep = empty([64], { device: "webgpu" });
+    empty([5000], { device: "webgpu" }).dispose();
+    expect(poolStats().pooledBuffers).toBeGreaterThan(0);
+    const before = poolStats();
+    const freed = emptyCache();
+    const after = poolStats();
+    expect(freed).toBe(before.pooledBytes + before.staging.pooledBytes);
+    expect(after.pooledBuffers).toBe(0);
+    expect(after.pooledBytes).toBe(0);
+    expect(after.liveBuffers).toBe(before.liveBuffers);
+    await webgpuMemory.sync("webgpu");
+    expect((await values(keep)).length).toBe(64);
+    keep.dispose();
+  });
+});
