@@ -56,10 +56,10 @@ describe("flags", () => {
   });
 
   it("namespaces of missing plugins answer with the reason", () => {
-    expect(backends.cuda.isBuilt()).toBe(false);
-    expect(backends.cuda.isAvailable()).toBe(false);
-    expect(backends.cuda.status().reason).toBe(
-      "@backplane/backend-cuda is not installed (npm i @backplane/backend-cuda, then import it)",
+    expect(backends.mps.isBuilt()).toBe(false);
+    expect(backends.mps.isAvailable()).toBe(false);
+    expect(backends.mps.status().reason).toBe(
+      "@backplane/backend-mps is not installed (npm i @backplane/backend-mps, then import it)",
     );
     expect(backends.cpu.isAvailable()).toBe(true);
   });

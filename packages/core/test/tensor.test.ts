@@ -46,8 +46,8 @@ describe("tensor", () => {
     expect(() => tensor(["a"] as any)).toThrow(DTypeError);
     expect(() => empty([2, -1])).toThrow(ShapeError);
     expect(() => zeros([2], { device: "tpu:0" })).toThrow(DeviceError);
-    expect(() => zeros([2], { device: "cuda" })).toThrow(
-      /Install and import @backplane\/backend-cuda/,
+    expect(() => zeros([2], { device: "mps" })).toThrow(
+      /Install and import @backplane\/backend-mps/,
     );
   });
 

@@ -1,0 +1,99 @@
+/**
+ * What each attention kernel can run, as supports() reasons (canUseFlashAttention and friends
+ * read them through the dispatcher). Pure functions of the parameters and the device, so they
+ * are tested without a GPU.
+ */
+import { bytesPerElement, type SdpaParams } from "@backplane/core";
+
+/** The facts about the device the constraints need. */
+export interface DeviceFacts {
+  name: string;
+  major: number;
+  minor: number;
+  sharedMemoryPerBlockOptin: number;
+}
+
+/** The package's PTX targets compute_75: older GPUs cannot JIT it. */
+export const PTX_MIN_CAPABILITY = 75;
+/** Head dims the two fused kernels keep in registers. */
+export const MAX_HEAD_DIM = 256;
+/** Grid y carries the batch (batch x heads) index. */
+export const MAX_GRID_Y = 65535;
+
+/** Flash kernel tiling (kernels/attention_flash.cu). */
+export const FLASH = { warps: 4, rowsPerWarp: 4, rows: 16, keys: 64 } as const;
+/** Memory-efficient kernel: one warp per query row, 4 warps per block. */
+export const EFFICIENT = { warps: 4 } as const;
+
+const cc = (d: DeviceFacts) => d.major * 10 + d.minor;
+const ccText = (d: DeviceFacts) => `${d.major}.${d.minor}`;
+
+export function batchCount(p: SdpaParams): number {
+  return p.batchShape.reduce((a, b) => a * b, 1);
+}
+
+/** Dynamic shared memory of the flash kernel: Q tile (fp32), padded K tile, V tile. */
+export function flashSharedBytes(p: SdpaParams): number {
+  const b = bytesPerElement(p.dtype);
+  return FLASH.rows * p.E * 4 + FLASH.keys * (p.E + 2) * b + FLASH.keys * p.Ev * b;
+}
+
+export function efficientSharedBytes(p: SdpaParams): number {
+  return EFFICIENT.warps * p.E * 4;
+}
+
+function ptxSupport(d: DeviceFacts): true | string {
+  return cc(d) >= PTX_MIN_CAPABILITY
+    ? true
+    : `${d.name} has compute capability ${ccText(d)}; the package's PTX needs 7.5+ (compute_75)`;
+}
+
+/** FLASH_ATTENTION: float16/bfloat16 on sm80+, no attention mask, head dim % 8 == 0, <= 256, Ev == E. */
+export function flashSupport(p: SdpaParams, d: DeviceFacts): true | string {
+  if (cc(d) < 80)
+    return `flash attention needs compute capability 8.0+ (sm80); ${d.name} is ${ccText(d)}`;
+  if (p.dtype !== "float16" && p.dtype !== "bfloat16")
+    return `flash attention needs float16 or bfloat16 inputs, got ${p.dtype}`;
+  if (p.attnMask)
+    return "flash attention does not support attnMask (as in torch); pass isCausal, or use EFFICIENT_ATTENTION or MATH for a mask";
+  if (p.E !== p.Ev)
+    return `flash attention needs query, key and value to share their last dim; got E=${p.E}, Ev=${p.Ev}`;
+  if (p.E > MAX_HEAD_DIM)
+    return `flash attention supports head dims up to ${MAX_HEAD_DIM}; got ${p.E}`;
+  if (p.E % 8 !== 0) return `flash attention needs the head dim to be a multiple of 8; got ${p.E}`;
+  const n = batchCount(p);
+  if (n > MAX_GRID_Y)
+    return `flash attention runs one grid row per batch x head; ${n} exceeds ${MAX_GRID_Y}`;
+  const shared = flashSharedBytes(p);
+  if (shared > d.sharedMemoryPerBlockOptin)
+    return `flash attention needs ${shared} bytes of shared memory per block; ${d.name} allows ${d.sharedMemoryPerBlockOptin}`;
+  return true;
+}
+
+/** EFFICIENT_ATTENTION: float32/float16 (bfloat16 on sm80+), head dims <= 256, any mask, dropout. */
+export function efficientSupport(p: SdpaParams, d: DeviceFacts): true | string {
+  const ptx = ptxSupport(d);
+  if (ptx !== true) return ptx;
+  if (p.dtype === "bfloat16" && cc(d) < 80)
+    return `memory-efficient attention supports bfloat16 on compute capability 8.0+ only; ${d.name} is ${ccText(d)}`;
+  if (p.E > MAX_HEAD_DIM || p.Ev > MAX_HEAD_DIM)
+    return `memory-efficient attention supports head dims up to ${MAX_HEAD_DIM}; got E=${p.E}, Ev=${p.Ev}`;
+  const n = batchCount(p);
+  if (n > MAX_GRID_Y)
+    return `memory-efficient attention runs one grid row per batch x head; ${n} exceeds ${MAX_GRID_Y}`;
+  return true;
+}
+
+/** MATH: cuBLAS for the two products and the softmax kernel in between; every dtype and mask. */
+export function mathSupport(
+  p: SdpaParams,
+  d: DeviceFacts,
+  cublasReason: string | undefined,
+): true | string {
+  const ptx = ptxSupport(d);
+  if (ptx !== true) return ptx;
+  if (cublasReason) return `the math path needs cuBLAS: ${cublasReason}`;
+  if (p.dtype === "bfloat16" && cc(d) < 80)
+    return `bfloat16 GEMM needs compute capability 8.0+; ${d.name} is ${ccText(d)}`;
+  return true;
+}

@@ -1,0 +1,469 @@
+/**
+ * Row-major batched GEMM on cuBLAS or cuBLASLt. Tensors are row-major with arbitrary
+ * strides; cuBLAS is column-major, so C = A B is computed as C^T = B^T A^T: each operand is
+ * described by the transpose flag and leading dimension that make its column-major view
+ * right (a transposed view costs nothing), batches use the strided-batched call when every
+ * operand's batch offsets form an arithmetic sequence (broadcast dims give stride 0) and
+ * pointer arrays otherwise. Operands no GEMM can read (e.g. every other column) are first
+ * gathered into a contiguous buffer by the copy2d kernel.
+ */
+import { DeviceError } from "@backplane/core";
+import { check } from "../errors.ts";
+import {
+  HEURISTIC_RESULT,
+  HEURISTIC_RESULT_BYTES,
+  LIBRARY_ENUMS as X,
+} from "../native/library-api.ts";
+import { type CudaRuntime, grid1d, type Scratch } from "../runtime.ts";
+import type { GemmMode } from "./modes.ts";
+
+/** One logical (rows x cols) matrix per batch entry: element offsets and element strides. */
+export interface Operand {
+  ptr: bigint;
+  offsets: ArrayLike<number>;
+  rs: number;
+  cs: number;
+}
+
+export interface ColumnMajor {
+  /** cublasOperation_t applied to the stored matrix. */
+  op: number;
+  ld: number;
+}
+
+/**
+ * How cuBLAS must read a row-major logical r x c matrix X (strides rs, cs) so that op(stored)
+ * is X^T: CUBLAS_OP_N when rows are contiguous (cs = 1, ld = rs), CUBLAS_OP_T when columns are
+ * (rs = 1, ld = cs); null when neither (it must be gathered first).
+ */
+export function columnMajorView(r: number, c: number, rs: number, cs: number): ColumnMajor | null {
+  if (c <= 1 || cs === 1) {
+    const ld = r <= 1 ? Math.max(c, 1) : rs;
+    if (ld >= Math.max(c, 1)) return { op: X.CUBLAS_OP_N, ld };
+  }
+  if (r <= 1 || rs === 1) {
+    const ld = c <= 1 ? Math.max(r, 1) : cs;
+    if (ld >= Math.max(r, 1)) return { op: X.CUBLAS_OP_T, ld };
+  }
+  return null;
+}
+
+/** The common difference of the offsets (0 for one entry or a broadcast), or null. */
+export function uniformStride(offsets: ArrayLike<number>): number | null {
+  if (offsets.length <= 1) return 0;
+  const d = offsets[1]! - offsets[0]!;
+  if (d < 0) return null;
+  for (let i = 2; i < offsets.length; i++) if (offsets[i]! - offsets[i - 1]! !== d) return null;
+  return d;
+}
+
+export interface GemmProblem {
+  m: number;
+  n: number;
+  k: number;
+  batch: number;
+  a: Operand;
+  b: Operand;
+  /** C: row-major rows of ldc elements, batch entries at c.offsets. */
+  c: { ptr: bigint; offsets: ArrayLike<number>; ldc: number };
+  /** Bytes per element of A/B and of C. */
+  abBytes: number;
+  cBytes: number;
+}
+
+/** The column-major call that computes a row-major problem. */
+export interface GemmPlan {
+  transa: number;
+  transb: number;
+  /** cuBLAS's m, n, k (= the problem's n, m, k). */
+  M: number;
+  N: number;
+  K: number;
+  lda: number;
+  ldb: number;
+  ldc: number;
+  batch: number;
+  /** Strided batched (all offsets uniform) or pointer arrays. */
+  strided: boolean;
+  strideA: number;
+  strideB: number;
+  strideC: number;
+  /** cuBLAS's A is the problem's B and vice versa. */
+  A: Operand;
+  B: Operand;
+}
+
+/** Plans the cuBLAS call for a row-major problem; a string says which operand needs gathering. */
+export function planGemm(p: GemmProblem): GemmPlan | string {
+  const viewB = columnMajorView(p.k, p.n, p.b.rs, p.b.cs);
+  const viewA = columnMajorView(p.m, p.k, p.a.rs, p.a.cs);
+  if (!viewA) return `A's strides [${p.a.rs}, ${p.a.cs}] are neither row- nor column-major`;
+  if (!viewB) return `B's strides [${p.b.rs}, ${p.b.cs}] are neither row- nor column-major`;
+  const sA = uniformStride(p.b.offsets);
+  const sB = uniformStride(p.a.offsets);
+  const sC = uniformStride(p.c.offsets);
+  const strided = p.batch <= 1 || (sA !== null && sB !== null && sC !== null);
+  return {
+    transa: viewB.op,
+    transb: viewA.op,
+    M: p.n,
+    N: p.m,
+    K: p.k,
+    lda: viewB.ld,
+    ldb: viewA.ld,
+    ldc: p.c.ldc,
+    batch: p.batch,
+    strided,
+    strideA: sA ?? 0,
+    strideB: sB ?? 0,
+    strideC: sC ?? 0,
+    A: p.b,
+    B: p.a,
+  };
+}
+
+const COPY2D: Record<number, string> = {
+  2: "copy2d_b2",
+  4: "copy2d_b4",
+  8: "copy2d_b8",
+  16: "copy2d_b16",
+};
+
+/**
+ * Gathers a strided batched matrix into a contiguous [batch, rows, cols] scratch buffer (the
+ * copy2d kernel) and returns it as a row-major operand.
+ */
+export function gatherOperand(
+  rt: CudaRuntime,
+  s: Scratch,
+  op: Operand,
+  rows: number,
+  cols: number,
+  batch: number,
+  elemBytes: number,
+): Operand {
+  const kernel = COPY2D[elemBytes];
+  if (!kernel) throw new DeviceError(`no copy kernel for ${elemBytes}-byte elements`);
+  const dst = s.alloc(batch * rows * cols * elemBytes);
+  const table = s.upload(BigInt64Array.from(Array.from(op.offsets, (o) => BigInt(o))));
+  const count = batch * rows * cols;
+  rt.launch(s.device, kernel, grid1d(count), [256, 1, 1], 0, [
+    { type: "ptr", value: dst },
+    { type: "ptr", value: op.ptr },
+    { type: "ptr", value: table },
+    { type: "i64", value: 0 },
+    { type: "i64", value: batch },
+    { type: "i64", value: rows },
+    { type: "i64", value: cols },
+    { type: "i64", value: op.rs },
+    { type: "i64", value: op.cs },
+    { type: "i64", value: rows * cols },
+    { type: "i64", value: cols },
+    { type: "i64", value: 1 },
+  ]);
+  return {
+    ptr: dst,
+    offsets: Array.from({ length: batch }, (_, i) => i * rows * cols),
+    rs: cols,
+    cs: 1,
+  };
+}
+
+/** Makes every operand of the problem GEMM-readable, gathering where needed. */
+export function readyProblem(rt: CudaRuntime, s: Scratch, p: GemmProblem): GemmPlan {
+  let plan = planGemm(p);
+  if (typeof plan === "string") {
+    const q = { ...p };
+    if (!columnMajorView(p.m, p.k, p.a.rs, p.a.cs))
+      q.a = gatherOperand(rt, s, p.a, p.m, p.k, p.batch, p.abBytes);
+    if (!columnMajorView(p.k, p.n, p.b.rs, p.b.cs))
+      q.b = gatherOperand(rt, s, p.b, p.k, p.n, p.batch, p.abBytes);
+    plan = planGemm(q);
+    if (typeof plan === "string") throw new DeviceError(`GEMM planning failed: ${plan}`);
+  }
+  return plan;
+}
+
+function scalars(mode: GemmMode, alpha: number, beta: number): [ArrayBufferView, ArrayBufferView] {
+  return mode.computeType === X.CUBLAS_COMPUTE_64F
+    ? [Float64Array.of(alpha), Float64Array.of(beta)]
+    : [Float32Array.of(alpha), Float32Array.of(beta)];
+}
+
+const addr = (op: Operand, i: number, bytes: number) => op.ptr + BigInt(op.offsets[i]! * bytes);
+
+/** Runs a planned GEMM through cuBLAS (cublasGemmEx / StridedBatchedEx / BatchedEx). */
+export function runCublas(
+  rt: CudaRuntime,
+  s: Scratch,
+  plan: GemmPlan,
+  p: GemmProblem,
+  mode: GemmMode,
+  cType: number,
+  alpha = 1,
+  beta = 0,
+): void {
+  const { handle, lib } = rt.cublas(s.device);
+  check("cublas", "cublasSetMathMode", lib.cublasSetMathMode(handle, mode.mathMode));
+  const [al, be] = scalars(mode, alpha, beta);
+  const cOp: Operand = { ptr: p.c.ptr, offsets: p.c.offsets, rs: p.c.ldc, cs: 1 };
+  const ab = p.abBytes;
+  if (plan.batch <= 1) {
+    check(
+      "cublas",
+      "cublasGemmEx",
+      lib.cublasGemmEx(
+        handle,
+        plan.transa,
+        plan.transb,
+        plan.M,
+        plan.N,
+        plan.K,
+        al,
+        addr(plan.A, 0, ab),
+        mode.dataType,
+        plan.lda,
+        addr(plan.B, 0, ab),
+        mode.dataType,
+        plan.ldb,
+        be,
+        addr(cOp, 0, p.cBytes),
+        cType,
+        plan.ldc,
+        mode.computeType,
+        X.CUBLAS_GEMM_DEFAULT,
+      ),
+    );
+  } else if (plan.strided) {
+    check(
+      "cublas",
+      "cublasGemmStridedBatchedEx",
+      lib.cublasGemmStridedBatchedEx(
+        handle,
+        plan.transa,
+        plan.transb,
+        plan.M,
+        plan.N,
+        plan.K,
+        al,
+        addr(plan.A, 0, ab),
+        mode.dataType,
+        plan.lda,
+        plan.strideA,
+        addr(plan.B, 0, ab),
+        mode.dataType,
+        plan.ldb,
+        plan.strideB,
+        be,
+        addr(cOp, 0, p.cBytes),
+        cType,
+        plan.ldc,
+        plan.strideC,
+        plan.batch,
+        mode.computeType,
+        X.CUBLAS_GEMM_DEFAULT,
+      ),
+    );
+  } else {
+    const table = (op: Operand, bytes: number) =>
+      s.upload(BigUint64Array.from({ length: plan.batch }, (_, i) => addr(op, i, bytes)));
+    check(
+      "cublas",
+      "cublasGemmBatchedEx",
+      lib.cublasGemmBatchedEx(
+        handle,
+        plan.transa,
+        plan.transb,
+        plan.M,
+        plan.N,
+        plan.K,
+        al,
+        table(plan.A, ab),
+        mode.dataType,
+        plan.lda,
+        table(plan.B, ab),
+        mode.dataType,
+        plan.ldb,
+        be,
+        table(cOp, p.cBytes),
+        cType,
+        plan.ldc,
+        plan.batch,
+        mode.computeType,
+        X.CUBLAS_GEMM_DEFAULT,
+      ),
+    );
+  }
+}
+
+/** cuBLASLt's workspace limit for one matmul. */
+export const LT_WORKSPACE_BYTES = 4 << 20;
+
+/** Runs a planned, strided GEMM through cuBLASLt (descriptors, heuristic, cublasLtMatmul). */
+export function runCublasLt(
+  rt: CudaRuntime,
+  s: Scratch,
+  plan: GemmPlan,
+  p: GemmProblem,
+  mode: GemmMode,
+  cType: number,
+  alpha = 1,
+  beta = 0,
+): void {
+  if (!plan.strided)
+    throw new DeviceError("cuBLASLt takes strided batches only; this batch needs pointer arrays");
+  const { handle, lib } = rt.cublasLt(s.device);
+  const out = new BigUint64Array(1);
+  const created: [string, bigint][] = [];
+  const i32 = (v: number) => Int32Array.of(v);
+  const i64 = (v: number) => BigInt64Array.of(BigInt(v));
+  try {
+    check(
+      "cublas",
+      "cublasLtMatmulDescCreate",
+      lib.cublasLtMatmulDescCreate(out, mode.computeType, mode.scaleType),
+    );
+    const desc = out[0]!;
+    created.push(["desc", desc]);
+    const setDesc = (attr: number, v: Int32Array) =>
+      check(
+        "cublas",
+        "cublasLtMatmulDescSetAttribute",
+        lib.cublasLtMatmulDescSetAttribute(desc, attr, v, v.byteLength),
+      );
+    setDesc(X.CUBLASLT_MATMUL_DESC_TRANSA, i32(plan.transa));
+    setDesc(X.CUBLASLT_MATMUL_DESC_TRANSB, i32(plan.transb));
+    const layout = (type: number, rows: number, cols: number, ld: number, stride: number) => {
+      check(
+        "cublas",
+        "cublasLtMatrixLayoutCreate",
+        lib.cublasLtMatrixLayoutCreate(out, type, rows, cols, ld),
+      );
+      const l = out[0]!;
+      created.push(["layout", l]);
+      if (plan.batch > 1) {
+        const c = i32(plan.batch);
+        check(
+          "cublas",
+          "cublasLtMatrixLayoutSetAttribute",
+          lib.cublasLtMatrixLayoutSetAttribute(
+            l,
+            X.CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT,
+            c,
+            c.byteLength,
+          ),
+        );
+        const st = i64(stride);
+        check(
+          "cublas",
+          "cublasLtMatrixLayoutSetAttribute",
+          lib.cublasLtMatrixLayoutSetAttribute(
+            l,
+            X.CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET,
+            st,
+            st.byteLength,
+          ),
+        );
+      }
+      return l;
+    };
+    const N = X.CUBLAS_OP_N;
+    const aDesc = layout(
+      mode.dataType,
+      plan.transa === N ? plan.M : plan.K,
+      plan.transa === N ? plan.K : plan.M,
+      plan.lda,
+      plan.strideA,
+    );
+    const bDesc = layout(
+      mode.dataType,
+      plan.transb === N ? plan.K : plan.N,
+      plan.transb === N ? plan.N : plan.K,
+      plan.ldb,
+      plan.strideB,
+    );
+    const cDesc = layout(cType, plan.M, plan.N, plan.ldc, plan.strideC);
+    check("cublas", "cublasLtMatmulPreferenceCreate", lib.cublasLtMatmulPreferenceCreate(out));
+    const pref = out[0]!;
+    created.push(["pref", pref]);
+    const ws = BigUint64Array.of(BigInt(LT_WORKSPACE_BYTES));
+    check(
+      "cublas",
+      "cublasLtMatmulPreferenceSetAttribute",
+      lib.cublasLtMatmulPreferenceSetAttribute(
+        pref,
+        X.CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+        ws,
+        ws.byteLength,
+      ),
+    );
+    if (mode.reductionSchemeMask !== X.CUBLASLT_REDUCTION_SCHEME_MASK) {
+      const mask = Uint32Array.of(mode.reductionSchemeMask);
+      check(
+        "cublas",
+        "cublasLtMatmulPreferenceSetAttribute",
+        lib.cublasLtMatmulPreferenceSetAttribute(
+          pref,
+          X.CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
+          mask,
+          mask.byteLength,
+        ),
+      );
+    }
+    const results = new Uint8Array(HEURISTIC_RESULT_BYTES);
+    const count = new Int32Array(1);
+    check(
+      "cublas",
+      "cublasLtMatmulAlgoGetHeuristic",
+      lib.cublasLtMatmulAlgoGetHeuristic(
+        handle,
+        desc,
+        aDesc,
+        bDesc,
+        cDesc,
+        cDesc,
+        pref,
+        1,
+        results,
+        count,
+      ),
+    );
+    if (count[0] === 0)
+      throw new DeviceError(
+        `cublasLtMatmulAlgoGetHeuristic found no algorithm for this ${mode.computeTypeName} GEMM`,
+      );
+    const dv = new DataView(results.buffer);
+    const wsBytes = Number(dv.getBigUint64(HEURISTIC_RESULT.workspaceSize, true));
+    const wsPtr = wsBytes > 0 ? s.alloc(wsBytes) : 0n;
+    const [al, be] = scalars(mode, alpha, beta);
+    const cPtr = p.c.ptr + BigInt(p.c.offsets[0]! * p.cBytes);
+    check(
+      "cublas",
+      "cublasLtMatmul",
+      lib.cublasLtMatmul(
+        handle,
+        desc,
+        al,
+        addr(plan.A, 0, p.abBytes),
+        aDesc,
+        addr(plan.B, 0, p.abBytes),
+        bDesc,
+        be,
+        cPtr,
+        cDesc,
+        cPtr,
+        cDesc,
+        results.subarray(HEURISTIC_RESULT.algo, HEURISTIC_RESULT.algo + 64),
+        wsPtr,
+        wsBytes,
+        rt.driver.stream(s.device),
+      ),
+    );
+  } finally {
+    for (const [kind, h] of created.reverse()) {
+      if (kind === "desc") lib.cublasLtMatmulDescDestroy(h);
+      else if (kind === "layout") lib.cublasLtMatrixLayoutDestroy(h);
+      else lib.cublasLtMatmulPreferenceDestroy(h);
+    }
+  }
+}

@@ -1,0 +1,123 @@
+/**
+ * The linalg ops on cuSOLVER (RecordingLayer): the calls each op makes, devInfo mapped to the
+ * same LinalgErrors as every backend, and cuda.preferredLinalgLibrary ("magma" refuses with
+ * the reason unless libmagma is found).
+ */
+import {
+  backends,
+  cholesky,
+  eigh,
+  explain,
+  inv,
+  LinalgError,
+  luFactor,
+  qr,
+  randn,
+  solve,
+  svd,
+} from "@backplane/core";
+import { describe, expect, it } from "vitest";
+import { cudaStatus, linalgLibraryStatus } from "../src/index.ts";
+import { captureWarnings, SM80, withRecording } from "./helpers.ts";
+
+describe("linalg on cuSOLVER (RecordingLayer)", () => {
+  it("cholesky: potrf per matrix, lower triangle kept, devInfo checked", async () => {
+    await withRecording({ devices: [SM80] }, (layer) => {
+      const a = randn([2, 3, 3], { seed: 1 }).to("cuda");
+      const l = cholesky(a);
+      expect(l.shape).toEqual([2, 3, 3]);
+      expect(layer.callsOf("cusolverDnSpotrf")).toHaveLength(2);
+      expect(layer.callsOf("cusolverDnSpotrf")[0]!.args[1]).toBe(0); // CUBLAS_FILL_MODE_LOWER
+      expect(layer.launches.map((x) => x.kernel)).toEqual([
+        "copy2d_b4",
+        "copy2d_b4",
+        "tri_zero_f32",
+      ]);
+      // cuSOLVER reporting a failed minor becomes the shared LinalgError.
+      layer.on("cusolverDnSpotrf", (...args: unknown[]) => {
+        layer.bytesAt(args[7] as bigint, 4)!.set(new Uint8Array(Int32Array.of(2).buffer));
+        return 0;
+      });
+      expect(() => cholesky(a)).toThrow(LinalgError);
+      expect(() => cholesky(a)).toThrow(/leading minor of order 2 is not positive/);
+    });
+  });
+
+  it("float64 uses the D routines; solve, inv, luFactor, qr, eigh, svd make their calls", async () => {
+    await withRecording({ devices: [SM80] }, (layer) => {
+      const a = randn([4, 4], { seed: 2, dtype: "float64" }).to("cuda");
+      const b = randn([4], { seed: 3, dtype: "float64" }).to("cuda");
+      expect(solve(a, b).shape).toEqual([4]);
+      expect(layer.names("cusolver")).toEqual(
+        expect.arrayContaining([
+          "cusolverDnDgetrf_bufferSize",
+          "cusolverDnDgetrf",
+          "cusolverDnDgetrs",
+        ]),
+      );
+      expect(inv(a).shape).toEqual([4, 4]);
+      expect(layer.launches.some((l) => l.kernel === "eye_f64")).toBe(true);
+      const { LU, pivots } = luFactor(a);
+      expect([LU.shape, pivots.shape, pivots.dtype]).toEqual([[4, 4], [4], "int32"]);
+      const f = randn([5, 3], { seed: 4 }).to("cuda");
+      const { Q, R } = qr(f);
+      expect([Q.shape, R.shape]).toEqual([
+        [5, 3],
+        [3, 3],
+      ]);
+      expect(qr(f, { mode: "complete" }).Q.shape).toEqual([5, 5]);
+      expect(layer.callsOf("cusolverDnSorgqr").at(-1)!.args.slice(1, 4)).toEqual([5, 5, 3]);
+      const e = eigh(randn([3, 3], { seed: 5 }).to("cuda"));
+      expect([e.eigenvalues.shape, e.eigenvectors.shape]).toEqual([[3], [3, 3]]);
+      // gesvd needs rows >= cols: a wide matrix is factored transposed.
+      const wide = svd(randn([2, 5], { seed: 6 }).to("cuda"), { fullMatrices: false });
+      expect([wide.U.shape, wide.S.shape, wide.Vh.shape]).toEqual([[2, 2], [2], [2, 5]]);
+      const g = layer.callsOf("cusolverDnSgesvd").at(-1)!;
+      expect(g.args.slice(1, 5)).toEqual([83, 83, 5, 2]); // 'S', 'S', m = 5, n = 2
+      svd(randn([5, 2], { seed: 7 }).to("cuda"));
+      expect(layer.callsOf("cusolverDnSgesvd").at(-1)!.args.slice(1, 5)).toEqual([65, 65, 5, 2]);
+    });
+  });
+
+  it("a singular matrix makes solve and inv throw, luFactor not", async () => {
+    await withRecording({ devices: [SM80] }, (layer) => {
+      layer.on("cusolverDnSgetrf", (...args: unknown[]) => {
+        layer.bytesAt(args[7] as bigint, 4)!.set(new Uint8Array(Int32Array.of(3).buffer));
+        return 0;
+      });
+      const a = randn([3, 3], { seed: 8 }).to("cuda");
+      expect(() => inv(a)).toThrow(/singular \(U\[3,3\] is exactly zero\)/);
+      expect(luFactor(a).LU.shape).toEqual([3, 3]);
+    });
+  });
+
+  it('preferredLinalgLibrary("magma") refuses with the reason unless libmagma is found', async () => {
+    await withRecording({ devices: [SM80] }, () => {
+      const a = randn([3, 3], { seed: 9 }).to("cuda");
+      expect(explain("cholesky", a).selected).toBe("cusolver-potrf");
+      const prev = backends.cuda.preferredLinalgLibrary();
+      const warnings = captureWarnings(() => backends.cuda.preferredLinalgLibrary("magma"));
+      try {
+        const magma = cudaStatus().magma;
+        if (magma.path) {
+          expect(linalgLibraryStatus("magma").available).toBe(true);
+          expect(explain("cholesky", a).selected).toBe("cusolver-potrf");
+        } else {
+          expect(warnings.join("\n")).toMatch(
+            /preferredLinalgLibrary\("magma"\): MAGMA is unavailable/,
+          );
+          expect(linalgLibraryStatus("magma")).toMatchObject({ available: false });
+          expect(linalgLibraryStatus("magma").reason).toMatch(/libmagma/);
+          const e = explain("cholesky", a);
+          expect(e.selected).not.toBe("cusolver-potrf");
+          expect(e.candidates.find((c) => c.kernel === "cusolver-potrf")!.reason).toMatch(
+            /cuda.preferredLinalgLibrary is "magma", which is unavailable: libmagma/,
+          );
+        }
+        expect(linalgLibraryStatus("cusolver")).toMatchObject({ available: true });
+      } finally {
+        backends.cuda.preferredLinalgLibrary(prev);
+      }
+    });
+  });
+});
