@@ -1,0 +1,823 @@
+/**
+ * The thread pool: what OpenMP is to PyTorch. One set of workers that every CPU kernel
+ * shares through the core's parallelFor(); each worker has every registered WASM module
+ * instantiated on the one shared CPU memory, so a chunk of a task is a plain call of an
+ * export on the worker's own instance, over tensors where they already are.
+ *
+ * A run (ParallelService.run) is lock-free and needs no postMessage:
+ * 1. wait until no worker is still reading the previous task (G_INSIDE == 0; almost always
+ *    true already);
+ * 2. write the task into the pool's control block and open it;
+ * 3. wake `min(threads - 1, chunks - 1)` ready workers (Atomics.add + notify on each one's
+ *    wake word; a worker still spinning sees it within a few hundred nanoseconds);
+ * 4. take chunks as thread 0 (Atomics.add on G_NEXT) like every worker does, so a slow or
+ *    sleeping worker never delays a run: the caller simply takes its chunks;
+ * 5. spin, then Atomics.wait in short slices, until every chunk taken is finished.
+ * Chunk boundaries depend only on the task and `threads` (static: chunksOf(task, threads);
+ * dynamic: `chunk` items each), never on which thread runs which chunk.
+ */
+import {
+  ArgumentError,
+  chunkArgs,
+  getFlag,
+  onWasmModule,
+  type ParallelService,
+  type ParallelTask,
+  runtime,
+  type WasmModuleEntry,
+  WorkerError,
+  wasmModules,
+} from "@backplane/core";
+import { DEBUG_MODULE, LAYOUT as L } from "./protocol.ts";
+import {
+  hasWebWorkers,
+  spawnWorker,
+  type WorkerHandle,
+  type WorkerInit,
+  workerThreadsModule,
+} from "./spawn.ts";
+import type { WorkerKind } from "./worker-source.ts";
+
+export interface PoolOptions {
+  /** The CPU memory the workers share (default: cpuMemory().memory from the core). */
+  memory: WebAssembly.Memory;
+  /** "auto": worker_threads where the runtime has them (Node, Bun, Deno), else Web Workers. */
+  workers?: "auto" | WorkerKind;
+  /** How long an idle worker spins on its wake word before sleeping (default 50). */
+  spinMicros?: number;
+  /** How long the caller spins on the completion counter before Atomics.wait (default 100). */
+  callerSpinMicros?: number;
+  /**
+   * Last resort against a worker that died without a trace (killed from outside, a fatal
+   * engine error): when a run makes no progress for this long, the workers holding chunks
+   * are declared dead and the run throws. 0 (the default) waits as long as chunks take.
+   */
+  stallTimeoutMs?: number;
+  /** Upper bound on workers (default 255). */
+  maxWorkers?: number;
+  /** Pool size when not given to ready()/ensure(): default the openmp.numThreads flag. */
+  wantedThreads?: () => number;
+}
+
+export interface PoolStats {
+  kind: WorkerKind;
+  /** Workers ready to take chunks. */
+  workers: number;
+  /** Workers still starting. */
+  starting: number;
+  spinMicros: number;
+  callerSpinMicros: number;
+  runs: number;
+  /** Runs that used more than the calling thread. */
+  parallelRuns: number;
+  /** Chunks run by workers (the rest ran on the calling thread). */
+  workerChunks: number;
+  failures: number;
+  /** Workers that died and were replaced. */
+  deaths: number;
+  /** Why the last worker died or failed to start, if one did. */
+  lastError?: string;
+}
+
+interface Slot {
+  id: number;
+  ctl: Int32Array;
+  err: Uint16Array;
+  handle?: WorkerHandle;
+  ready: Promise<void>;
+  settle: () => void;
+  retired: boolean;
+  wasReady: boolean;
+  /** Modules this worker could not instantiate (reported in its ready message). */
+  failedModules: [string, string][];
+}
+
+const SLICE_MS = 5;
+const MAX_START_FAILURES = 3;
+const START_RETRY_MS = 5000;
+
+function nowMs(): number {
+  return performance.now();
+}
+
+function resolveKind(pref: PoolOptions["workers"]): WorkerKind {
+  if (pref === "web" || pref === "worker_threads") return pref;
+  if (workerThreadsModule()) return "worker_threads";
+  return "web";
+}
+
+/** Whether this thread may block in Atomics.wait (a browser's main thread may not). */
+function threadCanBlock(): boolean {
+  try {
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 1, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A pool of workers implementing the core's ParallelService. */
+export class WorkerPool implements ParallelService {
+  readonly kind: WorkerKind;
+  private readonly memory: WebAssembly.Memory;
+  private readonly ctlBuffer = new SharedArrayBuffer(L.CTL_BYTES);
+  private readonly g = new Int32Array(this.ctlBuffer);
+  private readonly gf = new Float64Array(this.ctlBuffer);
+  private readonly gs = new Uint16Array(this.ctlBuffer);
+  private readonly slots: Slot[] = [];
+  private readonly byId = new Map<number, Slot>();
+  private nextId = 1;
+  private readonly modules = new Map<string, WasmModuleEntry>();
+  private readonly genOf = new Map<string, number>();
+  private gen = 0;
+  private readonly fnIds = new Map<string, number>();
+  private lastFnId = -1;
+  private callerFns = new Map<number, (...args: number[]) => unknown>();
+  private running = false;
+  private closed = false;
+  private readonly canBlock = threadCanBlock();
+  private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
+  private startFailures = 0;
+  /** Workers the pool grows to (it never shrinks). */
+  private target = 0;
+  /** Resolves when the next scheduled worker start has run. */
+  private spawnTick: Promise<void> | undefined;
+  private lastStartFailure = 0;
+  private readonly unsubscribe: () => void;
+  private callerSpin: number;
+  /** See PoolOptions.stallTimeoutMs (0: wait as long as chunks take). */
+  stallTimeoutMs: number;
+  private readonly maxWorkers: number;
+  private readonly wanted: () => number;
+  private readonly counters = {
+    runs: 0,
+    parallelRuns: 0,
+    workerChunks: 0,
+    failures: 0,
+    deaths: 0,
+  };
+  private lastError: string | undefined;
+  /** The median of the last measureWakeLatency(), in microseconds. */
+  wakeLatencyMicros: number | undefined;
+
+  constructor(options: PoolOptions) {
+    this.memory = options.memory;
+    this.kind = resolveKind(options.workers);
+    if (this.kind === "web" && !hasWebWorkers())
+      throw new ArgumentError("openmp: this runtime has no Web Workers");
+    if (this.kind === "worker_threads" && !workerThreadsModule())
+      throw new ArgumentError("openmp: this runtime has no worker_threads");
+    this.spinMicros = options.spinMicros ?? 50;
+    this.callerSpin = options.callerSpinMicros ?? 100;
+    this.stallTimeoutMs = options.stallTimeoutMs ?? 0;
+    this.maxWorkers = options.maxWorkers ?? 255;
+    this.wanted =
+      options.wantedThreads ??
+      (() => (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency);
+    for (const e of wasmModules()) this.addModule(e);
+    this.unsubscribe = onWasmModule((e) => this.addModule(e));
+  }
+
+  // ------------------------------------------------------------------ settings
+
+  /** Microseconds an idle worker spins before it sleeps (OMP_WAIT_POLICY=passive: 0). */
+  get spinMicros(): number {
+    return Atomics.load(this.g, L.G_SPIN_US);
+  }
+  set spinMicros(us: number) {
+    if (!Number.isFinite(us) || us < 0)
+      throw new ArgumentError(`openmp: spinMicros must be a number >= 0, got ${String(us)}`);
+    Atomics.store(this.g, L.G_SPIN_US, Math.min(Math.round(us), 1_000_000));
+  }
+  /** Microseconds the caller spins on the completion counter before blocking. */
+  get callerSpinMicros(): number {
+    return this.callerSpin;
+  }
+  set callerSpinMicros(us: number) {
+    if (!Number.isFinite(us) || us < 0)
+      throw new ArgumentError(`openmp: callerSpinMicros must be a number >= 0, got ${String(us)}`);
+    this.callerSpin = us;
+  }
+
+  // ------------------------------------------------------------------ modules
+
+  private addModule(e: WasmModuleEntry): void {
+    this.modules.set(e.id, e);
+    const gen = ++this.gen;
+    this.genOf.set(e.id, gen);
+    this.callerFns = new Map();
+    for (const s of this.slots) {
+      if (!s.retired && s.handle)
+        s.handle.post({ type: "module", id: e.id, module: e.module, gen });
+    }
+  }
+
+  private fnIdOf(module: string, fn: string): number {
+    const key = `${module}\u0000${fn}`;
+    let id = this.fnIds.get(key);
+    if (id === undefined) this.fnIds.set(key, (id = this.fnIds.size + 1));
+    return id;
+  }
+
+  /** The export on this thread's instance (the same errors as the core's serial path). */
+  private callerFn(task: ParallelTask, fnId: number): (...args: number[]) => unknown {
+    const cached = this.callerFns.get(fnId);
+    if (cached) return cached;
+    let fn: unknown;
+    if (task.module === DEBUG_MODULE) fn = this.debugFn(task.fn);
+    else {
+      const e = this.modules.get(task.module);
+      if (!e)
+        throw new ArgumentError(
+          `parallelFor: no WASM module ${JSON.stringify(task.module)} is registered`,
+        );
+      fn = e.instance.exports[task.fn];
+    }
+    if (typeof fn !== "function")
+      throw new ArgumentError(`parallelFor: module ${task.module} has no export ${task.fn}`);
+    this.callerFns.set(fnId, fn as (...args: number[]) => unknown);
+    return fn as (...args: number[]) => unknown;
+  }
+
+  /** The test hooks, as the calling thread runs them: wait, so that workers take chunks. */
+  private debugFn(name: string): ((...args: number[]) => unknown) | undefined {
+    if (name === "noop") return () => {};
+    if (name === "stamp") return () => Atomics.store(this.g, L.G_STAMPED, 1);
+    if (name === "exit" || name === "throw" || name === "sleep")
+      return (micros: number) => this.sleep((micros || 0) / 1000);
+    // (a worker sleeps the first argument, this thread the second)
+    if (name === "hang") return (_: number, micros: number) => this.sleep((micros || 0) / 1000);
+    return undefined;
+  }
+
+  private sleep(ms: number): void {
+    if (this.canBlock) Atomics.wait(this.sleeper, 0, 0, ms);
+    else {
+      const end = nowMs() + ms;
+      while (nowMs() < end) {}
+    }
+  }
+
+  // ------------------------------------------------------------------ workers
+
+  private state(s: Slot): number {
+    return Atomics.load(s.ctl, L.S_STATE);
+  }
+
+  private live(): Slot[] {
+    return this.slots.filter((s) => !s.retired);
+  }
+
+  /** Workers ready to take chunks now. */
+  readyWorkers(): number {
+    let n = 0;
+    for (const s of this.slots) if (!s.retired && this.state(s) === L.READY) n++;
+    return n;
+  }
+
+  /** Threads a task may use now: this one and every ready worker. Grows the pool lazily. */
+  threads(): number {
+    this.ensure();
+    return 1 + this.readyWorkers();
+  }
+
+  /**
+   * Grows the pool to `threads - 1` workers (default: the openmp.numThreads setting). The
+   * workers start in later event-loop turns, one per turn, never inside this call: starting
+   * one can block the calling thread (Deno's Worker constructor takes tens of ms), and this
+   * is called from kernels (threads()) and from failing runs.
+   */
+  ensure(threads = this.wanted()): void {
+    if (this.closed) return;
+    const want = Math.min(this.maxWorkers, Math.max(0, Math.floor(threads) - 1));
+    if (want > this.target) this.target = want;
+    // After MAX_START_FAILURES workers in a row failed to start, wait a while before trying again.
+    if (
+      this.startFailures >= MAX_START_FAILURES &&
+      nowMs() - this.lastStartFailure > START_RETRY_MS
+    )
+      this.startFailures = MAX_START_FAILURES - 1;
+    if (this.needsWorkers() && !this.spawnTick) {
+      let tick = () => {};
+      this.spawnTick = new Promise<void>((r) => {
+        tick = r;
+      });
+      const timer = setTimeout(() => {
+        this.spawnTick = undefined;
+        if (this.needsWorkers()) this.spawn();
+        tick();
+        this.ensure(0);
+      }, 0);
+      // (an idle pool keeps nothing alive; ready() keeps the loop alive while it waits)
+      (timer as any)?.unref?.();
+      if (typeof timer === "number") (globalThis as any).Deno?.unrefTimer?.(timer);
+    }
+  }
+
+  private needsWorkers(): boolean {
+    return (
+      !this.closed && this.slots.length < this.target && this.startFailures < MAX_START_FAILURES
+    );
+  }
+
+  /** Resolves once `threads - 1` workers are ready (or could not start); returns threads(). */
+  async ready(threads = this.wanted()): Promise<number> {
+    // Workers are unref'd (an idle pool never keeps a script alive): keep the event loop
+    // alive ourselves while someone waits for them.
+    let keepAlive: ReturnType<typeof setInterval> | undefined;
+    try {
+      for (;;) {
+        this.ensure(threads);
+        const want = Math.min(this.maxWorkers, Math.max(0, Math.floor(threads) - 1));
+        if (this.readyWorkers() >= want) return 1 + this.readyWorkers();
+        const starting = this.slots.filter((s) => this.state(s) === L.STARTING);
+        const waits: Promise<void>[] = starting.map((s) => s.ready);
+        if (this.spawnTick) waits.push(this.spawnTick);
+        if (waits.length === 0) return 1 + this.readyWorkers(); // none can come (failures)
+        keepAlive ??= setInterval(() => {}, 1000);
+        await Promise.race(waits);
+      }
+    } finally {
+      if (keepAlive !== undefined) clearInterval(keepAlive);
+    }
+  }
+
+  private spawn(): void {
+    const id = this.nextId++;
+    const slotBuffer = new SharedArrayBuffer(L.SLOT_BYTES);
+    let settle = () => {};
+    const ready = new Promise<void>((r) => {
+      settle = r;
+    });
+    const slot: Slot = {
+      id,
+      ctl: new Int32Array(slotBuffer),
+      err: new Uint16Array(slotBuffer, L.ERR_OFF_BYTES, L.ERR_CHARS),
+      ready,
+      settle,
+      retired: false,
+      wasReady: false,
+      failedModules: [],
+    };
+    this.slots.push(slot);
+    this.byId.set(id, slot);
+    const init: WorkerInit = {
+      id,
+      ctl: this.ctlBuffer,
+      slot: slotBuffer,
+      memory: this.memory,
+      modules: [...this.modules.values()].map((e) => ({ id: e.id, module: e.module })),
+      gen: this.gen,
+    };
+    try {
+      slot.handle = spawnWorker(this.kind, init, {
+        message: (m) => {
+          const msg = m as { type?: string; failed?: [string, string][] };
+          if (msg?.type === "ready") {
+            slot.wasReady = true;
+            slot.failedModules = msg.failed ?? [];
+            this.startFailures = 0;
+            slot.settle();
+          }
+        },
+        error: (message) => this.retire(slot, `worker ${id} failed: ${message}`),
+        exit: (code) => this.retire(slot, `worker ${id} exited with code ${code}`),
+      });
+    } catch (e) {
+      this.retire(slot, `worker ${id} could not start: ${(e as Error).message}`);
+    }
+  }
+
+  /** Takes a dead (or stopped) worker out of the pool; a replacement starts at once. */
+  private retire(slot: Slot, reason: string, replace = true): void {
+    if (slot.retired) return;
+    slot.retired = true;
+    if (this.state(slot) !== L.STOPPING) {
+      const own = this.errorText(slot);
+      this.lastError = own ? `worker ${slot.id}: ${own}` : reason;
+      this.counters.deaths++;
+      if (slot.wasReady || Atomics.load(slot.ctl, L.S_STARTED) === 1) this.startFailures = 0;
+      else {
+        this.startFailures++;
+        this.lastStartFailure = nowMs();
+      }
+    }
+    Atomics.store(slot.ctl, L.S_STATE, L.DEAD);
+    this.byId.delete(slot.id);
+    const i = this.slots.indexOf(slot);
+    if (i >= 0) this.slots.splice(i, 1);
+    slot.settle();
+    try {
+      slot.handle?.terminate();
+    } catch {
+      // already gone
+    }
+    if (replace) this.ensure();
+  }
+
+  private errorText(slot: Slot): string {
+    const n = Atomics.load(slot.ctl, L.S_ERRLEN);
+    let out = "";
+    for (let i = 0; i < n; i += 256)
+      out += String.fromCharCode(...slot.err.subarray(i, Math.min(n, i + 256)));
+    return out;
+  }
+
+  /** Stops every worker; the pool starts new ones when it is used again. */
+  async shutdown(): Promise<void> {
+    const slots = [...this.slots];
+    for (const s of slots) {
+      Atomics.store(s.ctl, L.S_STATE, L.STOPPING);
+      Atomics.add(s.ctl, L.S_WAKE, 1);
+      Atomics.notify(s.ctl, L.S_WAKE);
+      this.retire(s, "stopped", false);
+    }
+    this.startFailures = 0;
+    this.target = 0;
+    await new Promise((r) => setTimeout(r, 0));
+  }
+
+  /** Shuts the pool down for good: workers stop and new modules are no longer followed. */
+  async close(): Promise<void> {
+    this.closed = true;
+    this.unsubscribe();
+    await this.shutdown();
+  }
+
+  stats(): PoolStats {
+    return {
+      kind: this.kind,
+      workers: this.readyWorkers(),
+      starting: this.live().filter((s) => this.state(s) === L.STARTING).length,
+      spinMicros: this.spinMicros,
+      callerSpinMicros: this.callerSpin,
+      ...this.counters,
+      lastError: this.lastError,
+    };
+  }
+
+  /** Modules some worker could not instantiate, with the reason (empty when all loaded). */
+  moduleFailures(): { worker: number; module: string; reason: string }[] {
+    return this.live().flatMap((s) =>
+      s.failedModules.map(([module, reason]) => ({ worker: s.id, module, reason })),
+    );
+  }
+
+  // ------------------------------------------------------------------ running
+
+  /** Runs the task on up to `threads` threads (this one included); see the file comment. */
+  run(task: ParallelTask, threads: number): void {
+    const items = task.items;
+    if (!(items > 0)) return;
+    if (!Number.isInteger(items) || items > 0x7fffffff)
+      throw new ArgumentError(
+        `parallelFor: items must be an integer below 2^31, got ${String(items)}`,
+      );
+    const n = Math.max(1, Math.floor(threads) || 1);
+    const size =
+      task.schedule === "dynamic" ? Math.max(1, Math.floor(task.chunk ?? 1)) : Math.ceil(items / n);
+    const total = Math.ceil(items / size);
+    const fnId = this.fnIdOf(task.module, task.fn);
+    const fn = this.callerFn(task, fnId);
+    this.counters.runs++;
+    const helpers =
+      n > 1 && total > 1 && total < 2 ** 30 && !this.running && this.fits(task)
+        ? this.pickHelpers(n - 1, total - 1)
+        : [];
+    if (helpers.length === 0) {
+      for (let c = 0; c < total; c++) {
+        const i0 = c * size;
+        fn(...chunkArgs(task, i0, Math.min(size, items - i0), 0));
+      }
+      return;
+    }
+    this.running = true;
+    try {
+      this.runParallel(task, fn, fnId, n, size, total, helpers);
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private fits(task: ParallelTask): boolean {
+    const targs = task.threadArgs ?? [];
+    for (const t of targs) {
+      if (!(t.index >= 0 && t.index < task.args.length))
+        throw new ArgumentError(
+          `parallelFor: threadArgs index ${t.index} is outside the ${task.args.length} arguments`,
+        );
+    }
+    return (
+      task.args.length <= L.MAX_ARGS &&
+      targs.length <= L.MAX_THREAD_ARGS &&
+      task.module.length + task.fn.length <= L.STR_MAX
+    );
+  }
+
+  private pickHelpers(max: number, chunksLeft: number): Slot[] {
+    this.ensure();
+    const out: Slot[] = [];
+    const want = Math.min(max, chunksLeft);
+    for (const s of this.slots) {
+      if (out.length >= want) break;
+      if (!s.retired && this.state(s) === L.READY) out.push(s);
+    }
+    return out;
+  }
+
+  private runParallel(
+    task: ParallelTask,
+    fn: (...args: number[]) => unknown,
+    fnId: number,
+    threads: number,
+    size: number,
+    total: number,
+    helpers: Slot[],
+  ): void {
+    const g = this.g;
+    this.waitInsideZero();
+    this.writeTask(task, fnId, threads, size, total);
+    Atomics.store(g, L.G_STATE, L.OPEN);
+    for (const h of helpers) {
+      Atomics.add(h.ctl, L.S_WAKE, 1);
+      // A spinning worker sees the new value by itself; only a sleeping one needs the
+      // notify (a futex wake: microseconds, tens of them in some VMs).
+      if (Atomics.load(h.ctl, L.S_SLEEP) !== 0) Atomics.notify(h.ctl, L.S_WAKE, 1);
+    }
+    this.counters.parallelRuns++;
+    // Thread 0: take chunks like any worker.
+    let callerError: unknown;
+    let callerFailed = false;
+    let mine = 0;
+    const items = task.items;
+    for (;;) {
+      if (Atomics.load(g, L.G_FAILED) !== 0) break;
+      const c = Atomics.add(g, L.G_NEXT, 1);
+      if (c >= total) break;
+      const i0 = c * size;
+      mine++;
+      try {
+        fn(...chunkArgs(task, i0, Math.min(size, items - i0), 0));
+      } catch (e) {
+        callerError = e;
+        callerFailed = true;
+        Atomics.compareExchange(g, L.G_FAILED, 0, -1);
+        Atomics.add(g, L.G_DONE, 1);
+        break;
+      }
+      Atomics.add(g, L.G_DONE, 1);
+    }
+    this.waitDone(total);
+    Atomics.store(g, L.G_STATE, L.CLOSED);
+    this.counters.workerChunks += Math.max(0, Atomics.load(g, L.G_DONE) - mine);
+    const failed = Atomics.load(g, L.G_FAILED);
+    let err: WorkerError | undefined;
+    if (failed > 0) {
+      const slot = this.byId.get(failed);
+      const what = task.label
+        ? `parallel task "${task.label}" (${task.module}.${task.fn})`
+        : `parallel task ${task.module}.${task.fn}`;
+      const text = slot ? this.errorText(slot) : "unknown error";
+      const dead = slot ? slot.retired || this.state(slot) === L.DEAD : false;
+      const tid = slot?.handle?.threadId;
+      err = new WorkerError(
+        `${what}: worker ${failed}${tid !== undefined ? ` (threadId ${tid})` : ""} ${dead ? "died" : "failed"}: ${text}` +
+          (dead ? "; a replacement worker is starting" : ""),
+      );
+      Object.assign(err, { worker: failed, task: task.label ?? `${task.module}.${task.fn}` });
+    }
+    // Workers found dead now are replaced (their exit events come later, on the event loop).
+    for (const s of [...this.slots]) {
+      if (this.state(s) === L.DEAD) this.retire(s, `worker ${s.id} died`);
+    }
+    if (failed === 0) return;
+    this.counters.failures++;
+    if (err) throw err;
+    throw callerFailed ? callerError : new WorkerError(`${task.module}.${task.fn} failed`);
+  }
+
+  private writeTask(
+    task: ParallelTask,
+    fnId: number,
+    threads: number,
+    size: number,
+    total: number,
+  ): void {
+    const g = this.g;
+    const gf = this.gf;
+    g[L.T_ITEMS] = task.items;
+    g[L.T_SIZE] = size;
+    g[L.T_THREADS] = threads;
+    const nargs = task.args.length;
+    g[L.T_NARGS] = nargs;
+    g[L.T_COUNTARG] = task.countArg ?? -1;
+    const targs = task.threadArgs ?? [];
+    g[L.T_NTARGS] = targs.length;
+    g[L.T_FNID] = fnId;
+    if (fnId !== this.lastFnId) {
+      const { module, fn } = task;
+      for (let i = 0; i < module.length; i++) this.gs[L.STR_OFF + i] = module.charCodeAt(i);
+      for (let i = 0; i < fn.length; i++) this.gs[L.STR_OFF + module.length + i] = fn.charCodeAt(i);
+      g[L.T_MODLEN] = module.length;
+      g[L.T_FNLEN] = fn.length;
+      this.lastFnId = fnId;
+    }
+    const step = task.step;
+    for (let j = 0; j < nargs; j++) {
+      gf[L.F_ARGS + j] = task.args[j];
+      gf[L.F_STEP + j] = step?.[j] ?? 0;
+    }
+    for (let t = 0; t < targs.length; t++) {
+      g[L.T_TARG_INDEX + t] = targs[t].index;
+      gf[L.F_TSTRIDE + t] = targs[t].stride;
+    }
+    g[L.G_NEXT] = 0;
+    g[L.G_DONE] = 0;
+    g[L.G_TOTAL] = total;
+    g[L.G_TID] = 1;
+    g[L.G_FAILED] = 0;
+    g[L.G_MODGEN] = task.module === DEBUG_MODULE ? 0 : (this.genOf.get(task.module) ?? 0);
+    g[L.G_EPOCH]++;
+  }
+
+  /** Waits until no worker is still reading the previous task's description. */
+  private waitInsideZero(): void {
+    const g = this.g;
+    if (Atomics.load(g, L.G_INSIDE) === 0) return;
+    const start = nowMs();
+    const spinEnd = start + this.callerSpin / 1000;
+    let polls = 0;
+    for (;;) {
+      const v = Atomics.load(g, L.G_INSIDE);
+      if (v === 0) return;
+      // (the clock only every 256 polls: performance.now() may cost microseconds)
+      if ((++polls & 255) !== 0 || nowMs() < spinEnd) continue;
+      if (this.canBlock) Atomics.wait(g, L.G_INSIDE, v, SLICE_MS);
+      if (this.stallTimeoutMs > 0 && nowMs() - start > this.stallTimeoutMs) {
+        // Workers stuck inside a closed task: count them out.
+        for (const s of this.slots) {
+          if (Atomics.exchange(s.ctl, L.S_INSIDE, 0) === 1) {
+            Atomics.sub(g, L.G_INSIDE, 1);
+            this.hung(s, "did not leave a finished task");
+          }
+        }
+        if (Atomics.load(g, L.G_INSIDE) !== 0) Atomics.store(g, L.G_INSIDE, 0);
+        return;
+      }
+    }
+  }
+
+  /** Waits until every chunk taken is finished (all of them unless the task failed). */
+  private waitDone(total: number): void {
+    const g = this.g;
+    let target = total;
+    let cut = false;
+    let lastDone = -1;
+    let lastProgress = nowMs();
+    const spinEnd = lastProgress + this.callerSpin / 1000;
+    let polls = 0;
+    for (;;) {
+      if (!cut && Atomics.load(g, L.G_FAILED) !== 0) {
+        // Nobody takes new chunks; wait for those already taken.
+        target = Math.min(total, Atomics.exchange(g, L.G_NEXT, total));
+        cut = true;
+      }
+      const d = Atomics.load(g, L.G_DONE);
+      if (d >= target) return;
+      // (the clock only every 256 polls: performance.now() may cost microseconds)
+      if ((++polls & 255) !== 0) continue;
+      const t = nowMs();
+      if (d !== lastDone) {
+        lastDone = d;
+        lastProgress = t;
+      }
+      if (t < spinEnd) continue;
+      if (this.canBlock) Atomics.wait(g, L.G_DONE, d, SLICE_MS);
+      if (this.stallTimeoutMs > 0 && nowMs() - lastProgress > this.stallTimeoutMs) {
+        for (const s of this.slots) {
+          if (Atomics.load(s.ctl, L.S_HOLD) === 0) continue;
+          this.hung(s, `made no progress for ${this.stallTimeoutMs} ms (stallTimeoutMs)`);
+          Atomics.compareExchange(g, L.G_FAILED, 0, s.id);
+          if (Atomics.exchange(s.ctl, L.S_HOLD, 0) !== 0) Atomics.add(g, L.G_DONE, 1);
+        }
+        lastProgress = nowMs();
+      }
+    }
+  }
+
+  /** A worker that stopped responding: its text says so, and it is replaced. */
+  private hung(s: Slot, why: string): void {
+    const text = `the worker ${why}`;
+    for (let i = 0; i < Math.min(text.length, L.ERR_CHARS); i++) s.err[i] = text.charCodeAt(i);
+    Atomics.store(s.ctl, L.S_ERRLEN, Math.min(text.length, L.ERR_CHARS));
+    Atomics.store(s.ctl, L.S_STATE, L.DEAD);
+  }
+
+  // ------------------------------------------------------------------ measurements
+
+  /**
+   * Wake-up latency: from the caller's notify to the caller seeing a worker start a
+   * one-chunk task that the caller leaves to it (median and 90th percentile,
+   * microseconds), with idle workers spinning for `spinMicros`, or with no spinning
+   * (spinMicros: 0: they sleep in Atomics.waitAsync at once).
+   */
+  async measureWakeLatency(
+    opts: { samples?: number; spinMicros?: number; warmup?: number } = {},
+  ): Promise<{ median: number; p10: number; p90: number; samples: number }> {
+    await this.ready(2);
+    const saved = this.spinMicros;
+    const spin = opts.spinMicros ?? saved;
+    this.spinMicros = spin;
+    const out: number[] = [];
+    try {
+      const samples = opts.samples ?? 200;
+      const warmup = opts.warmup ?? 200;
+      for (let i = 0; i < warmup + samples; i++) {
+        // Spinning: the next wake-up follows at once (the worker is still spinning).
+        // Not spinning: wait until the worker is surely asleep.
+        if (spin === 0) await new Promise((r) => setTimeout(r, 1));
+        else if (i % 64 === 63) await new Promise((r) => setTimeout(r, 0));
+        const helper = this.pickHelpers(1, 1)[0];
+        if (!helper || this.running) continue;
+        this.running = true;
+        try {
+          const us = this.probeWake(helper);
+          if (i >= warmup && Number.isFinite(us)) out.push(us);
+        } finally {
+          this.running = false;
+        }
+      }
+    } finally {
+      this.spinMicros = saved;
+    }
+    out.sort((a, b) => a - b);
+    const at = (q: number) => out[Math.min(out.length - 1, Math.floor(q * out.length))] ?? NaN;
+    const median = at(0.5);
+    if (spin === saved && out.length > 0) this.wakeLatencyMicros = Math.round(median * 10) / 10;
+    return { median, p10: at(0.1), p90: at(0.9), samples: out.length };
+  }
+
+  /** One wake-up: a one-chunk "stamp" task only `helper` is woken for; the caller watches. */
+  private probeWake(helper: Slot): number {
+    const g = this.g;
+    const task: ParallelTask = { module: DEBUG_MODULE, fn: "stamp", args: [], items: 1 };
+    this.waitInsideZero();
+    this.writeTask(task, this.fnIdOf(task.module, task.fn), 2, 1, 1);
+    Atomics.store(g, L.G_STAMPED, 0);
+    Atomics.store(g, L.G_STATE, L.OPEN);
+    const t0 = nowMs();
+    Atomics.add(helper.ctl, L.S_WAKE, 1);
+    if (Atomics.load(helper.ctl, L.S_SLEEP) !== 0) Atomics.notify(helper.ctl, L.S_WAKE, 1);
+    const limit = t0 + 1000;
+    let t1 = Number.NaN;
+    for (let polls = 1; ; polls++) {
+      if (Atomics.load(g, L.G_STAMPED) !== 0) {
+        t1 = nowMs();
+        break;
+      }
+      if ((polls & 255) === 0 && nowMs() > limit) {
+        // The worker did not come: take the chunk back so the task can close.
+        if (Atomics.add(g, L.G_NEXT, 1) < 1) Atomics.add(g, L.G_DONE, 1);
+        break;
+      }
+    }
+    this.waitDone(1);
+    Atomics.store(g, L.G_STATE, L.CLOSED);
+    return (t1 - t0) * 1000;
+  }
+
+  /**
+   * Microseconds of one run() of an empty task of `threads` no-op chunks (static), on
+   * `threads` threads: the mean of back-to-back runs, or with `pauseMs`, the median of runs
+   * each made after that long a pause (the workers then sleep unless they spin longer).
+   */
+  async measureEmptyTask(
+    opts: { runs?: number; threads?: number; spinMicros?: number; pauseMs?: number } = {},
+  ): Promise<number> {
+    const threads = opts.threads ?? 2;
+    await this.ready(threads);
+    const saved = this.spinMicros;
+    this.spinMicros = opts.spinMicros ?? saved;
+    try {
+      const task: ParallelTask = { module: DEBUG_MODULE, fn: "noop", args: [], items: threads };
+      const runs = opts.runs ?? 2000;
+      for (let i = 0; i < 500; i++) this.run(task, threads);
+      if (!opts.pauseMs) {
+        const t0 = nowMs();
+        for (let i = 0; i < runs; i++) this.run(task, threads);
+        return ((nowMs() - t0) * 1000) / runs;
+      }
+      const times: number[] = [];
+      for (let i = 0; i < runs; i++) {
+        await new Promise((r) => setTimeout(r, opts.pauseMs));
+        const t0 = nowMs();
+        this.run(task, threads);
+        times.push((nowMs() - t0) * 1000);
+      }
+      times.sort((a, b) => a - b);
+      return times[times.length >> 1];
+    } finally {
+      this.spinMicros = saved;
+    }
+  }
+}

@@ -1,0 +1,479 @@
+/**
+ * run-cpu: torch.backends.xeon.run_cpu for JavaScript. Runs a script as N instances
+ * (child processes of the current runtime), each with its own cores: OMP_NUM_THREADS and
+ * MKL_NUM_THREADS set to its core count and, on Linux with `taskset`, pinned to them.
+ *
+ *   runCpu(["--ninstances", "2", "--ncores-per-instance", "4", "bench.js", "--size", "1024"])
+ *
+ * Exit codes: 0 every instance succeeded; the first failing instance's code otherwise;
+ * 2 for bad arguments (a RunCpuUsageError names the argument).
+ */
+import { ArgumentError, runtime } from "@backplane/core";
+
+const g = globalThis as any;
+
+export const RUN_CPU_USAGE = `run-cpu: run a script as several instances, each on its own CPU cores
+(torch.backends.xeon.run_cpu for JavaScript)
+
+Usage:
+  run-cpu [options] <script> [script arguments...]
+
+Options:
+  --ninstances N            instances to run (default: 1, or all cores / --ncores-per-instance)
+  --ncores-per-instance N   cores per instance (default: all cores / --ninstances)
+  --core-list LIST          cores to use, e.g. 0-3,8,10-11 (default: the cores this
+                            process may run on)
+  --instance-idx I          run only instance I (0-based) of the plan
+  --latency-mode            4 cores per instance, as many instances as the cores allow
+  --throughput-mode         one instance on all the cores
+  --disable-taskset         do not pin instances to their cores
+  --runtime NAME            node, bun or deno (default: the runtime running run-cpu)
+  --dry-run                 print the plan and exit
+  -h, --help                this text
+
+Each instance gets OMP_NUM_THREADS and MKL_NUM_THREADS (its core count, which sizes the
+backend-openmp pool), BACKPLANE_INSTANCE_INDEX, BACKPLANE_NINSTANCES and
+BACKPLANE_CORE_LIST. On Linux, instances are pinned with "taskset -c <cores>" when taskset
+is installed. Exit code: 0 when every instance succeeds, else the first failing
+instance's code; 2 for bad arguments.`;
+
+/** A bad command line: `argument` names the option (or "<script>"). Exit code 2. */
+export class RunCpuUsageError extends ArgumentError {
+  readonly argument: string;
+  constructor(argument: string, message: string) {
+    super(`run-cpu: ${message}`);
+    this.argument = argument;
+  }
+}
+
+export type RunCpuRuntime = "node" | "bun" | "deno";
+
+export interface RunCpuInstance {
+  index: number;
+  cores: number[];
+  /** The full command line: [program, ...arguments], taskset included. */
+  command: string[];
+  /** The variables set for this instance (on top of the current environment). */
+  env: Record<string, string>;
+}
+
+export interface RunCpuPlan {
+  runtime: RunCpuRuntime;
+  script: string;
+  args: string[];
+  ninstances: number;
+  ncoresPerInstance: number;
+  /** The cores available to the plan. */
+  cores: number[];
+  /** Instances to start (one when --instance-idx is given). */
+  instances: RunCpuInstance[];
+  /** The taskset program used for pinning, or undefined (then `note` says why). */
+  taskset?: string;
+  note?: string;
+  dryRun: boolean;
+  help: boolean;
+}
+
+export interface RunCpuOptions {
+  /** Where the plan and messages go (default console.log). */
+  log?: (line: string) => void;
+  /** Where usage errors go (default console.error). */
+  error?: (line: string) => void;
+  /** "inherit" (default): instances write to this terminal; "capture": each line goes to log, prefixed "[i] ". */
+  output?: "inherit" | "capture";
+  /** Environment for the plan (default: this process's). */
+  env?: Record<string, string | undefined>;
+  cwd?: string;
+}
+
+const BOOLEAN = new Set([
+  "--latency-mode",
+  "--throughput-mode",
+  "--disable-taskset",
+  "--dry-run",
+  "--help",
+]);
+const VALUED = new Set([
+  "--ninstances",
+  "--ncores-per-instance",
+  "--core-list",
+  "--instance-idx",
+  "--runtime",
+]);
+
+function positiveInt(name: string, text: string, min = 1): number {
+  if (!/^\d+$/.test(text) || Number(text) < min)
+    throw new RunCpuUsageError(
+      name,
+      `${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`,
+    );
+  return Number(text);
+}
+
+/** Parses "0-3,8,10-11" into sorted, distinct core numbers. */
+export function parseCoreList(text: string, name = "--core-list"): number[] {
+  const out = new Set<number>();
+  for (const part of text.split(",")) {
+    const m = /^\s*(\d+)\s*(?:-\s*(\d+)\s*)?$/.exec(part);
+    if (!m)
+      throw new RunCpuUsageError(
+        name,
+        `${name}: ${JSON.stringify(part)} is not a core or a range like 0-3 (in ${JSON.stringify(text)})`,
+      );
+    const a = Number(m[1]);
+    const b = m[2] === undefined ? a : Number(m[2]);
+    if (b < a) throw new RunCpuUsageError(name, `${name}: the range ${part.trim()} runs backwards`);
+    for (let c = a; c <= b; c++) out.add(c);
+  }
+  return [...out].sort((x, y) => x - y);
+}
+
+/** "0,1,2,3,8" -> "0-3,8". */
+export function formatCoreList(cores: number[]): string {
+  const parts: string[] = [];
+  for (let i = 0; i < cores.length; ) {
+    let j = i;
+    while (j + 1 < cores.length && cores[j + 1] === cores[j] + 1) j++;
+    parts.push(j > i ? `${cores[i]}-${cores[j]}` : String(cores[i]));
+    i = j + 1;
+  }
+  return parts.join(",");
+}
+
+function node(name: string): any {
+  try {
+    return g.process?.getBuiltinModule?.(name);
+  } catch {
+    return undefined;
+  }
+}
+
+/** The cores this process may run on (Linux: its affinity mask), else 0..n-1. */
+export function availableCores(): number[] {
+  const fs = node("node:fs");
+  if (runtime().platform === "linux" && fs) {
+    try {
+      const status: string = fs.readFileSync("/proc/self/status", "utf8");
+      const m = /^Cpus_allowed_list:\s*(\S+)/m.exec(status);
+      if (m) return parseCoreList(m[1]);
+    } catch {
+      // fall through
+    }
+  }
+  return Array.from({ length: Math.max(1, runtime().hardwareConcurrency) }, (_, i) => i);
+}
+
+function findOnPath(program: string, env: Record<string, string | undefined>): string | undefined {
+  const fs = node("node:fs");
+  if (!fs) return undefined;
+  const sep = runtime().platform === "win32" ? ";" : ":";
+  for (const dir of (env.PATH ?? "").split(sep)) {
+    if (!dir) continue;
+    const p = `${dir.replace(/\/+$/, "")}/${program}`;
+    try {
+      if (fs.statSync(p).isFile()) return p;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}
+
+function currentRuntime(): RunCpuRuntime {
+  const name = runtime().name;
+  return name === "bun" || name === "deno" ? name : "node";
+}
+
+function runtimeCommand(rt: RunCpuRuntime, env: Record<string, string | undefined>): string[] {
+  if (rt === currentRuntime()) {
+    if (rt === "deno") return [g.Deno.execPath(), "run", "-A"];
+    return [g.process.execPath];
+  }
+  const path = findOnPath(rt, env) ?? rt;
+  return rt === "deno" ? [path, "run", "-A"] : [path];
+}
+
+function processEnv(): Record<string, string | undefined> {
+  try {
+    if (g.Deno) return g.Deno.env.toObject();
+    return { ...(g.process?.env ?? {}) };
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Parses the command line into a plan (nothing is started). Throws a RunCpuUsageError
+ * naming the argument when the command line is wrong.
+ */
+export function planRunCpu(
+  argv: string[],
+  options: { env?: Record<string, string | undefined>; cores?: number[] } = {},
+): RunCpuPlan {
+  if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string"))
+    throw new RunCpuUsageError("argv", "the arguments must be an array of strings");
+  const env = options.env ?? processEnv();
+  const values: Record<string, string> = {};
+  const flags = new Set<string>();
+  let i = 0;
+  for (; i < argv.length; i++) {
+    let a = argv[i];
+    if (a === "--") {
+      i++;
+      break;
+    }
+    if (a === "-h") a = "--help";
+    if (!a.startsWith("-")) break;
+    const eq = a.indexOf("=");
+    const name = eq > 0 ? a.slice(0, eq) : a;
+    if (BOOLEAN.has(name)) {
+      if (eq > 0) throw new RunCpuUsageError(name, `${name} takes no value`);
+      flags.add(name);
+    } else if (VALUED.has(name)) {
+      const v = eq > 0 ? a.slice(eq + 1) : argv[++i];
+      if (v === undefined || (eq < 0 && v.startsWith("--")))
+        throw new RunCpuUsageError(name, `${name} needs a value`);
+      values[name] = v;
+    } else {
+      throw new RunCpuUsageError(
+        name,
+        `unknown option ${name} (known: ${[...VALUED, ...BOOLEAN].join(", ")})`,
+      );
+    }
+  }
+  const help = flags.has("--help");
+  const script = argv[i];
+  const args = argv.slice(i + 1);
+  const rtText = values["--runtime"] ?? currentRuntime();
+  if (rtText !== "node" && rtText !== "bun" && rtText !== "deno")
+    throw new RunCpuUsageError(
+      "--runtime",
+      `--runtime must be node, bun or deno, got ${JSON.stringify(rtText)}`,
+    );
+  const rt = rtText as RunCpuRuntime;
+  const plan: RunCpuPlan = {
+    runtime: rt,
+    script: script ?? "",
+    args,
+    ninstances: 0,
+    ncoresPerInstance: 0,
+    cores: [],
+    instances: [],
+    dryRun: flags.has("--dry-run"),
+    help,
+  };
+  if (help) return plan;
+  if (script === undefined)
+    throw new RunCpuUsageError("<script>", "name the script to run (run-cpu --help for usage)");
+
+  const cores =
+    values["--core-list"] !== undefined
+      ? parseCoreList(values["--core-list"])
+      : (options.cores ?? availableCores());
+  if (cores.length === 0) throw new RunCpuUsageError("--core-list", "--core-list names no core");
+  let ninstances =
+    values["--ninstances"] !== undefined ? positiveInt("--ninstances", values["--ninstances"]) : 0;
+  let ncores =
+    values["--ncores-per-instance"] !== undefined
+      ? positiveInt("--ncores-per-instance", values["--ncores-per-instance"])
+      : 0;
+  const latency = flags.has("--latency-mode");
+  const throughput = flags.has("--throughput-mode");
+  if (latency && throughput)
+    throw new RunCpuUsageError(
+      "--latency-mode",
+      "--latency-mode and --throughput-mode cannot be used together",
+    );
+  if ((latency || throughput) && (ninstances || ncores))
+    throw new RunCpuUsageError(
+      latency ? "--latency-mode" : "--throughput-mode",
+      `${latency ? "--latency-mode" : "--throughput-mode"} sets the instances and cores itself; drop --ninstances and --ncores-per-instance`,
+    );
+  if (latency) {
+    ncores = Math.min(4, cores.length);
+    ninstances = Math.floor(cores.length / ncores);
+  } else if (throughput) {
+    ninstances = 1;
+    ncores = cores.length;
+  } else if (!ninstances && !ncores) {
+    ninstances = 1;
+    ncores = cores.length;
+  } else if (!ncores) {
+    ncores = Math.floor(cores.length / ninstances);
+    if (ncores < 1)
+      throw new RunCpuUsageError(
+        "--ninstances",
+        `--ninstances ${ninstances} is more than the ${cores.length} cores available (${formatCoreList(cores)})`,
+      );
+  } else if (!ninstances) {
+    ninstances = Math.floor(cores.length / ncores);
+    if (ninstances < 1)
+      throw new RunCpuUsageError(
+        "--ncores-per-instance",
+        `--ncores-per-instance ${ncores} is more than the ${cores.length} cores available (${formatCoreList(cores)})`,
+      );
+  }
+  if (ninstances * ncores > cores.length)
+    throw new RunCpuUsageError(
+      "--ncores-per-instance",
+      `--ninstances ${ninstances} x --ncores-per-instance ${ncores} needs ${ninstances * ncores} cores, but only ${cores.length} are available (${formatCoreList(cores)}); lower one of them or give --core-list`,
+    );
+  let only: number | undefined;
+  if (values["--instance-idx"] !== undefined) {
+    only = positiveInt("--instance-idx", values["--instance-idx"], 0);
+    if (only >= ninstances)
+      throw new RunCpuUsageError(
+        "--instance-idx",
+        `--instance-idx ${only} is out of range: there are ${ninstances} instances (0..${ninstances - 1})`,
+      );
+  }
+
+  let taskset: string | undefined;
+  let note: string | undefined;
+  if (flags.has("--disable-taskset")) note = "not pinned to cores (--disable-taskset)";
+  else if (runtime().platform !== "linux")
+    note = `not pinned to cores: core affinity needs taskset, which is Linux only (this is ${runtime().platform})`;
+  else {
+    taskset = findOnPath("taskset", env);
+    if (!taskset)
+      note =
+        "not pinned to cores: taskset was not found on PATH (install util-linux); each instance still gets its thread count";
+  }
+
+  const base = runtimeCommand(rt, env);
+  for (let k = 0; k < ninstances; k++) {
+    if (only !== undefined && k !== only) continue;
+    const mine = cores.slice(k * ncores, (k + 1) * ncores);
+    const list = formatCoreList(mine);
+    plan.instances.push({
+      index: k,
+      cores: mine,
+      command: [...(taskset ? [taskset, "-c", list] : []), ...base, script, ...args],
+      env: {
+        OMP_NUM_THREADS: String(ncores),
+        MKL_NUM_THREADS: String(ncores),
+        BACKPLANE_INSTANCE_INDEX: String(k),
+        BACKPLANE_NINSTANCES: String(ninstances),
+        BACKPLANE_CORE_LIST: list,
+      },
+    });
+  }
+  return { ...plan, ninstances, ncoresPerInstance: ncores, cores, taskset, note };
+}
+
+function quote(a: string): string {
+  return /^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The plan as printed before anything starts. */
+export function formatPlan(plan: RunCpuPlan): string[] {
+  const lines = [
+    `run-cpu: ${plan.ninstances} instance${plan.ninstances === 1 ? "" : "s"} x ${plan.ncoresPerInstance} core${plan.ncoresPerInstance === 1 ? "" : "s"} of ${plan.cores.length} available (${formatCoreList(plan.cores)}), runtime ${plan.runtime}, ${plan.taskset ? `pinned with ${plan.taskset} -c` : plan.note}`,
+  ];
+  for (const inst of plan.instances) {
+    lines.push(
+      `  instance ${inst.index}: cores ${formatCoreList(inst.cores)}, OMP_NUM_THREADS=${inst.env.OMP_NUM_THREADS}: ${inst.command.map(quote).join(" ")}`,
+    );
+  }
+  return lines;
+}
+
+function signalCode(signal: string | null): number {
+  const n = signal ? node("node:os")?.constants?.signals?.[signal] : undefined;
+  return typeof n === "number" ? 128 + n : 1;
+}
+
+function startInstance(
+  inst: RunCpuInstance,
+  options: RunCpuOptions,
+  log: (line: string) => void,
+): Promise<number> {
+  const cp = node("node:child_process");
+  if (!cp) {
+    log(`run-cpu: instance ${inst.index}: this runtime cannot start processes`);
+    return Promise.resolve(127);
+  }
+  const capture = options.output === "capture";
+  const env = { ...(options.env ?? processEnv()), ...inst.env };
+  return new Promise<number>((resolve) => {
+    let child: any;
+    try {
+      child = cp.spawn(inst.command[0], inst.command.slice(1), {
+        env,
+        cwd: options.cwd,
+        stdio: capture ? ["ignore", "pipe", "pipe"] : "inherit",
+      });
+    } catch (e) {
+      log(`run-cpu: instance ${inst.index} could not start: ${(e as Error).message}`);
+      resolve(127);
+      return;
+    }
+    const pending: Promise<void>[] = [];
+    if (capture) {
+      for (const stream of [child.stdout, child.stderr]) {
+        pending.push(
+          new Promise<void>((done) => {
+            let rest = "";
+            stream.setEncoding("utf8");
+            stream.on("data", (text: string) => {
+              const lines = (rest + text).split("\n");
+              rest = lines.pop() ?? "";
+              for (const l of lines) log(`[${inst.index}] ${l}`);
+            });
+            stream.on("end", () => {
+              if (rest) log(`[${inst.index}] ${rest}`);
+              done();
+            });
+            stream.on("error", () => done());
+          }),
+        );
+      }
+    }
+    let settled = false;
+    child.on("error", (e: Error) => {
+      if (settled) return;
+      settled = true;
+      log(`run-cpu: instance ${inst.index} could not start: ${e.message}`);
+      resolve(127);
+    });
+    child.on("close", (code: number | null, signal: string | null) => {
+      if (settled) return;
+      settled = true;
+      void Promise.all(pending).then(() => resolve(code ?? signalCode(signal)));
+    });
+  });
+}
+
+/**
+ * torch.backends.xeon.run_cpu: prints the plan, starts the instances, waits for them all.
+ * Resolves to the exit code (0; the first failing instance's code; 2 for bad arguments).
+ */
+export async function runCpu(argv: string[], options: RunCpuOptions = {}): Promise<number> {
+  const log = options.log ?? ((l: string) => console.log(l));
+  const error = options.error ?? ((l: string) => console.error(l));
+  let plan: RunCpuPlan;
+  try {
+    plan = planRunCpu(argv, { env: options.env });
+  } catch (e) {
+    if (e instanceof RunCpuUsageError) {
+      error(`${e.message}\nRun "run-cpu --help" for usage.`);
+      return 2;
+    }
+    throw e;
+  }
+  if (plan.help) {
+    log(RUN_CPU_USAGE);
+    return 0;
+  }
+  for (const line of formatPlan(plan)) log(line);
+  if (plan.dryRun) return 0;
+  const codes = await Promise.all(plan.instances.map((inst) => startInstance(inst, options, log)));
+  let result = 0;
+  codes.forEach((code, k) => {
+    if (code !== 0) {
+      log(`run-cpu: instance ${plan.instances[k].index} exited with code ${code}`);
+      if (result === 0) result = code;
+    }
+  });
+  return result;
+}

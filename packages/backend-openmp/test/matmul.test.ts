@@ -1,0 +1,47 @@
+import "@backplane/backend-cpu-mkl";
+import { backends, explain, kernelPriority, matmul, randn, ready } from "@backplane/core";
+import { describe, expect, it } from "vitest";
+import { openmpPool } from "../src/index.ts";
+import { eventually } from "./helpers.ts";
+
+describe("with @backplane/backend-cpu-mkl", () => {
+  it("a 256x256 float32 matmul on 2 threads equals the 1-thread result bit for bit", async () => {
+    await ready();
+    const pool = openmpPool()!;
+    using _p = kernelPriority("matmul", ["wasm-gemm"]);
+    const a = randn([256, 256], { seed: 11 });
+    const b = randn([256, 256], { seed: 12 });
+    expect(explain("matmul", a, b).selected).toBe("wasm-gemm");
+    let one: Float32Array;
+    {
+      using _ = backends.openmp.numThreadsScope(1);
+      const c = matmul(a, b);
+      one = new Float32Array(c.hostData() as Float32Array);
+      c.dispose();
+    }
+    const saved = backends.openmp.numThreads; // the flag (0: the cores available)
+    backends.openmp.setNumThreads(2);
+    try {
+      await pool.ready(2);
+      expect(backends.openmp.getNumThreads()).toBe(2);
+      let same = true;
+      // Until a worker has taken one of the two row blocks at least once.
+      const took = await eventually(() => {
+        const before = pool.stats().workerChunks;
+        const c = matmul(a, b);
+        const two = c.hostData() as Float32Array;
+        const u1 = new Uint32Array(one.buffer, one.byteOffset, one.length);
+        const u2 = new Uint32Array(two.buffer, two.byteOffset, two.length);
+        for (let i = 0; i < u1.length; i++) if (u1[i] !== u2[i]) same = false;
+        c.dispose();
+        return pool.stats().workerChunks > before;
+      });
+      expect(same).toBe(true);
+      expect(took).toBe(true);
+    } finally {
+      backends.openmp.numThreads = saved;
+      a.dispose();
+      b.dispose();
+    }
+  });
+});

@@ -1,0 +1,198 @@
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { backends } from "@backplane/core";
+import { describe, expect, it } from "vitest";
+import {
+  formatCoreList,
+  parseCoreList,
+  planRunCpu,
+  RUN_CPU_USAGE,
+  RunCpuUsageError,
+  runCpu,
+} from "../src/index.ts";
+import { runtimeName } from "./helpers.ts";
+
+function capture() {
+  const out: string[] = [];
+  const err: string[] = [];
+  return {
+    out,
+    err,
+    options: { log: (l: string) => out.push(l), error: (l: string) => err.push(l) },
+  };
+}
+
+describe("run-cpu (backends.xeon.runCpu)", () => {
+  it("prints the plan with --dry-run: instances, cores, environment, command lines", async () => {
+    const c = capture();
+    const code = await runCpu(
+      [
+        "--ninstances",
+        "2",
+        "--ncores-per-instance",
+        "1",
+        "--core-list",
+        "0-1",
+        "--dry-run",
+        "app.js",
+        "--size",
+        "8",
+      ],
+      c.options,
+    );
+    expect(code).toBe(0);
+    expect(c.out[0]).toMatch(
+      /^run-cpu: 2 instances x 1 core of 2 available \(0-1\), runtime (node|bun|deno)/,
+    );
+    expect(c.out).toHaveLength(3);
+    expect(c.out[1]).toMatch(/instance 0: cores 0, OMP_NUM_THREADS=1: .*app\.js --size 8$/);
+    expect(c.out[2]).toMatch(/instance 1: cores 1, OMP_NUM_THREADS=1: .*app\.js --size 8$/);
+    const plan = planRunCpu(["--ninstances=2", "--core-list=0-1", "app.js"]);
+    expect(plan.instances.map((i) => i.cores)).toEqual([[0], [1]]);
+    expect(plan.instances[1].env).toMatchObject({
+      OMP_NUM_THREADS: "1",
+      MKL_NUM_THREADS: "1",
+      BACKPLANE_INSTANCE_INDEX: "1",
+      BACKPLANE_NINSTANCES: "2",
+      BACKPLANE_CORE_LIST: "1",
+    });
+    if (plan.taskset) {
+      expect(plan.instances[0].command.slice(0, 3)).toEqual([plan.taskset, "-c", "0"]);
+      expect(c.out[0]).toMatch(/pinned with .*taskset -c/);
+    } else expect(plan.note).toMatch(/not pinned/);
+    if (runtimeName === "deno") expect(plan.instances[0].command).toContain("run");
+    const off = planRunCpu(["--disable-taskset", "--core-list", "0-3", "--latency-mode", "x.js"]);
+    expect(off.taskset).toBeUndefined();
+    expect(off.note).toMatch(/--disable-taskset/);
+    expect(off.ncoresPerInstance).toBe(4);
+    expect(planRunCpu(["--throughput-mode", "--core-list", "0-5", "x.js"]).instances).toHaveLength(
+      1,
+    );
+    expect(
+      planRunCpu([
+        "--ninstances",
+        "3",
+        "--core-list",
+        "0-5",
+        "--instance-idx",
+        "2",
+        "x.js",
+      ]).instances.map((i) => i.cores),
+    ).toEqual([[4, 5]]);
+  });
+
+  it("--help prints the usage", async () => {
+    const c = capture();
+    expect(await runCpu(["--help"], c.options)).toBe(0);
+    expect(c.out.join("\n")).toBe(RUN_CPU_USAGE);
+    expect(await runCpu(["-h"], c.options)).toBe(0);
+  });
+
+  it("bad arguments: exit code 2 and a message naming the argument", async () => {
+    const cases: [string[], string, RegExp][] = [
+      [[], "<script>", /name the script/],
+      [
+        ["--ninstances", "zero", "a.js"],
+        "--ninstances",
+        /--ninstances must be an integer >= 1, got "zero"/,
+      ],
+      [["--ninstances", "0", "a.js"], "--ninstances", /--ninstances must be an integer >= 1/],
+      [["--ncores-per-instance"], "--ncores-per-instance", /--ncores-per-instance needs a value/],
+      [
+        ["--ninstances", "2", "--ncores-per-instance", "4", "--core-list", "0-3", "a.js"],
+        "--ncores-per-instance",
+        /needs 8 cores, but only 4 are available/,
+      ],
+      [["--bogus", "a.js"], "--bogus", /unknown option --bogus/],
+      [["--core-list", "3-1", "a.js"], "--core-list", /runs backwards/],
+      [["--core-list", "x", "a.js"], "--core-list", /is not a core or a range/],
+      [["--runtime", "python", "a.js"], "--runtime", /node, bun or deno/],
+      [
+        ["--ninstances", "2", "--core-list", "0-1", "--instance-idx", "2", "a.js"],
+        "--instance-idx",
+        /out of range/,
+      ],
+      [
+        ["--latency-mode", "--throughput-mode", "a.js"],
+        "--latency-mode",
+        /cannot be used together/,
+      ],
+      [["--dry-run=yes", "a.js"], "--dry-run", /takes no value/],
+    ];
+    for (const [argv, argument, message] of cases) {
+      let thrown: unknown;
+      try {
+        planRunCpu(argv, { cores: [0, 1, 2, 3] });
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, argv.join(" ")).toBeInstanceOf(RunCpuUsageError);
+      expect((thrown as RunCpuUsageError).argument).toBe(argument);
+      expect((thrown as Error).message).toMatch(message);
+      const c = capture();
+      expect(await runCpu(argv, c.options)).toBe(2);
+      expect(c.err.join("\n")).toMatch(/run-cpu --help/);
+    }
+  });
+
+  it("core lists", () => {
+    expect(parseCoreList("0-3,8,10-11, 9")).toEqual([0, 1, 2, 3, 8, 9, 10, 11]);
+    expect(formatCoreList([0, 1, 2, 3, 8, 9, 10, 11])).toBe("0-3,8-11");
+    expect(formatCoreList([5])).toBe("5");
+  });
+
+  it("runs 2 instances of a tiny script, each with its thread count (and backends.xeon.runCpu is it)", async () => {
+    expect(backends.xeon.runCpu).toBe(runCpu);
+    const dir = mkdtempSync(join(tmpdir(), "run-cpu-"));
+    try {
+      const script = join(dir, "tiny.mjs");
+      writeFileSync(
+        script,
+        `import { writeFileSync } from "node:fs";
+const env = globalThis.Deno ? Deno.env.toObject() : process.env;
+const args = globalThis.Deno ? Deno.args : process.argv.slice(2);
+writeFileSync(${JSON.stringify(dir)} + "/out-" + env.BACKPLANE_INSTANCE_INDEX + ".json", JSON.stringify({
+  omp: env.OMP_NUM_THREADS, index: env.BACKPLANE_INSTANCE_INDEX, n: env.BACKPLANE_NINSTANCES, cores: env.BACKPLANE_CORE_LIST, args,
+}));
+console.log("hello from " + env.BACKPLANE_INSTANCE_INDEX);
+`,
+      );
+      const c = capture();
+      const code = await runCpu(
+        ["--ninstances", "2", "--ncores-per-instance", "1", script, "a", "b c"],
+        { ...c.options, output: "capture" },
+      );
+      expect(code, c.out.join("\n")).toBe(0);
+      expect(c.out[0]).toMatch(/^run-cpu: 2 instances x 1 core/);
+      expect(c.out).toContain("[0] hello from 0");
+      expect(c.out).toContain("[1] hello from 1");
+      const files = readdirSync(dir)
+        .filter((f) => f.startsWith("out-"))
+        .sort();
+      expect(files).toEqual(["out-0.json", "out-1.json"]);
+      const got = files.map((f) => JSON.parse(readFileSync(join(dir, f), "utf8")));
+      expect(got.map((r) => r.omp)).toEqual(["1", "1"]);
+      expect(got.map((r) => r.n)).toEqual(["2", "2"]);
+      expect(got[0].args).toEqual(["a", "b c"]);
+      expect(got[0].cores).not.toBe(got[1].cores);
+
+      // A failing instance's exit code is the result.
+      const bad = join(dir, "bad.mjs");
+      writeFileSync(
+        bad,
+        `if ((globalThis.Deno ? Deno.env.get("BACKPLANE_INSTANCE_INDEX") : process.env.BACKPLANE_INSTANCE_INDEX) === "1") { (globalThis.Deno ?? process).exit(5); }`,
+      );
+      const c2 = capture();
+      expect(
+        await runCpu(["--ninstances", "2", "--ncores-per-instance", "1", bad], {
+          ...c2.options,
+          output: "capture",
+        }),
+      ).toBe(5);
+      expect(c2.out.join("\n")).toMatch(/instance 1 exited with code 5/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
