@@ -18,6 +18,10 @@ Usage:
   backplane explain <op> --shapes S  which kernel runs <op> for tensors of shapes S
         [--dtype D] [--device DEV]   (S: comma-separated, e.g. 64x32,32x16) and why each
                                      other candidate refuses
+  backplane run-cpu [options] script [args]
+                                     runs a script as N instances with cores per
+                                     instance, thread counts and core affinity
+                                     (torch.backends.xeon.run_cpu; backend-openmp)
   backplane help [command]           this text
 
 Exit codes: 0 ok, 1 a check failed or no kernel can run, 2 bad arguments.`;
@@ -60,6 +64,19 @@ function allowOnly(flags: Record<string, unknown>, allowed: string[], command: s
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "run-cpu") {
+    // Everything after run-cpu belongs to the launcher (it has its own --help).
+    const rest = argv.slice(1);
+    let mod: { runCpu(argv: string[]): Promise<number> };
+    try {
+      mod = await import(/* @vite-ignore */ "@backplane/backend-openmp");
+    } catch (e) {
+      throw new UsageError(
+        `run-cpu needs @backplane/backend-openmp (npm i @backplane/backend-openmp): ${(e as Error).message}`,
+      );
+    }
+    return mod.runCpu(rest);
+  }
   const { command, positional, flags } = parse(argv);
   if (command === "help" || command === "--help" || command === "-h" || flags.help) {
     const topic = command === "help" ? positional[0] : command;
@@ -100,7 +117,9 @@ async function main(argv: string[]): Promise<number> {
     console.log(String(e));
     return e.selected ? 0 : 1;
   }
-  throw new UsageError(`unknown command ${JSON.stringify(command)}; commands: info, explain, help`);
+  throw new UsageError(
+    `unknown command ${JSON.stringify(command)}; commands: info, explain, run-cpu, help`,
+  );
 }
 
 main(process.argv.slice(2)).then(

@@ -55,4 +55,15 @@ describe("backplane CLI", () => {
     expect(run("info", "--bogus").stderr).toMatch(/unknown option --bogus/);
     expect(run("help").stdout).toMatch(/Exit codes: 0 ok/);
   });
+
+  it("run-cpu prints its plan, and a bad argument is exit 2", () => {
+    const plan = run("run-cpu", "--dry-run", "--ninstances", "2", "--ncores-per-instance", "1", cli, "help");
+    expect(plan.status).toBe(0);
+    expect(plan.stdout).toMatch(/run-cpu: 2 instances x 1 core/);
+    expect(plan.stdout).toMatch(/instance 1: cores 1, OMP_NUM_THREADS=1/);
+    const bad = run("run-cpu", "--ninstances", "x", cli);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--ninstances must be an integer >= 1/);
+    expect(run("run-cpu", "--help").stdout).toMatch(/Usage:/);
+  });
 });
