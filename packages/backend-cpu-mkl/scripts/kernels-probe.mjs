@@ -92,7 +92,7 @@ function record(name, err, limit) {
   if (!(err <= limit)) failures.push(`${name}: ${err} > ${limit}`);
 }
 function check(name, cond, detail = "") {
-  if (!cond) failures.push(`${name}${detail ? ": " + detail : ""}`);
+  if (!cond) failures.push(`${name}${detail ? `: ${detail}` : ""}`);
 }
 
 // ------------------------------------------------------------------------------------------
@@ -167,7 +167,7 @@ async function loadReference() {
     const js = ts.transpileModule(src, {
       compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
     }).outputText;
-    return await import("data:text/javascript;base64," + Buffer.from(js).toString("base64"));
+    return await import(`data:text/javascript;base64,${Buffer.from(js).toString("base64")}`);
   } catch (e) {
     console.log(`(reference cross-check skipped: ${e.message})`);
     return undefined;
@@ -1156,7 +1156,7 @@ for (const t of signFlips) console.log(t);
 console.log(`total ${(t1 - t0).toFixed(0)} ms`);
 if (failures.length) {
   console.log(`\n${failures.length} FAILURE(S):`);
-  for (const f of failures.slice(0, 60)) console.log("  " + f);
+  for (const f of failures.slice(0, 60)) console.log(`  ${f}`);
   process.exit(1);
 }
 console.log("OK");

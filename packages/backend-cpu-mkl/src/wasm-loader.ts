@@ -12,9 +12,18 @@ const g = globalThis as any;
 // Literal `new URL("...", import.meta.url)` per file, so bundlers (Vite, esbuild, webpack)
 // see each .wasm file and emit it with the app.
 const FILES: Record<string, () => [threads: URL, plain: URL]> = {
-  gemm: () => [new URL("../wasm/gemm.wasm", import.meta.url), new URL("../wasm/gemm.nothreads.wasm", import.meta.url)],
-  kernels: () => [new URL("../wasm/kernels.wasm", import.meta.url), new URL("../wasm/kernels.nothreads.wasm", import.meta.url)],
-  attention: () => [new URL("../wasm/attention.wasm", import.meta.url), new URL("../wasm/attention.nothreads.wasm", import.meta.url)],
+  gemm: () => [
+    new URL("../wasm/gemm.wasm", import.meta.url),
+    new URL("../wasm/gemm.nothreads.wasm", import.meta.url),
+  ],
+  kernels: () => [
+    new URL("../wasm/kernels.wasm", import.meta.url),
+    new URL("../wasm/kernels.nothreads.wasm", import.meta.url),
+  ],
+  attention: () => [
+    new URL("../wasm/attention.wasm", import.meta.url),
+    new URL("../wasm/attention.nothreads.wasm", import.meta.url),
+  ],
 };
 
 export function wasmFileUrl(name: string): URL {

@@ -57,7 +57,16 @@ describe("backplane CLI", () => {
   });
 
   it("run-cpu prints its plan, and a bad argument is exit 2", () => {
-    const plan = run("run-cpu", "--dry-run", "--ninstances", "2", "--ncores-per-instance", "1", cli, "help");
+    const plan = run(
+      "run-cpu",
+      "--dry-run",
+      "--ninstances",
+      "2",
+      "--ncores-per-instance",
+      "1",
+      cli,
+      "help",
+    );
     expect(plan.status).toBe(0);
     expect(plan.stdout).toMatch(/run-cpu: 2 instances x 1 core/);
     expect(plan.stdout).toMatch(/instance 1: cores 1, OMP_NUM_THREADS=1/);
