@@ -9,7 +9,7 @@ import { fileURLToPath } from "node:url";
 const root = join(dirname(fileURLToPath(import.meta.url)), "..");
 const asc = join(root, "..", "..", "node_modules", ".bin", "asc");
 // Module name -> --memoryBase (its static-data slice, WASM_STATIC_SLICES in @backplane/core).
-const MODULES = { gemm: 4096, kernels: 12288 };
+const MODULES = { gemm: 4096, kernels: 12288, attention: 28672 };
 
 for (const [name, base] of Object.entries(MODULES)) {
   for (const threads of [true, false]) {

@@ -69,6 +69,7 @@ export * from "./ops/elementwise.ts";
 export * from "./ops/fft.ts";
 export * from "./ops/linalg.ts";
 export * from "./ops/matmul.ts";
+export * from "./ops/mha.ts";
 export * from "./ops/sdpa.ts";
 export * from "./ops/softmax.ts";
 export { referenceKernels } from "./reference/index.ts";

@@ -5,6 +5,7 @@
  */
 import { type BackendDefinition, cpuMemory, defineBackend, runtime } from "@backplane/core";
 import { loadWasm, loadWasmSync } from "../wasm-loader.ts";
+import { type AttentionModule, attentionModule } from "./attention.ts";
 import type { GemmModule, KernelsModule } from "./exports.ts";
 import { modules, wasmKernels } from "./kernels.ts";
 
@@ -36,17 +37,22 @@ export const wasmBackend: BackendDefinition = defineBackend({
   init() {
     const gemm = loadWasmSync<GemmModule>("gemm");
     const kernels = loadWasmSync<KernelsModule>("kernels");
-    if (gemm && kernels) {
+    const attention = loadWasmSync<AttentionModule>("attention");
+    if (gemm && kernels && attention) {
       modules.gemm = gemm;
       modules.kernels = kernels;
+      attentionModule.current = attention;
       return;
     }
-    return Promise.all([loadWasm<GemmModule>("gemm"), loadWasm<KernelsModule>("kernels")]).then(
-      ([g, k]) => {
-        modules.gemm = g;
-        modules.kernels = k;
-      },
-    );
+    return Promise.all([
+      loadWasm<GemmModule>("gemm"),
+      loadWasm<KernelsModule>("kernels"),
+      loadWasm<AttentionModule>("attention"),
+    ]).then(([g, k, a]) => {
+      modules.gemm = g;
+      modules.kernels = k;
+      attentionModule.current = a;
+    });
   },
   capability: () => ({
     isa: "WASM_SIMD128",

@@ -28,6 +28,7 @@ import {
   writeNumber,
 } from "@backplane/core";
 import { planGemm } from "../gemm-layout.ts";
+import { attentionKernels } from "./attention.ts";
 import type { GemmModule, KernelsModule } from "./exports.ts";
 import { addressOf, f64View, i32View, inWasmMemory, Scratch } from "./scratch.ts";
 
@@ -447,6 +448,7 @@ export function wasmKernels(): KernelDefinition<any>[] {
     fftKernel("rfft"),
     fftKernel("irfft"),
     ...linalgKernels,
+    ...attentionKernels(),
   ];
 }
 

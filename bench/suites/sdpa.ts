@@ -1,0 +1,292 @@
+/**
+ * sdpa: scaled dot-product attention, float32, B = 1, H = 8, d = 64, L = S = N for
+ * N = 512, 1024, 2048, 4096, on one and two threads (backends.openmp.setNumThreads(n);
+ * two only when @backplane/backend-openmp imports and its pool is available):
+ * - math: PyTorch's math path through the dispatcher, matmul(q, k^T) * scale -> softmax ->
+ *   matmul(., v), each step on the kernel the dispatcher picks (the fast GEMM: native BLAS
+ *   when backend-cpu-mkl finds one, else its WASM GEMM). The core's pure-TypeScript "math"
+ *   SDPA kernel is the accuracy reference, never timed;
+ * - fused: scaledDotProductAttention() on flash-cpu (backend-cpu-mkl's flash-style WASM SIMD
+ *   kernel), checked with explain() first;
+ * - math-wasm (N = 2048 only): the math path with cpu.preferredBlasLibrary = "wasm", the
+ *   same instruction set as the fused kernel.
+ * Before timing, fused is compared in full with math (max |a - b| / max |b| < 1e-4).
+ * Peak EXTRA memory of one call: resetPeakMemory("cpu"), the call, then
+ * memoryStats("cpu").peakBytes minus what was allocated before and minus the output (the
+ * fused kernel's workspace is a tensor, so it is counted; GEMM packing scratch is not).
+ * PyTorch's CPU attention, when `python3 -c "import torch"` works: its SDPA
+ * (F.scaled_dot_product_attention, or torch 1.13's F._scaled_dot_product_attention) and
+ * its matmul-softmax-matmul, same shapes and thread counts, timed in Python (median).
+ * Ratios: speedups are other_ms / fused_ms (> 1: fused faster); memory ratios are
+ * math_bytes / fused_bytes.
+ *
+ *   npm run bench -- sdpa           (about 3 to 5 minutes)
+ */
+import {
+  backends,
+  explain,
+  kernelPriority,
+  matmul,
+  memoryStats,
+  mul,
+  randn,
+  readEnv,
+  resetPeakMemory,
+  scaledDotProductAttention,
+  softmax,
+  type Tensor,
+  tensor,
+} from "@backplane/core";
+import type { Harness } from "../harness.ts";
+import { reason } from "../peers/types.ts";
+
+const SIZES = [512, 1024, 2048, 4096] as const;
+const B = 1;
+const H = 8;
+const D = 64;
+const TOLERANCE = 1e-4;
+/** Few, single-call samples for the big sizes (a math call at N = 4096 takes seconds). */
+const PLAN: Record<number, { samples: number; sampleMs: number }> = {
+  512: { samples: 9, sampleMs: 20 },
+  1024: { samples: 7, sampleMs: 0 },
+  2048: { samples: 5, sampleMs: 0 },
+  4096: { samples: 5, sampleMs: 0 },
+};
+
+/**
+ * matmul(q, k^T) * scale -> softmax -> matmul(., v), freeing each step's input as it
+ * goes; `steps` (when given) receives each step's milliseconds.
+ */
+function mathPath(
+  q: Tensor,
+  k: Tensor,
+  v: Tensor,
+  scale: Tensor,
+  steps?: Record<string, number>,
+): Tensor {
+  const t0 = performance.now();
+  const kt = k.transpose(-2, -1);
+  const s = matmul(q, kt);
+  kt.dispose();
+  const t1 = performance.now();
+  const scaled = mul(s, scale);
+  s.dispose();
+  const t2 = performance.now();
+  const p = softmax(scaled, -1);
+  scaled.dispose();
+  const t3 = performance.now();
+  const out = matmul(p, v);
+  p.dispose();
+  if (steps) {
+    const t4 = performance.now();
+    Object.assign(steps, {
+      "q k^T": t1 - t0,
+      "* scale": t2 - t1,
+      softmax: t3 - t2,
+      "p v": t4 - t3,
+    });
+  }
+  return out;
+}
+
+function fused(q: Tensor, k: Tensor, v: Tensor): Tensor {
+  using _ = kernelPriority("scaledDotProductAttention", ["flash-cpu"]);
+  return scaledDotProductAttention(q, k, v);
+}
+
+/** Bytes allocated by one call beyond its inputs and its output, at the peak. */
+function peakExtra(fn: () => Tensor): number {
+  const before = memoryStats("cpu").allocatedBytes;
+  resetPeakMemory("cpu");
+  const out = fn();
+  const peak = memoryStats("cpu").peakBytes - before - out.numel * 4;
+  out.dispose();
+  return peak;
+}
+
+function relDiff(a: Tensor, b: Tensor): number {
+  const x = a.hostData() as Float32Array;
+  const y = b.hostData() as Float32Array;
+  let d = 0;
+  let m = 0;
+  for (let i = 0; i < a.numel; i++) {
+    const e = Math.abs(x[i] - y[i]);
+    if (!(e <= d)) d = Number.isNaN(e) ? Number.POSITIVE_INFINITY : e;
+    m = Math.max(m, Math.abs(y[i]));
+  }
+  return d / m;
+}
+
+const mib = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
+
+/** torch's numbers: { "sdpa|1|512": ms, "math|1|512": ms, ... }, or why there are none. */
+function runTorch(threads: number[]): { ms: Record<string, number>; info: string } | string {
+  const g = globalThis as any;
+  const cp = g.process?.getBuiltinModule?.("node:child_process");
+  if (!cp) return "no node:child_process in this runtime";
+  const script = `
+import json, sys, time
+try:
+    import torch
+    import torch.nn.functional as F
+except Exception as e:
+    print(json.dumps({"error": "cannot import torch: %s" % e})); sys.exit(0)
+sdpa = getattr(F, "scaled_dot_product_attention", None)
+name = "F.scaled_dot_product_attention"
+if sdpa is None:
+    name = "F._scaled_dot_product_attention (torch 1.13)"
+    sdpa = lambda q, k, v: F._scaled_dot_product_attention(q, k, v, None, 0.0, False, False)[0]
+def median(f, n):
+    f()
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter(); f(); ts.append((time.perf_counter() - t0) * 1000)
+    ts.sort(); return ts[len(ts) // 2]
+out = {}
+torch.manual_seed(0)
+with torch.no_grad():
+    for th in ${JSON.stringify(threads)}:
+        torch.set_num_threads(th)
+        for n in ${JSON.stringify(SIZES)}:
+            q, k, v = (torch.randn(${B}, ${H}, n, ${D}) for _ in range(3))
+            reps = 3 if n >= 4096 else 5
+            out["sdpa|%d|%d" % (th, n)] = median(lambda: sdpa(q, k, v), reps)
+            out["math|%d|%d" % (th, n)] = median(lambda: torch.softmax((q @ k.transpose(-2, -1)) * ${1 / Math.sqrt(D)}, -1) @ v, reps)
+print(json.dumps({"ms": out, "info": "torch %s, %s, %s" % (torch.__version__, name, torch.__config__.parallel_info().splitlines()[-1].strip())}))
+`;
+  for (const py of ["/usr/bin/python3", "python3"]) {
+    const r = cp.spawnSync(py, ["-c", script], { encoding: "utf8", timeout: 180_000 });
+    if (r.error || r.status !== 0) continue;
+    try {
+      const res = JSON.parse(String(r.stdout).trim().split("\n").pop()!);
+      if (res.error) continue;
+      return { ms: res.ms, info: `${py}: ${res.info}` };
+    } catch {}
+  }
+  return "python3 with torch is not available (Debian: apt-get install python3-torch)";
+}
+
+export default {
+  description:
+    "float32 attention B=1 H=8 d=64 N=512..4096, 1 and 2 threads: math (matmul-softmax-matmul) against the fused flash-cpu kernel, time and peak extra memory; PyTorch when available",
+  async run(h: Harness) {
+    for (const v of ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]) {
+      const value = readEnv(v);
+      if (value !== undefined)
+        h.note(`${v}=${value} is set: the math path's OpenBLAS GEMM is slowed by it`);
+    }
+    backends.openmp.setNumThreads(1);
+    await import("@backplane/backend-cpu-mkl");
+    await backends.ready();
+    const threads = [1];
+    try {
+      await import("@backplane/backend-openmp");
+      await backends.ready();
+      if (backends.openmp.isEnabled()) threads.push(2);
+      else h.note(`2 threads: not measured: ${backends.openmp.status().reason}`);
+    } catch (err) {
+      h.note(`2 threads: not measured: @backplane/backend-openmp did not import: ${reason(err)}`);
+    }
+    const scale = tensor([1 / Math.sqrt(D)]);
+    const ms: Record<string, number> = {};
+    const peaks: Record<string, number> = {};
+    for (const n of SIZES) {
+      const shape = [B, H, n, D];
+      const q = randn(shape, { seed: 1 });
+      const k = randn(shape, { seed: 2 });
+      const v = randn(shape, { seed: 3 });
+      try {
+        const why = (() => {
+          using _ = kernelPriority("scaledDotProductAttention", ["flash-cpu"]);
+          const e = explain("scaledDotProductAttention", q, k, v);
+          return e.selected === "flash-cpu"
+            ? undefined
+            : (e.candidates.find((c) => c.kernel === "flash-cpu")?.reason ?? "not registered");
+        })();
+        if (why) {
+          h.note(`fused: not available at N=${n}: ${why}`);
+          continue;
+        }
+        const kt = k.transpose(-2, -1);
+        const gemm = explain("matmul", q, kt).selected;
+        kt.dispose();
+        if (n === SIZES[0]) h.note(`math: matmul runs ${gemm}; softmax and mul as dispatched`);
+        // Correctness, and peak extra memory (one thread).
+        backends.openmp.setNumThreads(1);
+        const a = fused(q, k, v);
+        const steps: Record<string, number> = {};
+        const b = mathPath(q, k, v, scale, steps);
+        const err = relDiff(a, b);
+        a.dispose();
+        b.dispose();
+        if (!(err < TOLERANCE)) {
+          h.note(
+            `fused: WRONG at N=${n} (max rel diff to math ${err.toExponential(2)}), not timed`,
+          );
+          continue;
+        }
+        peaks[`math_${n}`] = peakExtra(() => mathPath(q, k, v, scale));
+        peaks[`fused_${n}`] = peakExtra(() => fused(q, k, v));
+        const split = Object.entries(steps)
+          .map(([step, t]) => `${step} ${t.toFixed(1)}`)
+          .join(", ");
+        h.note(
+          `N=${n}: fused vs math max rel diff ${err.toExponential(2)}; peak extra memory math ${mib(peaks[`math_${n}`])}, fused ${mib(peaks[`fused_${n}`])}; one math call on 1 thread, ms: ${split}`,
+        );
+        for (const t of threads) {
+          backends.openmp.setNumThreads(t);
+          const impls: Record<string, () => unknown> = {
+            math: () => mathPath(q, k, v, scale).dispose(),
+            fused: () => fused(q, k, v).dispose(),
+          };
+          if (n === 2048)
+            impls["math-wasm"] = () => {
+              using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
+              mathPath(q, k, v, scale).dispose();
+            };
+          const r = await h.compare(`N=${n} ${t}T`, impls, {
+            flops: 4 * B * H * n * n * D,
+            ...PLAN[n],
+          });
+          for (const [impl, x] of Object.entries(r)) ms[`${impl}|${t}|${n}`] = x;
+          h.ratio(`fused_speedup_over_math_N${n}_${t}T`, r.math / r.fused);
+          if (r["math-wasm"] !== undefined)
+            h.ratio(`fused_speedup_over_math_wasm_N${n}_${t}T`, r["math-wasm"] / r.fused);
+        }
+      } finally {
+        q.dispose();
+        k.dispose();
+        v.dispose();
+        backends.openmp.setNumThreads(1);
+      }
+    }
+    for (const n of SIZES)
+      if (peaks[`fused_${n}`] > 0)
+        h.ratio(`peak_extra_math_over_fused_N${n}`, peaks[`math_${n}`] / peaks[`fused_${n}`]);
+    const s2048 = ms["math|1|2048"] / ms["fused|1|2048"];
+    const s2048t2 = ms["math|2|2048"] / ms["fused|2|2048"];
+    const m4096 = peaks.math_4096 / peaks.fused_4096;
+    h.note(
+      `targets: fused >= 2x math at N=2048: ${s2048.toFixed(2)}x on 1 thread${Number.isFinite(s2048t2) ? `, ${s2048t2.toFixed(2)}x on 2` : ""}; fused peak extra <= 1/8 of math at N=4096: 1/${m4096.toFixed(0)}`,
+    );
+
+    const torch = runTorch(threads);
+    if (typeof torch === "string") h.note(`pytorch: not available: ${torch}`);
+    else {
+      h.note(`pytorch: ${torch.info}`);
+      for (const [key, x] of Object.entries(torch.ms)) {
+        const [impl, t, n] = key.split("|");
+        h.results.push({
+          case: `N=${n} ${t}T`,
+          impl: `torch-${impl}`,
+          median_ms: x,
+          gflops: (4 * B * H * Number(n) ** 2 * D) / (x * 1e6),
+          samples: Number(n) >= 4096 ? 3 : 5,
+        });
+        const ours = ms[`fused|${t}|${n}`];
+        if (ours !== undefined) h.ratio(`fused_speedup_over_torch_${impl}_N${n}_${t}T`, x / ours);
+      }
+    }
+    scale.dispose();
+  },
+};

@@ -1,0 +1,214 @@
+/**
+ * multiHeadAttention (torch.nn.functional.multi_head_attention_forward, batch first, no
+ * attention weights returned): in-projections of query/key/value with the packed weight
+ * [3E, E], numHeads heads of scaledDotProductAttention, out-projection [E, E].
+ *
+ * query [L, E] or [B, L, E]; key and value [S, E] or [B, S, E] (the same shape); masks
+ * broadcast to [B, numHeads, L, S]. Boolean masks follow scaledDotProductAttention:
+ * true = may attend (torch.nn.MultiheadAttention's boolean masks mean the opposite).
+ *
+ * Two kernels (core reference backend): "fast-path" (flag mha.fastpathEnabled), which for
+ * self-attention (query, key and value the same tensor) runs the three in-projections as
+ * one matmul of the packed weight, and "slow-path", three projections. Both run the
+ * attention itself through the dispatcher, so the fastest SDPA kernel serves them.
+ */
+import { dispatch } from "../dispatcher.ts";
+import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
+import { defineOp, type OpParams } from "../kernels.ts";
+import type { Tensor } from "../tensor.ts";
+import {
+  broadcastShapes,
+  checkFloat,
+  checkInt,
+  checkOptions,
+  checkRank,
+  checkSame,
+  checkTensor,
+} from "./validate.ts";
+
+export interface MhaOptions {
+  /** Packed in-projection weight [3E, E]: rows [0, E) project queries, [E, 2E) keys, [2E, 3E) values. */
+  inProjWeight: Tensor;
+  /** Packed in-projection bias [3E]. */
+  inProjBias?: Tensor | null;
+  /** Out-projection weight [E, E]. */
+  outProjWeight: Tensor;
+  /** Out-projection bias [E]. */
+  outProjBias?: Tensor | null;
+  /** Heads; must divide E. */
+  numHeads: number;
+  /** Boolean (true = attend) or additive mask, broadcastable to [B, numHeads, L, S]. */
+  attnMask?: Tensor | null;
+  isCausal?: boolean;
+}
+
+export interface MhaParams extends OpParams {
+  query: Tensor;
+  key: Tensor;
+  value: Tensor;
+  inProjWeight: Tensor;
+  inProjBias: Tensor | null;
+  outProjWeight: Tensor;
+  outProjBias: Tensor | null;
+  numHeads: number;
+  headDim: number;
+  attnMask: Tensor | null;
+  isCausal: boolean;
+  /** query, key and value are one tensor (the same storage, offset, shape and strides). */
+  selfAttention: boolean;
+  /** [] (unbatched) or [B]. */
+  batchShape: number[];
+  L: number;
+  S: number;
+  E: number;
+}
+
+const OP = "multiHeadAttention";
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+/** Whether two tensors are the same values: one object, or views of the same elements. */
+export function sameTensor(a: Tensor, b: Tensor): boolean {
+  return (
+    a === b ||
+    (a.storage === b.storage &&
+      a.offset === b.offset &&
+      a.dtype === b.dtype &&
+      sameShape(a.shape, b.shape) &&
+      sameShape(a.strides, b.strides))
+  );
+}
+
+function checkShapeIs(name: string, t: Tensor, want: number[], what: string): void {
+  if (!sameShape(t.shape, want))
+    throw new ShapeError(`${OP}: ${name} must have shape [${want}] (${what}), got [${t.shape}]`);
+}
+
+function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): MhaParams {
+  checkTensor(OP, "query", query);
+  checkTensor(OP, "key", key);
+  checkTensor(OP, "value", value);
+  if (opts === undefined)
+    throw new ArgumentError(
+      `${OP}: options { inProjWeight, outProjWeight, numHeads } are required`,
+    );
+  const o = checkOptions(OP, opts, [
+    "inProjWeight",
+    "inProjBias",
+    "outProjWeight",
+    "outProjBias",
+    "numHeads",
+    "attnMask",
+    "isCausal",
+  ]) as unknown as MhaOptions;
+  for (const req of ["inProjWeight", "outProjWeight", "numHeads"] as const)
+    if (o[req] === undefined || o[req] === null)
+      throw new ArgumentError(`${OP}: option ${req} is required`);
+  const inProjWeight = checkTensor(OP, "inProjWeight", o.inProjWeight);
+  const outProjWeight = checkTensor(OP, "outProjWeight", o.outProjWeight);
+  const inProjBias = o.inProjBias == null ? null : checkTensor(OP, "inProjBias", o.inProjBias);
+  const outProjBias = o.outProjBias == null ? null : checkTensor(OP, "outProjBias", o.outProjBias);
+  const names = ["query", "key", "value", "inProjWeight", "outProjWeight"];
+  const ts = [query, key, value, inProjWeight, outProjWeight];
+  if (inProjBias) {
+    names.push("inProjBias");
+    ts.push(inProjBias);
+  }
+  if (outProjBias) {
+    names.push("outProjBias");
+    ts.push(outProjBias);
+  }
+  checkSame(OP, names, ts);
+  checkFloat(OP, "query", query);
+  checkRank(OP, "query", query, 2, 3);
+  if (key.rank !== query.rank)
+    throw new ShapeError(
+      `${OP}: key must have the rank of query (${query.rank}: [${query.rank === 3 ? "B, " : ""}S, E]), got shape [${key.shape}]`,
+    );
+  if (!sameShape(key.shape, value.shape))
+    throw new ShapeError(
+      `${OP}: value [${value.shape}] must have the shape of key [${key.shape}] (kdim = vdim = embed dim)`,
+    );
+  const r = query.rank;
+  const L = query.shape[r - 2];
+  const E = query.shape[r - 1];
+  const S = key.shape[r - 2];
+  if (key.shape[r - 1] !== E)
+    throw new ShapeError(
+      `${OP}: key's embed dim (${key.shape[r - 1]}) must equal query's (${E}); the packed in-projection needs kdim = vdim = embed dim`,
+    );
+  const batchShape = r === 3 ? [query.shape[0]] : [];
+  if (r === 3 && key.shape[0] !== query.shape[0])
+    throw new ShapeError(
+      `${OP}: key has batch size ${key.shape[0]}, query has ${query.shape[0]}; they must match`,
+    );
+  const numHeads = checkInt(OP, "numHeads", o.numHeads, 1);
+  if (E % numHeads !== 0)
+    throw new ShapeError(`${OP}: embed dim ${E} is not divisible by numHeads (${numHeads})`);
+  checkShapeIs("inProjWeight", inProjWeight, [3 * E, E], "[3E, E], E = query's embed dim");
+  checkShapeIs("outProjWeight", outProjWeight, [E, E], "[E, E]");
+  if (inProjBias) checkShapeIs("inProjBias", inProjBias, [3 * E], "[3E]");
+  if (outProjBias) checkShapeIs("outProjBias", outProjBias, [E], "[E]");
+  const isCausal = o.isCausal ?? false;
+  if (typeof isCausal !== "boolean") throw new ArgumentError(`${OP}: isCausal must be a boolean`);
+  const attnMask = o.attnMask ?? null;
+  if (attnMask) {
+    checkTensor(OP, "attnMask", attnMask);
+    if (attnMask.device !== query.device)
+      throw new DeviceError(`${OP}: attnMask is on ${attnMask.device}, query on ${query.device}`);
+    if (attnMask.dtype !== "bool" && attnMask.dtype !== query.dtype)
+      throw new DTypeError(
+        `${OP}: attnMask must be bool or the query's dtype (${query.dtype}), got ${attnMask.dtype}`,
+      );
+    if (isCausal)
+      throw new ArgumentError(`${OP}: pass either attnMask or isCausal, not both (as in torch)`);
+    broadcastShapes(
+      OP,
+      attnMask.shape,
+      [...batchShape, numHeads, L, S],
+      ["attnMask", "the scores [B, numHeads, L, S]"],
+    );
+  }
+  return {
+    query,
+    key,
+    value,
+    inProjWeight,
+    inProjBias,
+    outProjWeight,
+    outProjBias,
+    numHeads,
+    headDim: E / numHeads,
+    attnMask,
+    isCausal,
+    selfAttention: sameTensor(query, key) && sameTensor(key, value),
+    batchShape,
+    L,
+    S,
+    E,
+    deviceType: query.deviceType,
+    dtype: query.dtype,
+  };
+}
+
+export const mhaOp = defineOp({
+  name: OP,
+  prepare,
+  shapeKey: (p: MhaParams) =>
+    `${p.batchShape.length ? `${p.batchShape[0]}x` : ""}L${p.L},S${p.S},E${p.E},H${p.numHeads}${p.selfAttention ? ",self" : ""}${p.attnMask ? ",mask" : ""}${p.isCausal ? ",causal" : ""}`,
+});
+
+/**
+ * Multi-head attention: softmax((x Wq^T + bq)(x Wk^T + bk)^T / sqrt(E / numHeads)) (x Wv^T + bv),
+ * per head, heads concatenated, times Wo^T plus bo. Returns [..., L, E].
+ */
+export function multiHeadAttention(
+  query: Tensor,
+  key: Tensor,
+  value: Tensor,
+  opts: MhaOptions,
+): Tensor {
+  return dispatch(mhaOp, prepare(query, key, value, opts));
+}
