@@ -54,6 +54,7 @@ const REFERENCE_ORDER = [
   "tfjs-wasm",
   "ort-web",
   "backplane-wasm",
+  "backplane-webgpu",
 ];
 
 /** Why the dispatcher would not run `kernel` for matmul(a, b) under kernelPriority([kernel]). */
@@ -107,6 +108,58 @@ function backplanePeer(kernel: "blas-gemm" | "wasm-gemm"): GemmPeer | string {
           using _ = kernelPriority("matmul", [kernel]);
           const c = matmul(ta, tb);
           const out = Float32Array.from(c.dataSync() as Float32Array);
+          c.dispose();
+          return out;
+        },
+        dispose: () => {
+          ta.dispose();
+          tb.dispose();
+        },
+      };
+    },
+  };
+}
+
+/**
+ * matmul() on device "webgpu" (backend-webgpu's tiled WGSL kernel), forced to
+ * "wgsl-matmul-tiled"; a call is timed until the queue has finished it. On software
+ * drivers (lavapipe, SwiftShader) the numbers show trends only.
+ */
+async function openWebgpu(): Promise<GemmPeer | string> {
+  const wg = await import("@backplane/backend-webgpu");
+  const avail = await wg.webgpuAvailability();
+  if (!avail.available) return avail.reason ?? "no WebGPU adapter";
+  const cap = wg.webgpuCapability()!;
+  const kernel = "wgsl-matmul-tiled";
+  const sync = () => wg.webgpuMemory.sync("webgpu");
+  return {
+    info: `${cap.adapter.description || cap.adapter.vendor || "adapter"} via ${cap.source}${cap.adapter.isFallbackAdapter ? " (software/fallback adapter: trend only)" : ""}`,
+    async prepare(n, a, b) {
+      // A software adapter (lavapipe, SwiftShader) takes minutes per call beyond this.
+      if (cap.adapter.isFallbackAdapter && n > 512)
+        throw new Error(`n=${n} skipped on a software adapter (${cap.adapter.description})`);
+      const ta = tensor(a, { shape: [n, n], device: "webgpu" });
+      const tb = tensor(b, { shape: [n, n], device: "webgpu" });
+      const why = refusal(kernel, ta, tb);
+      if (why) {
+        ta.dispose();
+        tb.dispose();
+        throw new Error(why);
+      }
+      const mm = () => {
+        using _ = kernelPriority("matmul", [kernel]);
+        return matmul(ta, tb);
+      };
+      await sync();
+      return {
+        run: async () => {
+          const c = mm();
+          await sync();
+          c.dispose();
+        },
+        result: async () => {
+          const c = mm();
+          const out = Float32Array.from((await c.data()) as Float32Array);
           c.dispose();
           return out;
         },
@@ -213,6 +266,7 @@ export default {
       ["tfjs-wasm", async () => (await import("../peers/tfjs-wasm.ts")).openTfjsWasm(THREADS)],
       ["ort-web", async () => (await import("../peers/ort-web.ts")).openOrtWeb(THREADS)],
       ["ort-node", async () => (await import("../peers/ort-node.ts")).openOrtNode(THREADS)],
+      ["backplane-webgpu", openWebgpu],
     ];
     for (const [impl, load] of loaders) {
       const p = await open(load);
