@@ -7,13 +7,21 @@ import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
 
 const dirs = ["packages", "apps"].flatMap((root) =>
-  existsSync(root) ? readdirSync(root).map((d) => join(root, d)).filter((d) => existsSync(join(d, "test"))) : [],
+  existsSync(root)
+    ? readdirSync(root)
+        .map((d) => join(root, d))
+        .filter((d) => existsSync(join(d, "test")))
+    : [],
 );
 const failed = [];
 for (const dir of dirs) {
   if (dir.startsWith("apps/")) continue; // browser tests run under vitest with Chromium
   console.log(`\n== bun test ${dir}`);
-  const r = spawnSync(process.execPath, ["scripts/runtime.mjs", "bun", "test", "--timeout", "120000", dir], { stdio: "inherit" });
+  const r = spawnSync(
+    process.execPath,
+    ["scripts/runtime.mjs", "bun", "test", "--timeout", "120000", dir],
+    { stdio: "inherit" },
+  );
   if (r.status !== 0) failed.push(dir);
 }
 if (failed.length) {
