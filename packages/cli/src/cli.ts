@@ -4,7 +4,7 @@
  * Exit codes: 0 success; 1 the command ran and found a problem (an op failed, no
  * kernel can run); 2 bad arguments.
  */
-import { BackplaneError, isDType, opNames, randn } from "@backplane/core";
+import { BackplaneError, backends, flagSpec, isDType, opNames, randn } from "@backplane/core";
 import { collectReport, formatReport } from "./doctor.ts";
 import { explainCall } from "./explain.ts";
 import { loadInstalledBackends } from "./load-backends.ts";
@@ -18,6 +18,9 @@ Usage:
   backplane explain <op> --shapes S  which kernel runs <op> for tensors of shapes S
         [--dtype D] [--device DEV]   (S: comma-separated, e.g. 64x32,32x16) and why each
                                      other candidate refuses
+  backplane einsum-path "<eq>" <shape>... [--strategy S]
+                                     the contraction path (opt_einsum's PathInfo
+                                     table); shapes like 2x3 (backend-opt-einsum)
   backplane run-cpu [options] script [args]
                                      runs a script as N instances with cores per
                                      instance, thread counts and core affinity
@@ -27,6 +30,8 @@ Usage:
 Exit codes: 0 ok, 1 a check failed or no kernel can run, 2 bad arguments.`;
 
 const COMMAND_HELP: Record<string, string> = {
+  "einsum-path":
+    'backplane einsum-path "ij,jk,kl->il" 10x20 20x30 30x5 [--strategy auto]\n  Prints the contraction path, its cost against the naive one, and each step. Strategies: auto, auto-hq, optimal, dp, greedy, random-greedy, branch-all, branch-2, branch-1.',
   info: "backplane info [--json]\n  Prints the doctor report; --json prints it as one JSON object. Exit 1 when an op fails its check.",
   explain:
     "backplane explain <op> --shapes 2x3,3x4 [--dtype float32] [--device cpu]\n  Random tensors of those shapes go to <op>; prints the chosen kernel and every refusal. Exit 1 when no kernel can run.",
@@ -90,6 +95,41 @@ async function main(argv: string[]): Promise<number> {
     console.log(flags.json ? JSON.stringify(report, null, 2) : formatReport(report));
     return report.ops.some((o) => o.status === "fail") ? 1 : 0;
   }
+  if (command === "einsum-path") {
+    allowOnly(flags, ["strategy"], "einsum-path");
+    const [eq, ...shapeArgs] = positional;
+    if (!eq)
+      throw new UsageError(
+        'einsum-path: give an equation, e.g. backplane einsum-path "ij,jk->ik" 2x3 3x4',
+      );
+    const shapes = shapeArgs.map((s) => {
+      const dims = s === "" || s === "scalar" ? [] : s.split("x").map(Number);
+      if (!dims.every((d) => Number.isInteger(d) && d >= 0))
+        throw new UsageError(`einsum-path: shape ${JSON.stringify(s)} is not like 2x3`);
+      return dims;
+    });
+    await loadInstalledBackends();
+    const api = (backends.optEinsum.getOptEinsum() ?? undefined) as
+      | { contractPath(eq: string, ...rest: unknown[]): { toString(): string } }
+      | undefined;
+    if (!api) {
+      console.error(
+        `backplane: einsum-path needs @backplane/backend-opt-einsum: ${backends.optEinsum.status().reason ?? "not available"}`,
+      );
+      return 1;
+    }
+    const strategy = typeof flags.strategy === "string" ? flags.strategy : undefined;
+    const known =
+      (flagSpec("optEinsum.strategy") as { values?: readonly string[] } | undefined)?.values ?? [];
+    if (strategy !== undefined && !known.includes(strategy)) {
+      throw new UsageError(
+        `einsum-path: --strategy ${JSON.stringify(strategy)} is not one of ${known.join(", ")}`,
+      );
+    }
+    const info = api.contractPath(eq, ...shapes, strategy ? { strategy } : {});
+    console.log(String(info));
+    return 0;
+  }
   if (command === "explain") {
     allowOnly(flags, ["shapes", "dtype", "device"], "explain");
     const op = positional[0];
@@ -118,7 +158,7 @@ async function main(argv: string[]): Promise<number> {
     return e.selected ? 0 : 1;
   }
   throw new UsageError(
-    `unknown command ${JSON.stringify(command)}; commands: info, explain, run-cpu, help`,
+    `unknown command ${JSON.stringify(command)}; commands: info, explain, einsum-path, run-cpu, help`,
   );
 }
 

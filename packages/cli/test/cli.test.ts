@@ -75,4 +75,13 @@ describe("backplane CLI", () => {
     expect(bad.stderr).toMatch(/--ninstances must be an integer >= 1/);
     expect(run("run-cpu", "--help").stdout).toMatch(/Usage:/);
   });
+
+  it("einsum-path prints the path table; a bad strategy is exit 2", () => {
+    const r = run("einsum-path", "ij,jk,kl->il", "10x20", "20x30", "30x5", "--strategy", "optimal");
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/Naive FLOP count/i);
+    const bad = run("einsum-path", "ij,jk->ik", "2x3", "3x4", "--strategy", "fastest");
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--strategy "fastest" is not one of auto/);
+  });
 });
