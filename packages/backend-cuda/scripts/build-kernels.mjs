@@ -16,6 +16,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import {
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
@@ -93,6 +94,16 @@ const manifest = {
   modules: {},
 };
 
+// nvcc names anonymous-namespace symbols after the source's absolute path, so the same
+// source built in two checkouts gives different PTX. Compile from one fixed directory.
+const stage =
+  process.platform === "win32"
+    ? join(tmpdir(), "backplane-cuda-kernels")
+    : "/tmp/backplane-cuda-kernels";
+rmSync(stage, { recursive: true, force: true });
+mkdirSync(stage, { recursive: true });
+for (const f of readdirSync(kernelsDir)) copyFileSync(join(kernelsDir, f), join(stage, f));
+
 let failed = false;
 for (const file of readdirSync(kernelsDir)
   .filter((f) => f.endsWith(".cu"))
@@ -110,16 +121,7 @@ for (const file of readdirSync(kernelsDir)
   try {
     execFileSync(
       nvcc,
-      [
-        "-ptx",
-        `-arch=${arch}`,
-        ...NVCC_FLAGS,
-        "-I",
-        kernelsDir,
-        "-o",
-        ptxPath,
-        join(kernelsDir, file),
-      ],
+      ["-ptx", `-arch=${arch}`, ...NVCC_FLAGS, "-I", stage, "-o", ptxPath, join(stage, file)],
       {
         stdio: ["ignore", "pipe", "pipe"],
       },
