@@ -20,15 +20,40 @@ export class FlagState {
     readonly priorities: Readonly<Record<string, readonly string[]>>,
   ) {}
 
+  /**
+   * Snapshots derived from this one, by change. A scope opened again and again with the
+   * same changes (a hot loop) gets the same snapshot back, so the dispatcher's cache hits.
+   */
+  private derived: Map<string, FlagState> | undefined;
+
+  private derive(key: string, make: () => FlagState): FlagState {
+    this.derived ??= new Map();
+    let s = this.derived.get(key);
+    if (!s) {
+      if (this.derived.size >= 64) this.derived.clear();
+      s = make();
+      this.derived.set(key, s);
+    }
+    return s;
+  }
+
   with(changes: Record<string, unknown>): FlagState {
-    return new FlagState({ ...this.values, ...changes }, this.priorities);
+    let key: string;
+    try {
+      key = `w${JSON.stringify(changes)}`;
+    } catch {
+      return new FlagState({ ...this.values, ...changes }, this.priorities);
+    }
+    return this.derive(key, () => new FlagState({ ...this.values, ...changes }, this.priorities));
   }
 
   withPriority(op: string, names: readonly string[] | null): FlagState {
-    const p = { ...this.priorities };
-    if (names === null) delete p[op];
-    else p[op] = [...names];
-    return new FlagState(this.values, p);
+    return this.derive(`p${op}\u0000${names === null ? "\u0001" : names.join("\u0000")}`, () => {
+      const p = { ...this.priorities };
+      if (names === null) delete p[op];
+      else p[op] = [...names];
+      return new FlagState(this.values, p);
+    });
   }
 }
 
