@@ -171,13 +171,24 @@ function runHeldBack(op: OpRecord, e: Entry, params: OpParams): any {
     }
   }
   const report = candidates(op, e, params).candidates;
-  throw new NoKernelError(op.name, report, hintFor(report));
+  throw new NoKernelError(op.name, report, hintFor(op, report, params));
 }
 
-function hintFor(report: CandidateReport[]): string {
-  const flag = report.find((c) => c.reason.startsWith("disabled by flag"));
-  if (flag)
-    return `Hint: ${flag.kernel} would run if you change ${flag.reason.slice("disabled by flag ".length)}.`;
+/** A way out: a flag-disabled kernel that would accept these inputs, else deterministic mode. */
+function hintFor(op: OpRecord, report: CandidateReport[], params: OpParams): string {
+  for (const c of report) {
+    if (!c.reason.startsWith("disabled by flag")) continue;
+    const k = op.kernels.find((x) => x.name === c.kernel);
+    let accepts = false;
+    try {
+      accepts =
+        k !== undefined && (k.supports === undefined || k.supports(params as never) === true);
+    } catch {
+      accepts = false;
+    }
+    if (accepts)
+      return `Hint: ${c.kernel} would run if you change ${c.reason.slice("disabled by flag ".length)}.`;
+  }
   const det = report.find((c) => c.reason.includes("nondeterministic"));
   if (det)
     return "Hint: useDeterministicAlgorithms(false), or { warnOnly: true }, lets a nondeterministic kernel run.";

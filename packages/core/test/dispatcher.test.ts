@@ -320,4 +320,37 @@ describe("dispatcher", () => {
     await ready("dispatch-test-lazy");
     expect(explain("dispatchTestLazy", x(1)).selected).toBe("lazy");
   });
+
+  it("the no-kernel hint names a flag only when that kernel would accept the inputs", () => {
+    const hinted = defineOp({
+      name: "dispatchTestHint",
+      prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }),
+      shapeKey: () => "",
+    });
+    registerBackend({
+      name: "dispatch-test-hint",
+      devices: ["cpu"],
+      flags: {
+        dispatchTestHint: {
+          small: { kind: "bool", default: false },
+          any: { kind: "bool", default: false },
+        },
+      },
+      isAvailable: () => ({ available: true }),
+      kernels: [
+        {
+          ...k("smallOnly", {
+            flags: ["dispatchTestHint.small"],
+            supports: (p: P) => (p.x.numel <= 2 ? true : "at most 2 elements"),
+          }),
+          op: "dispatchTestHint",
+        },
+        { ...k("anySize", { flags: ["dispatchTestHint.any"] }), op: "dispatchTestHint" },
+      ],
+    });
+    expect(() => dispatch(hinted, hinted.prepare(x(9)))).toThrow(
+      /Hint: anySize would run if you change dispatchTestHint.any = false/,
+    );
+    expect(() => dispatch(hinted, hinted.prepare(x(1)))).toThrow(/Hint: smallOnly would run/);
+  });
 });

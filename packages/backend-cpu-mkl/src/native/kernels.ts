@@ -25,7 +25,7 @@ import {
 } from "@backplane/core";
 import { planGemm } from "../gemm-layout.ts";
 import * as lapack from "./lapack.ts";
-import type { LoadedBlas } from "./library.ts";
+import type { LapackSymbols, LoadedBlas } from "./library.ts";
 
 const ROW_MAJOR = 101;
 const NO_TRANS = 111;
@@ -89,7 +89,7 @@ function gemm(p: MatmulParams): Tensor {
   }
 }
 
-function requireLapack(op: string): lapack.LapackLike {
+function requireLapack(op: string): LapackSymbols {
   const l = lib().lapack;
   if (!l) throw new Error(`${op}: ${lib().name} has no LAPACK`);
   return l;

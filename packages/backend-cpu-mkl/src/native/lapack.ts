@@ -212,5 +212,3 @@ export function svd(
   );
   return { u, s, vh, info: info[0] };
 }
-
-export type LapackLike = import("./library.ts").LapackSymbols;

@@ -5,7 +5,6 @@
  */
 import {
   type BinaryParams,
-  bytesPerElement,
   cpuThreads,
   type DType,
   empty,
@@ -451,5 +450,3 @@ export function wasmKernels(): KernelDefinition<any>[] {
     ...attentionKernels(),
   ];
 }
-
-export { bytesPerElement };
