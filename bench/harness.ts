@@ -1,6 +1,7 @@
 /**
  * The benchmark harness: medians of at least 5 samples after a warm-up, impls of a case
- * measured in interleaved rounds (so drift hits them alike), a table or one JSON object.
+ * measured in interleaved rounds (so drift hits them alike) whose order rotates, a table or
+ * one JSON object.
  */
 import { runtime } from "@backplane/core";
 
@@ -75,9 +76,14 @@ export class Harness {
     const times: Record<string, number[]> = Object.fromEntries(
       Object.keys(impls).map((k) => [k, []]),
     );
+    // Each round starts one impl further on, so no impl always runs after the same one
+    // (a neighbour that evicts the caches or heats the core would bias it).
+    const order = Object.entries(impls);
     for (let s = 0; s < samples; s++) {
-      for (const [name, fn] of Object.entries(impls))
+      for (let j = 0; j < order.length; j++) {
+        const [name, fn] = order[(s + j) % order.length];
         times[name].push(await timeBatch(fn, batch[name]));
+      }
     }
     this.lastSamples = times;
     const out: Record<string, number> = {};
@@ -156,4 +162,17 @@ export function table(suite: string, h: Harness): string {
   }
   for (const n of h.notes) out.push(`note: ${n}`);
   return out.join("\n");
+}
+
+/** `--sizes 256,1024` (or `--sizes=256,1024`) from a suite's arguments, else the defaults. */
+export function sizesArg(args: readonly string[], defaults: readonly number[]): number[] {
+  const i = args.findIndex((a) => a === "--sizes" || a.startsWith("--sizes="));
+  if (i < 0) return [...defaults];
+  const text = args[i].includes("=") ? args[i].slice("--sizes=".length) : (args[i + 1] ?? "");
+  const sizes = text.split(",").map(Number);
+  if (text === "" || !sizes.every((n) => Number.isInteger(n) && n > 0))
+    throw new Error(
+      `--sizes: expected positive integers like 256,1024, got ${JSON.stringify(text)}`,
+    );
+  return sizes;
 }

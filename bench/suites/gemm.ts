@@ -20,7 +20,7 @@
  *
  *   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE npm run bench -- gemm
  *
- * (the suite notes it when they are set). Under Bun: ./node_modules/.bin/bun bench/run.ts gemm
+ * (the suite notes it when they are set). `--sizes 256,1024` runs only those sizes. Under Bun: ./node_modules/.bin/bun bench/run.ts gemm
  */
 import {
   backends,
@@ -33,7 +33,7 @@ import {
   type Tensor,
   tensor,
 } from "@backplane/core";
-import type { Harness } from "../harness.ts";
+import { type Harness, sizesArg } from "../harness.ts";
 import { type GemmCase, type GemmPeer, reason } from "../peers/types.ts";
 
 const SIZES = [256, 512, 1024, 2048] as const;
@@ -44,6 +44,8 @@ const PLAN: Record<number, { samples: number; sampleMs: number }> = {
   1024: { samples: 7, sampleMs: 10 },
   2048: { samples: 5, sampleMs: 0 },
 };
+const planFor = (n: number) =>
+  PLAN[n] ?? (n < 512 ? PLAN[256] : n < 1024 ? PLAN[512] : n < 2048 ? PLAN[1024] : PLAN[2048]);
 const THREADS = 1;
 const TOLERANCE = 1e-3;
 /** The impl whose output the others are compared with first, in this order of preference. */
@@ -234,7 +236,8 @@ async function open(load: () => Promise<GemmPeer | string>): Promise<GemmPeer | 
 export default {
   description:
     "float32 C = A x B, n = 256..2048, one thread: Backplane native and WASM against OpenBLAS direct, tfjs-wasm, onnxruntime web and node",
-  async run(h: Harness) {
+  async run(h: Harness, args: string[] = []) {
+    const sizes = sizesArg(args, SIZES);
     for (const v of ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]) {
       const value = readEnv(v);
       if (value !== undefined)
@@ -275,7 +278,7 @@ export default {
     }
     for (const [impl, p] of peers) h.note(`${impl}: ${p.info}`);
 
-    for (const n of SIZES) {
+    for (const n of sizes) {
       const a = randomMatrix(n, 2 * n + 1);
       const b = randomMatrix(n, 2 * n + 2);
       const cases = new Map<string, GemmCase>();
@@ -319,7 +322,7 @@ export default {
 
         let ms: Record<string, number>;
         try {
-          ms = await h.compare(`${n}x${n}x${n}`, impls, { flops: 2 * n ** 3, ...PLAN[n] });
+          ms = await h.compare(`${n}x${n}x${n}`, impls, { flops: 2 * n ** 3, ...planFor(n) });
         } catch (err) {
           h.note(`n=${n}: measurement failed: ${reason(err)}`);
           continue;

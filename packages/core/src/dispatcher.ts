@@ -351,20 +351,27 @@ export function clearAutotuneCache(): void {
 
 // ---- user priority ----
 
+/** Kernel and family names of an op, cached until a kernel is added (scopes open in hot loops). */
+const knownCache = new Map<string, { count: number; names: Set<string> }>();
+function knownNames(op: string): Set<string> {
+  const kernels = getOp(op)?.kernels ?? [];
+  const hit = knownCache.get(op);
+  if (hit && hit.count === kernels.length) return hit.names;
+  const names = new Set(kernels.flatMap((k) => (k.family ? [k.name, k.family] : [k.name])));
+  knownCache.set(op, { count: kernels.length, names });
+  return names;
+}
+
 function checkNames(op: string, names: readonly string[]): void {
   if (!Array.isArray(names) || !names.every((n) => typeof n === "string")) {
     throw new ArgumentError(`kernel priority for ${op} must be a list of kernel names`);
   }
-  const rec = getOp(op);
-  const known = [
-    ...new Set(rec?.kernels.flatMap((k) => (k.family ? [k.name, k.family] : [k.name])) ?? []),
-  ];
-  const unknown = names.filter((n) => !known.includes(n));
-  if (unknown.length > 0) {
-    throw new ArgumentError(
-      `${op} has no kernel named ${unknown.join(", ")}; it has: ${known.join(", ") || "(none)"}`,
-    );
-  }
+  const known = knownNames(op);
+  if (names.every((n) => known.has(n))) return;
+  const unknown = names.filter((n) => !known.has(n));
+  throw new ArgumentError(
+    `${op} has no kernel named ${unknown.join(", ")}; it has: ${[...known].join(", ") || "(none)"}`,
+  );
 }
 
 /** Tries these kernels of `op` first, in this order, for the current task (null: back to priorities). */

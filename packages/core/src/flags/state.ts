@@ -162,7 +162,8 @@ export function setFlag(key: string, value: unknown): void {
 }
 
 function fire(before: FlagState, after: FlagState): void {
-  if (hooks.size === 0) return;
+  // A priority-only change shares the values object: no flag changed.
+  if (hooks.size === 0 || before.values === after.values) return;
   for (const [key, set] of hooks) {
     const a = before.values[key];
     const b = after.values[key];
