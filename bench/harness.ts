@@ -25,9 +25,21 @@ export interface MeasureOptions {
   samples?: number;
   /** Target duration of one sample in ms; calls are batched to reach it (default 20). */
   sampleMs?: number;
+  /**
+   * Pause after each sample, untimed (default 0): threads a multi-threaded impl leaves
+   * spinning (onnxruntime's pool spins after work) go to sleep before the next impl runs.
+   */
+  settleMs?: number;
 }
 
 export type Fn = () => unknown;
+
+/** An impl that times itself where it runs (a worker): ms per call over `count` calls. */
+export interface SelfTimed {
+  timeBatch(count: number): Promise<number>;
+}
+
+export type Impl = Fn | SelfTimed;
 
 const now = () => performance.now();
 
@@ -37,7 +49,9 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-async function timeBatch(fn: Fn, n: number): Promise<number> {
+async function timeBatch(impl: Impl, n: number): Promise<number> {
+  if (typeof impl !== "function") return impl.timeBatch(n);
+  const fn = impl;
   const t0 = now();
   for (let i = 0; i < n; i++) {
     const r = fn();
@@ -57,7 +71,7 @@ export class Harness {
   /** Measures several implementations of one case, interleaved; returns median ms per impl. */
   async compare(
     caseName: string,
-    impls: Record<string, Fn>,
+    impls: Record<string, Impl>,
     opts: MeasureOptions = {},
   ): Promise<Record<string, number>> {
     const samples = Math.max(5, opts.samples ?? 15);
@@ -83,6 +97,7 @@ export class Harness {
       for (let j = 0; j < order.length; j++) {
         const [name, fn] = order[(s + j) % order.length];
         times[name].push(await timeBatch(fn, batch[name]));
+        if (opts.settleMs) await new Promise((r) => setTimeout(r, opts.settleMs));
       }
     }
     this.lastSamples = times;
@@ -164,15 +179,22 @@ export function table(suite: string, h: Harness): string {
   return out.join("\n");
 }
 
+/** The comma-separated values of `--name a,b` or `--name=a,b` in a suite's arguments. */
+export function listArg(args: readonly string[], name: string): string[] | undefined {
+  const i = args.findIndex((a) => a === name || a.startsWith(`${name}=`));
+  if (i < 0) return undefined;
+  const text = args[i].includes("=") ? args[i].slice(name.length + 1) : (args[i + 1] ?? "");
+  if (text === "" || text.startsWith("--"))
+    throw new Error(`${name}: expected a comma-separated list, got nothing`);
+  return text.split(",");
+}
+
 /** `--sizes 256,1024` (or `--sizes=256,1024`) from a suite's arguments, else the defaults. */
 export function sizesArg(args: readonly string[], defaults: readonly number[]): number[] {
-  const i = args.findIndex((a) => a === "--sizes" || a.startsWith("--sizes="));
-  if (i < 0) return [...defaults];
-  const text = args[i].includes("=") ? args[i].slice("--sizes=".length) : (args[i + 1] ?? "");
-  const sizes = text.split(",").map(Number);
-  if (text === "" || !sizes.every((n) => Number.isInteger(n) && n > 0))
-    throw new Error(
-      `--sizes: expected positive integers like 256,1024, got ${JSON.stringify(text)}`,
-    );
+  const list = listArg(args, "--sizes");
+  if (!list) return [...defaults];
+  const sizes = list.map(Number);
+  if (!sizes.every((n) => Number.isInteger(n) && n > 0))
+    throw new Error(`--sizes: expected positive integers like 256,1024, got ${list.join(",")}`);
   return sizes;
 }

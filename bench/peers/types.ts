@@ -7,6 +7,8 @@
 export interface GemmCase {
   /** One multiplication; what the harness times (may return a promise). */
   run: () => unknown;
+  /** Times `count` calls where they run (a worker) and gives ms per call; else run() is timed. */
+  timeBatch?: (count: number) => Promise<number>;
   /** C of one multiplication, row-major, for the correctness check. */
   result: () => Promise<Float32Array>;
   /** Frees what prepare() allocated. */

@@ -1,6 +1,6 @@
 /**
  * gemm: single-precision C = A x B, square n = 256, 512, 1024, 2048, ONE thread in every
- * implementation, random inputs (uniform in [-1, 1), never zeros):
+ * implementation but the two "-2t" ones, random inputs (uniform in [-1, 1), never zeros):
  * - backplane-native: matmul() forced to the native kernel "blas-gemm" (backend-cpu-mkl's
  *   BLAS over FFI), after backends.openmp.setNumThreads(1) and await backends.ready();
  * - backplane-wasm: matmul() forced to "wasm-gemm" (backend-cpu-mkl's WASM SIMD kernel),
@@ -9,7 +9,11 @@
  *   Float32Arrays (what the dispatcher and the tensors cost is native / this);
  * - tfjs-wasm: tfjs-core + tfjs-backend-wasm (XNNPACK, SIMD binary), one thread;
  * - ort-web: onnxruntime-web's wasm EP (SIMD), numThreads 1, a MatMul model built in code;
- * - ort-node: onnxruntime-node's CPU EP (MLAS), intra- and inter-op threads 1, same model.
+ * - ort-node: onnxruntime-node's CPU EP (MLAS), intra- and inter-op threads 1, same model;
+ * - backplane-wasm-2t: backplane-wasm in a backends.openmp thread scope of 2 (the pool of
+ *   @backplane/backend-openmp, its workers started before timing);
+ * - ort-web-2t: onnxruntime-web with numThreads 2, in a worker_thread of its own (its thread
+ *   count is fixed per module instance), timed inside that worker.
  * A peer that cannot be installed or loaded is a note, never a crash. Before timing, each
  * output is checked once: against float64 dot products at sampled entries, and in full
  * against another impl (max |C - C_other| / max |C_other| < 1e-3); a wrong impl posts no
@@ -20,7 +24,9 @@
  *
  *   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE npm run bench -- gemm
  *
- * (the suite notes it when they are set). `--sizes 256,1024` runs only those sizes. Under Bun: ./node_modules/.bin/bun bench/run.ts gemm
+ * (the suite notes it when they are set). `--sizes 256,1024` runs only those sizes,
+ * `--impls backplane-wasm,tfjs-wasm` only those impls.
+ * Under Bun: ./node_modules/.bin/bun bench/run.ts gemm
  */
 import {
   backends,
@@ -29,11 +35,12 @@ import {
   kernelPriority,
   matmul,
   readEnv,
+  runtime,
   seededRandom,
   type Tensor,
   tensor,
 } from "@backplane/core";
-import { type Harness, sizesArg } from "../harness.ts";
+import { type Harness, type Impl, listArg, sizesArg } from "../harness.ts";
 import { type GemmCase, type GemmPeer, reason } from "../peers/types.ts";
 
 const SIZES = [256, 512, 1024, 2048] as const;
@@ -47,6 +54,8 @@ const PLAN: Record<number, { samples: number; sampleMs: number }> = {
 const planFor = (n: number) =>
   PLAN[n] ?? (n < 512 ? PLAN[256] : n < 1024 ? PLAN[512] : n < 2048 ? PLAN[1024] : PLAN[2048]);
 const THREADS = 1;
+/** ort-web-2t's pool spins when idle unless BENCH_ORT_SPINNING=0 (see ort-web.ts). */
+const ORT_SPINNING = readEnv("BENCH_ORT_SPINNING") !== "0";
 const TOLERANCE = 1e-3;
 /** The impl whose output the others are compared with first, in this order of preference. */
 const REFERENCE_ORDER = [
@@ -56,6 +65,8 @@ const REFERENCE_ORDER = [
   "tfjs-wasm",
   "ort-web",
   "backplane-wasm",
+  "backplane-wasm-2t",
+  "ort-web-2t",
   "backplane-webgpu",
 ];
 
@@ -73,8 +84,11 @@ function refusal(kernel: string, a: Tensor, b: Tensor): string | undefined {
   }
 }
 
-/** matmul() through the dispatcher, forced to one kernel of backend-cpu-mkl. */
-function backplanePeer(kernel: "blas-gemm" | "wasm-gemm"): GemmPeer | string {
+/**
+ * matmul() through the dispatcher, forced to one kernel of backend-cpu-mkl; with `threads`,
+ * each call runs in a backends.openmp thread-count scope (the suite's setting is 1).
+ */
+function backplanePeer(kernel: "blas-gemm" | "wasm-gemm", threads?: number): GemmPeer | string {
   const probe = [
     tensor(randomMatrix(64, 1), { shape: [64, 64] }),
     tensor(randomMatrix(64, 2), { shape: [64, 64] }),
@@ -90,7 +104,7 @@ function backplanePeer(kernel: "blas-gemm" | "wasm-gemm"): GemmPeer | string {
     info:
       kernel === "blas-gemm" && native
         ? `${native.library} ${native.version} (${native.path}), openmp.numThreads ${backends.openmp.getNumThreads()}`
-        : `openmp.numThreads ${backends.openmp.getNumThreads()}`,
+        : `openmp.numThreads ${threads ?? backends.openmp.getNumThreads()}`,
     async prepare(n, a, b) {
       const ta = tensor(a, { shape: [n, n] });
       const tb = tensor(b, { shape: [n, n] });
@@ -100,13 +114,17 @@ function backplanePeer(kernel: "blas-gemm" | "wasm-gemm"): GemmPeer | string {
         tb.dispose();
         throw new Error(why);
       }
+      const scope = () =>
+        threads === undefined ? undefined : backends.flags({ openmp: { numThreads: threads } });
       const run = () => {
+        using _t = scope();
         using _ = kernelPriority("matmul", [kernel]);
         matmul(ta, tb).dispose();
       };
       return {
         run,
         result: async () => {
+          using _t = scope();
           using _ = kernelPriority("matmul", [kernel]);
           const c = matmul(ta, tb);
           const out = Float32Array.from(c.dataSync() as Float32Array);
@@ -224,6 +242,26 @@ function fullError(c: Float32Array, ref: Float32Array): number {
   return maxDiff / maxRef;
 }
 
+/**
+ * Loads backend-openmp and starts the pool's second thread (workers start in later event
+ * loop turns, so a call right after setNumThreads(2) would still run on one); true, or why
+ * two threads cannot be measured. The suite's own setting stays 1.
+ */
+async function readyTwoThreads(): Promise<true | string> {
+  if (runtime().hardwareConcurrency < 2)
+    return `this machine has ${runtime().hardwareConcurrency} core`;
+  let openmp: typeof import("@backplane/backend-openmp");
+  try {
+    openmp = await import("@backplane/backend-openmp");
+    await backends.ready();
+  } catch (err) {
+    return `@backplane/backend-openmp did not load: ${reason(err)}`;
+  }
+  if (!backends.openmp.isEnabled()) return backends.openmp.status().reason ?? "openmp disabled";
+  const got = (await openmp.openmpPool()?.ready(2)) ?? 1;
+  return got >= 2 ? true : `the pool started ${got} thread(s), not 2`;
+}
+
 /** Loads a peer module and opens it; a module that does not load is a reason too. */
 async function open(load: () => Promise<GemmPeer | string>): Promise<GemmPeer | string> {
   try {
@@ -246,6 +284,8 @@ export default {
         );
     }
 
+    const only = listArg(args, "--impls");
+    const wanted = (impl: string) => !only || only.includes(impl);
     // One thread for the native backend: the flag first, then load and initialise.
     backends.openmp.setNumThreads(THREADS);
     const peers = new Map<string, GemmPeer>();
@@ -264,6 +304,15 @@ export default {
     if (typeof wasm === "string") h.note(`backplane-wasm: not available: ${wasm}`);
     else peers.set("backplane-wasm", wasm);
 
+    const twoThreads = mkl ?? (await readyTwoThreads());
+    if (typeof twoThreads === "string") {
+      h.note(`backplane-wasm-2t, ort-web-2t: not measured: ${twoThreads}`);
+    } else {
+      const wasm2 = backplanePeer("wasm-gemm", 2);
+      if (typeof wasm2 === "string") h.note(`backplane-wasm-2t: not available: ${wasm2}`);
+      else peers.set("backplane-wasm-2t", wasm2);
+    }
+
     const loaders: [string, () => Promise<GemmPeer | string>][] = [
       ["openblas-direct", async () => (await import("../peers/openblas.ts")).openOpenblas(THREADS)],
       ["tfjs-wasm", async () => (await import("../peers/tfjs-wasm.ts")).openTfjsWasm(THREADS)],
@@ -271,7 +320,21 @@ export default {
       ["ort-node", async () => (await import("../peers/ort-node.ts")).openOrtNode(THREADS)],
       ["backplane-webgpu", openWebgpu],
     ];
+    if (twoThreads === true && wanted("ort-web-2t"))
+      // onnxruntime-web fixes its thread count once per instance: a second one, in a worker.
+      loaders.push([
+        "ort-web-2t",
+        async () =>
+          (await import("../peers/in-worker.ts")).openInWorker(
+            "./ort-web.ts",
+            "openOrtWeb",
+            2,
+            ORT_SPINNING,
+          ),
+      ]);
+    for (const impl of [...peers.keys()]) if (!wanted(impl)) peers.delete(impl);
     for (const [impl, load] of loaders) {
+      if (!wanted(impl)) continue;
       const p = await open(load);
       if (typeof p === "string") unavailable(impl, p);
       else peers.set(impl, p);
@@ -301,7 +364,7 @@ export default {
         const trusted = [...outputs.keys()]
           .filter((impl) => spot.get(impl)! < TOLERANCE)
           .sort((x, y) => REFERENCE_ORDER.indexOf(x) - REFERENCE_ORDER.indexOf(y));
-        const impls: Record<string, () => unknown> = {};
+        const impls: Record<string, Impl> = {};
         for (const [impl, c] of outputs) {
           const other = trusted.find((t) => t !== impl);
           const full = other ? fullError(c, outputs.get(other)!) : undefined;
@@ -315,7 +378,8 @@ export default {
           }
           if (!other)
             h.note(`${impl}: n=${n} checked against float64 entries only (no other impl)`);
-          impls[impl] = cases.get(impl)!.run;
+          const gc = cases.get(impl)!;
+          impls[impl] = gc.timeBatch ? { timeBatch: gc.timeBatch } : gc.run;
         }
         outputs.clear();
         if (Object.keys(impls).length === 0) continue;
@@ -335,6 +399,8 @@ export default {
         ratio("wasm_over_ort_web", "backplane-wasm", "ort-web");
         ratio("native_over_openblas_direct", "backplane-native", "openblas-direct");
         ratio("native_over_ort_node", "backplane-native", "ort-node");
+        ratio("wasm_2t_over_wasm_1t", "backplane-wasm-2t", "backplane-wasm");
+        ratio("wasm_2t_over_ort_web_2t", "backplane-wasm-2t", "ort-web-2t");
       } finally {
         for (const c of cases.values()) await c.dispose();
       }
