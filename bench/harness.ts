@@ -25,11 +25,6 @@ export interface MeasureOptions {
   samples?: number;
   /** Target duration of one sample in ms; calls are batched to reach it (default 20). */
   sampleMs?: number;
-  /**
-   * Pause after each sample, untimed (default 0): threads a multi-threaded impl leaves
-   * spinning (onnxruntime's pool spins after work) go to sleep before the next impl runs.
-   */
-  settleMs?: number;
 }
 
 export type Fn = () => unknown;
@@ -97,7 +92,6 @@ export class Harness {
       for (let j = 0; j < order.length; j++) {
         const [name, fn] = order[(s + j) % order.length];
         times[name].push(await timeBatch(fn, batch[name]));
-        if (opts.settleMs) await new Promise((r) => setTimeout(r, opts.settleMs));
       }
     }
     this.lastSamples = times;
