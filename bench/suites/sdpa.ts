@@ -6,11 +6,13 @@
  *   matmul(., v), each step on the kernel the dispatcher picks (the fast GEMM: native BLAS
  *   when backend-cpu-mkl finds one, else its WASM GEMM). The core's pure-TypeScript "math"
  *   SDPA kernel is the accuracy reference, never timed;
- * - fused: scaledDotProductAttention() on flash-cpu (backend-cpu-mkl's flash-style WASM SIMD
- *   kernel), checked with explain() first;
+ * - fused: scaledDotProductAttention() on the FLASH_ATTENTION kernel the dispatcher ranks
+ *   first: flash-cpu-blas (backend-cpu-mkl's flash tiles on the native BLAS) when a native
+ *   BLAS is loaded, else flash-cpu; checked with explain() first;
+ * - fused-wasm: flash-cpu forced (the flash-style kernel in WASM SIMD alone, as in a browser);
  * - math-wasm (N = 2048 only): the math path with cpu.preferredBlasLibrary = "wasm", the
  *   same instruction set as the fused kernel.
- * Before timing, fused is compared in full with math (max |a - b| / max |b| < 1e-4).
+ * Before timing, each fused impl is compared in full with math (max |a - b| / max |b| < 1e-4).
  * Peak EXTRA memory of one call: resetPeakMemory("cpu"), the call, then
  * memoryStats("cpu").peakBytes minus what was allocated before and minus the output (the
  * fused kernel's workspace is a tensor, so it is counted; GEMM packing scratch is not).
@@ -25,6 +27,7 @@
 import {
   backends,
   explain,
+  getKernel,
   kernelPriority,
   matmul,
   memoryStats,
@@ -89,10 +92,15 @@ function mathPath(
   return out;
 }
 
-function fused(q: Tensor, k: Tensor, v: Tensor): Tensor {
-  using _ = kernelPriority("scaledDotProductAttention", ["flash-cpu"]);
+/** The fused kernels: the family's first (the dispatcher's choice) and the WASM one. */
+const FUSED = { fused: "FLASH_ATTENTION", "fused-wasm": "flash-cpu" } as const;
+
+function fusedCall(which: keyof typeof FUSED, q: Tensor, k: Tensor, v: Tensor): Tensor {
+  using _ = kernelPriority("scaledDotProductAttention", [FUSED[which]]);
   return scaledDotProductAttention(q, k, v);
 }
+const fused = (q: Tensor, k: Tensor, v: Tensor) => fusedCall("fused", q, k, v);
+const fusedWasm = (q: Tensor, k: Tensor, v: Tensor) => fusedCall("fused-wasm", q, k, v);
 
 /** Bytes allocated by one call beyond its inputs and its output, at the peak. */
 function peakExtra(fn: () => Tensor): number {
@@ -196,6 +204,10 @@ export default {
       const k = randn(shape, { seed: 2 });
       const v = randn(shape, { seed: 3 });
       try {
+        const chosen = (() => {
+          using _ = kernelPriority("scaledDotProductAttention", ["FLASH_ATTENTION"]);
+          return explain("scaledDotProductAttention", q, k, v);
+        })();
         const why = (() => {
           using _ = kernelPriority("scaledDotProductAttention", ["flash-cpu"]);
           const e = explain("scaledDotProductAttention", q, k, v);
@@ -203,41 +215,52 @@ export default {
             ? undefined
             : (e.candidates.find((c) => c.kernel === "flash-cpu")?.reason ?? "not registered");
         })();
-        if (why) {
-          h.note(`fused: not available at N=${n}: ${why}`);
+        const family = chosen.selected
+          ? getKernel("scaledDotProductAttention", chosen.selected)?.family
+          : undefined;
+        if (why || family !== "FLASH_ATTENTION") {
+          h.note(
+            `fused: not available at N=${n}: ${why ?? `${chosen.selected} is not a FLASH_ATTENTION kernel`}`,
+          );
           continue;
         }
+        if (n === SIZES[0]) h.note(`fused runs ${chosen.selected}; fused-wasm runs flash-cpu`);
         const kt = k.transpose(-2, -1);
         const gemm = explain("matmul", q, kt).selected;
         kt.dispose();
         if (n === SIZES[0]) h.note(`math: matmul runs ${gemm}; softmax and mul as dispatched`);
         // Correctness, and peak extra memory (one thread).
         backends.openmp.setNumThreads(1);
-        const a = fused(q, k, v);
         const steps: Record<string, number> = {};
         const b = mathPath(q, k, v, scale, steps);
+        const a = fused(q, k, v);
+        const aw = fusedWasm(q, k, v);
         const err = relDiff(a, b);
+        const errWasm = relDiff(aw, b);
         a.dispose();
+        aw.dispose();
         b.dispose();
-        if (!(err < TOLERANCE)) {
+        if (!(err < TOLERANCE) || !(errWasm < TOLERANCE)) {
           h.note(
-            `fused: WRONG at N=${n} (max rel diff to math ${err.toExponential(2)}), not timed`,
+            `fused: WRONG at N=${n} (max rel diff to math ${err.toExponential(2)}, fused-wasm ${errWasm.toExponential(2)}), not timed`,
           );
           continue;
         }
         peaks[`math_${n}`] = peakExtra(() => mathPath(q, k, v, scale));
         peaks[`fused_${n}`] = peakExtra(() => fused(q, k, v));
+        peaks[`fusedWasm_${n}`] = peakExtra(() => fusedWasm(q, k, v));
         const split = Object.entries(steps)
           .map(([step, t]) => `${step} ${t.toFixed(1)}`)
           .join(", ");
         h.note(
-          `N=${n}: fused vs math max rel diff ${err.toExponential(2)}; peak extra memory math ${mib(peaks[`math_${n}`])}, fused ${mib(peaks[`fused_${n}`])}; one math call on 1 thread, ms: ${split}`,
+          `N=${n}: max rel diff to math: fused ${err.toExponential(2)}, fused-wasm ${errWasm.toExponential(2)}; peak extra memory math ${mib(peaks[`math_${n}`])}, fused ${mib(peaks[`fused_${n}`])}, fused-wasm ${mib(peaks[`fusedWasm_${n}`])}; one math call on 1 thread, ms: ${split}`,
         );
         for (const t of threads) {
           backends.openmp.setNumThreads(t);
           const impls: Record<string, () => unknown> = {
             math: () => mathPath(q, k, v, scale).dispose(),
             fused: () => fused(q, k, v).dispose(),
+            "fused-wasm": () => fusedWasm(q, k, v).dispose(),
           };
           if (n === 2048)
             impls["math-wasm"] = () => {
@@ -250,6 +273,7 @@ export default {
           });
           for (const [impl, x] of Object.entries(r)) ms[`${impl}|${t}|${n}`] = x;
           h.ratio(`fused_speedup_over_math_N${n}_${t}T`, r.math / r.fused);
+          h.ratio(`fused_wasm_speedup_over_math_N${n}_${t}T`, r.math / r["fused-wasm"]);
           if (r["math-wasm"] !== undefined)
             h.ratio(`fused_speedup_over_math_wasm_N${n}_${t}T`, r["math-wasm"] / r.fused);
         }
@@ -263,6 +287,12 @@ export default {
     for (const n of SIZES)
       if (peaks[`fused_${n}`] > 0)
         h.ratio(`peak_extra_math_over_fused_N${n}`, peaks[`math_${n}`] / peaks[`fused_${n}`]);
+    for (const n of SIZES)
+      if (peaks[`fusedWasm_${n}`] > 0)
+        h.ratio(
+          `peak_extra_math_over_fused_wasm_N${n}`,
+          peaks[`math_${n}`] / peaks[`fusedWasm_${n}`],
+        );
     const s2048 = ms["math|1|2048"] / ms["fused|1|2048"];
     const s2048t2 = ms["math|2|2048"] / ms["fused|2|2048"];
     const m4096 = peaks.math_4096 / peaks.fused_4096;

@@ -640,3 +640,146 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
 function imax(a: i32, b: i32): i32 {
   return a > b ? a : b;
 }
+
+// ------------------------------------------------------------------ BLAS-tiled flash steps
+//
+// flash-cpu-blas (src/native/flash-blas.ts) runs the two products of each (query block,
+// key block) pair through the native sgemm and calls these for the rest: the online
+// softmax between the products, and the final division by the row sums.
+
+/**
+ * Online-softmax step for `rows` rows of one score block S (row stride ld floats), scores
+ * already in the log2 domain (the sgemm's alpha is scale * log2 e). Row r may use
+ * columns c < valid(r): all `cols` without causal masking, else diag + r + 1 clamped to
+ * [0, cols] (diag = first query row - first key of the block: key j sees rows i >= j).
+ * Per row: m' = max(m, max S), corr = 2^(m - m'), S = 2^(S - m') (columns past valid(r)
+ * become 0, so the P V product can use the whole block), l = l * corr + sum, the row of O
+ * (ev floats, row stride ldo) *= corr, m = m'. m is f32, l is f64 (one per row).
+ * A row with no valid column in this block is left as it was.
+ */
+export function flash_block_softmax(
+  s: usize, ld: i32, rows: i32, cols: i32, m: usize, l: usize, o: usize, ldo: i32,
+  ev: i32, causal: i32, diag: i32,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const srow = s + ((<usize>r * <usize>ld) << 2);
+    const valid = causal ? imin(cols, imax(0, diag + r + 1)) : cols;
+    if (valid == 0) {
+      memory.fill(srow, 0, <usize>cols << 2);
+      continue;
+    }
+    const n4 = valid & ~3;
+    let vmax = f32x4.splat(-Infinity);
+    for (let c = 0; c < n4; c += 4) vmax = f32x4.pmax(vmax, v128.load(srow + (<usize>c << 2)));
+    let bmax = Mathf.max(
+      Mathf.max(f32x4.extract_lane(vmax, 0), f32x4.extract_lane(vmax, 1)),
+      Mathf.max(f32x4.extract_lane(vmax, 2), f32x4.extract_lane(vmax, 3)),
+    );
+    for (let c = n4; c < valid; c++) bmax = Mathf.max(bmax, load<f32>(srow + (<usize>c << 2)));
+    const mOld = load<f32>(m + (<usize>r << 2));
+    const mNew = Mathf.max(mOld, bmax);
+    if (mNew == -Infinity) {
+      // Every score so far is -inf (only possible with -inf inputs): nothing to add yet.
+      memory.fill(srow, 0, <usize>cols << 2);
+      continue;
+    }
+    const n8 = valid & ~7;
+    let sum = <f64>expRowInPlace8(srow, n8, mNew);
+    if (n4 > n8) sum += <f64>expRow(srow + (<usize>n8 << 2), 4, mNew, 0, true);
+    for (let c = n4; c < valid; c++) {
+      const p = f32x4.extract_lane(
+        exp2Neg4(f32x4.splat(load<f32>(srow + (<usize>c << 2)) - mNew)),
+        0,
+      );
+      store<f32>(srow + (<usize>c << 2), p);
+      sum += <f64>p;
+    }
+    if (valid < cols) memory.fill(srow + (<usize>valid << 2), 0, <usize>(cols - valid) << 2);
+    const corr = mOld == -Infinity ? <f32>0 : f32x4.extract_lane(
+      exp2Neg4(f32x4.splat(mOld - mNew)),
+      0,
+    );
+    const lRow = l + (<usize>r << 3);
+    store<f64>(lRow, load<f64>(lRow) * <f64>corr + sum);
+    store<f32>(m + (<usize>r << 2), mNew);
+    if (corr != 1) {
+      const orow = o + ((<usize>r * <usize>ldo) << 2);
+      const vc = f32x4.splat(corr);
+      const e4 = ev & ~3;
+      for (let c = 0; c < e4; c += 4) {
+        const at = orow + (<usize>c << 2);
+        v128.store(at, f32x4.mul(v128.load(at), vc));
+      }
+      for (let c = e4; c < ev; c++) {
+        const at = orow + (<usize>c << 2);
+        store<f32>(at, load<f32>(at) * corr);
+      }
+    }
+  }
+}
+
+/**
+ * s[c] = 2^(s[c] - m) in place for c < n8 (a multiple of 8); returns the sum. Two vectors
+ * per iteration (the polynomial's chain is long: two chains in flight keep the core busy),
+ * and the low clamp is one pseudo-max: x < -127 gives exactly 0, NaN stays NaN.
+ */
+function expRowInPlace8(srow: usize, n8: i32, m: f32): f32 {
+  const vmax = f32x4.splat(m);
+  const magic = f32x4.splat(MAGIC);
+  const bias = i32x4.splat(BIAS);
+  const lo = f32x4.splat(-127.0);
+  const p0 = f32x4.splat(P0);
+  const p1 = f32x4.splat(P1);
+  const p2 = f32x4.splat(P2);
+  const p3 = f32x4.splat(P3);
+  const p4 = f32x4.splat(P4);
+  const p5 = f32x4.splat(P5);
+  let vs0 = f32x4.splat(0);
+  let vs1 = f32x4.splat(0);
+  for (let c = 0; c < n8; c += 8) {
+    const a = srow + (<usize>c << 2);
+    const x0 = f32x4.pmax(f32x4.sub(v128.load(a), vmax), lo);
+    const x1 = f32x4.pmax(f32x4.sub(v128.load(a, 16), vmax), lo);
+    const t0 = f32x4.add(x0, magic);
+    const t1 = f32x4.add(x1, magic);
+    const r0 = f32x4.sub(x0, f32x4.sub(t0, magic));
+    const r1 = f32x4.sub(x1, f32x4.sub(t1, magic));
+    let y0 = f32x4.add(f32x4.mul(p5, r0), p4);
+    let y1 = f32x4.add(f32x4.mul(p5, r1), p4);
+    y0 = f32x4.add(f32x4.mul(y0, r0), p3);
+    y1 = f32x4.add(f32x4.mul(y1, r1), p3);
+    y0 = f32x4.add(f32x4.mul(y0, r0), p2);
+    y1 = f32x4.add(f32x4.mul(y1, r1), p2);
+    y0 = f32x4.add(f32x4.mul(y0, r0), p1);
+    y1 = f32x4.add(f32x4.mul(y1, r1), p1);
+    y0 = f32x4.add(f32x4.mul(y0, r0), p0);
+    y1 = f32x4.add(f32x4.mul(y1, r1), p0);
+    const e0 = f32x4.mul(y0, i32x4.shl(i32x4.add(t0, bias), 23));
+    const e1 = f32x4.mul(y1, i32x4.shl(i32x4.add(t1, bias), 23));
+    vs0 = f32x4.add(vs0, e0);
+    vs1 = f32x4.add(vs1, e1);
+    v128.store(a, e0);
+    v128.store(a, e1, 16);
+  }
+  const v = f32x4.add(vs0, vs1);
+  return (f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1)) +
+    (f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3));
+}
+
+/** O row r (ev floats, row stride ldo) /= l[r] (f64) for `rows` rows; l = 0 gives NaN, as the reference. */
+export function flash_block_finish(o: usize, ldo: i32, rows: i32, ev: i32, l: usize): void {
+  for (let r = 0; r < rows; r++) {
+    const inv = <f32>(1.0 / load<f64>(l + (<usize>r << 3)));
+    const orow = o + ((<usize>r * <usize>ldo) << 2);
+    const vi = f32x4.splat(inv);
+    const e4 = ev & ~3;
+    for (let c = 0; c < e4; c += 4) {
+      const at = orow + (<usize>c << 2);
+      v128.store(at, f32x4.mul(v128.load(at), vi));
+    }
+    for (let c = e4; c < ev; c++) {
+      const at = orow + (<usize>c << 2);
+      store<f32>(at, load<f32>(at) * inv);
+    }
+  }
+}

@@ -233,6 +233,8 @@ describe("flash-cpu (fused attention, WASM SIMD)", () => {
     expect(k.priority).toBeGreaterThan(getKernel(OP, "math")!.priority);
     expect(wasmModules().some((m) => m.id === "backend-cpu-mkl/attention")).toBe(true);
     const q = f32([1, 2, 8, 16], 1);
+    // Without the native BLAS (flash-cpu-blas ranks first where one is loaded).
+    using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
     const e = explain(OP, q, q, q);
     expect(e.selected).toBe("flash-cpu");
     expect(canUseFlashAttention(new SDPAParams(q, q, q))).toBe(true);
@@ -311,6 +313,7 @@ describe("flash-cpu (fused attention, WASM SIMD)", () => {
   it("needs memory linear in the sequence length: no L x S scores", async () => {
     await ready(WASM_BACKEND);
     const extra = (n: number) => {
+      using _ = kernelPriority(OP, ["flash-cpu"]);
       const q = f32([1, 1, n, 64], 9);
       const before = memoryStats("cpu").allocatedBytes;
       resetPeakMemory("cpu");
@@ -332,6 +335,7 @@ describe("flash-cpu (fused attention, WASM SIMD)", () => {
     const q = f32([2, 3, 70, 32], 10);
     const k = f32([2, 3, 90, 32], 11);
     const v = f32([2, 3, 90, 32], 12);
+    using _flash = kernelPriority(OP, ["flash-cpu"]);
     const one = (() => {
       using _ = backends.openmp.numThreadsScope(1);
       return scaledDotProductAttention(q, k, v, { isCausal: true }).toFloat64();

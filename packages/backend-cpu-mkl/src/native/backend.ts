@@ -14,6 +14,7 @@ import {
   runtime,
   statusOf,
 } from "@backplane/core";
+import { flashBlasKernels } from "./flash-blas.ts";
 import { nativeKernels, state } from "./kernels.ts";
 import { type BlasName, loadBlas, type SearchOptions } from "./library.ts";
 
@@ -91,7 +92,7 @@ export const nativeBackend: BackendDefinition = defineBackend({
       lapack: state.lib.lapackPath ?? null,
       threads: state.lib.getThreads(),
     },
-  kernels: nativeKernels().map((k) => ({
+  kernels: [...nativeKernels(), ...flashBlasKernels()].map((k) => ({
     ...k,
     enabled: (flag) =>
       flag("cpu.preferredBlasLibrary") === "wasm" ? 'cpu.preferredBlasLibrary is "wasm"' : true,

@@ -23,6 +23,21 @@ export interface AttentionModule {
   flashBlockRows(): number;
   flashDescriptorBytes(): number;
   flash_f32(desc: number, first: number, count: number, work: number): void;
+  /** The BLAS-tiled kernel's steps (src/native/flash-blas.ts). */
+  flash_block_softmax(
+    s: number,
+    ld: number,
+    rows: number,
+    cols: number,
+    m: number,
+    l: number,
+    o: number,
+    ldo: number,
+    ev: number,
+    causal: number,
+    diag: number,
+  ): void;
+  flash_block_finish(o: number, ldo: number, rows: number, ev: number, l: number): void;
 }
 
 /** Set by the backend's init() once the module is instantiated. */
@@ -36,7 +51,7 @@ const F_BOOL = 2;
 const F_ADDITIVE = 4;
 const F_DROPOUT = 8;
 
-interface Layout {
+export interface Layout {
   /** Per flat batch index (heads included): element offsets of q, k, v and the mask's rows. */
   q: Float64Array;
   k: Float64Array;
@@ -48,7 +63,7 @@ interface Layout {
 }
 
 /** Element offsets of each (batch, head) pair's matrices, broadcasting and GQA as the reference does. */
-function layoutOf(p: SdpaParams): Layout {
+export function layoutOf(p: SdpaParams): Layout {
   const { batchShape, attnMask } = p;
   const n = batchShape.reduce((a, b) => a * b, 1);
   const hb = batchShape.length - 1;
@@ -100,7 +115,7 @@ function layoutOf(p: SdpaParams): Layout {
   return out;
 }
 
-const lastStride = (t: Tensor) => (t.shape[t.rank - 1] > 1 ? t.strides[t.rank - 1] : 1);
+export const lastStride = (t: Tensor) => (t.shape[t.rank - 1] > 1 ? t.strides[t.rank - 1] : 1);
 
 /** Why flash-cpu cannot run these inputs, or true. */
 export function flashSupports(p: SdpaParams): true | string {

@@ -1,0 +1,175 @@
+/**
+ * flash-cpu-blas: scaled dot-product attention as FlashAttention-2 tiles whose two
+ * products run on the native BLAS (PyTorch's CPU flash kernel is built the same way on
+ * its cpublas gemm). For each (batch/head, block of BQ query rows), key blocks of BK:
+ *
+ *   S = (scale * log2 e) Q_blk K_blkᵀ          cblas_sgemm into a BQ x BK workspace
+ *   online softmax on S, rescale O rows         WASM SIMD (flash_block_softmax)
+ *   O += P V_blk                                cblas_sgemm, beta = 1, into the output
+ *   O /= l                                      WASM SIMD (flash_block_finish)
+ *
+ * The output rows are the accumulator, so the extra memory is one score block and the
+ * row statistics (about 0.5 MiB), whatever the sequence lengths. The softmax steps split
+ * their rows over backend-openmp's threads; the BLAS follows the same thread setting.
+ * Masks other than causal, and dropout, are left to flash-cpu (supports() says so).
+ */
+import {
+  cpuMemory,
+  empty,
+  type KernelDefinition,
+  parallelFor,
+  type SdpaParams,
+  type Tensor,
+} from "@backplane/core";
+import { attentionModule, FLASH_MAX_HEAD_DIM, lastStride, layoutOf } from "../wasm/attention.ts";
+import { addressOf, inWasmMemory } from "../wasm/scratch.ts";
+import { state } from "./kernels.ts";
+
+/** Query rows per block and keys per block (the score block, 512 KiB, stays in L2). */
+const BQ = 256;
+const BK = 512;
+const ROW_MAJOR = 101;
+const NO_TRANS = 111;
+const TRANS = 112;
+const LOG2E = Math.LOG2E;
+
+export function flashBlasSupports(p: SdpaParams): true | string {
+  if (!state.lib) return "no native BLAS is loaded";
+  if (!attentionModule.current) return "the attention WASM module is not loaded";
+  if (p.attnMask)
+    return `${p.maskKind} attn_mask: flash-cpu-blas takes causal masking only (flash-cpu takes masks)`;
+  if (p.dropoutP > 0) return "dropout_p > 0: flash-cpu-blas has no dropout (flash-cpu has)";
+  for (const [name, t] of [
+    ["query", p.query],
+    ["key", p.key],
+    ["value", p.value],
+  ] as const) {
+    if (!inWasmMemory(t))
+      return "a tensor is not in the CPU memory WASM kernels share (created before the WASM memory existed?)";
+    if (lastStride(t) !== 1)
+      return `${name}'s last dimension is strided (stride ${lastStride(t)}); the BLAS reads rows with unit stride`;
+  }
+  if (p.E === 0) return "head dim 0 (empty query/key rows)";
+  if (p.E > FLASH_MAX_HEAD_DIM || p.Ev > FLASH_MAX_HEAD_DIM)
+    return `head dim ${Math.max(p.E, p.Ev)} > ${FLASH_MAX_HEAD_DIM}`;
+  return true;
+}
+
+export function flashBlasRun(p: SdpaParams): Tensor {
+  const mod = attentionModule.current!;
+  const blas = state.lib!.blas;
+  const { L, S, E, Ev } = p;
+  const out = empty([...p.batchShape, L, Ev], { dtype: "float32" });
+  if (out.numel === 0) return out;
+  if (S === 0) {
+    (out.hostData() as Float32Array).fill(0, 0, out.numel);
+    return out;
+  }
+  const bh = out.numel / (L * Ev);
+  const lay = layoutOf(p);
+  // Workspace: the score block, then per query row m (f32) and l (f64).
+  const work = empty([BQ * BK + BQ * 3 + 16], { dtype: "float32" });
+  try {
+    const mem = cpuMemory().memory.buffer;
+    const f32 = new Float32Array(mem);
+    const sAddr = addressOf(work);
+    const mAddr = sAddr + BQ * BK * 4;
+    const lAddr = mAddr + BQ * 4 + ((8 - ((mAddr + BQ * 4) % 8)) % 8);
+    const sView = f32.subarray(sAddr / 4, sAddr / 4 + BQ * BK);
+    const mView = new Float32Array(mem, mAddr, BQ);
+    const lView = new Float64Array(mem, lAddr, BQ);
+    const ldq = p.query.strides[p.query.rank - 2];
+    const ldk = p.key.strides[p.key.rank - 2];
+    const ldv = p.value.strides[p.value.rank - 2];
+    const q0 = addressOf(p.query) / 4;
+    const k0 = addressOf(p.key) / 4;
+    const v0 = addressOf(p.value) / 4;
+    const o0 = addressOf(out) / 4;
+    const alpha = p.scale * LOG2E;
+    const causal = p.isCausal ? 1 : 0;
+    for (let b = 0; b < bh; b++) {
+      const q = q0 + lay.q[b];
+      const k = k0 + lay.k[b];
+      const v = v0 + lay.v[b];
+      const o = o0 + b * L * Ev;
+      for (let i0 = 0; i0 < L; i0 += BQ) {
+        const rows = Math.min(BQ, L - i0);
+        const oBlk = o + i0 * Ev;
+        f32.fill(0, oBlk, oBlk + rows * Ev);
+        mView.fill(Number.NEGATIVE_INFINITY, 0, rows);
+        lView.fill(0, 0, rows);
+        // Causal (key j sees query rows i >= j): no key past the block's last row.
+        const jEnd = causal ? Math.min(S, i0 + rows) : S;
+        for (let j0 = 0; j0 < jEnd; j0 += BK) {
+          const cols = Math.min(BK, jEnd - j0);
+          blas.cblas_sgemm(
+            ROW_MAJOR,
+            NO_TRANS,
+            TRANS,
+            rows,
+            cols,
+            E,
+            alpha,
+            f32.subarray(q + i0 * ldq),
+            ldq,
+            f32.subarray(k + j0 * ldk),
+            ldk,
+            0,
+            sView,
+            BK,
+          );
+          parallelFor({
+            module: "backend-cpu-mkl/attention",
+            fn: "flash_block_softmax",
+            args: [sAddr, BK, rows, cols, mAddr, lAddr, oBlk * 4, Ev, Ev, causal, i0 - j0],
+            step: [BK * 4, 0, 0, 0, 4, 8, Ev * 4, 0, 0, 0, 1],
+            countArg: 2,
+            items: rows,
+            label: "flash-cpu-blas softmax rows",
+          });
+          blas.cblas_sgemm(
+            ROW_MAJOR,
+            NO_TRANS,
+            NO_TRANS,
+            rows,
+            Ev,
+            cols,
+            1,
+            sView,
+            BK,
+            f32.subarray(v + j0 * ldv),
+            ldv,
+            1,
+            f32.subarray(oBlk),
+            Ev,
+          );
+        }
+        mod.flash_block_finish(oBlk * 4, Ev, rows, Ev, lAddr);
+      }
+    }
+    return out;
+  } catch (e) {
+    out.dispose();
+    throw e;
+  } finally {
+    work.dispose();
+  }
+}
+
+export function flashBlasKernels(): KernelDefinition<any>[] {
+  return [
+    {
+      op: "scaledDotProductAttention",
+      name: "flash-cpu-blas",
+      family: "FLASH_ATTENTION",
+      device: "cpu",
+      dtypes: ["float32"],
+      deterministic: true,
+      flags: ["cuda.flashSdp"],
+      verboseFlags: ["mkl.verbose"],
+      priority: 60,
+      supports: flashBlasSupports,
+      run: flashBlasRun,
+    },
+  ];
+}

@@ -1,0 +1,225 @@
+import {
+  backends,
+  type DType,
+  explain,
+  getKernel,
+  kernelPriority,
+  memoryStats,
+  randn,
+  ready,
+  resetPeakMemory,
+  SDPBackend,
+  scaledDotProductAttention,
+  sdpaKernel,
+  setAllocationHook,
+  type Tensor,
+} from "@backplane/core";
+import {
+  boolMask,
+  type OpCase,
+  randomTensor as R,
+  type Rng,
+  runCase,
+  runConformance,
+} from "@backplane/testkit";
+import { describe, expect, it } from "vitest";
+import { NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
+
+const OP = "scaledDotProductAttention";
+const KERNEL = "flash-cpu-blas";
+/** Worst error relative to the float64 reference's largest magnitude (the testkit's float32 default). */
+const TOLERANCE = 2e-5;
+/** Time limit of the reference-heavy tests (bun's default is 5 s; these machines are shared). */
+const SLOW = 120_000;
+
+const qkv = (d: DType, r: Rng, q: number[], k: number[], v = k) =>
+  [R(q, d, r), R(k, d, r), R(v, d, r)] as unknown[];
+const perm = (t: Tensor, dims: number[]) => {
+  const v = t.permute(dims);
+  t.dispose();
+  return v;
+};
+
+/**
+ * Shapes around the kernel's blocks (256 query rows, 512 keys): one row and one key,
+ * sizes that are not multiples of 4 or 8, several blocks with ragged last ones, causal
+ * with L < S and L > S, GQA, broadcast and strided layouts, head dims 16 to 128.
+ */
+const CASES: OpCase[] = [
+  { name: "L=S=1, E=16", make: (d, r) => qkv(d, r, [1, 1, 1, 16], [1, 1, 1, 16]) },
+  { name: "L=S=7, 2 heads", make: (d, r) => qkv(d, r, [1, 2, 7, 16], [1, 2, 7, 16]) },
+  {
+    name: "E=13, Ev=5, S=601 (tails everywhere)",
+    make: (d, r) => qkv(d, r, [1, 9, 13], [1, 601, 13], [1, 601, 5]),
+  },
+  {
+    name: "L=257, S=1025 (ragged last blocks), E=64",
+    make: (d, r) => qkv(d, r, [1, 1, 257, 64], [1, 1, 1025, 64]),
+  },
+  {
+    name: "L=S=1000, causal, E=16",
+    make: (d, r) => [...qkv(d, r, [1, 1000, 16], [1, 1000, 16]), { isCausal: true }],
+  },
+  {
+    name: "causal L=700 > S=300",
+    make: (d, r) => [...qkv(d, r, [1, 700, 32], [1, 300, 32]), { isCausal: true }],
+  },
+  {
+    name: "causal L=300 < S=1100",
+    make: (d, r) => [...qkv(d, r, [2, 300, 32], [2, 1100, 32]), { isCausal: true }],
+  },
+  {
+    name: "GQA: 8 query heads over 2, causal",
+    make: (d, r) => [
+      ...qkv(d, r, [1, 8, 129, 32], [1, 2, 129, 32]),
+      { enableGqa: true, isCausal: true },
+    ],
+  },
+  {
+    name: "broadcast batch: key/value [1, H, S, E] for query [3, H, L, E]",
+    make: (d, r) => qkv(d, r, [3, 2, 10, 16], [1, 2, 50, 16]),
+  },
+  {
+    name: "strided views: [B, L, H, d] permuted to [B, H, L, d]",
+    make: (d, r) => [
+      perm(R([2, 9, 3, 16], d, r), [0, 2, 1, 3]),
+      perm(R([2, 70, 3, 16], d, r), [0, 2, 1, 3]),
+      perm(R([2, 70, 3, 8], d, r), [0, 2, 1, 3]),
+    ],
+  },
+  {
+    name: "scale 10 (sharp softmax)",
+    make: (d, r) => [...qkv(d, r, [2, 8, 32], [2, 600, 32]), { scale: 10 }],
+  },
+  ...[16, 40, 64, 96, 128].map(
+    (E): OpCase => ({
+      name: `head dim ${E}, L=33, S=530`,
+      make: (d, r) => qkv(d, r, [1, 2, 33, E], [1, 2, 530, E]),
+    }),
+  ),
+];
+
+/** New allocations are filled with NaN bytes, so unwritten or uninitialised reads show. */
+function poisoned<T>(fn: () => Promise<T>): Promise<T> {
+  const prev = setAllocationHook((st) => {
+    if (st.byteLength > 0) st.memory.upload(st.handle, 0, new Uint8Array(st.byteLength).fill(0xff));
+  });
+  return fn().finally(() => setAllocationHook(prev));
+}
+
+const f32 = (shape: number[], seed: number) => randn(shape, { seed });
+const reasonOf = (q: Tensor, k: Tensor, v: Tensor, opts?: object) => {
+  using _ = kernelPriority(OP, [KERNEL]);
+  const e = explain(OP, q, k, v, opts);
+  return e.selected === KERNEL ? "selected" : e.candidates.find((c) => c.kernel === KERNEL)!.reason;
+};
+
+const loaded = async () => {
+  await ready(WASM_BACKEND);
+  await ready(NATIVE_BACKEND);
+};
+
+describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
+  it("is registered as FLASH_ATTENTION on cpu and ranks above flash-cpu", async () => {
+    await loaded();
+    const k = getKernel(OP, KERNEL)!;
+    expect(k.backend).toBe(NATIVE_BACKEND);
+    expect(k.family).toBe("FLASH_ATTENTION");
+    expect(k.priority).toBeGreaterThan(getKernel(OP, "flash-cpu")!.priority);
+    const q = f32([1, 2, 8, 16], 1);
+    expect(explain(OP, q, q, q).selected).toBe(KERNEL);
+    // With a mask it steps aside, and flash-cpu serves.
+    const mask = boolMask([8, 8], () => 0.3);
+    expect(explain(OP, q, q, q, { attnMask: mask }).selected).toBe("flash-cpu");
+  });
+
+  it(
+    "matches the float64 reference (blocks, tails, causal, GQA, layouts, head dims)",
+    async () => {
+      await loaded();
+      const results = await poisoned(async () => {
+        const out = [];
+        for (const c of CASES)
+          out.push(
+            await runCase(OP, c, "float32", {
+              kernel: KERNEL,
+              backend: NATIVE_BACKEND,
+              tolerances: { float32: TOLERANCE },
+              seed: 91,
+            }),
+          );
+        return out;
+      });
+      const bad = results.filter((r) => r.status !== "pass" || r.kernel !== KERNEL);
+      expect(
+        bad.map((r) => `${r.case}: ${r.status} ${r.message ?? `${r.error} at ${r.where}`}`),
+      ).toEqual([]);
+      expect(Math.max(...results.map((r) => r.error ?? 0))).toBeLessThan(TOLERANCE / 4);
+    },
+    SLOW,
+  );
+
+  it("passes the testkit's scaledDotProductAttention cases it takes (runConformance)", async () => {
+    await loaded();
+    const report = await runConformance(NATIVE_BACKEND, { ops: [OP], kernels: [KERNEL] });
+    report.assertPassed();
+    expect(report.results.some((r) => r.status === "pass" && r.kernel === KERNEL)).toBe(true);
+  });
+
+  it("supports() refuses masks, dropout, float64 and strided rows, and says why", async () => {
+    await loaded();
+    const q = f32([1, 2, 5, 16], 6);
+    expect(reasonOf(q, q, q, { attnMask: boolMask([5, 5], () => 0.7) })).toBe(
+      "bool attn_mask: flash-cpu-blas takes causal masking only (flash-cpu takes masks)",
+    );
+    expect(reasonOf(q, q, q, { dropoutP: 0.1 })).toBe(
+      "dropout_p > 0: flash-cpu-blas has no dropout (flash-cpu has)",
+    );
+    const d = q.astype("float64");
+    expect(reasonOf(d, d, d)).toBe("dtype float64 not supported (supports float32)");
+    const t = f32([1, 2, 16, 5], 7).transpose(-2, -1);
+    expect(reasonOf(t, q, q)).toMatch(/^query's last dimension is strided \(stride 5/);
+    {
+      using _ = sdpaKernel([SDPBackend.MATH]);
+      expect(reasonOf(q, q, q)).toBe("disabled by flag cuda.flashSdp = false");
+    }
+    {
+      using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
+      expect(reasonOf(q, q, q)).toBe('cpu.preferredBlasLibrary is "wasm"');
+      expect(explain(OP, q, q, q).selected).toBe("flash-cpu");
+    }
+  });
+
+  it("needs memory independent of the sequence length: no L x S scores", async () => {
+    await loaded();
+    const extra = (n: number) => {
+      using _ = kernelPriority(OP, [KERNEL]);
+      const q = f32([1, 1, n, 64], 9);
+      const before = memoryStats("cpu").allocatedBytes;
+      resetPeakMemory("cpu");
+      const o = scaledDotProductAttention(q, q, q);
+      const peak = memoryStats("cpu").peakBytes - before - o.numel * 4;
+      o.dispose();
+      q.dispose();
+      return peak;
+    };
+    const small = extra(300);
+    const large = extra(3000);
+    expect(large).toBe(small);
+    expect(large).toBeGreaterThan(0); // the workspace is a tensor, so it is counted
+    expect(large).toBeLessThan((3000 * 3000 * 4) / 16);
+  });
+
+  // Not across thread counts: OpenBLAS splits a product differently for 2 threads, so the
+  // last bits move (as they do for blas-gemm); flash-cpu is the thread-count invariant one.
+  it("gives the same bits run after run", async () => {
+    await loaded();
+    const q = f32([1, 4, 300, 32], 10);
+    const k = f32([1, 4, 700, 32], 11);
+    const run = () => {
+      using _ = kernelPriority(OP, [KERNEL]);
+      return scaledDotProductAttention(q, k, k, { isCausal: true }).toFloat64();
+    };
+    expect(Array.from(run())).toEqual(Array.from(run()));
+  });
+});
