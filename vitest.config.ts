@@ -31,6 +31,10 @@ export default defineConfig({
         find: /^@backplane\/backend-openmp$/,
         replacement: src("./packages/backend-openmp/src/index.ts"),
       },
+      {
+        find: /^@backplane\/bench$/,
+        replacement: src("./packages/bench/src/index.ts"),
+      },
     ],
   },
   test: {

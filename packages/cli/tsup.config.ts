@@ -9,5 +9,5 @@ export default defineConfig({
   clean: true,
   sourcemap: true,
   banner: { js: "" },
-  external: ["@backplane/core", "@backplane/testkit", /^@backplane\/backend-/],
+  external: ["@backplane/core", "@backplane/testkit", "@backplane/bench", /^@backplane\/backend-/],
 });

@@ -11,8 +11,8 @@ import {
 } from "@backplane/core";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
+import { EXPRESSIONS } from "../../bench/src/suites/einsum-expressions.ts";
 import { OPT_EINSUM_BACKEND, optEinsum, randomEquation } from "../src/index.ts";
-import { EXPRESSIONS } from "./expressions.ts";
 
 const reference = getKernel("einsum", "reference")!;
 

@@ -1,7 +1,7 @@
 import { parseEinsum, seededRandom } from "@backplane/core";
 import { describe, expect, it } from "vitest";
+import { EXPRESSIONS } from "../../bench/src/suites/einsum-expressions.ts";
 import { contractPath, randomEquation, STRATEGIES } from "../src/index.ts";
-import { EXPRESSIONS } from "./expressions.ts";
 
 /**
  * Minimum cost by exhaustive search over every pairwise order (outer products included),

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * backplane <command>: info (the doctor report), explain (the dispatcher's choice).
+ * backplane <command>: info (the doctor report), explain (the dispatcher's choice),
+ * einsum-path, bench (the benchmark suites), run-cpu.
  * Exit codes: 0 success; 1 the command ran and found a problem (an op failed, no
  * kernel can run); 2 bad arguments.
  */
@@ -21,6 +22,9 @@ Usage:
   backplane einsum-path "<eq>" <shape>... [--strategy S]
                                      the contraction path (opt_einsum's PathInfo
                                      table); shapes like 2x3 (backend-opt-einsum)
+  backplane bench <suite> [--json]   a benchmark suite (gemm, conv2d, sdpa, einsum,
+                                     dispatch) against its peers: a table, or JSON;
+                                     a progress bar on a terminal (@backplane/bench)
   backplane run-cpu [options] script [args]
                                      runs a script as N instances with cores per
                                      instance, thread counts and core affinity
@@ -30,6 +34,8 @@ Usage:
 Exit codes: 0 ok, 1 a check failed or no kernel can run, 2 bad arguments.`;
 
 const COMMAND_HELP: Record<string, string> = {
+  bench:
+    "backplane bench <suite> [--json]\n  Runs one suite of @backplane/bench and prints its table (or one JSON object with --json). Progress goes to stderr: a bar on a terminal, one line per result otherwise. `backplane bench --help` lists the suites and their options. Exit 2 on an unknown suite or a bad option.",
   "einsum-path":
     'backplane einsum-path "ij,jk,kl->il" 10x20 20x30 30x5 [--strategy auto]\n  Prints the contraction path, its cost against the naive one, and each step. Strategies: auto, auto-hq, optimal, dp, greedy, random-greedy, branch-all, branch-2, branch-1.',
   info: "backplane info [--json]\n  Prints the doctor report; --json prints it as one JSON object. Exit 1 when an op fails its check.",
@@ -69,6 +75,18 @@ function allowOnly(flags: Record<string, unknown>, allowed: string[], command: s
 }
 
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === "bench") {
+    // The suites and their options belong to @backplane/bench (its own --help).
+    let mod: { runBench(argv: string[]): Promise<number> };
+    try {
+      mod = await import(/* @vite-ignore */ "@backplane/bench");
+    } catch (e) {
+      throw new UsageError(
+        `bench needs @backplane/bench (npm i @backplane/bench): ${(e as Error).message}`,
+      );
+    }
+    return mod.runBench(argv.slice(1));
+  }
   if (argv[0] === "run-cpu") {
     // Everything after run-cpu belongs to the launcher (it has its own --help).
     const rest = argv.slice(1);

@@ -84,4 +84,45 @@ describe("backplane CLI", () => {
     expect(bad.status).toBe(2);
     expect(bad.stderr).toMatch(/--strategy "fastest" is not one of auto/);
   });
+
+  it("bench runs a suite: JSON on stdout, one plain line per result on stderr off a terminal", () => {
+    const r = run("bench", "dispatch", "--json");
+    expect(r.status).toBe(0);
+    const j = JSON.parse(r.stdout);
+    expect(j.suite).toBe("dispatch");
+    expect(j.results.length).toBeGreaterThan(3);
+    for (const x of j.results) expect(x.median_ms).toBeGreaterThan(0);
+    expect(j.ratios.map((x: { name: string }) => x.name)).toContain("overhead_tfjs_over_backplane");
+    expect(r.stderr).toMatch(/^ {2}1x1x1 backplane-dispatch: [\d.]+ (ns|us)$/m);
+    expect(r.stderr).not.toContain("\r");
+  });
+
+  // util-linux's script(1) gives the command a pseudo-terminal (Debian always has it).
+  const hasScript = spawnSync("script", ["--version"], { encoding: "utf8" }).status === 0;
+  it(`bench draws a progress bar on a terminal${hasScript ? "" : " (not run: no script(1))"}`, () => {
+    if (!hasScript) return;
+    const r = spawnSync("script", ["-qec", `node ${cli} bench dispatch`, "/dev/null"], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/\r\x1b\[2K\[#+-*\] +\d+% {2}case 1: 1x1x1/);
+    expect(r.stdout).toMatch(/backplane-dispatch\s+[\d.]+ ns/); // the table follows
+  });
+
+  it("bench: an unknown suite or option value is exit 2 and names it; --help lists the suites", () => {
+    const unknown = run("bench", "nosuch");
+    expect(unknown.status).toBe(2);
+    expect(unknown.stderr).toMatch(
+      /unknown suite "nosuch" \(suites: conv2d, dispatch, einsum, gemm, sdpa\)/,
+    );
+    const bad = run("bench", "gemm", "--sizes", "12x");
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--sizes: expected positive integers like 256,1024, got 12x/);
+    const help = run("bench", "--help");
+    expect(help.status).toBe(0);
+    for (const s of ["conv2d", "dispatch", "einsum", "gemm", "sdpa"])
+      expect(help.stdout).toMatch(new RegExp(`^  ${s} `, "m"));
+    expect(run("help", "bench").stdout).toMatch(/backplane bench <suite> \[--json\]/);
+  });
 });

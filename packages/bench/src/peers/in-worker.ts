@@ -1,10 +1,12 @@
 /**
- * Runs a GEMM peer in a worker_thread of its own. For peers whose settings are fixed per
+ * Runs a GEMM peer in a worker_thread of its own (`module`: a peer module of this folder,
+ * without its extension). For peers whose settings are fixed per
  * module instance: onnxruntime-web reads env.wasm.numThreads once, so its two-thread run
  * needs a second instance beside the one-thread one. The case's `timeBatch` times the
  * calls inside the worker (see peer-worker.ts).
  */
 import { runtime } from "@backplane/core";
+import { untilQuiet } from "../harness.ts";
 import { type GemmPeer, reason } from "./types.ts";
 
 interface Reply {
@@ -30,7 +32,8 @@ function viaTsx(entry: string): string {
 export async function openInWorker(
   module: string,
   exportName: string,
-  ...args: unknown[]
+  args: unknown[],
+  settleQuiet = false,
 ): Promise<GemmPeer | string> {
   const wt = (globalThis as any).process?.getBuiltinModule?.("node:worker_threads") as
     | typeof import("node:worker_threads")
@@ -38,10 +41,12 @@ export async function openInWorker(
   if (!wt) return "no node:worker_threads in this runtime";
   let worker: import("node:worker_threads").Worker;
   try {
-    const workerData = { module: new URL(module, import.meta.url).href, exportName, args };
-    const entry = new URL("./peer-worker.ts", import.meta.url);
+    // From source the modules are .ts files, from the built package .js files.
+    const ext = import.meta.url.endsWith(".ts") ? ".ts" : ".js";
+    const workerData = { module: new URL(module + ext, import.meta.url).href, exportName, args };
+    const entry = new URL(`./peer-worker${ext}`, import.meta.url);
     worker =
-      runtime().name === "node"
+      runtime().name === "node" && ext === ".ts"
         ? new wt.Worker(viaTsx(entry.href), { eval: true, workerData })
         : new wt.Worker(entry, { workerData });
   } catch (err) {
@@ -85,6 +90,7 @@ export async function openInWorker(
       return {
         run: () => call({ op: "time", count: 1 }),
         timeBatch: (count: number) => call({ op: "time", count }) as Promise<number>,
+        settle: settleQuiet ? () => untilQuiet() : undefined,
         result: () => call({ op: "result" }) as Promise<Float32Array>,
         dispose: async () => {
           await call({ op: "dispose" });

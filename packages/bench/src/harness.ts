@@ -32,6 +32,34 @@ export type Fn = () => unknown;
 /** An impl that times itself where it runs (a worker): ms per call over `count` calls. */
 export interface SelfTimed {
   timeBatch(count: number): Promise<number>;
+  /**
+   * Awaited, untimed, after each of its samples: onnxruntime-web keeps a core busy for
+   * about 25 ms after a run, which would slow whichever impl is measured next.
+   */
+  settle?: () => Promise<void>;
+}
+
+/**
+ * Resolves once this process has used less than a fifth of one core over 5 ms (its own
+ * threads and workers included), or after maxMs: what an impl's threads left spinning
+ * has stopped. Where process.cpuUsage() is missing, waits 40 ms.
+ */
+export async function untilQuiet(maxMs = 300): Promise<void> {
+  const p = (globalThis as any).process;
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  if (typeof p?.cpuUsage !== "function") {
+    await sleep(40);
+    return;
+  }
+  const end = performance.now() + maxMs;
+  while (performance.now() < end) {
+    const u0 = p.cpuUsage();
+    const t0 = performance.now();
+    await sleep(5);
+    const u = p.cpuUsage(u0);
+    const busy = (u.user + u.system) / 1000 / (performance.now() - t0);
+    if (busy < 0.2) return;
+  }
 }
 
 export type Impl = Fn | SelfTimed;
@@ -55,13 +83,41 @@ async function timeBatch(impl: Impl, n: number): Promise<number> {
   return (now() - t0) / n;
 }
 
+/** What a Harness reports while it measures (for a progress bar or log lines). */
+export type ProgressEvent =
+  /** A case starts: `total` samples (rounds x impls) follow, after warm-up. */
+  | { kind: "case"; case: string; impls: string[]; total: number }
+  /** One sample of `impl` is done: `done` of the case's `total`. */
+  | { kind: "sample"; case: string; impl: string; done: number; total: number }
+  /** An impl's median for the case. */
+  | { kind: "result"; case: string; impl: string; ms: number };
+
+/**
+ * A full garbage collection, where the runtime lets a script ask for one (Bun.gc; Node and
+ * Deno through V8's gc, exposed at run time): run before every sample, untimed, so an impl
+ * never pays for garbage another impl left (tfjs and onnxruntime allocate per call).
+ */
+const collectGarbage: () => void = (() => {
+  const g = globalThis as any;
+  if (typeof g.Bun?.gc === "function") return () => g.Bun.gc(true);
+  if (typeof g.gc === "function") return () => g.gc();
+  try {
+    const v8 = g.process?.getBuiltinModule?.("node:v8");
+    const vm = g.process?.getBuiltinModule?.("node:vm");
+    v8.setFlagsFromString("--expose-gc");
+    const gc = vm.runInNewContext("gc");
+    if (typeof gc === "function") return () => gc();
+  } catch {}
+  return () => {};
+})();
+
 export class Harness {
   readonly results: Result[] = [];
   readonly ratios: Ratio[] = [];
   readonly notes: string[] = [];
   /** Per-round samples of the last compare(), by impl. */
   private lastSamples: Record<string, number[]> = {};
-  constructor(private readonly onProgress: (line: string) => void = () => {}) {}
+  constructor(private readonly onProgress: (event: ProgressEvent) => void = () => {}) {}
 
   /** Measures several implementations of one case, interleaved; returns median ms per impl. */
   async compare(
@@ -71,6 +127,9 @@ export class Harness {
   ): Promise<Record<string, number>> {
     const samples = Math.max(5, opts.samples ?? 15);
     const target = opts.sampleMs ?? 20;
+    const names = Object.keys(impls);
+    const total = samples * names.length;
+    this.onProgress({ kind: "case", case: caseName, impls: names, total });
     const batch: Record<string, number> = {};
     for (const [name, fn] of Object.entries(impls)) {
       // Warm-up (JIT, caches), then size the batch so one sample takes about `target` ms.
@@ -91,7 +150,14 @@ export class Harness {
     for (let s = 0; s < samples; s++) {
       for (let j = 0; j < order.length; j++) {
         const [name, fn] = order[(s + j) % order.length];
+        // Every sample starts clean: no garbage of another impl, no thread still busy
+        // (V8's sweepers after that collection, a BLAS or onnxruntime pool still spinning).
+        collectGarbage();
+        await untilQuiet();
         times[name].push(await timeBatch(fn, batch[name]));
+        if (typeof fn !== "function" && fn.settle) await fn.settle();
+        const done = s * order.length + j + 1;
+        this.onProgress({ kind: "sample", case: caseName, impl: name, done, total });
       }
     }
     this.lastSamples = times;
@@ -102,7 +168,7 @@ export class Harness {
       const r: Result = { case: caseName, impl: name, median_ms: ms, samples };
       if (opts.flops) r.gflops = opts.flops / (ms * 1e6);
       this.results.push(r);
-      this.onProgress(`${caseName} ${name}: ${formatMs(ms)}`);
+      this.onProgress({ kind: "result", case: caseName, impl: name, ms });
     }
     return out;
   }

@@ -19,8 +19,8 @@
 import "@backplane/backend-cpu-mkl";
 import { optEinsum, STRATEGIES, type Strategy } from "@backplane/backend-opt-einsum";
 import { backends, einsum, randn, type Tensor } from "@backplane/core";
-import { EXPRESSIONS } from "../../packages/backend-opt-einsum/test/expressions.ts";
 import type { Harness } from "../harness.ts";
+import { EXPRESSIONS } from "./einsum-expressions.ts";
 
 /** Largest operand count each strategy is timed on. */
 const MAX_OPERANDS: Partial<Record<Strategy, number>> = {

@@ -3,8 +3,9 @@
  * networks of 3 to 40 operands (MPS, lattices, rings, trees, stars, random networks),
  * ellipsis, traces and diagonals. Every shape is fixed (random ones are seeded).
  */
+
+import { randomEquation } from "@backplane/backend-opt-einsum";
 import { seededRandom } from "@backplane/core";
-import { randomEquation } from "../src/random-equation.ts";
 
 export interface Expr {
   name: string;

@@ -56,6 +56,9 @@ const planFor = (n: number) =>
 const THREADS = 1;
 /** ort-web-2t's pool spins when idle unless BENCH_ORT_SPINNING=0 (see ort-web.ts). */
 const ORT_SPINNING = readEnv("BENCH_ORT_SPINNING") !== "0";
+// onnxruntime-web (2 threads) keeps a core busy for about 25 ms after its runs (measured
+// with process.cpuUsage(); allow_spinning = 0 does not change it): after each ort-web-2t
+// sample the harness waits, untimed, until the process is quiet (harness.untilQuiet).
 const TOLERANCE = 1e-3;
 /** The impl whose output the others are compared with first, in this order of preference. */
 const REFERENCE_ORDER = [
@@ -326,10 +329,10 @@ export default {
         "ort-web-2t",
         async () =>
           (await import("../peers/in-worker.ts")).openInWorker(
-            "./ort-web.ts",
+            "./ort-web",
             "openOrtWeb",
-            2,
-            ORT_SPINNING,
+            [2, ORT_SPINNING],
+            true,
           ),
       ]);
     for (const impl of [...peers.keys()]) if (!wanted(impl)) peers.delete(impl);
@@ -379,7 +382,7 @@ export default {
           if (!other)
             h.note(`${impl}: n=${n} checked against float64 entries only (no other impl)`);
           const gc = cases.get(impl)!;
-          impls[impl] = gc.timeBatch ? { timeBatch: gc.timeBatch } : gc.run;
+          impls[impl] = gc.timeBatch ? { timeBatch: gc.timeBatch, settle: gc.settle } : gc.run;
         }
         outputs.clear();
         if (Object.keys(impls).length === 0) continue;

@@ -1,0 +1,106 @@
+/**
+ * runBench(argv): one suite, printed as a table or (--json) one JSON object:
+ * { suite, runtime, machine, results: [{ case, impl, median_ms, gflops? }], ratios, notes }.
+ * What `backplane bench` and the repository's `npm run bench` call. Returns an exit code:
+ * 0 done, 2 bad arguments (an unknown suite, a bad option value).
+ */
+import { Harness, machine, runtimeName, table } from "./harness.ts";
+import { type ProgressOutput, progressReporter } from "./progress.ts";
+import { SUITES } from "./suites/index.ts";
+
+export interface BenchIO {
+  /** Where the table or the JSON goes (stdout). */
+  out: (text: string) => void;
+  /** Where progress and errors go (stderr). */
+  err: ProgressOutput;
+}
+
+function defaultIO(): BenchIO {
+  const p = (globalThis as any).process;
+  return {
+    out: (text) => console.log(text),
+    err: {
+      write: (text) => p?.stderr?.write(text),
+      isTTY: Boolean(p?.stderr?.isTTY),
+      columns: p?.stderr?.columns,
+    },
+  };
+}
+
+export function benchUsage(): string {
+  const width = Math.max(...Object.keys(SUITES).map((s) => s.length));
+  return [
+    "Usage: backplane bench <suite> [--json] [suite options]",
+    "",
+    "Suites:",
+    ...Object.entries(SUITES).map(([name, s]) => `  ${name.padEnd(width)}  ${s.summary}`),
+    "",
+    "  --json           print one JSON object instead of the table (progress stays on stderr)",
+    "  --sizes a,b      gemm only: these sizes instead of 256,512,1024,2048",
+    "  --impls a,b      gemm only: these impls only",
+    "",
+    "Progress goes to stderr: a bar on a terminal, one line per result otherwise.",
+    "OpenBLAS numbers need OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (the suites note it).",
+    "Exit codes: 0 done, 2 bad arguments.",
+  ].join("\n");
+}
+
+export async function runBench(
+  argv: readonly string[],
+  io: BenchIO = defaultIO(),
+): Promise<number> {
+  const args = [...argv];
+  if (args.includes("--help") || args.includes("-h")) {
+    io.out(benchUsage());
+    return 0;
+  }
+  const json = args.includes("--json");
+  const name = args.find((a) => !a.startsWith("-"));
+  if (!name) {
+    io.err.write(`bench: name a suite\n${benchUsage()}\n`);
+    return 2;
+  }
+  const entry = Object.hasOwn(SUITES, name) ? SUITES[name] : undefined;
+  if (!entry) {
+    io.err.write(
+      `bench: unknown suite ${JSON.stringify(name)} (suites: ${Object.keys(SUITES).join(", ")})\n`,
+    );
+    return 2;
+  }
+  const progress = progressReporter(io.err);
+  const h = new Harness(progress.onEvent);
+  try {
+    const suite = await entry.load();
+    await suite.run(
+      h,
+      args.filter((a) => a !== name),
+    );
+  } catch (err) {
+    progress.finish();
+    const msg = err instanceof Error ? err.message : String(err);
+    // Option errors (--sizes, --impls) are the caller's; anything else is a real failure.
+    if (/^--[a-z]+: /.test(msg)) {
+      io.err.write(`bench ${name}: ${msg}\n`);
+      return 2;
+    }
+    throw err;
+  }
+  progress.finish();
+  if (json) {
+    io.out(
+      JSON.stringify(
+        {
+          suite: name,
+          runtime: runtimeName(),
+          machine: machine(),
+          results: h.results.map(({ samples: _s, ...r }) => r),
+          ratios: h.ratios,
+          notes: h.notes,
+        },
+        null,
+        2,
+      ),
+    );
+  } else io.out(table(name, h));
+  return 0;
+}
