@@ -106,7 +106,9 @@ describe("backplane CLI", () => {
       timeout: 60_000,
     });
     expect(r.status).toBe(0);
-    expect(r.stdout).toMatch(/\r\x1b\[2K\[#+-*\] +\d+% {2}case 1: 1x1x1/);
+    // Each redraw: carriage return, erase the line (ESC [2K), then the bar.
+    expect(r.stdout).toContain("\r\u001b[2K[");
+    expect(r.stdout).toMatch(/\[#+-*\] +\d+% {2}case 1: 1x1x1/);
     expect(r.stdout).toMatch(/backplane-dispatch\s+[\d.]+ ns/); // the table follows
   });
 
