@@ -1,8 +1,10 @@
 /**
  * gemm: single-precision C = A x B, square n = 256, 512, 1024, 2048, ONE thread in every
  * implementation but the two "-2t" ones, random inputs (uniform in [-1, 1), never zeros):
- * - backplane-native: matmul() forced to the native kernel "blas-gemm" (backend-cpu-mkl's
- *   BLAS over FFI), after backends.openmp.setNumThreads(1) and await backends.ready();
+ * - backplane-native: matmul() on the native kernel "blas-gemm" (backend-cpu-mkl's BLAS over
+ *   FFI), after backends.openmp.setNumThreads(1) and await backends.ready(); the dispatcher
+ *   picks it by itself (checked with explain()), so calls are plain matmul() calls (an impl
+ *   the dispatcher would not pick is forced with a kernelPriority scope per call);
  * - backplane-wasm: matmul() forced to "wasm-gemm" (backend-cpu-mkl's WASM SIMD kernel),
  *   noted as not available when explain() says the dispatcher would not run it;
  * - openblas-direct: the same OpenBLAS through @backplane/core/ffi only, cblas_sgemm on plain
@@ -119,16 +121,30 @@ function backplanePeer(kernel: "blas-gemm" | "wasm-gemm", threads?: number): Gem
       }
       const scope = () =>
         threads === undefined ? undefined : backends.flags({ openmp: { numThreads: threads } });
-      const run = () => {
+      // Where the dispatcher picks this kernel by itself, call matmul() as a user does;
+      // else force it with a priority scope around each call.
+      const byDefault = (() => {
         using _t = scope();
-        using _ = kernelPriority("matmul", [kernel]);
-        matmul(ta, tb).dispose();
-      };
+        return explain("matmul", ta, tb).selected === kernel;
+      })();
+      const force = () => (byDefault ? undefined : kernelPriority("matmul", [kernel]));
+      const run = byDefault
+        ? threads === undefined
+          ? () => matmul(ta, tb).dispose()
+          : () => {
+              using _t = scope();
+              matmul(ta, tb).dispose();
+            }
+        : () => {
+            using _t = scope();
+            using _ = kernelPriority("matmul", [kernel]);
+            matmul(ta, tb).dispose();
+          };
       return {
         run,
         result: async () => {
           using _t = scope();
-          using _ = kernelPriority("matmul", [kernel]);
+          using _ = force();
           const c = matmul(ta, tb);
           const out = Float32Array.from(c.dataSync() as Float32Array);
           c.dispose();
