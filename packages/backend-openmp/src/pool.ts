@@ -719,7 +719,7 @@ export class WorkerPool implements ParallelService {
    * Wake-up latency: from the caller's notify to the caller seeing a worker start a
    * one-chunk task that the caller leaves to it (median and 90th percentile,
    * microseconds), with idle workers spinning for `spinMicros`, or with no spinning
-   * (spinMicros: 0: they sleep in Atomics.waitAsync at once).
+   * (spinMicros: 0: they sleep in Atomics.wait at once).
    */
   async measureWakeLatency(
     opts: { samples?: number; spinMicros?: number; warmup?: number } = {},

@@ -6,8 +6,8 @@
  * What a worker does:
  * - instantiates every registered WASM module on the one shared CPU memory
  *   (`{ env: { memory, abort } }`), and the modules posted to it later;
- * - waits for its wake word (spinning G_SPIN_US microseconds, then Atomics.waitAsync, so
- *   postMessage'd modules still arrive while it sleeps);
+ * - waits for its wake word (spinning G_SPIN_US microseconds, then Atomics.wait in slices
+ *   of 20 ms, between which its event loop runs, so postMessage'd modules still arrive);
  * - when woken, joins the open task: takes a thread index, then chunks, until none is left;
  * - records a failure (a throw, a trap, an exit, self.close()) in its control block, so
  *   the caller, who may be blocked in Atomics.wait, learns of it without an event.
@@ -24,7 +24,6 @@ const instances = new Map();
 const failedModules = new Map();
 let fnCache = new Map();
 const sleeper = new Int32Array(new SharedArrayBuffer(4));
-const hasWaitAsync = typeof Atomics.waitAsync === "function";
 
 function describe(e) {
   if (e !== null && typeof e === "object" && "message" in e) return (e.name || "Error") + ": " + e.message;
@@ -124,12 +123,18 @@ function markDead(reason) {
 }
 
 const NEED_MODULES = 1;
+// Chunks this worker ran in the last task it joined. None means it came too late (the
+// caller had taken them all): then it sleeps at once instead of spinning, because a late
+// worker is usually sharing a core with the caller, and a spinning thread stays where it
+// is while a waking one is placed on an idle core.
+let lastChunks = 0;
 
 // Joins the open task, if any: returns NEED_MODULES when the task's module has not
 // reached this worker yet (it then yields to its event loop and tries again).
 function participate() {
   Atomics.add(g, L.G_INSIDE, 1);
   Atomics.store(s, L.S_INSIDE, 1);
+  lastChunks = 0;
   try {
     if (Atomics.load(g, L.G_STATE) !== L.OPEN) return 0;
     if (loadedGen < Atomics.load(g, L.G_MODGEN)) return NEED_MODULES;
@@ -155,6 +160,7 @@ function participate() {
       const c = Atomics.add(g, L.G_NEXT, 1);
       if (c >= total) break;
       Atomics.store(s, L.S_HOLD, c + 1);
+      lastChunks++;
       const i0 = c * size;
       const count = Math.min(size, items - i0);
       let error;
@@ -195,9 +201,10 @@ function macrotask() {
 
 async function loop() {
   let seen = Atomics.load(s, L.S_WAKE);
+  let late = false;
   for (;;) {
     let v = Atomics.load(s, L.S_WAKE);
-    if (v === seen) {
+    if (v === seen && !late) {
       const spin = Atomics.load(g, L.G_SPIN_US) / 1000;
       if (spin > 0) {
         // The clock is read once every 256 polls: performance.now() can cost microseconds
@@ -213,14 +220,13 @@ async function loop() {
       // Say so before sleeping: a caller that then bumps the wake word also notifies it
       // (and one that bumped it just before makes the wait return at once).
       Atomics.store(s, L.S_SLEEP, 1);
-      if (hasWaitAsync) {
-        const r = Atomics.waitAsync(s, L.S_WAKE, seen);
-        if (r.async) await r.value;
-      } else {
-        Atomics.wait(s, L.S_WAKE, seen, 20);
-        await macrotask();
-      }
+      // Blocked in the kernel (Atomics.wait), a wake is a futex wake. Waiting through the
+      // event loop (Atomics.waitAsync) left a worker woken after an idle spell sharing the
+      // caller's core for 15 ms and more on this 2-vCPU VM (2-thread calls as slow as one
+      // thread); every 20 ms the event loop runs, so posted modules still arrive.
+      if (Atomics.wait(s, L.S_WAKE, seen, 20) === "timed-out") await macrotask();
       Atomics.store(s, L.S_SLEEP, 0);
+      late = false;
       continue;
     }
     seen = v;
@@ -233,6 +239,7 @@ async function loop() {
       return;
     }
     while (participate() === NEED_MODULES && !closing) await macrotask();
+    late = lastChunks === 0;
   }
 }
 
