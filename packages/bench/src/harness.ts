@@ -1,7 +1,8 @@
 /**
- * The benchmark harness: medians of at least 5 samples after a warm-up, impls of a case
- * measured in interleaved rounds (so drift hits them alike) whose order rotates, a table or
- * one JSON object.
+ * The benchmark harness: medians of at least 5 samples, impls of a case measured in
+ * interleaved rounds (so drift hits them alike) whose order rotates, each sample started
+ * clean (a full GC, a quiet process) and warm (one untimed batch); a table or one JSON
+ * object.
  */
 import { runtime } from "@backplane/core";
 
@@ -25,6 +26,8 @@ export interface MeasureOptions {
   samples?: number;
   /** Target duration of one sample in ms; calls are batched to reach it (default 20). */
   sampleMs?: number;
+  /** Untimed calls before each sample, as a fraction of the sample's calls (default 0.5). */
+  warmFraction?: number;
 }
 
 export type Fn = () => unknown;
@@ -126,6 +129,7 @@ export class Harness {
     opts: MeasureOptions = {},
   ): Promise<Record<string, number>> {
     const samples = Math.max(5, opts.samples ?? 15);
+    const warmFraction = opts.warmFraction ?? 1;
     const target = opts.sampleMs ?? 20;
     const names = Object.keys(impls);
     const total = samples * names.length;
@@ -154,6 +158,12 @@ export class Harness {
         // (V8's sweepers after that collection, a BLAS or onnxruntime pool still spinning).
         collectGarbage();
         await untilQuiet();
+        // ...and warm: after that pause caches are cold and a pool's workers asleep (a
+        // worker woken after an idle spell may share the caller's core for a while), so
+        // half a sample runs untimed first and the sample measures the steady state
+        // (not for single-call samples: calls of 100 ms and more dwarf that transient).
+        if (warmFraction > 0 && batch[name] > 1)
+          await timeBatch(fn, Math.ceil(batch[name] * warmFraction));
         times[name].push(await timeBatch(fn, batch[name]));
         if (typeof fn !== "function" && fn.settle) await fn.settle();
         const done = s * order.length + j + 1;
