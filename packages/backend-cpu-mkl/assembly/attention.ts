@@ -702,19 +702,21 @@ export function flash_block_softmax(
     const lRow = l + (<usize>r << 3);
     store<f64>(lRow, load<f64>(lRow) * <f64>corr + sum);
     store<f32>(m + (<usize>r << 2), mNew);
-    if (corr != 1) {
-      const orow = o + ((<usize>r * <usize>ldo) << 2);
-      const vc = f32x4.splat(corr);
-      const e4 = ev & ~3;
-      for (let c = 0; c < e4; c += 4) {
-        const at = orow + (<usize>c << 2);
-        v128.store(at, f32x4.mul(v128.load(at), vc));
-      }
-      for (let c = e4; c < ev; c++) {
-        const at = orow + (<usize>c << 2);
-        store<f32>(at, load<f32>(at) * corr);
-      }
-    }
+    if (corr != 1) scaleRow(o + ((<usize>r * <usize>ldo) << 2), ev, corr);
+  }
+}
+
+/** row[c] *= f for c < n. */
+function scaleRow(row: usize, n: i32, f: f32): void {
+  const vf = f32x4.splat(f);
+  const n4 = n & ~3;
+  for (let c = 0; c < n4; c += 4) {
+    const at = row + (<usize>c << 2);
+    v128.store(at, f32x4.mul(v128.load(at), vf));
+  }
+  for (let c = n4; c < n; c++) {
+    const at = row + (<usize>c << 2);
+    store<f32>(at, load<f32>(at) * f);
   }
 }
 
@@ -770,16 +772,6 @@ function expRowInPlace8(srow: usize, n8: i32, m: f32): f32 {
 export function flash_block_finish(o: usize, ldo: i32, rows: i32, ev: i32, l: usize): void {
   for (let r = 0; r < rows; r++) {
     const inv = <f32>(1.0 / load<f64>(l + (<usize>r << 3)));
-    const orow = o + ((<usize>r * <usize>ldo) << 2);
-    const vi = f32x4.splat(inv);
-    const e4 = ev & ~3;
-    for (let c = 0; c < e4; c += 4) {
-      const at = orow + (<usize>c << 2);
-      v128.store(at, f32x4.mul(v128.load(at), vi));
-    }
-    for (let c = e4; c < ev; c++) {
-      const at = orow + (<usize>c << 2);
-      store<f32>(at, load<f32>(at) * inv);
-    }
+    scaleRow(o + ((<usize>r * <usize>ldo) << 2), ev, inv);
   }
 }

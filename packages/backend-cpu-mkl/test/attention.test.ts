@@ -35,19 +35,11 @@ import {
 } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
+import { f32, perm, poisoned, qkv } from "./attention-helpers.ts";
 
 const OP = "scaledDotProductAttention";
 /** Worst error relative to the float64 reference's largest magnitude (the testkit's float32 default). */
 const TOLERANCE = 2e-5;
-
-/** A view of t with its dims permuted; t's own reference is dropped. */
-const perm = (t: Tensor, dims: number[]) => {
-  const v = t.permute(dims);
-  t.dispose();
-  return v;
-};
-const qkv = (d: DType, r: Rng, q: number[], k: number[], v = k) =>
-  [R(q, d, r), R(k, d, r), R(v, d, r)] as unknown[];
 
 /** An additive mask with some -inf entries (never a whole row). */
 function additiveWithInf(shape: number[], r: Rng): Tensor {
@@ -178,15 +170,6 @@ const LONG: OpCase[] = [
   },
 ];
 
-/** New allocations are filled with NaN bytes (as runConformance does), so unwritten or uninitialised reads show. */
-function poisoned<T>(fn: () => Promise<T>): Promise<T> {
-  const prev = setAllocationHook((st) => {
-    if (st.byteLength > 0) st.memory.upload(st.handle, 0, new Uint8Array(st.byteLength).fill(0xff));
-  });
-  return fn().finally(() => setAllocationHook(prev));
-}
-
-const f32 = (shape: number[], seed: number) => randn(shape, { seed });
 const reasonOf = (q: Tensor, k: Tensor, v: Tensor, opts?: object) => {
   using _ = kernelPriority(OP, ["flash-cpu"]);
   const e = explain(OP, q, k, v, opts);

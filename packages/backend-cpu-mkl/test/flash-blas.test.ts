@@ -24,6 +24,7 @@ import {
 } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
+import { f32, perm, poisoned, qkv } from "./attention-helpers.ts";
 
 const OP = "scaledDotProductAttention";
 const KERNEL = "flash-cpu-blas";
@@ -31,14 +32,6 @@ const KERNEL = "flash-cpu-blas";
 const TOLERANCE = 2e-5;
 /** Time limit of the reference-heavy tests (bun's default is 5 s; these machines are shared). */
 const SLOW = 120_000;
-
-const qkv = (d: DType, r: Rng, q: number[], k: number[], v = k) =>
-  [R(q, d, r), R(k, d, r), R(v, d, r)] as unknown[];
-const perm = (t: Tensor, dims: number[]) => {
-  const v = t.permute(dims);
-  t.dispose();
-  return v;
-};
 
 /**
  * Shapes around the kernel's blocks (256 query rows, 512 keys): one row and one key,
@@ -99,15 +92,6 @@ const CASES: OpCase[] = [
   ),
 ];
 
-/** New allocations are filled with NaN bytes, so unwritten or uninitialised reads show. */
-function poisoned<T>(fn: () => Promise<T>): Promise<T> {
-  const prev = setAllocationHook((st) => {
-    if (st.byteLength > 0) st.memory.upload(st.handle, 0, new Uint8Array(st.byteLength).fill(0xff));
-  });
-  return fn().finally(() => setAllocationHook(prev));
-}
-
-const f32 = (shape: number[], seed: number) => randn(shape, { seed });
 const reasonOf = (q: Tensor, k: Tensor, v: Tensor, opts?: object) => {
   using _ = kernelPriority(OP, [KERNEL]);
   const e = explain(OP, q, k, v, opts);

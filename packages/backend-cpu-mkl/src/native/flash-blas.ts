@@ -21,8 +21,8 @@ import {
   type SdpaParams,
   type Tensor,
 } from "@backplane/core";
-import { attentionModule, FLASH_MAX_HEAD_DIM, lastStride, layoutOf } from "../wasm/attention.ts";
-import { addressOf, inWasmMemory } from "../wasm/scratch.ts";
+import { attentionModule, flashOperandProblem, layoutOf } from "../wasm/attention.ts";
+import { addressOf } from "../wasm/scratch.ts";
 import { state } from "./kernels.ts";
 
 /** Query rows per block and keys per block (the score block, 512 KiB, stays in L2). */
@@ -35,24 +35,10 @@ const LOG2E = Math.LOG2E;
 
 export function flashBlasSupports(p: SdpaParams): true | string {
   if (!state.lib) return "no native BLAS is loaded";
-  if (!attentionModule.current) return "the attention WASM module is not loaded";
   if (p.attnMask)
     return `${p.maskKind} attn_mask: flash-cpu-blas takes causal masking only (flash-cpu takes masks)`;
   if (p.dropoutP > 0) return "dropout_p > 0: flash-cpu-blas has no dropout (flash-cpu has)";
-  for (const [name, t] of [
-    ["query", p.query],
-    ["key", p.key],
-    ["value", p.value],
-  ] as const) {
-    if (!inWasmMemory(t))
-      return "a tensor is not in the CPU memory WASM kernels share (created before the WASM memory existed?)";
-    if (lastStride(t) !== 1)
-      return `${name}'s last dimension is strided (stride ${lastStride(t)}); the BLAS reads rows with unit stride`;
-  }
-  if (p.E === 0) return "head dim 0 (empty query/key rows)";
-  if (p.E > FLASH_MAX_HEAD_DIM || p.Ev > FLASH_MAX_HEAD_DIM)
-    return `head dim ${Math.max(p.E, p.Ev)} > ${FLASH_MAX_HEAD_DIM}`;
-  return true;
+  return flashOperandProblem(p, "flash-cpu-blas") ?? true;
 }
 
 export function flashBlasRun(p: SdpaParams): Tensor {

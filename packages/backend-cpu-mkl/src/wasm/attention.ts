@@ -115,10 +115,13 @@ export function layoutOf(p: SdpaParams): Layout {
   return out;
 }
 
-export const lastStride = (t: Tensor) => (t.shape[t.rank - 1] > 1 ? t.strides[t.rank - 1] : 1);
+const lastStride = (t: Tensor) => (t.shape[t.rank - 1] > 1 ? t.strides[t.rank - 1] : 1);
 
-/** Why flash-cpu cannot run these inputs, or true. */
-export function flashSupports(p: SdpaParams): true | string {
+/**
+ * What keeps a flash kernel (`who`, for the messages) from reading these operands: they
+ * must live in the shared CPU memory, with unit-stride rows and head dims the tiles hold.
+ */
+export function flashOperandProblem(p: SdpaParams, who: string): string | undefined {
   const ts = [p.query, p.key, p.value, ...(p.attnMask ? [p.attnMask] : [])];
   if (!ts.every(inWasmMemory))
     return "a tensor is not in the CPU memory WASM kernels share (created before the WASM memory existed?)";
@@ -129,12 +132,17 @@ export function flashSupports(p: SdpaParams): true | string {
     ["value", p.value],
   ] as const) {
     if (lastStride(t) !== 1)
-      return `${name}'s last dimension is strided (stride ${lastStride(t)}, a transposed view); flash-cpu reads rows with unit stride`;
+      return `${name}'s last dimension is strided (stride ${lastStride(t)}, a transposed view); ${who} reads rows with unit stride`;
   }
   if (p.E > FLASH_MAX_HEAD_DIM || p.Ev > FLASH_MAX_HEAD_DIM)
-    return `head dim ${Math.max(p.E, p.Ev)} > ${FLASH_MAX_HEAD_DIM}: flash-cpu's tiles hold at most ${FLASH_MAX_HEAD_DIM}`;
+    return `head dim ${Math.max(p.E, p.Ev)} > ${FLASH_MAX_HEAD_DIM}: ${who}'s tiles hold at most ${FLASH_MAX_HEAD_DIM}`;
   if (p.E === 0) return "head dim 0 (empty query/key rows)";
-  return true;
+  return undefined;
+}
+
+/** Why flash-cpu cannot run these inputs, or true. */
+export function flashSupports(p: SdpaParams): true | string {
+  return flashOperandProblem(p, "flash-cpu") ?? true;
 }
 
 /** Runs the fused kernel: out [...batchShape, L, Ev], float32. */
