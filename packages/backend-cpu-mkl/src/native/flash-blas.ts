@@ -21,7 +21,7 @@ import {
   type SdpaParams,
   type Tensor,
 } from "@backplane/core";
-import { attentionModule, flashOperandProblem, layoutOf } from "../wasm/attention.ts";
+import { attentionModule, flashOperandProblem, flashOutput, layoutOf } from "../wasm/attention.ts";
 import { addressOf } from "../wasm/scratch.ts";
 import { state } from "./kernels.ts";
 
@@ -45,12 +45,8 @@ export function flashBlasRun(p: SdpaParams): Tensor {
   const mod = attentionModule.current!;
   const blas = state.lib!.blas;
   const { L, S, E, Ev } = p;
-  const out = empty([...p.batchShape, L, Ev], { dtype: "float32" });
-  if (out.numel === 0) return out;
-  if (S === 0) {
-    (out.hostData() as Float32Array).fill(0, 0, out.numel);
-    return out;
-  }
+  const { out, done } = flashOutput(p);
+  if (done) return out;
   const bh = out.numel / (L * Ev);
   const lay = layoutOf(p);
   // Workspace: the score block, then per query row m (f32) and l (f64).

@@ -146,16 +146,25 @@ export function flashSupports(p: SdpaParams): true | string {
 }
 
 /** Runs the fused kernel: out [...batchShape, L, Ev], float32. */
+/**
+ * The output [...batchShape, L, Ev] of a flash kernel, and whether it is already final:
+ * empty, or all zeros when there is no key (the reference's sum over nothing).
+ */
+export function flashOutput(p: SdpaParams): { out: Tensor; done: boolean } {
+  const out = empty([...p.batchShape, p.L, p.Ev], { dtype: "float32" });
+  if (out.numel === 0) return { out, done: true };
+  if (p.S === 0) {
+    (out.hostData() as Float32Array).fill(0, 0, out.numel);
+    return { out, done: true };
+  }
+  return { out, done: false };
+}
+
 export function flashRun(p: SdpaParams): Tensor {
   const mod = attentionModule.current!;
-  const { L, S, E, Ev } = p;
-  const out = empty([...p.batchShape, L, Ev], { dtype: "float32" });
-  if (out.numel === 0) return out;
-  if (S === 0) {
-    // No key at all: the reference's weighted sum over nothing is 0.
-    (out.hostData() as Float32Array).fill(0, 0, out.numel);
-    return out;
-  }
+  const { L, E, Ev } = p;
+  const { out, done } = flashOutput(p);
+  if (done) return out;
   const bh = out.numel / (L * Ev);
   const lay = layoutOf(p);
   const threads = cpuThreads();
