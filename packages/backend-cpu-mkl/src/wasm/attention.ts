@@ -162,7 +162,7 @@ export function flashOutput(p: SdpaParams): { out: Tensor; done: boolean } {
 
 export function flashRun(p: SdpaParams): Tensor {
   const mod = attentionModule.current!;
-  const { L, E, Ev } = p;
+  const { L, S, E, Ev } = p;
   const { out, done } = flashOutput(p);
   if (done) return out;
   const bh = out.numel / (L * Ev);
