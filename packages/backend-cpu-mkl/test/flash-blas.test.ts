@@ -81,6 +81,13 @@ const CASES: OpCase[] = [
     ],
   },
   {
+    name: "one query row of stride 1 (a permuted [E, 1] view), E=24",
+    make: (d, r) => [
+      perm(R([1, 24, 1], d, r), [0, 2, 1]),
+      ...qkv(d, r, [1, 40, 24], [1, 40, 24]).slice(1),
+    ],
+  },
+  {
     name: "scale 10 (sharp softmax)",
     make: (d, r) => [...qkv(d, r, [2, 8, 32], [2, 600, 32]), { scale: 10 }],
   },

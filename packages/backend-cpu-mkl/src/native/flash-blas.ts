@@ -33,12 +33,34 @@ const NO_TRANS = 111;
 const TRANS = 112;
 const LOG2E = Math.LOG2E;
 
+/**
+ * The row stride a BLAS takes for t's matrices (row-major: at least the row length). A
+ * single row may carry any stride (a permuted [E, 1] view has stride 1): any valid value
+ * does then.
+ */
+function leadingDim(t: Tensor): number {
+  const rows = t.shape[t.rank - 2];
+  const cols = t.shape[t.rank - 1];
+  return rows > 1 ? t.strides[t.rank - 2] : Math.max(1, cols);
+}
+
 export function flashBlasSupports(p: SdpaParams): true | string {
   if (!state.lib) return "no native BLAS is loaded";
   if (p.attnMask)
     return `${p.maskKind} attn_mask: flash-cpu-blas takes causal masking only (flash-cpu takes masks)`;
   if (p.dropoutP > 0) return "dropout_p > 0: flash-cpu-blas has no dropout (flash-cpu has)";
-  return flashOperandProblem(p, "flash-cpu-blas") ?? true;
+  const problem = flashOperandProblem(p, "flash-cpu-blas");
+  if (problem) return problem;
+  for (const [name, t] of [
+    ["query", p.query],
+    ["key", p.key],
+    ["value", p.value],
+  ] as const) {
+    // Rows that overlap (a row stride below the row length) are no BLAS matrix.
+    if (leadingDim(t) < t.shape[t.rank - 1])
+      return `${name}'s rows overlap (row stride ${leadingDim(t)} < ${t.shape[t.rank - 1]}); the BLAS needs a row stride of at least the row length`;
+  }
+  return true;
 }
 
 export function flashBlasRun(p: SdpaParams): Tensor {
@@ -60,9 +82,9 @@ export function flashBlasRun(p: SdpaParams): Tensor {
     const sView = f32.subarray(sAddr / 4, sAddr / 4 + BQ * BK);
     const mView = new Float32Array(mem, mAddr, BQ);
     const lView = new Float64Array(mem, lAddr, BQ);
-    const ldq = p.query.strides[p.query.rank - 2];
-    const ldk = p.key.strides[p.key.rank - 2];
-    const ldv = p.value.strides[p.value.rank - 2];
+    const ldq = leadingDim(p.query);
+    const ldk = leadingDim(p.key);
+    const ldv = leadingDim(p.value);
     const q0 = addressOf(p.query) / 4;
     const k0 = addressOf(p.key) / 4;
     const v0 = addressOf(p.value) / 4;
