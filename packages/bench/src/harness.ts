@@ -35,11 +35,6 @@ export type Fn = () => unknown;
 /** An impl that times itself where it runs (a worker): ms per call over `count` calls. */
 export interface SelfTimed {
   timeBatch(count: number): Promise<number>;
-  /**
-   * Awaited, untimed, after each of its samples: onnxruntime-web keeps a core busy for
-   * about 25 ms after a run, which would slow whichever impl is measured next.
-   */
-  settle?: () => Promise<void>;
 }
 
 /**
@@ -165,7 +160,6 @@ export class Harness {
         if (warmFraction > 0 && batch[name] > 1)
           await timeBatch(fn, Math.ceil(batch[name] * warmFraction));
         times[name].push(await timeBatch(fn, batch[name]));
-        if (typeof fn !== "function" && fn.settle) await fn.settle();
         const done = s * order.length + j + 1;
         this.onProgress({ kind: "sample", case: caseName, impl: name, done, total });
       }

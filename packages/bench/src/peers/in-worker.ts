@@ -6,7 +6,6 @@
  * calls inside the worker (see peer-worker.ts).
  */
 import { runtime } from "@backplane/core";
-import { untilQuiet } from "../harness.ts";
 import { type GemmPeer, reason } from "./types.ts";
 
 interface Reply {
@@ -33,7 +32,6 @@ export async function openInWorker(
   module: string,
   exportName: string,
   args: unknown[],
-  settleQuiet = false,
 ): Promise<GemmPeer | string> {
   const wt = (globalThis as any).process?.getBuiltinModule?.("node:worker_threads") as
     | typeof import("node:worker_threads")
@@ -62,7 +60,8 @@ export async function openInWorker(
     await worker.terminate();
     return opened.reason ?? "the worker could not open the peer";
   }
-  // A suite that forgets close() must still exit; pending calls keep the loop alive.
+  // A suite that forgets close() must still exit: the worker holds the loop open only
+  // while a call is pending.
   worker.unref();
   let nextId = 1;
   const pending = new Map<number, (r: Reply) => void>();
@@ -74,10 +73,10 @@ export async function openInWorker(
   const call = (req: Record<string, unknown>, transfer?: ArrayBuffer[]) =>
     new Promise<unknown>((resolve, reject) => {
       const id = nextId++;
-      const keepAlive = setInterval(() => {}, 1 << 30);
+      if (pending.size === 0) worker.ref();
       pending.set(id, (r) => {
-        clearInterval(keepAlive);
         pending.delete(id);
+        if (pending.size === 0) worker.unref();
         if (r.ok) resolve(r.value);
         else reject(new Error(r.reason));
       });
@@ -90,7 +89,6 @@ export async function openInWorker(
       return {
         run: () => call({ op: "time", count: 1 }),
         timeBatch: (count: number) => call({ op: "time", count }) as Promise<number>,
-        settle: settleQuiet ? () => untilQuiet() : undefined,
         result: () => call({ op: "result" }) as Promise<Float32Array>,
         dispose: async () => {
           await call({ op: "dispose" });

@@ -5,12 +5,7 @@
 import { type OrtModule, ortGemmPeer } from "./ort-gemm.ts";
 import { type GemmPeer, reason } from "./types.ts";
 
-/**
- * `spinning: false` sets onnxruntime's session.intra_op.allow_spinning = "0": its pool's
- * threads block when idle instead of spinning, so they leave the cores to whatever runs
- * next (with two threads on two cores a spinning pool slows every other impl measured).
- */
-export async function openOrtWeb(threads = 1, spinning = true): Promise<GemmPeer | string> {
+export async function openOrtWeb(threads = 1): Promise<GemmPeer | string> {
   try {
     const ort = (await import("onnxruntime-web")) as OrtModule & typeof import("onnxruntime-web");
     ort.env.wasm.numThreads = threads;
@@ -21,11 +16,10 @@ export async function openOrtWeb(threads = 1, spinning = true): Promise<GemmPeer
     const peer = ortGemmPeer(ort, "", {
       executionProviders: ["wasm"],
       graphOptimizationLevel: "all",
-      ...(spinning ? {} : { extra: { session: { intra_op: { allow_spinning: "0" } } } }),
     });
     return {
       ...peer,
-      info: `onnxruntime-web ${ort.env.versions.web ?? "?"}, ort-wasm-simd-threaded.wasm, numThreads ${threads}${spinning ? "" : ", intra_op.allow_spinning 0"}; run() copies A and B into the wasm heap and C out`,
+      info: `onnxruntime-web ${ort.env.versions.web ?? "?"}, ort-wasm-simd-threaded.wasm, numThreads ${threads}; run() copies A and B into the wasm heap and C out`,
     };
   } catch (err) {
     return reason(err);

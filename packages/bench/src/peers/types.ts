@@ -9,8 +9,6 @@ export interface GemmCase {
   run: () => unknown;
   /** Times `count` calls where they run (a worker) and gives ms per call; else run() is timed. */
   timeBatch?: (count: number) => Promise<number>;
-  /** Awaited, untimed, after each sample of this case (see SelfTimed). */
-  settle?: () => Promise<void>;
   /** C of one multiplication, row-major, for the correctness check. */
   result: () => Promise<Float32Array>;
   /** Frees what prepare() allocated. */

@@ -56,11 +56,6 @@ const PLAN: Record<number, { samples: number; sampleMs: number }> = {
 const planFor = (n: number) =>
   PLAN[n] ?? (n < 512 ? PLAN[256] : n < 1024 ? PLAN[512] : n < 2048 ? PLAN[1024] : PLAN[2048]);
 const THREADS = 1;
-/** ort-web-2t's pool spins when idle unless BENCH_ORT_SPINNING=0 (see ort-web.ts). */
-const ORT_SPINNING = readEnv("BENCH_ORT_SPINNING") !== "0";
-// onnxruntime-web (2 threads) keeps a core busy for about 25 ms after its runs (measured
-// with process.cpuUsage(); allow_spinning = 0 does not change it): after each ort-web-2t
-// sample the harness waits, untimed, until the process is quiet (harness.untilQuiet).
 const TOLERANCE = 1e-3;
 /** The impl whose output the others are compared with first, in this order of preference. */
 const REFERENCE_ORDER = [
@@ -128,18 +123,11 @@ function backplanePeer(kernel: "blas-gemm" | "wasm-gemm", threads?: number): Gem
         return explain("matmul", ta, tb).selected === kernel;
       })();
       const force = () => (byDefault ? undefined : kernelPriority("matmul", [kernel]));
-      const run = byDefault
-        ? threads === undefined
-          ? () => matmul(ta, tb).dispose()
-          : () => {
-              using _t = scope();
-              matmul(ta, tb).dispose();
-            }
-        : () => {
-            using _t = scope();
-            using _ = kernelPriority("matmul", [kernel]);
-            matmul(ta, tb).dispose();
-          };
+      const run = () => {
+        using _t = scope();
+        using _ = force();
+        matmul(ta, tb).dispose();
+      };
       return {
         run,
         result: async () => {
@@ -344,12 +332,7 @@ export default {
       loaders.push([
         "ort-web-2t",
         async () =>
-          (await import("../peers/in-worker.ts")).openInWorker(
-            "./ort-web",
-            "openOrtWeb",
-            [2, ORT_SPINNING],
-            true,
-          ),
+          (await import("../peers/in-worker.ts")).openInWorker("./ort-web", "openOrtWeb", [2]),
       ]);
     for (const impl of [...peers.keys()]) if (!wanted(impl)) peers.delete(impl);
     for (const [impl, load] of loaders) {
@@ -398,7 +381,7 @@ export default {
           if (!other)
             h.note(`${impl}: n=${n} checked against float64 entries only (no other impl)`);
           const gc = cases.get(impl)!;
-          impls[impl] = gc.timeBatch ? { timeBatch: gc.timeBatch, settle: gc.settle } : gc.run;
+          impls[impl] = gc.timeBatch ? { timeBatch: gc.timeBatch } : gc.run;
         }
         outputs.clear();
         if (Object.keys(impls).length === 0) continue;
