@@ -123,18 +123,12 @@ function markDead(reason) {
 }
 
 const NEED_MODULES = 1;
-// Chunks this worker ran in the last task it joined. None means it came too late (the
-// caller had taken them all): then it sleeps at once instead of spinning, because a late
-// worker is usually sharing a core with the caller, and a spinning thread stays where it
-// is while a waking one is placed on an idle core.
-let lastChunks = 0;
 
 // Joins the open task, if any: returns NEED_MODULES when the task's module has not
 // reached this worker yet (it then yields to its event loop and tries again).
 function participate() {
   Atomics.add(g, L.G_INSIDE, 1);
   Atomics.store(s, L.S_INSIDE, 1);
-  lastChunks = 0;
   try {
     if (Atomics.load(g, L.G_STATE) !== L.OPEN) return 0;
     if (loadedGen < Atomics.load(g, L.G_MODGEN)) return NEED_MODULES;
@@ -160,7 +154,6 @@ function participate() {
       const c = Atomics.add(g, L.G_NEXT, 1);
       if (c >= total) break;
       Atomics.store(s, L.S_HOLD, c + 1);
-      lastChunks++;
       const i0 = c * size;
       const count = Math.min(size, items - i0);
       let error;
@@ -201,10 +194,9 @@ function macrotask() {
 
 async function loop() {
   let seen = Atomics.load(s, L.S_WAKE);
-  let late = false;
   for (;;) {
     let v = Atomics.load(s, L.S_WAKE);
-    if (v === seen && !late) {
+    if (v === seen) {
       const spin = Atomics.load(g, L.G_SPIN_US) / 1000;
       if (spin > 0) {
         // The clock is read once every 256 polls: performance.now() can cost microseconds
@@ -226,7 +218,6 @@ async function loop() {
       // thread); every 20 ms the event loop runs, so posted modules still arrive.
       if (Atomics.wait(s, L.S_WAKE, seen, 20) === "timed-out") await macrotask();
       Atomics.store(s, L.S_SLEEP, 0);
-      late = false;
       continue;
     }
     seen = v;
@@ -239,7 +230,6 @@ async function loop() {
       return;
     }
     while (participate() === NEED_MODULES && !closing) await macrotask();
-    late = lastChunks === 0;
   }
 }
 
