@@ -18,6 +18,7 @@ import {
   pivotsTensor,
   qrShapes,
   rightHandSides,
+  runtime,
   solveOutputShape,
   stackMatrices,
   svdShapes,
@@ -89,6 +90,25 @@ function gemm(p: MatmulParams): Tensor {
   }
 }
 
+/**
+ * A LAPACK call, traced. Deno runs FFI calls on a tokio worker thread with a small stack,
+ * and OpenBLAS's threaded LAPACK drivers keep a ~540 KB job table on the stack: under
+ * `deno test`, dgetrf at n = 256 crashed the process in 2 runs of 6 (segfault in
+ * libopenblas, kernel log). Under Deno LAPACK therefore runs on one library thread (GEMM's
+ * threaded driver does not crash: 0 in 6 at n up to 1024), and the count is restored after.
+ */
+function lapackTraced<T>(routine: string, sizes: string, call: () => T): T {
+  const l = lib();
+  const threads = runtime().name === "deno" ? (l.getThreads() ?? 1) : 1;
+  if (threads <= 1) return traced(routine, sizes, call);
+  l.setThreads(1);
+  try {
+    return traced(routine, sizes, call);
+  } finally {
+    l.setThreads(threads);
+  }
+}
+
 function requireLapack(op: string): LapackSymbols {
   const l = lib().lapack;
   if (!l) throw new Error(`${op}: ${lib().name} has no LAPACK`);
@@ -118,7 +138,7 @@ function linalgKernels(): KernelDefinition<LinalgParams>[] {
     k("cholesky", (p) => {
       const lp = requireLapack("cholesky");
       const ls = each(p, p.n, p.n, (a) => {
-        const r = traced("dpotrf", `${p.n}`, () => lapack.cholesky(lp, a, p.n));
+        const r = lapackTraced("dpotrf", `${p.n}`, () => lapack.cholesky(lp, a, p.n));
         if (r.info > 0) throw linalgFailure.notPositiveDefinite("cholesky", r.info);
         return p.upper ? lapack.transpose(r.l, p.n, p.n) : r.l;
       });
@@ -127,7 +147,7 @@ function linalgKernels(): KernelDefinition<LinalgParams>[] {
     k("inv", (p) => {
       const lp = requireLapack("inv");
       const outs = each(p, p.n, p.n, (a) => {
-        const r = traced("dgetrf+dgetri", `${p.n}`, () => lapack.inv(lp, a, p.n));
+        const r = lapackTraced("dgetrf+dgetri", `${p.n}`, () => lapack.inv(lp, a, p.n));
         if (r.info > 0) throw linalgFailure.singular("inv", r.info);
         return r.out;
       });
@@ -137,7 +157,7 @@ function linalgKernels(): KernelDefinition<LinalgParams>[] {
       const lp = requireLapack("solve");
       const { bs, nrhs } = rightHandSides(p);
       const xs = each(p, p.n, p.n, (a, i) => {
-        const r = traced("dgetrf+dgetrs", `${p.n},${nrhs}`, () =>
+        const r = lapackTraced("dgetrf+dgetrs", `${p.n},${nrhs}`, () =>
           lapack.solve(lp, a, p.n, bs[i], nrhs),
         );
         if (r.info > 0) throw linalgFailure.singular("solve", r.info);
@@ -148,7 +168,7 @@ function linalgKernels(): KernelDefinition<LinalgParams>[] {
     k("luFactor", (p) => {
       const lp = requireLapack("luFactor");
       const res = each(p, p.n, p.n, (a) =>
-        traced("dgetrf", `${p.n}`, () => lapack.luFactor(lp, a, p.n)),
+        lapackTraced("dgetrf", `${p.n}`, () => lapack.luFactor(lp, a, p.n)),
       );
       return {
         LU: stackMatrices(
@@ -165,7 +185,7 @@ function linalgKernels(): KernelDefinition<LinalgParams>[] {
     k("qr", (p) => {
       const lp = requireLapack("qr");
       const res = each(p, p.m, p.n, (a) =>
-        traced("dgeqrf+dorgqr", `${p.m},${p.n}`, () =>
+        lapackTraced("dgeqrf+dorgqr", `${p.m},${p.n}`, () =>
           lapack.qr(lp, a, p.m, p.n, p.mode === "complete"),
         ),
       );
@@ -186,7 +206,7 @@ function linalgKernels(): KernelDefinition<LinalgParams>[] {
     k("eigh", (p) => {
       const lp = requireLapack("eigh");
       const res = each(p, p.n, p.n, (a) => {
-        const r = traced("dsyevd", `${p.n}`, () => lapack.eigh(lp, a, p.n));
+        const r = lapackTraced("dsyevd", `${p.n}`, () => lapack.eigh(lp, a, p.n));
         if (r.info !== 0)
           throw linalgFailure.didNotConverge("eigh", `LAPACK dsyevd returned info ${r.info}`);
         return r;
@@ -207,7 +227,7 @@ function linalgKernels(): KernelDefinition<LinalgParams>[] {
     k("svd", (p) => {
       const lp = requireLapack("svd");
       const res = each(p, p.m, p.n, (a) => {
-        const r = traced("dgesdd", `${p.m},${p.n}`, () =>
+        const r = lapackTraced("dgesdd", `${p.m},${p.n}`, () =>
           lapack.svd(lp, a, p.m, p.n, p.fullMatrices),
         );
         if (r.info !== 0)
