@@ -5,6 +5,7 @@
 
 import { RegistrationError } from "./errors.ts";
 import type { FlagSchema } from "./flags/spec.ts";
+import { addFlagReader, registerFlagChoice, setReaderLoadedCheck } from "./flags/state.ts";
 import { show } from "./format.ts";
 import type { KernelDefinition } from "./kernels.ts";
 import { addKernels } from "./kernels.ts";
@@ -26,7 +27,14 @@ export interface BackendDefinition {
   devices: string[];
   /** The published package, for messages. */
   packageName?: string;
+  /** The version as text: the library's where the namespace mirrors one (cuDNN "9.24.0"), else the package's. */
   version?(): string | undefined;
+  /** torch's integer form of version(), when it is not major*10000 + minor*100 + patch of the text. */
+  versionNumber?(): number | undefined;
+  /** Flag keys this backend reads besides its own schema's (e.g. "cudnn.benchmark"): marks them live. */
+  reads?: readonly string[];
+  /** Values this backend adds to extensible enum flags, e.g. { "quantized.engine": ["qnnpack"] }. */
+  provides?: Readonly<Record<string, readonly string[]>>;
   /** Whether the package has what it was built with (kernels, PTX...). Default: true. */
   isBuilt?(): Availability;
   /** Whether it can run here and now; evaluated lazily and cached until refreshAvailability(). */
@@ -110,12 +118,21 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   backendsByName.set(def.name, entry);
   for (const ns of def.namespaces ?? []) namespaceOwner.set(ns, def.name);
   for (const ns of def.namespaces ?? []) namespaceObject(ns);
-  for (const [ns, schema] of Object.entries(def.flags ?? {})) namespaceObject(ns, schema);
+  const reader = def.packageName ?? def.name;
+  for (const [ns, schema] of Object.entries(def.flags ?? {})) namespaceObject(ns, schema, reader);
+  for (const key of def.reads ?? []) addFlagReader(key, reader);
+  for (const [key, values] of Object.entries(def.provides ?? {}))
+    for (const v of values) registerFlagChoice(key, v);
   for (const [ns, members] of Object.entries(def.api ?? {})) extendNamespace(ns, members);
   for (const m of def.memories ?? []) registerDeviceMemory(m);
   bumpGeneration();
   return entry;
 }
+
+// A flag's reader is loaded when a registered backend comes from that package.
+setReaderLoadedCheck((pkg) =>
+  [...backendsByName.values()].some((b) => (b.def.packageName ?? b.def.name) === pkg),
+);
 
 export function getBackend(name: string): RegisteredBackend | undefined {
   return backendsByName.get(name);

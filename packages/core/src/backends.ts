@@ -6,26 +6,41 @@
 
 import { listBackends, ready } from "./backend.ts";
 import { cpuCapabilityInfo } from "./cpu-capability.ts";
+import { record } from "./dispatcher.ts";
 import { ArgumentError, UnknownNamespaceError } from "./errors.ts";
 import type { BUILTIN_FLAGS } from "./flags/builtin.ts";
-import type { DeepPartial, FlagValues } from "./flags/spec.ts";
+import {
+  allowedText,
+  type DeepPartial,
+  envNames,
+  type FlagValues,
+  typeText,
+} from "./flags/spec.ts";
 import {
   checkChanges,
   type FlagScope,
+  flagChoices,
+  flagReaders,
+  flagSpec,
   flatten,
   getFlag,
+  isInert,
   openScope,
   runWithState,
   setFlag,
+  warnIfInert,
 } from "./flags/state.ts";
 import { show } from "./format.ts";
 import {
   extendNamespace,
+  extendNamespaceGetters,
   type Namespace,
   type NamespaceBase,
   type NamespaceStatus,
   namespaceNames,
   namespaceObject,
+  PROBES,
+  setFlagReadFilter,
   statusOf,
 } from "./namespaces.ts";
 import { runtime } from "./runtime.ts";
@@ -41,6 +56,8 @@ import {
   sdpSwitches,
   withSdpaKernel,
 } from "./sdpa-select.ts";
+import { didYouMean } from "./suggest.ts";
+import { fromTorchName, TORCH_NAMES } from "./torch-names.ts";
 
 type B = typeof BUILTIN_FLAGS;
 
@@ -61,38 +78,44 @@ class PlanCacheSlot implements CufftPlanCache {
     return this.max;
   }
   set maxSize(n: number) {
-    if (!Number.isInteger(n) || n < 0)
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 0)
       throw new ArgumentError(`cufftPlanCache.maxSize must be an integer >= 0, got ${show(n)}`);
     this.max = n;
   }
   clear(): void {}
 }
 
-/** Indexing picks a device; bare use (size, maxSize, clear) means device 0 until backend-cuda says otherwise. */
+/**
+ * Indexing picks a device; bare use (size, maxSize, clear) means device 0 until
+ * backend-cuda says otherwise. Any other member, or a bad index, is a typed error.
+ */
 function planCacheRegistry(): CufftPlanCache & { [device: number]: CufftPlanCache } {
   const slots = new Map<number, PlanCacheSlot>();
   const slot = (d: number) => {
-    if (!Number.isInteger(d) || d < 0)
-      throw new ArgumentError(`cufftPlanCache[${String(d)}]: device index must be an integer >= 0`);
+    if (!Number.isInteger(d) || d < 0 || d > 1023)
+      throw new ArgumentError(
+        `cufftPlanCache[${String(d)}]: the device index must be an integer in [0, 1023]`,
+      );
     let s = slots.get(d);
     if (!s) slots.set(d, (s = new PlanCacheSlot(d)));
     return s;
   };
+  const MEMBERS = ["size", "maxSize", "clear"];
   return new Proxy({} as CufftPlanCache & { [device: number]: CufftPlanCache }, {
     get(_, prop) {
-      if (typeof prop === "string" && /^\d+$/.test(prop)) return slot(Number(prop));
+      if (typeof prop === "symbol" || PROBES.has(prop)) return undefined;
+      if (/^-?\d+(\.\d+)?$/.test(prop) || prop === "NaN" || prop === "Infinity")
+        return slot(Number(prop));
       const cur = slot(0);
       if (prop === "clear") return () => cur.clear();
       if (prop === "size" || prop === "maxSize") return cur[prop];
-      return undefined;
+      const guess = didYouMean(prop, MEMBERS);
+      throw new ArgumentError(
+        `cufftPlanCache.${prop}: no such member${guess ? `; did you mean ${guess}?` : ""} (index a device, cufftPlanCache[0], or use size, maxSize, clear())`,
+      );
     },
     has(_, prop) {
-      return (
-        prop === "size" ||
-        prop === "maxSize" ||
-        prop === "clear" ||
-        (typeof prop === "string" && /^\d+$/.test(prop))
-      );
+      return MEMBERS.includes(prop as string) || (typeof prop === "string" && /^\d+$/.test(prop));
     },
     set(_, prop, value) {
       if (prop === "maxSize") {
@@ -107,6 +130,11 @@ function planCacheRegistry(): CufftPlanCache & { [device: number]: CufftPlanCach
 }
 
 const VERBOSE = { VERBOSE_OFF: 0, VERBOSE_ON: 1 } as const;
+
+function checkVersionPart(fn: string, name: string, v: unknown): void {
+  if (typeof v !== "number" || !Number.isInteger(v) || v < 0)
+    throw new ArgumentError(`mps.${fn}: ${name} must be an integer >= 0, got ${show(v)}`);
+}
 
 // Functions of each namespace (flags are added by namespaceObject from the schemas).
 extendNamespace("cpu", {
@@ -126,6 +154,7 @@ extendNamespace("cuda", {
     return getFlag("cuda.preferredLinalgLibrary");
   },
   SDPAParams,
+  SDPBackend,
   ...sdpSwitches,
   isFlashAttentionAvailable,
   canUseFlashAttention,
@@ -179,11 +208,27 @@ extendNamespace("xeon", {
     );
   },
 });
+extendNamespaceGetters("quantized", {
+  /** torch.backends.quantized.supported_engines: "none" and the engines imported packages provide. */
+  supportedEngines: () => flagChoices("quantized.engine"),
+});
+extendNamespace("mps", {
+  /**
+   * torch.backends.mps.is_macos_or_newer(major, minor): false where MPS is not built, as
+   * in torch; @backplane/backend-mps answers from the running macOS.
+   */
+  isMacosOrNewer: (major: number, minor: number) => {
+    checkVersionPart("isMacosOrNewer", "major", major);
+    checkVersionPart("isMacosOrNewer", "minor", minor);
+    return false;
+  },
+});
+// opt_einsum.enabled reads true only where the plugin can run, as torch's does.
+setFlagReadFilter("optEinsum.enabled", (v) => v === true && statusOf("optEinsum").available);
 extendNamespace("nn", {
   attention: { sdpaKernel, withSdpaKernel, SDPBackend },
 });
 namespaceObject("cusparselt");
-namespaceObject("mps");
 
 type NS<K extends keyof B> = Namespace<B[K]>;
 
@@ -201,6 +246,7 @@ export interface Backends {
         b?: "default" | "cusolver" | "magma",
       ): "default" | "cusolver" | "magma";
       SDPAParams: typeof SDPAParams;
+      SDPBackend: typeof SDPBackend;
       isFlashAttentionAvailable: typeof isFlashAttentionAvailable;
       canUseFlashAttention: typeof canUseFlashAttention;
       canUseEfficientAttention: typeof canUseEfficientAttention;
@@ -210,7 +256,7 @@ export interface Backends {
   cudnn: NS<"cudnn">;
   cusparselt: NamespaceBase;
   mha: NS<"mha"> & { getFastpathEnabled(): boolean; setFastpathEnabled(b: boolean): void };
-  mps: NamespaceBase;
+  mps: NamespaceBase & { isMacosOrNewer(major: number, minor: number): boolean };
   mkl: NS<"mkl"> & typeof VERBOSE & { verbose(level: number): FlagScope; isEnabled(): boolean };
   mkldnn: NS<"mkldnn"> &
     typeof VERBOSE & { VERBOSE_ON_CREATION: 2; verbose(level: number): FlagScope };
@@ -222,7 +268,7 @@ export interface Backends {
     numThreadsScope(n: number): FlagScope;
   };
   optEinsum: NS<"optEinsum"> & { getOptEinsum(): unknown };
-  quantized: NS<"quantized">;
+  quantized: NS<"quantized"> & { readonly supportedEngines: string[] };
   xnnpack: NS<"xnnpack">;
   xeon: NamespaceBase & { runCpu(...args: unknown[]): unknown };
   webgpu: NS<"webgpu">;
@@ -255,6 +301,72 @@ export interface BackendsRoot {
   ready(...names: string[]): Promise<void>;
   /** Registered backends by name. */
   registered(): string[];
+  /** Type, default, current value, PyTorch name and readers of a flag ("cudnn.benchmark"). */
+  describe(name: string): FlagDescription;
+  /** Runs fn and returns its result with every kernel call made inside it. */
+  record: typeof record;
+}
+
+/** What describe() tells of a flag. */
+export interface FlagDescription {
+  /** Full key: "quantized.engine". */
+  name: string;
+  /** "boolean", "integer [0, 2]", '"none" | (provided)'... */
+  type: string;
+  /** What it accepts now, in words. */
+  accepts: string;
+  default: unknown;
+  value: unknown;
+  /** The PyTorch name, when the flag mirrors one. */
+  torch?: string;
+  /** Environment variables read at start. */
+  env: readonly string[];
+  doc?: string;
+  /** The packages whose code reads it, and whether each is loaded. */
+  readBy: { package: string; loaded: boolean }[];
+  /** No loaded package reads it: setting it changes nothing. */
+  inert: boolean;
+}
+
+/** Resolves "cudnn.benchmark", "backends.cudnn.benchmark" or "torch.backends.cudnn.benchmark". */
+function describeFlag(name: string): FlagDescription {
+  if (typeof name !== "string")
+    throw new ArgumentError(`backends.describe(name): name must be a string, got ${show(name)}`);
+  let key = fromTorchName(name) ?? name;
+  if (key.startsWith("backends.")) key = key.slice("backends.".length);
+  const spec = flagSpec(key);
+  if (!spec) {
+    getFlag(key); // throws the did-you-mean error for a key that is not a flag
+    throw new ArgumentError(`backends.describe: ${name} is not a flag`);
+  }
+  const readers = flagReaders(key);
+  const loaded = new Set(registeredPackages());
+  return {
+    name: key,
+    type: typeText(spec),
+    accepts: allowedText(
+      spec,
+      flagChoices(key).slice(spec.kind === "enum" ? spec.values.length : 0),
+    ),
+    default: spec.default,
+    value: getFlag(key),
+    torch: TORCH_BY_KEY.get(key),
+    env: envNames(spec),
+    doc: spec.doc,
+    readBy: readers.map((p) => ({ package: p, loaded: p === "@backplane/core" || loaded.has(p) })),
+    inert: isInert(key),
+  };
+}
+
+/** Flag key -> torch name, from TORCH_NAMES. */
+const TORCH_BY_KEY = new Map(
+  Object.entries(TORCH_NAMES)
+    .filter(([, v]) => v.startsWith("backends."))
+    .map(([t, v]) => [v.slice("backends.".length), t]),
+);
+
+function registeredPackages(): string[] {
+  return listBackends().map((b) => b.def.packageName ?? b.def.name);
 }
 
 const root: BackendsRoot = {
@@ -263,24 +375,19 @@ const root: BackendsRoot = {
   status: () => namespaceNames().map(statusOf),
   withFlags: (changes, fn) => {
     const flat = checkChanges(flatten(changes as Record<string, unknown>));
+    if (typeof fn !== "function")
+      throw new ArgumentError(
+        `backends.withFlags(changes, fn): fn must be a function, got ${show(fn)}`,
+      );
+    for (const key of Object.keys(flat)) warnIfInert(key);
     return runWithState((s) => s.with(flat), fn);
   },
   flags: (changes) => openScope(flatten(changes as Record<string, unknown>)),
   ready: (...names) => ready(...names),
   registered: () => listBackends().map((b) => b.def.name),
+  describe: describeFlag,
+  record,
 };
-
-// Names a runtime or a tool may probe on any object; answering undefined keeps them working.
-const PROBES = new Set([
-  "then",
-  "toJSON",
-  "constructor",
-  "inspect",
-  "nodeType",
-  "$$typeof",
-  "asymmetricMatch",
-  "@@__IMMUTABLE_ITERABLE__@@",
-]);
 
 export const backends = new Proxy(root as BackendsRoot & Backends, {
   get(target, prop) {
@@ -288,8 +395,9 @@ export const backends = new Proxy(root as BackendsRoot & Backends, {
     if (prop in target) return (target as any)[prop];
     if (namespaceNames().includes(prop)) return namespaceObject(prop);
     if (PROBES.has(prop)) return undefined;
+    const guess = didYouMean(prop, namespaceNames());
     throw new UnknownNamespaceError(
-      `backends.${prop} does not exist; known namespaces: ${namespaceNames().join(", ")}`,
+      `backends.${prop} does not exist${guess ? `; did you mean backends.${guess}?` : ""} (known namespaces: ${namespaceNames().join(", ")})`,
     );
   },
   has(target, prop) {

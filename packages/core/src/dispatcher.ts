@@ -15,18 +15,23 @@ import type { DType } from "./dtype.ts";
 import {
   ArgumentError,
   type CandidateReport,
+  FallbackError,
   NoKernelError,
   NondeterministicError,
 } from "./errors.ts";
+import { currentFrame, type KernelCall } from "./flags/context.ts";
 import {
+  changeOf,
   currentState,
   type FlagScope,
   type FlagState,
-  openStateScope,
+  openChangeScope,
   runWithState,
+  setState,
 } from "./flags/state.ts";
 import { show } from "./format.ts";
 import { getOp, type Kernel, type OpParams, type OpRecord } from "./kernels.ts";
+import { warnOnce } from "./log.ts";
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
 
@@ -43,6 +48,8 @@ interface Entry {
   autotuneLimit: number;
   /** Autotune winners by shape key. */
   winners: Map<string, Kernel>;
+  /** Strict mode with a user priority: the kernels or families allowed to run. */
+  wanted: readonly string[] | undefined;
 }
 
 function flagOf(state: FlagState, key: string): unknown {
@@ -107,6 +114,10 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     autotune: flagOf(state, "core.benchmark") === true || flagOf(state, "cudnn.benchmark") === true,
     autotuneLimit: (flagOf(state, "cudnn.benchmarkLimit") as number | undefined) ?? 0,
     winners: new Map(),
+    wanted:
+      flagOf(state, "core.strict") === true && (state.priorities[op.name]?.length ?? 0) > 0
+        ? state.priorities[op.name]
+        : undefined,
   };
   const coreVerbose = flagOf(state, "core.verbose") === true;
   for (const k of orderFor(op, state)) {
@@ -141,18 +152,35 @@ function entryFor(op: OpRecord, state: FlagState, deviceType: string, dtype: DTy
 
 /** Runs `op` on the best kernel for `params`. The hot path of every op. */
 export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): any {
-  const e = entryFor(op, currentState(), params.deviceType, params.dtype);
+  const frame = currentFrame();
+  const e = entryFor(op, frame.state, params.deviceType, params.dtype);
   if (e.autotune) return runAutotuned(op, e, params);
   const ks = e.kernels;
   for (let i = 0; i < ks.length; i++) {
     const k = ks[i];
-    if (k.supports === undefined || k.supports(params) === true)
-      return e.verbose ? traced(op, k, params) : k.run(params);
+    if (k.supports === undefined || k.supports(params) === true) {
+      if (e.wanted !== undefined) checkStrict(op, e, k, params);
+      return e.verbose || frame.calls !== undefined
+        ? traced(op, k, params, e.verbose)
+        : k.run(params);
+    }
   }
   return runHeldBack(op, e, params);
 }
 
-const warnedNondeterministic = new Set<string>();
+const inList = (k: Kernel, names: readonly string[]): boolean =>
+  names.includes(k.name) || (k.family !== undefined && names.includes(k.family));
+
+/** Strict mode: the kernel about to run must be one the user asked for. */
+function checkStrict(op: OpRecord, e: Entry, k: Kernel, params: OpParams): void {
+  const wanted = e.wanted as readonly string[];
+  if (inList(k, wanted)) return;
+  const refused = candidates(op, e, params).candidates.filter((c) => {
+    const kernel = op.kernels.find((x) => x.name === c.kernel);
+    return kernel !== undefined && inList(kernel, wanted);
+  });
+  throw new FallbackError(op.name, wanted, `${k.name} (${k.backend})`, refused);
+}
 
 function runHeldBack(op: OpRecord, e: Entry, params: OpParams): any {
   for (const k of e.heldBack) {
@@ -160,14 +188,12 @@ function runHeldBack(op: OpRecord, e: Entry, params: OpParams): any {
       if (flagOf(currentState(), "core.deterministicWarnOnly") !== true) {
         throw new NondeterministicError(op.name, `${k.name} (${k.backend})`);
       }
-      const key = `${op.name}/${k.name}`;
-      if (!warnedNondeterministic.has(key)) {
-        warnedNondeterministic.add(key);
-        console.warn(
-          `[backplane] ${op.name}: ${k.name} (${k.backend}) is nondeterministic but useDeterministicAlgorithms(true, { warnOnly: true }) lets it run`,
-        );
-      }
-      return e.verbose ? traced(op, k, params) : k.run(params);
+      if (e.wanted !== undefined) checkStrict(op, e, k, params);
+      warnOnce(
+        `nondeterministic:${op.name}/${k.name}`,
+        `${op.name}: ${k.name} (${k.backend}) is nondeterministic but useDeterministicAlgorithms(true, { warnOnly: true }) lets it run`,
+      );
+      return traced(op, k, params, e.verbose);
     }
   }
   const report = candidates(op, e, params).candidates;
@@ -294,14 +320,75 @@ export function emitVerbose(line: string): void {
 
 const now = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
 
-function traced(op: OpRecord, k: Kernel, params: OpParams): any {
+/** Runs a kernel timed: for the verbose trace and for record() scopes. */
+function traced(op: OpRecord, k: Kernel, params: OpParams, verbose: boolean): any {
   const t0 = now();
   const out = k.run(params);
   const ms = now() - t0;
-  verboseSink(
-    `backplane_verbose,exec,${op.name},${k.backend}:${k.name},${op.shapeKey(params)},${params.dtype},${ms.toFixed(4)} ms`,
-  );
+  const calls = currentFrame().calls;
+  if (calls !== undefined) {
+    calls.push({
+      op: op.name,
+      kernel: k.name,
+      backend: k.backend,
+      device: k.device,
+      dtype: params.dtype,
+      shape: op.shapeKey(params),
+      ms,
+    });
+  }
+  if (verbose) {
+    verboseSink(
+      `backplane_verbose,exec,${op.name},${k.backend}:${k.name},${op.shapeKey(params)},${params.dtype},${ms.toFixed(4)} ms`,
+    );
+  }
   return out;
+}
+
+/**
+ * Runs fn and returns, with its result, every kernel call dispatched inside it (op,
+ * kernel, backend, device, dtype, shape, milliseconds). Holds across awaits; concurrent
+ * record() calls each see only their own task's calls. The time is the kernel call's own
+ * (a GPU kernel that returns before its work is done is timed to its return).
+ */
+export function record<R>(
+  fn: () => R,
+): R extends Promise<infer T> ? Promise<Recorded<T>> : Recorded<R> {
+  if (typeof fn !== "function") throw new ArgumentError("record(fn): fn must be a function");
+  const calls: KernelCall[] = [];
+  const result = runInFrameWithCalls(calls, fn);
+  if (result instanceof Promise) return result.then((r) => ({ result: r, calls })) as never;
+  return { result, calls } as never;
+}
+
+/** What record() returns. */
+export interface Recorded<T> {
+  result: T;
+  calls: KernelCall[];
+}
+
+function runInFrameWithCalls<R>(calls: KernelCall[], fn: () => R): R {
+  return runWithState((s) => s, fn, calls);
+}
+
+/** The calls of a record() as a table, one line per call. */
+export function formatCalls(calls: readonly KernelCall[]): string {
+  const rows = calls.map((c) => [
+    c.op,
+    `${c.kernel} (${c.backend})`,
+    c.device,
+    c.dtype,
+    c.shape,
+    `${c.ms.toFixed(3)} ms`,
+  ]);
+  const head = ["op", "kernel", "device", "dtype", "shape", "time"];
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) =>
+    r
+      .map((x, i) => x.padEnd(w[i]))
+      .join("  ")
+      .trimEnd();
+  return [line(head), ...rows.map(line)].join("\n");
 }
 
 // ---- autotune ----
@@ -316,8 +403,9 @@ function disposeResult(x: any): void {
 function runAutotuned(op: OpRecord, e: Entry, params: OpParams): any {
   const key = op.shapeKey(params);
   const won = e.winners.get(key);
+  const trace = e.verbose || currentFrame().calls !== undefined;
   if (won && (won.supports === undefined || won.supports(params as never) === true)) {
-    return e.verbose ? traced(op, won, params) : won.run(params);
+    return trace ? traced(op, won, params, e.verbose) : won.run(params);
   }
   const fit = e.kernels.filter(
     (k) => k.supports === undefined || k.supports(params as never) === true,
@@ -341,7 +429,8 @@ function runAutotuned(op: OpRecord, e: Entry, params: OpParams): any {
     verboseSink(
       `backplane_verbose,autotune,${op.name},${key},winner=${best.backend}:${best.name},${bestMs.toFixed(4)} ms`,
     );
-  return e.verbose ? traced(op, best, params) : best.run(params);
+  if (e.wanted !== undefined) checkStrict(op, e, best, params);
+  return trace ? traced(op, best, params, e.verbose) : best.run(params);
 }
 
 /** Forgets every autotune winner (they are also dropped when flags or registrations change). */
@@ -377,18 +466,17 @@ function checkNames(op: string, names: readonly string[]): void {
 /** Tries these kernels of `op` first, in this order, for the current task (null: back to priorities). */
 export function setKernelPriority(op: string, names: readonly string[] | null): void {
   if (names !== null) checkNames(op, names);
-  const scope = openStateScope((s) => s.withPriority(op, names));
-  void scope; // a permanent change: never restored
+  setState((s) => s.withPriority(op, names)); // a permanent change: never restored
 }
 
 /** The same as a scope: `using _ = kernelPriority("matmul", ["mine"])`. */
 export function kernelPriority(op: string, names: readonly string[]): FlagScope {
   checkNames(op, names);
-  return openStateScope((s) => s.withPriority(op, names));
+  return openChangeScope({ priorities: { [op]: names } });
 }
 
 /** The async-safe form: the order holds inside fn, across awaits, for this task only. */
 export function withKernelPriority<R>(op: string, names: readonly string[], fn: () => R): R {
   checkNames(op, names);
-  return runWithState((s) => s.withPriority(op, names), fn);
+  return runWithState(changeOf({ priorities: { [op]: names } }), fn);
 }

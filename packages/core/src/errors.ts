@@ -46,6 +46,22 @@ export class FlagError extends BackplaneError {
   }
 }
 
+/**
+ * A name a namespace does not have, read or written (`backends.cudnn.benchmrk`), or an
+ * assignment over one of its functions. Carries the closest known name when there is one.
+ */
+export class UnknownFlagError extends FlagError {
+  readonly namespace: string;
+  readonly flag: string;
+  readonly suggestion: string | undefined;
+  constructor(namespace: string, flag: string, message: string, suggestion?: string) {
+    super(message);
+    this.namespace = namespace;
+    this.flag = flag;
+    this.suggestion = suggestion;
+  }
+}
+
 /** Any other argument that is out of range or of the wrong type. */
 export class ArgumentError extends BackplaneError {
   constructor(message: string) {
@@ -112,6 +128,29 @@ export class NondeterministicError extends BackplaneError {
         "useDeterministicAlgorithms(true) is on. Turn it off, pass { warnOnly: true } to get a " +
         "warning instead, or install a backend with a deterministic kernel for this op.",
     );
+  }
+}
+
+/**
+ * Strict mode is on and the kernel the user asked for (a priority list, sdpaKernel with
+ * setPriority) could not run these inputs: instead of falling back silently, this error
+ * says which kernel would have run instead and why each preferred one refused.
+ */
+export class FallbackError extends BackplaneError {
+  readonly op: string;
+  readonly candidates: CandidateReport[];
+  readonly fallback: string;
+  constructor(op: string, wanted: readonly string[], fallback: string, refused: CandidateReport[]) {
+    const lines = refused.map((c) => `  - ${c.kernel} (${c.backend}): ${c.reason}`);
+    super(
+      "E_FALLBACK",
+      `${op}: strict mode is on and none of the kernels you asked for (${wanted.join(", ")}) can run these inputs; ` +
+        `${fallback} would have run instead. Refusals:\n${lines.join("\n") || "  (none of them is registered)"}\n` +
+        "Turn strict off (backends.core.strict = false) to allow the fallback, or change the inputs.",
+    );
+    this.op = op;
+    this.candidates = refused;
+    this.fallback = fallback;
   }
 }
 

@@ -23,6 +23,7 @@ export {
   backends,
   type CufftPlanCache,
   defineNamespace,
+  type FlagDescription,
 } from "./backends.ts";
 export { type CpuCapability, cpuCapabilityInfo } from "./cpu-capability.ts";
 export {
@@ -31,8 +32,11 @@ export {
   type Explanation,
   emitVerbose,
   explain,
+  formatCalls,
   getKernel,
   kernelPriority,
+  type Recorded,
+  record,
   setKernelPriority,
   setVerboseSink,
   withKernelPriority,
@@ -40,21 +44,26 @@ export {
 export * from "./dtype.ts";
 export * from "./errors.ts";
 export { BUILTIN_FLAGS, NAMESPACE_PACKAGES } from "./flags/builtin.ts";
-export { asyncScopesIsolated } from "./flags/context.ts";
+export { asyncScopesIsolated, type KernelCall } from "./flags/context.ts";
 export * from "./flags/spec.ts";
 export {
   allFlagKeys,
+  checkFlag,
   currentState,
   FlagScope,
   FlagState,
+  flagChoices,
   flagNamespaces,
+  flagReaders,
   flagSchema,
   flagSpec,
   getFlag,
   onFlagChange,
+  registerFlagChoice,
   setFlag,
 } from "./flags/state.ts";
 export * from "./kernels.ts";
+export { type LogHandler, type LogLevel, setLogHandler } from "./log.ts";
 export * from "./memory.ts";
 export {
   extendNamespace,
@@ -88,6 +97,7 @@ export {
 } from "./sdpa-select.ts";
 export * from "./switches.ts";
 export * from "./tensor.ts";
+export { fromTorchName, TORCH_NAMES, type TorchName } from "./torch-names.ts";
 export { version } from "./version.ts";
 
 import { SDPBackend, sdpaKernel, withSdpaKernel } from "./sdpa-select.ts";

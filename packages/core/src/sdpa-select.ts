@@ -9,9 +9,18 @@
 import { availabilityOf, getBackend } from "./backend.ts";
 import { explain } from "./dispatcher.ts";
 import { ArgumentError } from "./errors.ts";
-import { type FlagScope, getFlag, openStateScope, runWithState, setFlag } from "./flags/state.ts";
+import {
+  changeOf,
+  type FlagScope,
+  getFlag,
+  openChangeScope,
+  runWithState,
+  type ScopeChanges,
+  setFlag,
+} from "./flags/state.ts";
 import { show } from "./format.ts";
 import { getOp } from "./kernels.ts";
+import { warnOnce } from "./log.ts";
 import type { Tensor } from "./tensor.ts";
 
 export const SDPBackend = {
@@ -49,6 +58,8 @@ export class SDPAParams {
 
 function checkBackends(list: unknown): SDPBackend[] {
   const arr = Array.isArray(list) ? list : [list];
+  if (arr.length === 0)
+    throw new ArgumentError("sdpaKernel: give at least one backend (SDPBackend.MATH, ...)");
   for (const b of arr) {
     if (!ALL.includes(b as SDPBackend)) {
       throw new ArgumentError(
@@ -59,12 +70,25 @@ function checkBackends(list: unknown): SDPBackend[] {
   return arr as SDPBackend[];
 }
 
-function exclusive(list: SDPBackend[], setPriority: boolean) {
+function exclusive(list: SDPBackend[], setPriority: boolean): ScopeChanges {
   const values = Object.fromEntries(ALL.map((b) => [FLAG[b], list.includes(b)]));
-  return (s: import("./flags/state.ts").FlagState) => {
-    const next = s.with(values);
-    return setPriority ? next.withPriority(OP, list) : next;
-  };
+  return setPriority ? { values, priorities: { [OP]: list } } : { values };
+}
+
+/** `{ setPriority?: boolean }`, checked: a typo or a non-boolean is an ArgumentError. */
+function checkSdpaOptions(fn: string, opts: unknown): boolean {
+  if (opts === undefined) return false;
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
+    throw new ArgumentError(
+      `${fn}: options must be an object like { setPriority: true }, got ${show(opts)}`,
+    );
+  for (const [k, v] of Object.entries(opts)) {
+    if (k !== "setPriority")
+      throw new ArgumentError(`${fn}: unknown option ${show(k)}; the one option is setPriority`);
+    if (typeof v !== "boolean")
+      throw new ArgumentError(`${fn}: setPriority must be a boolean, got ${show(v)}`);
+  }
+  return (opts as { setPriority?: boolean }).setPriority === true;
 }
 
 /**
@@ -73,21 +97,30 @@ function exclusive(list: SDPBackend[], setPriority: boolean) {
  */
 export function sdpaKernel(
   backends: SDPBackend | SDPBackend[],
-  opts: { setPriority?: boolean } = {},
+  opts?: { setPriority?: boolean },
 ): FlagScope {
-  return openStateScope(exclusive(checkBackends(backends), opts.setPriority === true));
+  const setPriority = checkSdpaOptions("sdpaKernel", opts);
+  return openChangeScope(exclusive(checkBackends(backends), setPriority));
 }
 
 /** The async-safe form: holds across awaits inside fn, for this task only. */
 export function withSdpaKernel<R>(
   backends: SDPBackend | SDPBackend[],
   fn: () => R,
-  opts: { setPriority?: boolean } = {},
+  opts?: { setPriority?: boolean },
 ): R {
-  return runWithState(exclusive(checkBackends(backends), opts.setPriority === true), fn);
+  const setPriority = checkSdpaOptions("withSdpaKernel", opts);
+  if (typeof fn !== "function") throw new ArgumentError("withSdpaKernel: fn must be a function");
+  return runWithState(changeOf(exclusive(checkBackends(backends), setPriority)), fn);
 }
 
-let warnedSdpKernel = false;
+const SDP_KERNEL_OPTIONS = {
+  enableFlash: "cuda.flashSdp",
+  enableMath: "cuda.mathSdp",
+  enableMemEfficient: "cuda.memEfficientSdp",
+  enableCudnn: "cuda.cudnnSdp",
+} as const;
+
 /**
  * Deprecated (as in torch): select by switching backends off. Prefer sdpaKernel().
  */
@@ -99,19 +132,26 @@ export function sdpKernel(
     enableCudnn?: boolean;
   } = {},
 ): FlagScope {
-  if (!warnedSdpKernel) {
-    warnedSdpKernel = true;
-    console.warn(
-      "[backplane] backends.cuda.sdpKernel() is deprecated; use nn.attention.sdpaKernel([SDPBackend...]) instead",
-    );
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
+    throw new ArgumentError(`sdpKernel: options must be an object, got ${show(opts)}`);
+  const values: Record<string, boolean> = {};
+  for (const flag of Object.values(SDP_KERNEL_OPTIONS)) values[flag] = true;
+  for (const [k, v] of Object.entries(opts)) {
+    const flag = SDP_KERNEL_OPTIONS[k as keyof typeof SDP_KERNEL_OPTIONS];
+    if (flag === undefined)
+      throw new ArgumentError(
+        `sdpKernel: unknown option ${show(k)}; known: ${Object.keys(SDP_KERNEL_OPTIONS).join(", ")}`,
+      );
+    if (v === undefined) continue;
+    if (typeof v !== "boolean")
+      throw new ArgumentError(`sdpKernel: ${k} must be a boolean, got ${show(v)}`);
+    values[flag] = v;
   }
-  const values: Record<string, boolean> = {
-    "cuda.flashSdp": opts.enableFlash ?? true,
-    "cuda.mathSdp": opts.enableMath ?? true,
-    "cuda.memEfficientSdp": opts.enableMemEfficient ?? true,
-    "cuda.cudnnSdp": opts.enableCudnn ?? true,
-  };
-  return openStateScope((s) => s.with(values));
+  warnOnce(
+    "deprecated:sdpKernel",
+    "backends.cuda.sdpKernel() is deprecated; use nn.attention.sdpaKernel([SDPBackend...]) instead",
+  );
+  return openChangeScope({ values });
 }
 
 export const sdpSwitches = {

@@ -91,13 +91,21 @@ describe("sync scopes", () => {
     expect(backends.cuda.matmul.allowFp16ReducedPrecisionReduction).toBe(true);
   });
 
-  it("a set inside a scope is undone with the scope (as in torch)", () => {
+  it("restore only their own keys: a set inside on another key stays (as torch's flags())", () => {
+    {
+      using _ = backends.cudnn.flags({ benchmark: true });
+      backends.cuda.matmul.allowTf32 = true; // another key: not the scope's
+      backends.cudnn.benchmark = true; // the scope's key: restored on exit
+    }
+    expect(backends.cuda.matmul.allowTf32).toBe(true);
+    expect(backends.cudnn.benchmark).toBe(false);
+    backends.cuda.matmul.allowTf32 = false;
     {
       using _ = backends.cudnn.flags({});
-      backends.cudnn.benchmark = true;
-      expect(backends.cudnn.benchmark).toBe(true);
+      backends.cudnn.deterministic = true;
     }
-    expect(backends.cudnn.benchmark).toBe(false);
+    expect(backends.cudnn.deterministic).toBe(true);
+    backends.cudnn.deterministic = false;
   });
 
   it("mkl.verbose restores the previous level instead of forcing OFF", () => {

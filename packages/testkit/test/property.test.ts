@@ -7,7 +7,9 @@ import {
   allFlagKeys,
   BackplaneError,
   backends,
+  checkFlag,
   dispatch,
+  getFlag,
   getOp,
   setFlag,
   Tensor,
@@ -173,5 +175,56 @@ describe("bad input never crashes", () => {
       ),
     );
     expect(rejected).toBeGreaterThan(900);
+  });
+
+  it("random names and values written into every namespace: typed errors, nothing invalid stored", () => {
+    const names = backends.names();
+    const members = (ns: string) => Object.keys((backends as any)[ns]);
+    // Real member names, their typos, torch's snake_case spellings and junk.
+    const name = fc.oneof(
+      fc.constantFrom(...names.flatMap(members)),
+      fc.constantFrom(...names.flatMap(members)).map((m) => `${m.slice(0, -1)}x`),
+      fc.constantFrom("benchmrk", "allow_tf32", "verbose", "enabled", "foo", "__proto__", ""),
+      fc.string({ maxLength: 8 }),
+    );
+    const value = fc.oneof(garbage, fc.constantFrom(true, false, 0, 1, 10, "auto", "none"));
+    const action = fc.constantFrom("set", "get", "flags", "withFlags", "nestedSet");
+    let typed = 0;
+    let ok = 0;
+    const untyped: string[] = [];
+    backends.withFlags({}, () =>
+      fc.assert(
+        fc.property(fc.constantFrom(...names), name, value, action, (ns, key, v, act) => {
+          const target = (backends as any)[ns];
+          try {
+            if (act === "set") target[key] = v;
+            else if (act === "get") void target[key];
+            else if (act === "flags") target.flags({ [key]: v })[Symbol.dispose]();
+            else if (act === "withFlags") backends.withFlags({ [ns]: { [key]: v } }, () => 0);
+            else if (act === "nestedSet") {
+              // Into a sub-namespace (cuda.matmul, cudnn.rnn, cufftPlanCache) where there is one.
+              const inner = target[key];
+              if (inner !== null && typeof inner === "object") inner[key] = v;
+            }
+            ok++;
+          } catch (e) {
+            if (e instanceof BackplaneError) typed++;
+            else
+              untyped.push(
+                `${act} backends.${ns}.${key} = ${String(v)}: ${(e as Error)?.name}: ${(e as Error)?.message}`,
+              );
+          }
+          // Whatever happened, every flag still holds a valid value and functions stay functions.
+          for (const k of allFlagKeys()) checkFlag(k, getFlag(k));
+          for (const fn of ["isAvailable", "status", "flags", "values"])
+            if (typeof (backends as any)[ns][fn] !== "function")
+              throw new Error(`${ns}.${fn} was clobbered`);
+        }),
+        { numRuns: 5000, seed: 16 },
+      ),
+    );
+    expect([...new Set(untyped)].slice(0, 5)).toEqual([]);
+    expect(typed).toBeGreaterThan(2000);
+    expect(ok).toBeGreaterThan(100);
   });
 });

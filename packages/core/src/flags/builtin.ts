@@ -6,76 +6,122 @@ import { bool, type FlagSchema, int, oneOf } from "./spec.ts";
 
 const truthy = (t: string) => /^(1|true|on|yes)$/i.test(t);
 
+// Who reads each flag (describe() and the inert-flag warning use it).
+const CORE = ["@backplane/core"];
+const MKL = ["@backplane/backend-cpu-mkl"];
+const CUDA = ["@backplane/backend-cuda"];
+const CUDNN = ["@backplane/backend-cudnn"];
+const NNPACK = ["@backplane/backend-nnpack"];
+const EINSUM = ["@backplane/backend-opt-einsum"];
+const WEBGPU = ["@backplane/backend-webgpu"];
+
 export const BUILTIN_FLAGS = {
   core: {
-    deterministic: bool(false, { torch: "torch.use_deterministic_algorithms" }),
-    deterministicWarnOnly: bool(false, { torch: "warn_only" }),
+    deterministic: bool(false, { torch: "torch.use_deterministic_algorithms", readBy: CORE }),
+    deterministicWarnOnly: bool(false, { torch: "warn_only", readBy: CORE }),
     float32MatmulPrecision: oneOf(["highest", "high", "medium"], "highest", {
       torch: "torch.set_float32_matmul_precision",
+      readBy: CORE,
     }),
-    verbose: bool(false, { env: "BACKPLANE_VERBOSE", doc: "trace every kernel call" }),
-    benchmark: bool(false, { doc: "autotune every op's candidates once per shape" }),
+    verbose: bool(false, {
+      env: "BACKPLANE_VERBOSE",
+      doc: "trace every kernel call",
+      readBy: CORE,
+    }),
+    benchmark: bool(false, { doc: "autotune every op's candidates once per shape", readBy: CORE }),
+    strict: bool(false, {
+      env: "BACKPLANE_STRICT",
+      doc: "a kernel priority the inputs defeat raises FallbackError instead of falling back",
+      readBy: CORE,
+    }),
   },
   cpu: {
     preferredBlasLibrary: oneOf(["auto", "mkl", "openblas", "blis", "wasm"], "auto", {
       env: "BACKPLANE_BLAS",
+      readBy: MKL,
     }),
   },
   cuda: {
     matmul: {
-      allowTf32: bool(false, { torch: "torch.backends.cuda.matmul.allow_tf32" }),
+      allowTf32: bool(false, { torch: "torch.backends.cuda.matmul.allow_tf32", readBy: CUDA }),
       allowFp16ReducedPrecisionReduction: bool(true, {
         torch: "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+        readBy: CUDA,
       }),
       allowBf16ReducedPrecisionReduction: bool(true, {
         torch: "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+        readBy: CUDA,
       }),
     },
     preferredBlasLibrary: oneOf(["cublas", "cublaslt"], "cublas", {
       env: "TORCH_BLAS_PREFER_CUBLASLT",
       fromEnv: (t) => (truthy(t) ? "cublaslt" : "cublas"),
       torch: "torch.backends.cuda.preferred_blas_library",
+      readBy: CUDA,
     }),
     preferredLinalgLibrary: oneOf(["default", "cusolver", "magma"], "default", {
       env: "TORCH_LINALG_PREFER_CUSOLVER",
       fromEnv: (t) => (truthy(t) ? "cusolver" : "default"),
       torch: "torch.backends.cuda.preferred_linalg_library",
+      readBy: CUDA,
     }),
-    flashSdp: bool(true, { torch: "torch.backends.cuda.enable_flash_sdp" }),
-    memEfficientSdp: bool(true, { torch: "torch.backends.cuda.enable_mem_efficient_sdp" }),
-    mathSdp: bool(true, { torch: "torch.backends.cuda.enable_math_sdp" }),
-    cudnnSdp: bool(true, { torch: "torch.backends.cuda.enable_cudnn_sdp" }),
-    overrideableSdp: bool(true, { doc: "third-party SDPA kernels (SDPBackend.OVERRIDEABLE)" }),
+    flashSdp: bool(true, { torch: "torch.backends.cuda.enable_flash_sdp", readBy: CORE }),
+    memEfficientSdp: bool(true, {
+      torch: "torch.backends.cuda.enable_mem_efficient_sdp",
+      readBy: CORE,
+    }),
+    mathSdp: bool(true, { torch: "torch.backends.cuda.enable_math_sdp", readBy: CORE }),
+    cudnnSdp: bool(true, { torch: "torch.backends.cuda.enable_cudnn_sdp", readBy: CORE }),
+    overrideableSdp: bool(true, {
+      doc: "third-party SDPA kernels (SDPBackend.OVERRIDEABLE)",
+      readBy: CORE,
+    }),
   },
   cudnn: {
-    enabled: bool(true, { torch: "torch.backends.cudnn.enabled" }),
-    allowTf32: bool(true, { torch: "torch.backends.cudnn.allow_tf32" }),
-    deterministic: bool(false, { torch: "torch.backends.cudnn.deterministic" }),
-    benchmark: bool(false, { torch: "torch.backends.cudnn.benchmark" }),
-    benchmarkLimit: int(10, { min: 0, torch: "torch.backends.cudnn.benchmark_limit" }),
+    enabled: bool(true, { torch: "torch.backends.cudnn.enabled", readBy: CUDNN }),
+    allowTf32: bool(true, { torch: "torch.backends.cudnn.allow_tf32", readBy: CUDNN }),
+    deterministic: bool(false, { torch: "torch.backends.cudnn.deterministic", readBy: CUDNN }),
+    benchmark: bool(false, {
+      torch: "torch.backends.cudnn.benchmark",
+      doc: "also turns on the dispatcher's autotuning of every op",
+      readBy: [...CORE, ...CUDNN],
+    }),
+    benchmarkLimit: int(10, {
+      min: 0,
+      torch: "torch.backends.cudnn.benchmark_limit",
+      readBy: [...CORE, ...CUDNN],
+    }),
     rnn: {
       fp32Precision: oneOf(["none", "ieee", "tf32"], "none", {
         torch: "torch.backends.cudnn.rnn.fp32_precision",
+        readBy: CUDNN,
       }),
     },
   },
   mha: {
-    fastpathEnabled: bool(true, { torch: "torch.backends.mha.set_fastpath_enabled" }),
+    fastpathEnabled: bool(true, { torch: "torch.backends.mha.set_fastpath_enabled", readBy: CORE }),
   },
   mkl: {
-    verbose: int(0, { min: 0, max: 1, env: "MKL_VERBOSE", torch: "torch.backends.mkl.verbose" }),
+    verbose: int(0, {
+      min: 0,
+      max: 1,
+      env: "MKL_VERBOSE",
+      torch: "torch.backends.mkl.verbose",
+      readBy: MKL,
+    }),
   },
   mkldnn: {
-    enabled: bool(true, { torch: "torch.backends.mkldnn.enabled" }),
+    enabled: bool(true, { torch: "torch.backends.mkldnn.enabled", readBy: MKL }),
     verbose: int(0, {
       min: 0,
       max: 2,
-      env: "ONEDNN_VERBOSE",
+      env: ["ONEDNN_VERBOSE", "DNNL_VERBOSE"],
       torch: "torch.backends.mkldnn.verbose",
+      readBy: MKL,
     }),
   },
   nnpack: {
-    enabled: bool(true, { torch: "torch.backends.nnpack.set_flags" }),
+    enabled: bool(true, { torch: "torch.backends.nnpack.set_flags", readBy: NNPACK }),
   },
   openmp: {
     numThreads: int(0, {
@@ -83,10 +129,11 @@ export const BUILTIN_FLAGS = {
       max: 1024,
       env: "OMP_NUM_THREADS",
       doc: "0: the cores available",
+      readBy: CORE,
     }),
   },
   optEinsum: {
-    enabled: bool(true, { torch: "torch.backends.opt_einsum.enabled" }),
+    enabled: bool(true, { torch: "torch.backends.opt_einsum.enabled", readBy: EINSUM }),
     strategy: oneOf(
       [
         "auto",
@@ -100,20 +147,25 @@ export const BUILTIN_FLAGS = {
         "branch-1",
       ],
       "auto",
-      { torch: "torch.backends.opt_einsum.strategy" },
+      { torch: "torch.backends.opt_einsum.strategy", readBy: EINSUM },
     ),
   },
   quantized: {
-    engine: oneOf(["none", "x86", "fbgemm", "qnnpack", "onednn"], "none", {
+    engine: oneOf(["none"], "none", {
       torch: "torch.backends.quantized.engine",
+      extensible: true,
+      doc: "engines become valid when a package provides them (quantized.supportedEngines)",
+      readBy: [],
     }),
   },
   xnnpack: {
-    enabled: bool(false, { torch: "torch.backends.xnnpack.enabled" }),
+    enabled: bool(false, { torch: "torch.backends.xnnpack.enabled", readBy: [] }),
   },
   webgpu: {
-    powerPreference: oneOf(["high-performance", "low-power"], "high-performance"),
-    allowF16: bool(true),
+    powerPreference: oneOf(["high-performance", "low-power"], "high-performance", {
+      readBy: WEBGPU,
+    }),
+    allowF16: bool(true, { readBy: WEBGPU }),
   },
 } satisfies Record<string, FlagSchema>;
 

@@ -8,6 +8,31 @@ import type { FlagState } from "./state.ts";
 
 export interface Frame {
   state: FlagState;
+  /** Sync scopes open in this frame, oldest first (closing one out of order hands its saved values on). */
+  scopes?: ScopeLike[];
+  /** Set inside record(): every dispatched kernel call is appended. */
+  calls?: KernelCall[];
+}
+
+/** One kernel call, as record() reports it. */
+export interface KernelCall {
+  op: string;
+  kernel: string;
+  backend: string;
+  device: string;
+  dtype: string;
+  /** The op's shape key, e.g. "64x32@32x16". */
+  shape: string;
+  /** Wall time of the kernel call, in milliseconds. */
+  ms: number;
+}
+
+/** What a frame needs to know of an open scope (FlagScope implements it). */
+export interface ScopeLike {
+  readonly savedValues: Map<string, unknown>;
+  readonly savedPriorities: Map<string, readonly string[] | undefined>;
+  /** The scope's fast path no longer holds: its entry snapshot is out of date. */
+  invalidateSnapshot(): void;
 }
 
 interface Als<T> {
@@ -50,28 +75,34 @@ export function currentFrame(): Frame {
   return framesInUse ? (als!.getStore() ?? (root as Frame)) : (root as Frame);
 }
 
-/** Runs fn with a new frame holding `state`; the frame follows fn across awaits. */
-export function runInFrame<R>(state: FlagState, fn: () => R): R {
+/**
+ * Runs fn with a new frame holding `state`; the frame follows fn across awaits. A
+ * record() in progress carries over, unless `calls` starts a new one.
+ */
+export function runInFrame<R>(state: FlagState, fn: () => R, calls?: KernelCall[]): R {
+  const inherited = calls ?? currentFrame().calls;
   if (als) {
     framesInUse = true;
-    return als.run({ state }, fn);
+    return als.run({ state, calls: inherited }, fn);
   }
   // Browser fallback: swap the root state for the duration of fn (and its promise).
   const frame = root as Frame;
   const saved = frame.state;
+  const savedCalls = frame.calls;
   frame.state = state;
+  frame.calls = inherited;
+  const back = () => {
+    frame.state = saved;
+    frame.calls = savedCalls;
+  };
   let result: R;
   try {
     result = fn();
   } catch (e) {
-    frame.state = saved;
+    back();
     throw e;
   }
-  if (result instanceof Promise) {
-    return result.finally(() => {
-      frame.state = saved;
-    }) as R;
-  }
-  frame.state = saved;
+  if (result instanceof Promise) return result.finally(back) as R;
+  back();
   return result;
 }

@@ -8,8 +8,16 @@ import { show } from "../format.ts";
 
 interface SpecBase<T> {
   readonly default: T;
-  /** Environment variable that initialises the flag when set (as torch reads TORCH_*). */
-  readonly env?: string;
+  /**
+   * Environment variables that initialise the flag, first set one wins (as torch reads
+   * TORCH_*, oneDNN reads ONEDNN_VERBOSE or DNNL_VERBOSE). Read once, when the flag is defined.
+   */
+  readonly env?: string | readonly string[];
+  /**
+   * The packages whose code reads this flag ("@backplane/core" for the dispatcher). A flag
+   * whose readers are all absent is inert: setting it warns once, describe() says so.
+   */
+  readonly readBy?: readonly string[];
   readonly doc?: string;
   /** Name of the torch attribute this flag mirrors, for the mapping table. */
   readonly torch?: string;
@@ -27,6 +35,11 @@ export interface IntSpec extends SpecBase<number> {
 export interface EnumSpec<V extends string = string> extends SpecBase<V> {
   readonly kind: "enum";
   readonly values: readonly V[];
+  /**
+   * Values that become valid only when a package provides them (quantized engines):
+   * `values` is what is always there, registerFlagChoice() adds the rest.
+   */
+  readonly extensible?: boolean;
 }
 export interface StringSpec extends SpecBase<string> {
   readonly kind: "string";
@@ -55,7 +68,7 @@ export const int = (
 export const oneOf = <const V extends string>(
   values: readonly V[],
   dflt: V,
-  o: Opts<V> = {},
+  o: Opts<V> & { extensible?: boolean } = {},
 ): EnumSpec<V> => ({
   kind: "enum",
   values,
@@ -94,7 +107,13 @@ export function* leaves(schema: FlagSchema, prefix = ""): Generator<[string, Fla
   }
 }
 
-function describe(spec: FlagSpec): string {
+/** The variables a spec reads, in order. */
+export function envNames(spec: FlagSpec): readonly string[] {
+  return spec.env === undefined ? [] : typeof spec.env === "string" ? [spec.env] : spec.env;
+}
+
+/** What a flag accepts, in words: "a boolean", "an integer in [0, 2]", "one of ...". */
+export function allowedText(spec: FlagSpec, extra: readonly string[] = []): string {
   switch (spec.kind) {
     case "bool":
       return "a boolean";
@@ -104,14 +123,39 @@ function describe(spec: FlagSpec): string {
       return `an integer in [${lo}, ${hi}]`;
     }
     case "enum":
-      return `one of ${spec.values.map((v) => JSON.stringify(v)).join(", ")}`;
+      return `one of ${[...spec.values, ...extra].map((v) => JSON.stringify(v)).join(", ")}`;
     case "string":
       return "a string";
   }
 }
 
-/** Checks a value against its spec; throws a FlagError that names the flag and what it takes. */
-export function validate(key: string, spec: FlagSpec, value: unknown): unknown {
+/** The TypeScript-ish type of a flag, for tables: boolean, integer, "a" | "b", string. */
+export function typeText(spec: FlagSpec): string {
+  switch (spec.kind) {
+    case "bool":
+      return "boolean";
+    case "int":
+      return `integer${spec.min !== undefined || spec.max !== undefined ? ` [${spec.min ?? "-inf"}, ${spec.max ?? "inf"}]` : ""}`;
+    case "enum":
+      return (
+        spec.values.map((v) => JSON.stringify(v)).join(" | ") +
+        (spec.extensible ? " | (provided)" : "")
+      );
+    case "string":
+      return "string";
+  }
+}
+
+/**
+ * Checks a value against its spec; throws a FlagError that names the flag and what it
+ * takes. `extra`: the values packages added to an extensible enum.
+ */
+export function validate(
+  key: string,
+  spec: FlagSpec,
+  value: unknown,
+  extra: readonly string[] = [],
+): unknown {
   let ok: boolean;
   switch (spec.kind) {
     case "bool":
@@ -125,36 +169,38 @@ export function validate(key: string, spec: FlagSpec, value: unknown): unknown {
         value <= (spec.max ?? Number.POSITIVE_INFINITY);
       break;
     case "enum":
-      ok = typeof value === "string" && (spec.values as readonly string[]).includes(value);
+      ok =
+        typeof value === "string" &&
+        ((spec.values as readonly string[]).includes(value) || extra.includes(value));
       break;
     case "string":
       ok = typeof value === "string";
       break;
   }
   if (!ok) {
-    throw new FlagError(`flag ${key} must be ${describe(spec)}, got ${show(value)}`);
+    throw new FlagError(`flag ${key} must be ${allowedText(spec, extra)}, got ${show(value)}`);
   }
   return value;
 }
 
-/** Parses an environment variable's text for a flag; an unparsable value is an error. */
-export function parseEnv(key: string, spec: FlagSpec, text: string): unknown {
+/** Parses environment variable `name`'s text for a flag; an unparsable value is an error. */
+export function parseEnv(key: string, spec: FlagSpec, text: string, name = ""): unknown {
   const t = text.trim();
-  if (spec.fromEnv)
-    return validate(`${key} (from ${spec.env})`, spec, (spec.fromEnv as (s: string) => unknown)(t));
+  const from = `${key} (from ${name})`;
+  if (spec.fromEnv) return validate(from, spec, (spec.fromEnv as (s: string) => unknown)(t));
   switch (spec.kind) {
     case "bool": {
       if (/^(1|true|on|yes)$/i.test(t)) return true;
       if (/^(0|false|off|no|)$/i.test(t)) return false;
       throw new FlagError(
-        `environment ${spec.env}=${JSON.stringify(text)} for flag ${key} is not a boolean (use 1 or 0)`,
+        `environment ${name}=${JSON.stringify(text)} for flag ${key} is not a boolean (use 1 or 0)`,
       );
     }
     case "int":
-      return validate(`${key} (from ${spec.env})`, spec, Number(t));
+      return validate(from, spec, t === "" ? Number.NaN : Number(t));
     case "enum": {
       const hit = spec.values.find((v) => v.toLowerCase() === t.toLowerCase());
-      return validate(`${key} (from ${spec.env})`, spec, hit ?? t);
+      return validate(from, spec, hit ?? t);
     }
     case "string":
       return t;

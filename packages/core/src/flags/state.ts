@@ -3,11 +3,28 @@
  * the dispatcher can cache its decisions per snapshot and a cache hit costs one lookup.
  */
 
-import { FlagError } from "../errors.ts";
+import { FlagError, UnknownFlagError } from "../errors.ts";
 import { show } from "../format.ts";
+import { warnOnce } from "../log.ts";
 import { readEnv } from "../runtime.ts";
-import { currentFrame, initRoot, runInFrame } from "./context.ts";
-import { type FlagSchema, type FlagSpec, isSpec, leaves, parseEnv, validate } from "./spec.ts";
+import { didYouMean } from "../suggest.ts";
+import {
+  currentFrame,
+  type Frame,
+  initRoot,
+  type KernelCall,
+  runInFrame,
+  type ScopeLike,
+} from "./context.ts";
+import {
+  envNames,
+  type FlagSchema,
+  type FlagSpec,
+  isSpec,
+  leaves,
+  parseEnv,
+  validate,
+} from "./spec.ts";
 
 let nextId = 1;
 
@@ -37,7 +54,15 @@ export class FlagState {
     return s;
   }
 
-  with(changes: Record<string, unknown>): FlagState {
+  with(changes: Readonly<Record<string, unknown>>): FlagState {
+    let same = true;
+    for (const k in changes) {
+      if (this.values[k] !== changes[k]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return this;
     let key: string;
     try {
       key = `w${JSON.stringify(changes)}`;
@@ -61,15 +86,33 @@ const specs = new Map<string, FlagSpec>();
 const namespaces = new Map<string, FlagSchema>();
 type Hook = (value: unknown, key: string) => void;
 const hooks = new Map<string, Set<Hook>>();
+/** Values packages added to extensible enums (quantized.engine: "qnnpack" once a package provides it). */
+const choices = new Map<string, string[]>();
+/** Readers added at run time: a backend's own flags are read by its package. */
+const extraReaders = new Map<string, Set<string>>();
+let readerLoaded: (pkg: string) => boolean = () => false;
 
 initRoot(new FlagState({}, {}));
 
-/** Adds a namespace's flags; values start from the environment, else the default. */
-export function defineFlags(namespace: string, schema: FlagSchema): void {
+/** The first environment variable of the spec that is set, with its text. */
+function envOf(spec: FlagSpec): [string, string] | undefined {
+  for (const name of envNames(spec)) {
+    const text = readEnv(name);
+    if (text !== undefined) return [name, text];
+  }
+  return undefined;
+}
+
+/**
+ * Adds a namespace's flags; values start from the environment, else the default.
+ * `reader`: the package that reads these flags (a backend's own schema), if not in the spec.
+ */
+export function defineFlags(namespace: string, schema: FlagSchema, reader?: string): void {
   const existing = namespaces.get(namespace);
   const initial: Record<string, unknown> = {};
   for (const [path, spec] of leaves(schema)) {
     const key = `${namespace}.${path}`;
+    if (reader) addFlagReader(key, reader);
     const prior = specs.get(key);
     if (prior) {
       if (prior.kind !== spec.kind) {
@@ -81,14 +124,15 @@ export function defineFlags(namespace: string, schema: FlagSchema): void {
     }
     specs.set(key, spec);
     let value: unknown = spec.default;
-    const envText = spec.env ? readEnv(spec.env) : undefined;
-    if (envText !== undefined) {
+    const env = envOf(spec);
+    if (env !== undefined) {
       try {
-        value = parseEnv(key, spec, envText);
+        value = parseEnv(key, spec, env[1], env[0]);
       } catch (e) {
         // A bad environment value must not break import: warn and keep the default.
-        console.warn(
-          `[backplane] ${(e as Error).message}; using the default ${show(spec.default)}`,
+        warnOnce(
+          `env:${env[0]}`,
+          `${(e as Error).message}; using the default ${show(spec.default)}`,
         );
       }
     }
@@ -121,18 +165,92 @@ export function allFlagKeys(): string[] {
   return [...specs.keys()];
 }
 
+/** Makes `value` valid for an extensible enum flag (a package provides a quantized engine). */
+export function registerFlagChoice(key: string, value: string): void {
+  const spec = specOrThrow(key);
+  if (spec.kind !== "enum" || !spec.extensible) {
+    throw new FlagError(`flag ${key} is not an extensible enum; packages cannot add values to it`);
+  }
+  if (typeof value !== "string" || value === "") {
+    throw new FlagError(`registerFlagChoice(${key}): the value must be a non-empty string`);
+  }
+  const list = choices.get(key) ?? [];
+  if (!list.includes(value) && !spec.values.includes(value)) list.push(value);
+  choices.set(key, list);
+}
+
+/** Every value a flag accepts now: its own, plus what packages added. */
+export function flagChoices(key: string): string[] {
+  const spec = specOrThrow(key);
+  return spec.kind === "enum" ? [...spec.values, ...(choices.get(key) ?? [])] : [];
+}
+
+/** Records that `pkg` reads the flag (besides the readers its spec names). */
+export function addFlagReader(key: string, pkg: string): void {
+  let set = extraReaders.get(key);
+  if (!set) extraReaders.set(key, (set = new Set()));
+  set.add(pkg);
+}
+
+/** The packages that read a flag: its spec's list and those added at run time. */
+export function flagReaders(key: string): string[] {
+  const spec = specOrThrow(key);
+  return [...new Set([...(spec.readBy ?? []), ...(extraReaders.get(key) ?? [])])];
+}
+
+/** How the flag module learns whether a package is loaded (the registry tells it). */
+export function setReaderLoadedCheck(check: (pkg: string) => boolean): void {
+  readerLoaded = check;
+}
+
+/** True when no package that reads the flag is loaded: setting it changes nothing. */
+export function isInert(key: string): boolean {
+  const readers = flagReaders(key);
+  return !readers.some((r) => r === "@backplane/core" || readerLoaded(r));
+}
+
+/** Warns once when a set reaches a flag that no loaded package reads. */
+export function warnIfInert(key: string): void {
+  if (!isInert(key)) return;
+  const readers = flagReaders(key);
+  warnOnce(
+    `inert:${key}`,
+    readers.length === 0
+      ? `flag ${key} was set, but no Backplane package reads it yet: it has no effect`
+      : `flag ${key} was set, but the package that reads it (${readers.join(" or ")}) is not loaded: it has no effect until you install and import it`,
+  );
+}
+
 function specOrThrow(key: string): FlagSpec {
   const spec = specs.get(key);
   if (spec) return spec;
-  const ns = key.slice(0, key.indexOf("."));
+  if (typeof key !== "string")
+    throw new FlagError(`a flag name must be a string, got ${show(key)}`);
+  const dot = key.indexOf(".");
+  const ns = dot < 0 ? key : key.slice(0, dot);
   const known = [...specs.keys()]
     .filter((k) => k.startsWith(`${ns}.`))
     .map((k) => k.slice(ns.length + 1));
-  throw new FlagError(
-    known.length > 0
-      ? `unknown flag ${key}; ${ns} has: ${known.join(", ")}`
-      : `unknown flag ${key}: no namespace ${show(ns)} has flags (known: ${flagNamespaces().join(", ")})`,
+  if (known.length === 0) {
+    throw new UnknownFlagError(
+      ns,
+      key,
+      `unknown flag ${key}: no namespace ${show(ns)} has flags (known: ${flagNamespaces().join(", ")})`,
+    );
+  }
+  const name = key.slice(ns.length + 1);
+  const guess = didYouMean(name, known);
+  throw new UnknownFlagError(
+    ns,
+    name,
+    `${key}: no such flag${guess ? `; did you mean ${ns}.${guess}?` : ""} (${ns} has: ${known.join(", ")})`,
+    guess,
   );
+}
+
+/** Validates one value for a flag (what a set or a scope would store). */
+export function checkFlag(key: string, value: unknown): void {
+  validate(key, specOrThrow(key), value, choices.get(key));
 }
 
 /** The current value of a flag, as seen by the calling task. */
@@ -145,19 +263,28 @@ export function currentState(): FlagState {
   return currentFrame().state;
 }
 
-/** Validates a set of changes; returns them as full-key records. */
+/** Validates a set of changes; returns them as full-key records. Nothing is stored. */
 export function checkChanges(changes: Record<string, unknown>): Record<string, unknown> {
-  for (const [key, value] of Object.entries(changes)) validate(key, specOrThrow(key), value);
+  for (const [key, value] of Object.entries(changes)) checkFlag(key, value);
   return changes;
 }
 
 /** Sets a flag for the current task (globally when no scope is active). */
 export function setFlag(key: string, value: unknown): void {
-  validate(key, specOrThrow(key), value);
+  checkFlag(key, value);
+  warnIfInert(key);
   const frame = currentFrame();
   const before = frame.state;
   if (before.values[key] === value) return;
   frame.state = before.with({ [key]: value });
+  fire(before, frame.state);
+}
+
+/** Changes the state of the current task for good (setKernelPriority): no scope to restore. */
+export function setState(change: (s: FlagState) => FlagState): void {
+  const frame = currentFrame();
+  const before = frame.state;
+  frame.state = change(before);
   fire(before, frame.state);
 }
 
@@ -167,61 +294,137 @@ function fire(before: FlagState, after: FlagState): void {
   for (const [key, set] of hooks) {
     const a = before.values[key];
     const b = after.values[key];
-    if (a !== b) for (const h of set) h(b, key);
+    if (a !== b) for (const h of set) h(b === undefined ? specs.get(key)?.default : b, key);
   }
 }
 
 /** Calls `hook` whenever the flag's value changes in the current task. Returns an unsubscribe. */
 export function onFlagChange(key: string, hook: (value: unknown, key: string) => void): () => void {
   specOrThrow(key);
+  if (typeof hook !== "function")
+    throw new FlagError(`onFlagChange(${key}): the hook must be a function`);
   let set = hooks.get(key);
   if (!set) hooks.set(key, (set = new Set()));
   set.add(hook);
   return () => set.delete(hook);
 }
 
-/** A scope that restores what it changed on dispose; `using` calls it, so do `finally` blocks. */
-export class FlagScope implements Disposable {
+/** What a scope changes: flag values by full key, and kernel priorities by op (null: none). */
+export interface ScopeChanges {
+  values?: Readonly<Record<string, unknown>>;
+  priorities?: Readonly<Record<string, readonly string[] | null>>;
+}
+
+function applyChanges(s: FlagState, c: ScopeChanges): FlagState {
+  let next = c.values ? s.with(c.values) : s;
+  for (const [op, names] of Object.entries(c.priorities ?? {})) next = next.withPriority(op, names);
+  return next;
+}
+
+/**
+ * A scope restores, when disposed, the keys it changed to the values they had when it
+ * opened, and leaves every other key alone (a flag set inside it on another key stays).
+ * Scopes may close in any order: a scope closed while a newer one is still open hands
+ * its saved values to the newest open scope that changed the same key, so that one puts
+ * them back when it closes. `using` calls dispose; so do `finally` blocks.
+ */
+export class FlagScope implements Disposable, ScopeLike {
   private active = true;
+  /** Fast path: while the frame still holds `produced`, restoring is putting `entry` back. */
+  private entry: FlagState | undefined;
+  readonly savedValues: Map<string, unknown>;
+  readonly savedPriorities: Map<string, readonly string[] | undefined>;
   constructor(
-    private readonly saved: FlagState,
-    private readonly frame: { state: FlagState },
-  ) {}
-  /** Restores the values that were current when the scope opened. */
+    private readonly frame: Frame,
+    entry: FlagState,
+    private readonly produced: FlagState,
+    changes: ScopeChanges,
+  ) {
+    this.entry = entry;
+    this.savedValues = new Map(Object.keys(changes.values ?? {}).map((k) => [k, entry.values[k]]));
+    this.savedPriorities = new Map(
+      Object.keys(changes.priorities ?? {}).map((op) => [op, entry.priorities[op]]),
+    );
+  }
+  invalidateSnapshot(): void {
+    this.entry = undefined;
+  }
+  /** Puts back the keys this scope changed. A second call does nothing. */
   restore(): void {
     if (!this.active) return;
     this.active = false;
+    const stack = this.frame.scopes ?? [];
+    const at = stack.indexOf(this);
+    const newer = at < 0 ? [] : stack.slice(at + 1);
+    if (at >= 0) stack.splice(at, 1);
     const now = this.frame.state;
-    this.frame.state = this.saved;
-    fire(now, this.saved);
+    if (newer.length === 0 && this.entry !== undefined && now === this.produced) {
+      this.frame.state = this.entry; // nothing happened inside: the cached snapshot comes back
+      fire(now, this.entry);
+      return;
+    }
+    const values: Record<string, unknown> = {};
+    for (const [k, v] of this.savedValues) {
+      const heir = newer.find((s) => s.savedValues.has(k));
+      if (heir) {
+        heir.savedValues.set(k, v);
+        heir.invalidateSnapshot();
+      } else values[k] = v;
+    }
+    const priorities: Record<string, readonly string[] | null> = {};
+    for (const [op, names] of this.savedPriorities) {
+      const heir = newer.find((s) => s.savedPriorities.has(op));
+      if (heir) {
+        heir.savedPriorities.set(op, names);
+        heir.invalidateSnapshot();
+      } else priorities[op] = names ?? null;
+    }
+    for (const s of newer) s.invalidateSnapshot();
+    const next = applyChanges(now, { values, priorities });
+    this.frame.state = next;
+    fire(now, next);
   }
   [Symbol.dispose](): void {
     this.restore();
   }
 }
 
-/** Opens a synchronous scope with the changes applied (full keys). */
+/** Opens a synchronous scope with the changes applied (full keys), validated first. */
 export function openScope(changes: Record<string, unknown>): FlagScope {
   checkChanges(changes);
-  return openStateScope((s) => s.with(changes));
+  for (const key of Object.keys(changes)) warnIfInert(key);
+  return openChangeScope({ values: changes });
 }
 
-export function openStateScope(change: (s: FlagState) => FlagState): FlagScope {
+/** Opens a synchronous scope over flag values and kernel priorities (already validated). */
+export function openChangeScope(changes: ScopeChanges): FlagScope {
   const frame = currentFrame();
-  const saved = frame.state;
-  frame.state = change(saved);
-  fire(saved, frame.state);
-  return new FlagScope(saved, frame);
+  const entry = frame.state;
+  const produced = applyChanges(entry, changes);
+  frame.state = produced;
+  fire(entry, produced);
+  const scope = new FlagScope(frame, entry, produced, changes);
+  (frame.scopes ??= []).push(scope);
+  return scope;
+}
+
+/** The same changes as a function of the state, for withFlags-style frames. */
+export function changeOf(changes: ScopeChanges): (s: FlagState) => FlagState {
+  return (s) => applyChanges(s, changes);
 }
 
 /** Runs fn with the changes in a frame of its own, which follows it across awaits. */
-export function runWithState<R>(change: (s: FlagState) => FlagState, fn: () => R): R {
+export function runWithState<R>(
+  change: (s: FlagState) => FlagState,
+  fn: () => R,
+  calls?: KernelCall[],
+): R {
   const outer = currentFrame().state;
   const next = change(outer);
   fire(outer, next);
   let result: R;
   try {
-    result = runInFrame(next, fn);
+    result = runInFrame(next, fn, calls);
   } catch (e) {
     fire(next, currentFrame().state);
     throw e;
@@ -238,13 +441,31 @@ export function flatten(nested: Record<string, unknown>, prefix = ""): Record<st
   const out: Record<string, unknown> = {};
   if (nested === null || typeof nested !== "object" || Array.isArray(nested)) {
     throw new FlagError(
-      `flags must be given as an object like { cudnn: { benchmark: true } }, got ${show(nested)}`,
+      prefix
+        ? `${prefix} must be an object of its flags, got ${show(nested)}`
+        : `flags must be given as an object like { cudnn: { benchmark: true } }, got ${show(nested)}`,
     );
   }
   for (const [k, v] of Object.entries(nested)) {
     const key = prefix ? `${prefix}.${k}` : k;
-    if (specs.has(key) || v === null || typeof v !== "object" || Array.isArray(v)) out[key] = v;
-    else Object.assign(out, flatten(v as Record<string, unknown>, key));
+    if (specs.has(key)) {
+      out[key] = v;
+      continue;
+    }
+    const isGroup = [...specs.keys()].some((f) => f.startsWith(`${key}.`));
+    if (!isGroup) {
+      if (!prefix) {
+        const guess = didYouMean(k, flagNamespaces());
+        throw new UnknownFlagError(
+          k,
+          "",
+          `no namespace ${show(k)} has flags${guess ? `; did you mean ${guess}?` : ""} (known: ${flagNamespaces().join(", ")})`,
+          guess,
+        );
+      }
+      specOrThrow(key); // throws the did-you-mean error
+    }
+    Object.assign(out, flatten(v as Record<string, unknown>, key));
   }
   return out;
 }

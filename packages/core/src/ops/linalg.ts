@@ -5,7 +5,14 @@ import { ArgumentError, ShapeError } from "../errors.ts";
 import { show } from "../format.ts";
 import { defineOp, type OpParams } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
-import { checkFloat, checkOptions, checkRank, checkSame, checkTensor } from "./validate.ts";
+import {
+  checkBool,
+  checkFloat,
+  checkOptions,
+  checkRank,
+  checkSame,
+  checkTensor,
+} from "./validate.ts";
 
 export interface LinalgParams extends OpParams {
   a: Tensor;
@@ -49,12 +56,7 @@ function base(op: string, a: Tensor, square: boolean, extra: Extra = {}): Linalg
   };
 }
 
-function bool(op: string, name: string, v: unknown, dflt: boolean): boolean {
-  if (v === undefined) return dflt;
-  if (typeof v !== "boolean")
-    throw new ArgumentError(`${op}: ${name} must be a boolean, got ${show(v)}`);
-  return v;
-}
+const bool = checkBool;
 
 const key = (p: LinalgParams) => `${p.a.shape.join("x")}${p.b ? `,${p.b.shape.join("x")}` : ""}`;
 

@@ -18,6 +18,7 @@ import { defineOp, type OpParams } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
 import {
   broadcastShapes,
+  checkBool,
   checkFloat,
   checkInt,
   checkOptions,
@@ -151,8 +152,7 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
   checkShapeIs("outProjWeight", outProjWeight, [E, E], "[E, E]");
   if (inProjBias) checkShapeIs("inProjBias", inProjBias, [3 * E], "[3E]");
   if (outProjBias) checkShapeIs("outProjBias", outProjBias, [E], "[E]");
-  const isCausal = o.isCausal ?? false;
-  if (typeof isCausal !== "boolean") throw new ArgumentError(`${OP}: isCausal must be a boolean`);
+  const isCausal = checkBool(OP, "isCausal", o.isCausal, false);
   const attnMask = o.attnMask ?? null;
   if (attnMask) {
     checkTensor(OP, "attnMask", attnMask);

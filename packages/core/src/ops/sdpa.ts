@@ -10,6 +10,7 @@ import { defineOp, type OpParams } from "../kernels.ts";
 import type { Tensor } from "../tensor.ts";
 import {
   broadcastShapes,
+  checkBool,
   checkNumber,
   checkOptions,
   checkRank,
@@ -78,7 +79,7 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
     );
   if (value.shape[value.rank - 2] !== S)
     throw new ShapeError(`${op}: value has ${value.shape[value.rank - 2]} positions, key has ${S}`);
-  const enableGqa = o.enableGqa ?? false;
+  const enableGqa = checkBool(op, "enableGqa", o.enableGqa, false);
   const qb = query.shape.slice(0, -2);
   let kb = key.shape.slice(0, -2);
   const vb = value.shape.slice(0, -2);
@@ -96,8 +97,7 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
     kb = [...kb.slice(0, -1), headsQ];
   }
   const batchShape = broadcastShapes(op, qb, kb, ["query's batch dims", "key's batch dims"]);
-  const isCausal = o.isCausal ?? false;
-  if (typeof isCausal !== "boolean") throw new ArgumentError(`${op}: isCausal must be a boolean`);
+  const isCausal = checkBool(op, "isCausal", o.isCausal, false);
   const attnMask = o.attnMask ?? null;
   let maskKind: SdpaParams["maskKind"] = "none";
   if (attnMask) {

@@ -125,3 +125,11 @@ export function checkOptions(
   }
   return opts as Record<string, unknown>;
 }
+
+/** An optional boolean option: undefined gives the default; anything but a boolean is an error. */
+export function checkBool(op: string, name: string, v: unknown, dflt: boolean): boolean {
+  if (v === undefined) return dflt;
+  if (typeof v !== "boolean")
+    throw new ArgumentError(`${op}: ${name} must be a boolean, got ${show(v)}`);
+  return v;
+}

@@ -1,0 +1,30 @@
+/**
+ * The library's log hook: warnings Backplane gives once (an inert flag, a deprecated
+ * call, a nondeterministic kernel allowed by warnOnly) go through one handler, so an
+ * application can route them to its own logger or silence them.
+ */
+
+export type LogLevel = "warn" | "info";
+export type LogHandler = (level: LogLevel, message: string) => void;
+
+const consoleHandler: LogHandler = (level, message) => {
+  if (level === "warn") console.warn(`[backplane] ${message}`);
+  else console.info(`[backplane] ${message}`);
+};
+
+let handler: LogHandler = consoleHandler;
+const given = new Set<string>();
+
+/** Routes Backplane's warnings; returns the previous handler. `null` restores the console. */
+export function setLogHandler(next: LogHandler | null): LogHandler {
+  const prev = handler;
+  handler = next ?? consoleHandler;
+  return prev;
+}
+
+/** Logs `message` the first time `key` is seen in this process; later calls are silent. */
+export function warnOnce(key: string, message: string): void {
+  if (given.has(key)) return;
+  given.add(key);
+  handler("warn", message);
+}
