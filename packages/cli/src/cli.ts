@@ -5,9 +5,17 @@
  * Exit codes: 0 success; 1 the command ran and found a problem (an op failed, no
  * kernel can run); 2 bad arguments.
  */
-import { BackplaneError, backends, flagSpec, isDType, opNames, randn } from "@backplane/core";
+import {
+  BackplaneError,
+  backends,
+  flagSpec,
+  formatCalls,
+  isDType,
+  opNames,
+  randn,
+} from "@backplane/core";
 import { collectReport, formatReport } from "./doctor.ts";
-import { explainCall } from "./explain.ts";
+import { explainCall, runCall } from "./explain.ts";
 import { loadInstalledBackends } from "./load-backends.ts";
 
 const HELP = `backplane: torch.backends for TypeScript
@@ -18,7 +26,8 @@ Usage:
                                      one run of each op against the float64 reference
   backplane explain <op> --shapes S  which kernel runs <op> for tensors of shapes S
         [--dtype D] [--device DEV]   (S: comma-separated, e.g. 64x32,32x16) and why each
-                                     other candidate refuses
+        [--run]                      other candidate refuses; --run also runs it and
+                                     prints the kernel calls made (backends.record)
   backplane einsum-path "<eq>" <shape>... [--strategy S]
                                      the contraction path (opt_einsum's PathInfo
                                      table); shapes like 2x3 (backend-opt-einsum)
@@ -40,7 +49,7 @@ const COMMAND_HELP: Record<string, string> = {
     'backplane einsum-path "ij,jk,kl->il" 10x20 20x30 30x5 [--strategy auto]\n  Prints the contraction path, its cost against the naive one, and each step. Strategies: auto, auto-hq, optimal, dp, greedy, random-greedy, branch-all, branch-2, branch-1.',
   info: "backplane info [--json]\n  Prints the doctor report; --json prints it as one JSON object. Exit 1 when an op fails its check.",
   explain:
-    "backplane explain <op> --shapes 2x3,3x4 [--dtype float32] [--device cpu]\n  Random tensors of those shapes go to <op>; prints the chosen kernel and every refusal. Exit 1 when no kernel can run.",
+    "backplane explain <op> --shapes 2x3,3x4 [--dtype float32] [--device cpu] [--run]\n  Random tensors of those shapes go to <op>; prints the chosen kernel and every refusal. With --run, runs the op once and prints every kernel call it made (op, kernel, backend, device, dtype, shape, time). Exit 1 when no kernel can run.",
 };
 
 class UsageError extends Error {}
@@ -149,7 +158,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (command === "explain") {
-    allowOnly(flags, ["shapes", "dtype", "device"], "explain");
+    allowOnly(flags, ["shapes", "dtype", "device", "run"], "explain");
     const op = positional[0];
     if (!op)
       throw new UsageError("explain: name an op, e.g. backplane explain matmul --shapes 2x3,3x4");
@@ -173,6 +182,10 @@ async function main(argv: string[]): Promise<number> {
     const args = shapes.map((s, i) => randn(s, { dtype, device, seed: i + 1 }));
     const e = explainCall(op, args);
     console.log(String(e));
+    if (flags.run !== undefined && e.selected) {
+      const { calls } = backends.record(() => runCall(op, args));
+      console.log(`\nran:\n${formatCalls(calls)}`);
+    }
     return e.selected ? 0 : 1;
   }
   throw new UsageError(

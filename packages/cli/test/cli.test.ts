@@ -47,6 +47,16 @@ describe("backplane CLI", () => {
     expect(none.status).toBe(1);
   });
 
+  it("explain --run prints the kernel call it recorded, the same kernel it chose", () => {
+    const r = run("explain", "matmul", "--shapes", "5x3,3x2", "--run");
+    expect(r.status).toBe(0);
+    const chosen = /matmul: runs (\S+)/.exec(r.stdout)?.[1];
+    expect(r.stdout).toMatch(/ran:\nop\s+kernel\s+device\s+dtype\s+shape\s+time\n/);
+    expect(r.stdout).toMatch(
+      new RegExp(`matmul\\s+${chosen} \\(\\S+\\)\\s+cpu\\s+float32\\s+5x3x2\\s+[\\d.]+ ms`),
+    );
+  });
+
   it("bad arguments are exit 2 and name the argument", () => {
     const r = run("explain", "matmul", "--shapes", "2xq");
     expect(r.status).toBe(2);

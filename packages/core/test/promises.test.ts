@@ -224,7 +224,7 @@ describe("every name in the seeds", () => {
     expect(backends.quantized.supportedEngines).toEqual(["none", "qtest"]);
     expect(flagChoices("quantized.engine")).toContain("qtest");
     {
-      using _ = backends.quantized.flags({ engine: "qtest" });
+      using _ = backends.quantized.flags({ engine: "qtest" as "none" });
       expect(backends.quantized.engine).toBe("qtest");
     }
     expect(backends.quantized.engine).toBe("none");
