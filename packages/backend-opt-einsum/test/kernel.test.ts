@@ -50,7 +50,12 @@ describe("the opt-einsum kernel", () => {
     const a = randn([3, 4], { seed: 1 });
     const b = randn([4, 5], { seed: 2 });
     expect(explain("einsum", "ij,jk->ik", a, b).selected).toBe("opt-einsum");
+    // With the plugin registered, enabled reads true (torch: true when opt_einsum is available).
+    expect(backends.optEinsum.isAvailable()).toBe(true);
+    expect(backends.optEinsum.enabled).toBe(true);
+    expect(backends.describe("optEinsum.enabled").inert).toBe(false);
     using _ = backends.optEinsum.flags({ enabled: false });
+    expect(backends.optEinsum.enabled).toBe(false);
     const e = explain("einsum", "ij,jk->ik", a, b);
     expect(e.selected).toBe("reference");
     expect(e.candidates.find((c) => c.kernel === "opt-einsum")!.reason).toBe(

@@ -22,10 +22,12 @@ import {
   registerBackend,
   SDPBackend,
   scaledDotProductAttention,
+  setFloat32MatmulPrecision,
   setLogHandler,
   TORCH_NAMES,
   tensor,
   UnknownFlagError,
+  useDeterministicAlgorithms,
 } from "../src/index.ts";
 
 const b = backends as any;
@@ -126,6 +128,17 @@ describe("sealed namespaces", () => {
       expect(() => backends.describe(bad as any)).toThrow(BackplaneError);
     }
     expect(backends.cudnn.benchmarkLimit).toBe(10);
+    for (const bad of [null, 1, "x", { warnonly: true }, { warnOnly: "yes" }])
+      expect(() => useDeterministicAlgorithms(true, bad as any)).toThrow(ArgumentError);
+    expect(backends.core.deterministic).toBe(false);
+  });
+
+  it("the precision switch does not warn that its CUDA mirror is inert", () => {
+    const seen = warningsOf(() => {
+      setFloat32MatmulPrecision("high");
+      setFloat32MatmulPrecision("highest");
+    });
+    expect(seen).toEqual([]);
   });
 
   it("cufftPlanCache with a bad index or member raises", () => {

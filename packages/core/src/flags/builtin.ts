@@ -43,7 +43,11 @@ export const BUILTIN_FLAGS = {
   },
   cuda: {
     matmul: {
-      allowTf32: bool(false, { torch: "torch.backends.cuda.matmul.allow_tf32", readBy: CUDA }),
+      allowTf32: bool(false, {
+        torch: "torch.backends.cuda.matmul.allow_tf32",
+        doc: "the same setting as float32MatmulPrecision, seen from CUDA (as in torch)",
+        readBy: [...CORE, ...CUDA],
+      }),
       allowFp16ReducedPrecisionReduction: bool(true, {
         torch: "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
         readBy: CUDA,
