@@ -233,3 +233,29 @@ describe("backends.nnpack", () => {
     w.dispose();
   });
 });
+
+describe("huge dilation, padding and stride (issue 21)", () => {
+  it("every kernel that accepts them matches the reference; beyond 32-bit indexing the core refuses first", async () => {
+    await whenReady();
+    const x = rand([2, 3, 8, 8]);
+    const w = rand([4, 3, 3, 3]);
+    const cases = [
+      { dilation: 2048, padding: 2048 },
+      { dilation: 1024, padding: 2048, stride: 3 },
+      { stride: 2 ** 30 },
+      { padding: [0, 1000], dilation: [1, 500] as [number, number] },
+    ] as const;
+    let ran = 0;
+    for (const opts of cases) {
+      const ref = reference(x, w, opts as never);
+      for (const k of ALGORITHMS) {
+        const y = forced(k, x, w, opts as never);
+        if (!y) continue; // refused, with a reason
+        expect(relError(y.toFloat64(), ref), `${k} ${JSON.stringify(opts)}`).toBeLessThan(1e-5);
+        ran++;
+      }
+    }
+    expect(ran).toBeGreaterThanOrEqual(cases.length); // implicit-gemm takes them all
+    expect(() => conv2d(x, w, { dilation: 2 ** 15, padding: 2 ** 15 })).toThrow(/2\^31 - 1/);
+  });
+});

@@ -1,5 +1,6 @@
 /** conv2d: NCHW input, OIHW weight; stride, padding, dilation, groups (torch.nn.functional.conv2d). */
 
+import { bytesPerElement } from "../dtype.ts";
 import { dispatch } from "../dispatcher.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
 import { show } from "../format.ts";
@@ -41,14 +42,34 @@ export interface Conv2dParams extends OpParams {
   outW: number;
 }
 
+/**
+ * Kernels index with 32-bit integers (WASM, WGSL, CUDA): every element count and byte
+ * offset a conv2d kernel may form must stay below this, or it would wrap and read or
+ * write outside its buffers.
+ */
+export const CONV_INDEX_LIMIT = 2 ** 31 - 1;
+
 function pair(name: string, v: unknown, min: number): [number, number] {
   const p = typeof v === "number" ? [v, v] : v;
-  if (!Array.isArray(p) || p.length !== 2 || !p.every((x) => Number.isInteger(x) && x >= min)) {
+  if (
+    !Array.isArray(p) ||
+    p.length !== 2 ||
+    !p.every((x) => Number.isInteger(x) && x >= min && x <= CONV_INDEX_LIMIT)
+  ) {
     throw new ArgumentError(
-      `conv2d: ${name} must be an integer >= ${min} or a pair of them, got ${show(v)}`,
+      `conv2d: ${name} must be an integer in [${min}, 2^31 - 1] or a pair of them, got ${show(v)}`,
     );
   }
   return [p[0], p[1]];
+}
+
+/** Refuses sizes whose index arithmetic would overflow a 32-bit kernel, naming the limit. */
+function checkIndexRange(what: string, value: number): void {
+  if (value > CONV_INDEX_LIMIT) {
+    throw new ShapeError(
+      `conv2d: the ${what} would be ${value}, above the 2^31 - 1 that kernels can index; use smaller padding, dilation or input`,
+    );
+  }
 }
 
 function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dParams {
@@ -107,6 +128,13 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
     padH = 2 * padTop;
     padW = 2 * padLeft;
   }
+  // Bounds before any kernel: extents, padded sizes and byte counts a kernel may form.
+  const bytes = bytesPerElement(input.dtype);
+  checkIndexRange("dilated kernel height", dilationH * (kh - 1) + 1);
+  checkIndexRange("dilated kernel width", dilationW * (kw - 1) + 1);
+  checkIndexRange("padded input height", h + padH);
+  checkIndexRange("padded input width", w + padW);
+  checkIndexRange("padded input size in bytes", n * c * (h + padH) * (w + padW) * bytes);
   const outH = Math.floor((h + padH - dilationH * (kh - 1) - 1) / strideH) + 1;
   const outW = Math.floor((w + padW - dilationW * (kw - 1) - 1) / strideW) + 1;
   if (outH < 1 || outW < 1) {
@@ -114,6 +142,11 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
       `conv2d: the (dilated) ${kh}x${kw} kernel is larger than the padded ${h}x${w} input; the output would be empty`,
     );
   }
+  checkIndexRange("output size in bytes", n * outChannels * outH * outW * bytes);
+  checkIndexRange(
+    "unfolded input (im2col) size in bytes",
+    (c / groups) * kh * kw * outH * outW * bytes,
+  );
   return {
     input,
     weight,

@@ -129,10 +129,12 @@ export function softmaxReference(p: SoftmaxParams): Tensor {
     for (let i = 0; i < len; i++) max = Math.max(max, X(base + i * sx));
     let sum = 0;
     for (let i = 0; i < len; i++) sum += Math.exp(X(base + i * sx) - max);
-    const lse = max + Math.log(sum);
+    // Shift by max and divide by the sum (never add log(sum) back to max: at 3e38 the
+    // addition rounds log(sum) away and [3e38, 3e38, 0] would come out [1, 1, 0]).
+    const logSum = Math.log(sum);
     for (let i = 0; i < len; i++) {
-      const v = X(base + i * sx);
-      W(outPos[r] + i * so, log ? v - lse : Math.exp(v - lse));
+      const shifted = X(base + i * sx) - max;
+      W(outPos[r] + i * so, log ? shifted - logSum : Math.exp(shifted) / sum);
     }
   });
   return out;
