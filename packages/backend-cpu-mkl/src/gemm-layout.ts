@@ -20,14 +20,28 @@ export interface Operand {
   copied: boolean;
 }
 
+/**
+ * The BLAS description of a rows x cols matrix with strides (s0, s1), or undefined when
+ * BLAS cannot read it in place. Row-major needs unit column stride and rows at least a
+ * row apart (ld >= cols); column-major the mirror. An expanded (stride-0) or overlapping
+ * view fails both and is copied: taking its row stride up to `cols` would read other
+ * elements (and past the storage), which is how such views once gave wrong products.
+ */
 function layout(
   s0: number,
   s1: number,
   rows: number,
   cols: number,
 ): { trans: boolean; ld: number } | undefined {
-  if (s1 === 1 || cols === 1) return { trans: false, ld: Math.max(s0, cols, 1) };
-  if (s0 === 1 || rows === 1) return { trans: true, ld: Math.max(s1, rows, 1) };
+  if (rows === 0 || cols === 0) return { trans: false, ld: Math.max(cols, 1) }; // nothing is read
+  if (cols <= 1 || s1 === 1) {
+    const ld = rows <= 1 ? Math.max(cols, 1) : s0;
+    if (ld >= Math.max(cols, 1)) return { trans: false, ld };
+  }
+  if (rows <= 1 || s0 === 1) {
+    const ld = cols <= 1 ? Math.max(rows, 1) : s1;
+    if (ld >= Math.max(rows, 1)) return { trans: true, ld };
+  }
   return undefined;
 }
 
