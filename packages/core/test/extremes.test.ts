@@ -9,6 +9,7 @@ import {
   logSoftmax,
   randn,
   ShapeError,
+  scaledDotProductAttention,
   softmax,
   tensor,
   withKernelPriority,
@@ -65,5 +66,21 @@ describe("conv2d bounds before any kernel", () => {
     const centre = flat(w)[4];
     const want = flat(x).map((v) => v * centre);
     for (let i = 0; i < want.length; i++) expect(y[i]).toBeCloseTo(want[i], 5);
+  });
+});
+
+describe("attention masks must broadcast to the scores, not grow them", () => {
+  it("a [2, 1, 1, L, S] mask for a 4-D query is a ShapeError; [L, S] and [1, H, L, S] pass", () => {
+    const q = randn([1, 2, 3, 4], { seed: 7 });
+    const bad = tensor(new Array(2 * 3 * 5).fill(true), { shape: [2, 1, 1, 3, 5], dtype: "bool" });
+    const k = randn([1, 2, 5, 4], { seed: 8 });
+    expect(() => scaledDotProductAttention(q, k, k, { attnMask: bad })).toThrow(ShapeError);
+    expect(() => scaledDotProductAttention(q, k, k, { attnMask: bad })).toThrow(
+      /may not have more dims/,
+    );
+    const grow = tensor(new Array(3 * 3 * 5).fill(true), { shape: [3, 1, 3, 5], dtype: "bool" });
+    expect(() => scaledDotProductAttention(q, k, k, { attnMask: grow })).toThrow(ShapeError);
+    const ok = tensor(new Array(15).fill(true), { shape: [3, 5], dtype: "bool" });
+    expect(scaledDotProductAttention(q, k, k, { attnMask: ok }).shape).toEqual([1, 2, 3, 4]);
   });
 });

@@ -1,7 +1,7 @@
 /** conv2d: NCHW input, OIHW weight; stride, padding, dilation, groups (torch.nn.functional.conv2d). */
 
-import { bytesPerElement } from "../dtype.ts";
 import { dispatch } from "../dispatcher.ts";
+import { bytesPerElement } from "../dtype.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
 import { show } from "../format.ts";
 import { defineOp, type OpParams } from "../kernels.ts";

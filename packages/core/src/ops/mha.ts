@@ -19,6 +19,7 @@ import type { Tensor } from "../tensor.ts";
 import {
   broadcastShapes,
   checkBool,
+  checkBroadcastsTo,
   checkFloat,
   checkInt,
   checkOptions,
@@ -164,11 +165,12 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
       );
     if (isCausal)
       throw new ArgumentError(`${OP}: pass either attnMask or isCausal, not both (as in torch)`);
-    broadcastShapes(
+    checkBroadcastsTo(
       OP,
+      "attnMask",
       attnMask.shape,
       [...batchShape, numHeads, L, S],
-      ["attnMask", "the scores [B, numHeads, L, S]"],
+      "the scores [B, numHeads, L, S]",
     );
   }
   return {

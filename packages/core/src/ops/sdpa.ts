@@ -11,6 +11,7 @@ import type { Tensor } from "../tensor.ts";
 import {
   broadcastShapes,
   checkBool,
+  checkBroadcastsTo,
   checkNumber,
   checkOptions,
   checkRank,
@@ -112,11 +113,12 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
       throw new DTypeError(
         `${op}: attnMask must be bool or the query's dtype (${query.dtype}), got ${attnMask.dtype}`,
       );
-    broadcastShapes(
+    checkBroadcastsTo(
       op,
+      "attnMask",
       attnMask.shape,
       [...batchShape, L, S],
-      ["attnMask", "the scores [..., L, S]"],
+      "the scores [..., L, S]",
     );
   }
   const dropoutP = checkNumber(op, "dropoutP", o.dropoutP ?? 0, 0, 1);

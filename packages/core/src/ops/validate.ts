@@ -133,3 +133,25 @@ export function checkBool(op: string, name: string, v: unknown, dflt: boolean): 
     throw new ArgumentError(`${op}: ${name} must be a boolean, got ${show(v)}`);
   return v;
 }
+
+/**
+ * `from` must broadcast *to* `to` without changing it (a mask onto the scores): no more
+ * dims, and each dim 1 or equal. numpy broadcasting both ways would let a mask with extra
+ * leading dims silently grow the result.
+ */
+export function checkBroadcastsTo(
+  op: string,
+  name: string,
+  from: readonly number[],
+  to: readonly number[],
+  toName: string,
+): void {
+  const ok =
+    from.length <= to.length &&
+    from.every((d, i) => d === 1 || d === to[to.length - from.length + i]);
+  if (!ok) {
+    throw new ShapeError(
+      `${op}: ${name} of shape [${from}] does not broadcast to ${toName} [${to}] (each of its dims must be 1 or match, and it may not have more dims)`,
+    );
+  }
+}
