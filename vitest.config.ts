@@ -1,41 +1,19 @@
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vitest/config";
+// @ts-expect-error: a plain .mjs script without types
+import { sourceEntries } from "./scripts/workspaces.mjs";
 
 // Tests run against the TypeScript sources, so every package shares one core instance.
-const src = (p: string) => fileURLToPath(new URL(p, import.meta.url));
+// The aliases come from the workspaces (scripts/workspaces.mjs), longest specifier first.
+const src = (p: string) => fileURLToPath(new URL(`./${p}`, import.meta.url));
+const entries = sourceEntries() as Record<string, string>;
 
 export default defineConfig({
   resolve: {
-    alias: [
-      { find: /^@backplane\/core\/ffi$/, replacement: src("./packages/core/src/ffi/index.ts") },
-      { find: /^@backplane\/core$/, replacement: src("./packages/core/src/index.ts") },
-      { find: /^@backplane\/testkit$/, replacement: src("./packages/testkit/src/index.ts") },
-      { find: "@backplane/backend-cuda", replacement: src("./packages/backend-cuda/src/index.ts") },
-      {
-        find: /^@backplane\/backend-webgpu$/,
-        replacement: src("./packages/backend-webgpu/src/index.ts"),
-      },
-      {
-        find: /^@backplane\/backend-nnpack$/,
-        replacement: src("./packages/backend-nnpack/src/index.ts"),
-      },
-      {
-        find: /^@backplane\/backend-cpu-mkl$/,
-        replacement: src("./packages/backend-cpu-mkl/src/index.ts"),
-      },
-      {
-        find: /^@backplane\/backend-opt-einsum$/,
-        replacement: src("./packages/backend-opt-einsum/src/index.ts"),
-      },
-      {
-        find: /^@backplane\/backend-openmp$/,
-        replacement: src("./packages/backend-openmp/src/index.ts"),
-      },
-      {
-        find: /^@backplane\/bench$/,
-        replacement: src("./packages/bench/src/index.ts"),
-      },
-    ],
+    alias: Object.entries(entries).map(([name, file]) => ({
+      find: new RegExp(`^${name.replace(/[/.]/g, "\\$&")}$`),
+      replacement: src(file),
+    })),
   },
   test: {
     include: ["packages/*/test/**/*.test.ts"],

@@ -5,9 +5,11 @@
  *   npx tsx scripts/api-doc.ts [--check]
  */
 import { readFileSync, writeFileSync } from "node:fs";
+import * as author from "../packages/core/src/backend.ts";
 import * as core from "../packages/core/src/index.ts";
 
-const { backends, TORCH_NAMES, NAMESPACE_PACKAGES, allFlagKeys, flagSpec, flagReaders } = core;
+const { backends, TORCH_NAMES, allFlagKeys, flagSpec } = core;
+const { NAMESPACE_PACKAGES, flagReaders, typeText, envNames } = author;
 const out = new URL("../docs/api.md", import.meta.url);
 
 const cell = (s: string) => s.replace(/\|/g, "\\|");
@@ -52,9 +54,9 @@ const flagRow = (torch: string, key: string) => {
   rows.push([
     code(torch),
     code(`backends.${key}`),
-    cell(core.typeText(spec)),
+    cell(typeText(spec)),
     code(JSON.stringify(spec.default)),
-    core.envNames(spec).map(code).join(", ") || "—",
+    envNames(spec).map(code).join(", ") || "—",
     readers.length ? readers.join(", ") : "nothing yet (inert)",
   ]);
 };

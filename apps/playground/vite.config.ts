@@ -7,6 +7,8 @@
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { defineConfig } from "vite";
+// @ts-expect-error: a plain .mjs script without types
+import { sourceEntries } from "../../scripts/workspaces.mjs";
 
 const repo = (p: string) => fileURLToPath(new URL(`../../${p}`, import.meta.url));
 
@@ -16,16 +18,8 @@ export const ISOLATION_HEADERS = {
   "Cross-Origin-Embedder-Policy": "require-corp",
 };
 
-const PACKAGES: Record<string, string> = {
-  "@backplane/core/ffi": "packages/core/src/ffi/index.ts",
-  "@backplane/core": "packages/core/src/index.ts",
-  "@backplane/testkit": "packages/testkit/src/index.ts",
-  "@backplane/backend-cpu-mkl": "packages/backend-cpu-mkl/src/index.ts",
-  "@backplane/backend-openmp": "packages/backend-openmp/src/index.ts",
-  "@backplane/backend-opt-einsum": "packages/backend-opt-einsum/src/index.ts",
-  "@backplane/backend-nnpack": "packages/backend-nnpack/src/index.ts",
-  "@backplane/backend-webgpu": "packages/backend-webgpu/src/index.ts",
-};
+// Every workspace package's entries, from the one list (scripts/workspaces.mjs).
+const PACKAGES = sourceEntries() as Record<string, string>;
 
 const MISSING = "\0backplane-missing:";
 

@@ -1,7 +1,8 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/index.ts"],
+  // The expression set is its own entry: the tests and @backplane/bench share it.
+  entry: ["src/index.ts", "src/expressions.ts"],
   format: ["esm"],
   tsconfig: "tsconfig.build.json",
   target: "es2022",

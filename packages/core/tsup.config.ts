@@ -1,12 +1,16 @@
 import { defineConfig } from "tsup";
 
+// Two entries: the user API and the backend-author API (scripts/workspaces.mjs maps
+// dist/<entry>.js back to src/<entry>.ts for tests and type checks).
+const entry = { index: "src/index.ts", backend: "src/backend.ts" };
+
 export default defineConfig({
-  entry: { index: "src/index.ts", "ffi/index": "src/ffi/index.ts" },
+  entry,
   format: ["esm"],
   tsconfig: "tsconfig.build.json",
   // es2022 lowers `using` for Node 20, which has no native explicit resource management.
   target: "es2022",
-  dts: { entry: { index: "src/index.ts", "ffi/index": "src/ffi/index.ts" } },
+  dts: { entry },
   clean: true,
   sourcemap: true,
   splitting: true,

@@ -3,12 +3,8 @@
  * (column-major, e.g. a transpose() view), or, for other strides, as a contiguous copy.
  * Shared by the native (cblas) and WASM kernels.
  */
-import {
-  batchOffsets,
-  leadingBroadcastStrides,
-  type MatmulParams,
-  type Tensor,
-} from "@backplane/core";
+import type { Tensor } from "@backplane/core";
+import { batchOffsets, leadingBroadcastStrides, type MatmulParams } from "@backplane/core/backend";
 
 export interface Operand {
   tensor: Tensor;

@@ -8,7 +8,8 @@
  * The dispatcher prefers native, then WASM, then the core's reference kernels.
  * Native loading is asynchronous: `await backends.ready()` before timing anything.
  */
-import { ready, registerBackend } from "@backplane/core";
+import { ready } from "@backplane/core";
+import { registerBackend } from "@backplane/core/backend";
 import { NATIVE_BACKEND, nativeBackend } from "./native/backend.ts";
 import { WASM_BACKEND, wasmBackend } from "./wasm/backend.ts";
 

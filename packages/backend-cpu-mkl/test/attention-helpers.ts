@@ -1,5 +1,6 @@
 /** What the attention kernels' tests share: operand builders and poisoned allocations. */
-import { type DType, randn, setAllocationHook, type Tensor } from "@backplane/core";
+import { type DType, randn, type Tensor } from "@backplane/core";
+import { setAllocationHook } from "@backplane/core/backend";
 import { randomTensor as R, type Rng } from "@backplane/testkit";
 
 /** A view of t with its dims permuted; t's own reference is dropped. */

@@ -2,7 +2,6 @@ import {
   backends,
   type DType,
   explain,
-  getKernel,
   kernelPriority,
   memoryStats,
   randn,
@@ -11,9 +10,9 @@ import {
   SDPBackend,
   scaledDotProductAttention,
   sdpaKernel,
-  setAllocationHook,
   type Tensor,
 } from "@backplane/core";
+import { getKernel, setAllocationHook } from "@backplane/core/backend";
 import {
   boolMask,
   type OpCase,

@@ -1,7 +1,6 @@
 import {
   backends,
   explain,
-  getBackend,
   inv,
   LinalgError,
   matmul,
@@ -10,6 +9,7 @@ import {
   setVerboseSink,
   tensor,
 } from "@backplane/core";
+import { getBackend } from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { configureNativeSearch, NATIVE_BACKEND } from "../src/index.ts";

@@ -4,16 +4,8 @@
  * products 1e12 off; now they are copied first. Every GEMM kernel that can run here is
  * checked against the float64 reference, with a poisoned output.
  */
-import {
-  explain,
-  getKernel,
-  matmul,
-  matmulOp,
-  randn,
-  ready,
-  Tensor,
-  withKernelPriority,
-} from "@backplane/core";
+import { explain, matmul, randn, ready, Tensor, withKernelPriority } from "@backplane/core";
+import { getKernel, matmulOp } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
 

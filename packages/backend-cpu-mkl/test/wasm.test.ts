@@ -1,12 +1,5 @@
-import {
-  backends,
-  explain,
-  getBackend,
-  kernelPriority,
-  matmul,
-  randn,
-  ready,
-} from "@backplane/core";
+import { backends, explain, kernelPriority, matmul, randn, ready } from "@backplane/core";
+import { getBackend } from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";

@@ -3,14 +3,8 @@
  * the cuFFT plan cache, library preferences) and "cusparselt" (backends.cusparselt: version
  * and availability of cuSPARSELt).
  */
-import {
-  ArgumentError,
-  type Availability,
-  type BackendDefinition,
-  defineBackend,
-  getFlag,
-  setFlag,
-} from "@backplane/core";
+import { ArgumentError, getFlag, setFlag } from "@backplane/core";
+import { type Availability, type BackendDefinition, defineBackend } from "@backplane/core/backend";
 import type { AllocatorStats } from "./allocator.ts";
 import { attentionKernels } from "./attention/kernels.ts";
 import { matmulKernels } from "./blas/matmul.ts";

@@ -10,7 +10,8 @@
  * Without a GPU every answer is a reason: backends.cuda.status().reason says why.
  * The math libraries load asynchronously: `await backends.ready()` before timing anything.
  */
-import { ready, registerBackend } from "@backplane/core";
+import { ready } from "@backplane/core";
+import { registerBackend } from "@backplane/core/backend";
 import { CUDA_BACKEND, cudaBackend, cusparseltBackend } from "./backend.ts";
 
 registerBackend(cudaBackend);

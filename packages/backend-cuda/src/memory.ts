@@ -2,7 +2,8 @@
  * The "cuda" DeviceMemory: storages are blocks of the per-device caching allocator, and
  * every operation goes through the driver layer (copies enqueued on the device's stream).
  */
-import { ArgumentError, DeviceError, type DeviceMemory } from "@backplane/core";
+import { ArgumentError, DeviceError } from "@backplane/core";
+import type { DeviceMemory } from "@backplane/core/backend";
 import type { Block } from "./allocator.ts";
 import type { CudaRuntime } from "./runtime.ts";
 

@@ -3,7 +3,8 @@
  * handles (cuBLAS with its workspace, cuBLASLt, cuSOLVER) and cuFFT plan cache. Kernels get
  * it from state.ts; tests make one over a RecordingLayer.
  */
-import { DeviceError, readEnv } from "@backplane/core";
+import { DeviceError } from "@backplane/core";
+import { readEnv } from "@backplane/core/backend";
 import { type Block, CachingAllocator } from "./allocator.ts";
 import { cublasWorkspaceBytes } from "./blas/modes.ts";
 import { CudaDriver, type KernelArg, type ModuleSource } from "./driver.ts";

@@ -1,5 +1,6 @@
 /** Helpers between core tensors and device memory. */
-import { bytesPerElement, DeviceError, getFlag, readEnv, type Tensor } from "@backplane/core";
+import { bytesPerElement, DeviceError, getFlag, type Tensor } from "@backplane/core";
+import { readEnv } from "@backplane/core/backend";
 import { checkCublasDeterminism, type GemmFlags } from "./blas/modes.ts";
 import { type CudaHandle, deviceIndex } from "./memory.ts";
 

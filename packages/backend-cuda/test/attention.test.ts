@@ -13,10 +13,10 @@ import {
   SDPAParams,
   SDPBackend,
   scaledDotProductAttention,
-  sdpaOp,
   sdpaRefusals,
   tensor,
 } from "@backplane/core";
+import { sdpaOp } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { attentionOffsets } from "../src/attention/kernels.ts";
 import { efficientSupport, flashSupport, launchArg, mathSupport } from "../src/index.ts";

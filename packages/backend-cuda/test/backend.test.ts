@@ -8,12 +8,12 @@ import {
   canUseFlashAttention,
   DeviceError,
   empty,
-  getOp,
   randn,
   SDPAParams,
   SDPBackend,
   sdpaRefusals,
 } from "@backplane/core";
+import { getOp } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { CUDA_BACKEND, cudaApi, cudaStatus } from "../src/index.ts";
 

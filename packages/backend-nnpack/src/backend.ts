@@ -2,17 +2,13 @@
  * The nnpack backend: torch.backends.nnpack. Its conv2d kernels run in every runtime with
  * WebAssembly SIMD (browsers included); `backends.nnpack.enabled` (setFlags) gates them.
  */
+import { type Conv2dOptions, explain, runtime, type Tensor, tensor } from "@backplane/core";
 import {
   type BackendDefinition,
-  type Conv2dOptions,
   conv2dOp,
   cpuMemory,
   defineBackend,
-  explain,
-  runtime,
-  type Tensor,
-  tensor,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import {
   clearTransformCache,
   setTransformCacheEnabled,

@@ -7,7 +7,8 @@
  * transform), so a tensor changed in place, or a new tensor at a reused address, gets a
  * fresh transform. Least recently used entries go first once the limit is passed.
  */
-import { ArgumentError, bytesPerElement, cpuMemory, empty, type Tensor } from "@backplane/core";
+import { ArgumentError, bytesPerElement, empty, type Tensor } from "@backplane/core";
+import { cpuMemory } from "@backplane/core/backend";
 import { addressOf } from "./util.ts";
 import { conv } from "./wasm.ts";
 

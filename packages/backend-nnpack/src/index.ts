@@ -6,7 +6,8 @@
  * The GEMM stages call the core's matmul, so native BLAS (backend-cpu-mkl) serves them
  * where it is loaded. Work is split with the core's parallelFor (backend-openmp's threads).
  */
-import { ready, registerBackend } from "@backplane/core";
+import { ready } from "@backplane/core";
+import { registerBackend } from "@backplane/core/backend";
 import { NNPACK_BACKEND, nnpackBackend } from "./backend.ts";
 
 registerBackend(nnpackBackend);

@@ -3,7 +3,8 @@
  * benchmark mode (core.benchmark / cudnn.benchmark) can time them, plus "auto", which
  * picks among them by NNPACK's rules. Every supports() names what it leaves to others.
  */
-import type { Conv2dParams, DType, KernelDefinition, Tensor } from "@backplane/core";
+import type { DType, Tensor } from "@backplane/core";
+import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
 import { depthwise } from "./algorithms/depthwise.ts";
 import { implicitGemm, pointwise } from "./algorithms/gemm.ts";
 import { transformConv } from "./algorithms/transform.ts";

@@ -1,5 +1,6 @@
 /** Pointers, scratch space and parallel calls for the WASM transforms. */
-import { bytesPerElement, cpuMemory, cpuThreads, parallelFor, type Tensor } from "@backplane/core";
+import { bytesPerElement, type Tensor } from "@backplane/core";
+import { cpuMemory, cpuThreads, parallelFor } from "@backplane/core/backend";
 import { MODULE_ID } from "./wasm.ts";
 
 /** Blocks of the CPU memory for one kernel call, freed together. */

@@ -1,10 +1,10 @@
 /**
- * Loads the "conv" WASM module (wasm/conv.wasm: shared memory, threads; conv.nothreads.wasm:
- * plain memory) into the CPU device's memory and registers it with the core, so parallel
- * tasks (backend-openmp's workers) can call it too. Servers read and compile the file
- * synchronously, so the kernels are ready at import; browsers fetch it.
+ * The "conv" WASM module (wasm/conv.wasm: shared memory, threads; conv.nothreads.wasm:
+ * plain memory), loaded into the CPU memory by the core's loader, which registers it for
+ * parallel tasks (backend-openmp's workers). Synchronous on servers, fetched in browsers.
  */
-import { cpuMemory, registerWasmModule, runtime, wasmKernelImports } from "@backplane/core";
+import { runtime } from "@backplane/core";
+import { loadWasmModule, loadWasmModuleSync, type WasmModuleFiles } from "@backplane/core/backend";
 
 /** The id parallel tasks name the module by. */
 export const MODULE_ID = "backend-nnpack/conv";
@@ -48,47 +48,23 @@ export const FT_WORK_BYTES = 13440;
 
 export const loaded: { conv?: ConvModule } = {};
 
-const g = globalThis as any;
-
-function fileUrl(): URL {
-  const file = `conv${cpuMemory().shared ? "" : ".nothreads"}.wasm`;
-  return new URL(`../wasm/${file}`, import.meta.url);
-}
-
-function readSync(url: URL): Uint8Array | undefined {
-  if (url.protocol !== "file:") return undefined;
-  if (g.Deno) return g.Deno.readFileSync(url);
-  const fs = g.process?.getBuiltinModule?.("node:fs");
-  const path = g.process?.getBuiltinModule?.("node:url")?.fileURLToPath(url);
-  return fs && path ? fs.readFileSync(path) : undefined;
-}
-
-function register(module: WebAssembly.Module, instance: WebAssembly.Instance): ConvModule {
-  registerWasmModule(MODULE_ID, module, instance);
-  loaded.conv = instance.exports as unknown as ConvModule;
-  return loaded.conv;
-}
+/** The two builds, as literal URLs so bundlers emit them (this file sits directly under src/). */
+const CONV_WASM: WasmModuleFiles = {
+  id: MODULE_ID,
+  threads: new URL("../wasm/conv.wasm", import.meta.url),
+  plain: new URL("../wasm/conv.nothreads.wasm", import.meta.url),
+};
 
 /** Instantiates the module synchronously where the runtime allows it, else undefined. */
 export function loadConvSync(): ConvModule | undefined {
-  if (runtime().name === "browser") return undefined;
-  const bytes = readSync(fileUrl());
-  if (!bytes) return undefined;
-  const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
-  return register(module, new WebAssembly.Instance(module, wasmKernelImports(MODULE_ID)));
+  const m = loadWasmModuleSync<ConvModule>(CONV_WASM);
+  if (m) loaded.conv = m;
+  return m;
 }
 
 export async function loadConv(): Promise<ConvModule> {
-  const sync = loadConvSync();
-  if (sync) return sync;
-  const url = fileUrl();
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`could not fetch ${url.href}: HTTP ${response.status}`);
-  const { module, instance } = await WebAssembly.instantiate(
-    await response.arrayBuffer(),
-    wasmKernelImports(MODULE_ID),
-  );
-  return register(module, instance);
+  loaded.conv = await loadWasmModule<ConvModule>(CONV_WASM);
+  return loaded.conv;
 }
 
 /** The loaded module (kernels run only after the backend initialised). */

@@ -1,16 +1,12 @@
+import { backends, conv2d, explain, setVerboseSink, tensor } from "@backplane/core";
 import {
-  backends,
   chunkArgs,
   chunksOf,
-  conv2d,
-  explain,
   type ParallelTask,
   parallelService,
   setParallelService,
-  setVerboseSink,
-  tensor,
   wasmModules,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import {
   algorithmFor,

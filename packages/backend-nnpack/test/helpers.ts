@@ -8,14 +8,13 @@ import "../src/index.ts";
 import {
   type Conv2dOptions,
   conv2d,
-  conv2dOp,
   explain,
-  getKernel,
   randn,
   ready,
   type Tensor,
   withKernelPriority,
 } from "@backplane/core";
+import { conv2dOp, getKernel } from "@backplane/core/backend";
 
 /**
  * Worst float32 error each algorithm is allowed, as max |y - ref| / max |ref| against the

@@ -3,7 +3,8 @@
  * probeEnvironment() looks at this runtime; openmpAvailability() turns any probe into an
  * answer, so every reason can be checked (tests) without the runtime that produces it.
  */
-import { type Availability, cpuMemory, type RuntimeName, runtime } from "@backplane/core";
+import { type RuntimeName, runtime } from "@backplane/core";
+import { type Availability, cpuMemory } from "@backplane/core/backend";
 import { hasWebWorkers, workerThreadsModule } from "./spawn.ts";
 
 export interface AvailabilityProbe {

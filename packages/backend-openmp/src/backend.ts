@@ -5,19 +5,21 @@
  */
 import {
   ArgumentError,
-  type BackendDefinition,
   backends,
-  cpuMemory,
-  defineBackend,
   type FlagScope,
   getFlag,
   onFlagChange,
-  readEnv,
   runtime,
   setFlag,
+} from "@backplane/core";
+import {
+  type BackendDefinition,
+  cpuMemory,
+  defineBackend,
+  readEnv,
   setParallelService,
   statusOf,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { openmpAvailability } from "./availability.ts";
 import { WorkerPool } from "./pool.ts";
 import { runCpu } from "./run-cpu.ts";

@@ -8,7 +8,7 @@
  * Workers start lazily, up to backends.openmp.getNumThreads() - 1 (the calling thread is
  * one of the threads); `await backends.ready()` waits for them.
  */
-import { registerBackend } from "@backplane/core";
+import { registerBackend } from "@backplane/core/backend";
 import { installPool, openmpBackend } from "./backend.ts";
 import { loadRuntimeModuleSync } from "./runtime-module.ts";
 

@@ -16,18 +16,15 @@
  * Chunk boundaries depend only on the task and `threads` (static: chunksOf(task, threads);
  * dynamic: `chunk` items each), never on which thread runs which chunk.
  */
+import { ArgumentError, getFlag, runtime, WorkerError } from "@backplane/core";
 import {
-  ArgumentError,
   chunkArgs,
-  getFlag,
   onWasmModule,
   type ParallelService,
   type ParallelTask,
-  runtime,
   type WasmModuleEntry,
-  WorkerError,
   wasmModules,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { DEBUG_MODULE, LAYOUT as L } from "./protocol.ts";
 import {
   hasWebWorkers,

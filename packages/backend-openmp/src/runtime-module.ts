@@ -1,19 +1,18 @@
 /**
  * backend-openmp's own WASM module, "backend-openmp/runtime" (assembly/runtime.ts):
- * deterministic chunked sums, and the small helpers the pool's tests use. Loaded like
- * backend-cpu-mkl's modules (synchronously on servers, fetched in browsers) and
- * registered with the core, so every worker instantiates it too.
+ * deterministic chunked sums, and the small helpers the pool's tests use. Loaded by the
+ * core's loader (synchronously on servers, fetched in browsers), which registers it, so
+ * every worker instantiates it too.
  */
+import { ArgumentError, runtime, Tensor } from "@backplane/core";
 import {
-  ArgumentError,
   cpuMemory,
   cpuThreads,
+  loadWasmModule,
+  loadWasmModuleSync,
   parallelFor,
-  registerWasmModule,
-  runtime,
-  Tensor,
-  wasmKernelImports,
-} from "@backplane/core";
+  type WasmModuleFiles,
+} from "@backplane/core/backend";
 
 export const RUNTIME_MODULE = "backend-openmp/runtime";
 
@@ -31,49 +30,25 @@ export interface RuntimeExports {
   trapOffCaller(thread: number, iters: number, scratch: Ptr): void;
 }
 
-const g = globalThis as any;
 let loaded: RuntimeExports | undefined;
 
-function wasmUrl(): URL {
-  return new URL(`../wasm/runtime${cpuMemory().shared ? "" : ".nothreads"}.wasm`, import.meta.url);
-}
-
-function register(module: WebAssembly.Module, instance: WebAssembly.Instance): RuntimeExports {
-  registerWasmModule(RUNTIME_MODULE, module, instance);
-  loaded = instance.exports as unknown as RuntimeExports;
-  return loaded;
-}
+/** The two builds, as literal URLs so bundlers emit them (this file sits directly under src/). */
+const RUNTIME_WASM: WasmModuleFiles = {
+  id: RUNTIME_MODULE,
+  threads: new URL("../wasm/runtime.wasm", import.meta.url),
+  plain: new URL("../wasm/runtime.nothreads.wasm", import.meta.url),
+};
 
 /** Instantiates the module synchronously where the runtime can read files (servers). */
 export function loadRuntimeModuleSync(): RuntimeExports | undefined {
-  if (loaded) return loaded;
-  if (runtime().name === "browser") return undefined;
-  const url = wasmUrl();
-  if (url.protocol !== "file:") return undefined;
-  let bytes: Uint8Array | undefined;
-  if (g.Deno) bytes = g.Deno.readFileSync(url);
-  else {
-    const fs = g.process?.getBuiltinModule?.("node:fs");
-    const path = g.process?.getBuiltinModule?.("node:url")?.fileURLToPath(url);
-    bytes = fs && path ? fs.readFileSync(path) : undefined;
-  }
-  if (!bytes) return undefined;
-  const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
-  return register(module, new WebAssembly.Instance(module, wasmKernelImports(RUNTIME_MODULE)));
+  loaded ??= loadWasmModuleSync<RuntimeExports>(RUNTIME_WASM);
+  return loaded;
 }
 
 /** Instantiates the module (fetching it in browsers). */
 export async function loadRuntimeModule(): Promise<RuntimeExports> {
-  const sync = loadRuntimeModuleSync();
-  if (sync) return sync;
-  const url = wasmUrl();
-  const response = await fetch(url);
-  if (!response.ok) throw new Error(`could not fetch ${url.href}: HTTP ${response.status}`);
-  const { module, instance } = await WebAssembly.instantiate(
-    await response.arrayBuffer(),
-    wasmKernelImports(RUNTIME_MODULE),
-  );
-  return register(module, instance);
+  loaded ??= await loadWasmModule<RuntimeExports>(RUNTIME_WASM);
+  return loaded;
 }
 
 /** The module's exports on this thread; throws when it is not loaded yet (await backends.ready()). */

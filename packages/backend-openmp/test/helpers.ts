@@ -1,5 +1,6 @@
 /** Shared by the test files: buffers in the CPU memory and the pool, ready with workers. */
-import { cpuMemory, seededRandom } from "@backplane/core";
+import { seededRandom } from "@backplane/core";
+import { cpuMemory } from "@backplane/core/backend";
 import { openmpPool, RUNTIME_MODULE, WorkerPool } from "../src/index.ts";
 
 export { RUNTIME_MODULE };

@@ -1,5 +1,5 @@
+import { backends, WorkerError } from "@backplane/core";
 import {
-  backends,
   chunksOf,
   cpuMemory,
   cpuThreads,
@@ -7,9 +7,8 @@ import {
   parallelFor,
   parallelService,
   registerWasmModule,
-  WorkerError,
   wasmKernelImports,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { DEBUG_MODULE, openmpPool, RUNTIME_MODULE } from "../src/index.ts";
 import { eventually, f64Buffer, newPool, readyPool, runtimeName } from "./helpers.ts";

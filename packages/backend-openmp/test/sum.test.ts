@@ -1,4 +1,5 @@
-import { backends, cpuMemory, fromFloat64, ready } from "@backplane/core";
+import { backends, fromFloat64, ready } from "@backplane/core";
+import { cpuMemory } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { openmpPool, parallelSum, SUM_CHUNK } from "../src/index.ts";
 import { eventually, readyPool, wildValues } from "./helpers.ts";

@@ -2,16 +2,14 @@
  * The backend: the "opt-einsum" einsum kernel (paths cached per equation, shapes and
  * strategy), backends.optEinsum's isAvailable() and getOptEinsum().
  */
+import { type DType, getFlag, Tensor } from "@backplane/core";
 import {
   type BackendDefinition,
-  type DType,
   defineBackend,
   type EinsumParams,
   einsumOp,
-  getFlag,
   type KernelDefinition,
-  Tensor,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import {
   type ContractPathOptions,
   checkStrategy,

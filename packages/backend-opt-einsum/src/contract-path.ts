@@ -3,7 +3,8 @@
  * costs, as opt_einsum's `contract_path` reports it (same cost model, same linear path
  * format, a PathInfo that prints the same table).
  */
-import { ArgumentError, parseEinsum } from "@backplane/core";
+import { ArgumentError } from "@backplane/core";
+import { parseEinsum } from "@backplane/core/backend";
 import { findPath, type SearchOptions, STRATEGIES, type Strategy } from "./paths.ts";
 import { buildProblem, flopCount, ssaToLinear } from "./problem.ts";
 

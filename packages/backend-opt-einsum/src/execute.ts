@@ -15,7 +15,8 @@
  * calls matmul. Intermediates are released as soon as they are consumed. The last result
  * is permuted to the output order and copied once.
  */
-import { type EinsumParams, full, matmul, mul, Tensor } from "@backplane/core";
+import { full, matmul, mul, Tensor } from "@backplane/core";
+import type { EinsumParams } from "@backplane/core/backend";
 
 interface Operand {
   /** The tensor whose memory this operand reads. */

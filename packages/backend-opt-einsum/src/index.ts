@@ -10,7 +10,7 @@
  *   info.path;          // [[1, 2], [0, 1]]
  *   String(info);       // opt_einsum's PathInfo table
  */
-import { registerBackend } from "@backplane/core";
+import { registerBackend } from "@backplane/core/backend";
 import { optEinsumBackend } from "./backend.ts";
 
 registerBackend(optEinsumBackend);

@@ -1,17 +1,8 @@
-import {
-  backends,
-  type DType,
-  einsum,
-  einsumOp,
-  explain,
-  getKernel,
-  randn,
-  type Tensor,
-  tensor,
-} from "@backplane/core";
+import { backends, type DType, einsum, explain, randn, type Tensor, tensor } from "@backplane/core";
+import { einsumOp, getKernel } from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
-import { EXPRESSIONS } from "../../bench/src/suites/einsum-expressions.ts";
+import { EXPRESSIONS } from "../src/expressions.ts";
 import { OPT_EINSUM_BACKEND, optEinsum, randomEquation } from "../src/index.ts";
 
 const reference = getKernel("einsum", "reference")!;

@@ -1,6 +1,7 @@
-import { parseEinsum, seededRandom } from "@backplane/core";
+import { seededRandom } from "@backplane/core";
+import { parseEinsum } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
-import { EXPRESSIONS } from "../../bench/src/suites/einsum-expressions.ts";
+import { EXPRESSIONS } from "../src/expressions.ts";
 import { contractPath, randomEquation, STRATEGIES } from "../src/index.ts";
 
 /**

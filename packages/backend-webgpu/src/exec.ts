@@ -5,7 +5,8 @@
  * time of traced calls (timestamp queries where the device has them, else the time
  * until the queue reports the work done) written to the verbose sink.
  */
-import { emitVerbose, getFlag, getOp, type OpParams } from "@backplane/core";
+import { getFlag } from "@backplane/core";
+import { emitVerbose, getOp, type OpParams } from "@backplane/core/backend";
 import { config, type GpuState, onDeviceClose, onDeviceOpen, requireState } from "./gpu.ts";
 import { BufferPool, MAP_READ_MODE, Usage } from "./pool.ts";
 

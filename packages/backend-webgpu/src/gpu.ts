@@ -5,7 +5,8 @@
  * so it answers from what it can see at once (is there a navigator.gpu, is the package
  * installed) and from the last probe; the adapter itself is requested by init().
  */
-import { type Availability, getFlag, refreshAvailability, runtime } from "@backplane/core";
+import { getFlag, refreshAvailability, runtime } from "@backplane/core";
+import type { Availability } from "@backplane/core/backend";
 
 /** Device-level facts every kernel reads (limits are the device's, after requestDevice). */
 export interface GpuState {

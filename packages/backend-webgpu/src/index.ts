@@ -14,15 +14,15 @@
  * The GPU comes from navigator.gpu (browsers, Deno) or the optional `webgpu` package
  * (Dawn) on Node and Bun, imported lazily.
  */
+import { ready } from "@backplane/core";
 import {
   type Availability,
   bool,
   defineBackend,
   type KernelDefinition,
-  ready,
   registerBackend,
   restartInit,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { getPools, pipelineCount } from "./exec.ts";
 import {
   type AdapterInfo,

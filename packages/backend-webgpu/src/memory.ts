@@ -6,7 +6,8 @@
  * WebGPU moves bytes in 4-byte words; ranges that are not (float16 and bool tensors
  * with odd lengths or offsets) go through a small byte-copy shader.
  */
-import { DeviceError, type DeviceMemory } from "@backplane/core";
+import { DeviceError } from "@backplane/core";
+import type { DeviceMemory } from "@backplane/core/backend";
 import {
   type Binding,
   getPools,

@@ -1,4 +1,5 @@
-import { dispatch, type Explanation, explain, getOp, type Tensor } from "@backplane/core";
+import { type Explanation, explain, type Tensor } from "@backplane/core";
+import { dispatch, getOp } from "@backplane/core/backend";
 
 /** The op's arguments: `einsum`'s equation is made up from the shapes' ranks. */
 function argsFor(op: string, args: Tensor[]): unknown[] {

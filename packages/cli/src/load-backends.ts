@@ -2,7 +2,8 @@
  * Imports every Backplane backend package that is installed, so each registers itself.
  * A package that is missing is a reason, not an error.
  */
-import { NAMESPACE_PACKAGES, readEnv, ready } from "@backplane/core";
+import { ready } from "@backplane/core";
+import { NAMESPACE_PACKAGES, readEnv } from "@backplane/core/backend";
 
 export interface BackendLoad {
   packageName: string;

@@ -1,221 +1,160 @@
 /**
- * The backend contract and the registry. A backend package calls
- * `registerBackend(defineBackend({...}))` when imported; the core never imports it.
+ * @backplane/core/backend, the author entry: what a backend package needs besides the
+ * user API: register a backend and its kernels, define ops, claim CPU memory and load
+ * WASM modules into it, run parallel-for tasks, reach native libraries over FFI, and the
+ * device-memory contract. docs/writing-a-backend.md uses only this and the user entry.
  */
 
-import { RegistrationError } from "./errors.ts";
-import type { FlagSchema } from "./flags/spec.ts";
-import { addFlagReader, registerFlagChoice, setReaderLoadedCheck } from "./flags/state.ts";
-import { show } from "./format.ts";
-import type { KernelDefinition } from "./kernels.ts";
-import { addKernels } from "./kernels.ts";
-import { type DeviceMemory, registerDeviceMemory } from "./memory.ts";
-import { extendNamespace, namespaceObject } from "./namespaces.ts";
+// The same set-up as the user entry, whichever of the two a program imports first.
+import "./index.ts";
 
-/** `{ available: true }`, or false with the reason a person can act on. */
-export interface Availability {
-  available: boolean;
-  reason?: string;
-}
-
-export interface BackendDefinition {
-  /** Unique name, e.g. "cpu-mkl". */
-  name: string;
-  /** The `backends.<namespace>` entries this backend answers for (isBuilt, isAvailable...). */
-  namespaces?: string[];
-  /** Device types its kernels run on. */
-  devices: string[];
-  /** The published package, for messages. */
-  packageName?: string;
-  /** The version as text: the library's where the namespace mirrors one (cuDNN "9.24.0"), else the package's. */
-  version?(): string | undefined;
-  /** torch's integer form of version(), when it is not major*10000 + minor*100 + patch of the text. */
-  versionNumber?(): number | undefined;
-  /** Flag keys this backend reads besides its own schema's (e.g. "cudnn.benchmark"): marks them live. */
-  reads?: readonly string[];
-  /** Values this backend adds to extensible enum flags, e.g. { "quantized.engine": ["qnnpack"] }. */
-  provides?: Readonly<Record<string, readonly string[]>>;
-  /** Whether the package has what it was built with (kernels, PTX...). Default: true. */
-  isBuilt?(): Availability;
-  /** Whether it can run here and now; evaluated lazily and cached until refreshAvailability(). */
-  isAvailable(): Availability;
-  /** What the hardware or library offers: a summary string or structured facts. */
-  capability?(): unknown;
-  /** Flags per namespace, merged into `backends.<namespace>`. */
-  flags?: Record<string, FlagSchema>;
-  kernels?: KernelDefinition<any>[];
-  /** Members added to `backends.<namespace>` (getOptEinsum, runCpu, cufftPlanCache...). */
-  api?: Record<string, Record<string, unknown>>;
-  /** Device memories this backend provides. */
-  memories?: DeviceMemory[];
-  /** Lazy initialisation, run once before the first kernel of this backend is considered. */
-  init?(): void | Promise<void>;
-}
-
-export type InitState = "pending" | "running" | "ready" | "failed";
-
-export interface RegisteredBackend {
-  readonly def: BackendDefinition;
-  initState: InitState;
-  initError?: string;
-  initPromise?: Promise<void>;
-  availability?: Availability;
-}
-
-const backendsByName = new Map<string, RegisteredBackend>();
-const namespaceOwner = new Map<string, string>();
-let generation = 0;
-
-/** Bumped on every registration or availability change; the dispatcher's caches key on it. */
-export function registryGeneration(): number {
-  return generation;
-}
-export function bumpGeneration(): void {
-  generation++;
-}
-
-/** Identity helper that gives a backend definition its type. */
-export function defineBackend(def: BackendDefinition): BackendDefinition {
-  return def;
-}
-
-/**
- * Registers a backend. Registering the same name twice is allowed only for the same
- * version (a package loaded twice): the first registration stays. A different version,
- * or a namespace another backend already answers for, is a RegistrationError.
- */
-export function registerBackend(def: BackendDefinition): RegisteredBackend {
-  if (!def || typeof def.name !== "string" || !/^[a-z0-9][a-z0-9._-]*$/.test(def.name)) {
-    throw new RegistrationError(
-      `backend name must be lower-case letters, digits, '.', '_' or '-', got ${show(def?.name)}`,
-    );
-  }
-  if (typeof def.isAvailable !== "function") {
-    throw new RegistrationError(`backend ${def.name}: isAvailable() is required`);
-  }
-  const prior = backendsByName.get(def.name);
-  if (prior) {
-    if (prior.def === def) return prior;
-    const a = prior.def.version?.();
-    const b = def.version?.();
-    if (a === b) return prior;
-    throw new RegistrationError(
-      `backend ${def.name} is already registered (version ${a ?? "?"}); a second copy (version ${b ?? "?"}) was imported. ` +
-        "Deduplicate the package (npm dedupe) so one version is loaded.",
-    );
-  }
-  for (const ns of def.namespaces ?? []) {
-    const owner = namespaceOwner.get(ns);
-    if (owner && owner !== def.name) {
-      throw new RegistrationError(
-        `backend ${def.name} claims backends.${ns}, which ${owner} already answers for`,
-      );
-    }
-  }
-  const entry: RegisteredBackend = { def, initState: def.init ? "pending" : "ready" };
-  // Kernels are checked before anything is recorded, so a failed registration leaves no trace.
-  addKernels(def.name, def.devices, def.kernels ?? []);
-  backendsByName.set(def.name, entry);
-  for (const ns of def.namespaces ?? []) namespaceOwner.set(ns, def.name);
-  for (const ns of def.namespaces ?? []) namespaceObject(ns);
-  const reader = def.packageName ?? def.name;
-  for (const [ns, schema] of Object.entries(def.flags ?? {})) namespaceObject(ns, schema, reader);
-  for (const key of def.reads ?? []) addFlagReader(key, reader);
-  for (const [key, values] of Object.entries(def.provides ?? {}))
-    for (const v of values) registerFlagChoice(key, v);
-  for (const [ns, members] of Object.entries(def.api ?? {})) extendNamespace(ns, members);
-  for (const m of def.memories ?? []) registerDeviceMemory(m);
-  bumpGeneration();
-  return entry;
-}
-
-// A flag's reader is loaded when a registered backend comes from that package.
-setReaderLoadedCheck((pkg) =>
-  [...backendsByName.values()].some((b) => (b.def.packageName ?? b.def.name) === pkg),
-);
-
-export function getBackend(name: string): RegisteredBackend | undefined {
-  return backendsByName.get(name);
-}
-
-export function listBackends(): RegisteredBackend[] {
-  return [...backendsByName.values()];
-}
-
-export function backendForNamespace(ns: string): RegisteredBackend | undefined {
-  const owner = namespaceOwner.get(ns);
-  return owner ? backendsByName.get(owner) : undefined;
-}
-
-/** Availability of a registered backend, cached; a thrown isAvailable() becomes the reason. */
-export function availabilityOf(b: RegisteredBackend): Availability {
-  if (!b.availability) {
-    try {
-      const a = b.def.isAvailable();
-      b.availability =
-        a && typeof a.available === "boolean"
-          ? a
-          : { available: false, reason: "isAvailable() returned no answer" };
-    } catch (e) {
-      b.availability = { available: false, reason: `isAvailable() threw: ${(e as Error).message}` };
-    }
-  }
-  return b.availability;
-}
-
-/** Forget cached availability (after installing a driver, changing a search path...). */
-export function refreshAvailability(): void {
-  for (const b of backendsByName.values()) b.availability = undefined;
-  bumpGeneration();
-}
-
-/**
- * Starts (or joins) a backend's lazy initialisation. Sync init completes at once; async
- * init makes its kernels wait ("initialising") until `ready()` resolves.
- */
-export function startInit(b: RegisteredBackend): void {
-  if (b.initState !== "pending" || !b.def.init) return;
-  b.initState = "running";
-  const done = () => {
-    b.initState = "ready";
-    bumpGeneration();
-  };
-  const fail = (e: unknown) => {
-    b.initState = "failed";
-    b.initError = e instanceof Error ? e.message : String(e);
-    bumpGeneration();
-  };
-  try {
-    const r = b.def.init();
-    if (r instanceof Promise) b.initPromise = r.then(done, fail);
-    else done();
-  } catch (e) {
-    fail(e);
-  }
-}
-
-/**
- * Runs a backend's initialisation again on next use (after a setting it reads changed,
- * e.g. which native library to load). Its kernels wait until it has finished.
- */
-export function restartInit(name: string): void {
-  const b = backendsByName.get(name);
-  if (!b?.def.init) return;
-  b.initState = "pending";
-  b.initError = undefined;
-  b.initPromise = undefined;
-  b.availability = undefined;
-  bumpGeneration();
-}
-
-/** Waits until the named backends (default: all) have initialised. */
-export async function ready(...names: string[]): Promise<void> {
-  const list =
-    names.length > 0
-      ? names.map((n) => backendsByName.get(n)).filter((b) => b !== undefined)
-      : listBackends();
-  for (const b of list) {
-    if (availabilityOf(b).available) startInit(b);
-  }
-  await Promise.all(list.map((b) => b.initPromise));
-}
+// Registering a backend and its kernels
+export { dispatch, emitVerbose, getKernel } from "./dispatch/dispatcher.ts";
+export {
+  addKernels,
+  defineOp,
+  getOp,
+  type Kernel,
+  type KernelDefinition,
+  type MatmulPrecision,
+  type OpDefinition,
+  type OpParams,
+  type OpRecord,
+} from "./dispatch/kernels.ts";
+export { NAMESPACE_PACKAGES } from "./flags/builtin.ts";
+export { FlagState } from "./flags/snapshot.ts";
+export {
+  allowedText,
+  bool,
+  envNames,
+  int,
+  isSpec,
+  leaves,
+  oneOf,
+  parseEnv,
+  str,
+  typeText,
+  validate,
+} from "./flags/spec.ts";
+export {
+  addFlagReader,
+  checkFlag,
+  currentState,
+  flagChoices,
+  flagReaders,
+  registerFlagChoice,
+} from "./flags/state.ts";
+export {
+  extendNamespace,
+  namespaceObject as defineNamespace,
+  statusOf,
+} from "./namespaces/namespace.ts";
+// Op parameters, as kernels receive them
+export type { Conv2dParams } from "./ops/conv2d.ts";
+export { conv2dOp } from "./ops/conv2d.ts";
+export { type EinsumParams, einsumOp, parseEinsum } from "./ops/einsum.ts";
+export {
+  addOp,
+  type BinaryParams,
+  geluOp,
+  mulOp,
+  reluOp,
+  type UnaryParams,
+} from "./ops/elementwise.ts";
+export { type FftParams, fftOp, ifftOp, irfftOp, rfftOp } from "./ops/fft.ts";
+export {
+  choleskyOp,
+  eighOp,
+  invOp,
+  type LinalgParams,
+  luFactorOp,
+  qrOp,
+  solveOp,
+  svdOp,
+} from "./ops/linalg.ts";
+export { type MatmulParams, matmulOp } from "./ops/matmul.ts";
+export { type MhaParams, mhaOp, sameTensor } from "./ops/mha.ts";
+export { type SdpaParams, sdpaOp } from "./ops/sdpa.ts";
+export { logSoftmaxOp, type SoftmaxParams, softmaxOp } from "./ops/softmax.ts";
+// Kernel helpers: strided access and float64 matrices
+export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
+export { referenceKernels } from "./reference/index.ts";
+export {
+  matricesOf,
+  pivotsTensor,
+  qrShapes,
+  rightHandSides,
+  solveOutputShape,
+  stackMatrices,
+  svdShapes,
+} from "./reference/linalg.ts";
+export {
+  type Availability,
+  type BackendDefinition,
+  getBackend,
+  type InitState,
+  listBackends,
+  type RegisteredBackend,
+  restartInit,
+} from "./registry/backends.ts";
+export { defineBackend, registerBackend } from "./registry/register.ts";
+// The host: environment and native libraries over FFI (bun:ffi, Deno.dlopen, koffi)
+export { readEnv } from "./runtime/detect.ts";
+export * from "./runtime/ffi/index.ts";
+// Device memory and the CPU's WASM memory
+export {
+  bf16ToNumber,
+  checkDType,
+  f16ToNumber,
+  numberToBf16,
+  numberToF16,
+  readNumber,
+  type StorageArray,
+  viewOf,
+  writeNumber,
+} from "./tensor/dtype.ts";
+export {
+  allocateStorage,
+  type DeviceMemory,
+  deviceMemory,
+  deviceTypeOf,
+  jsCpuMemory,
+  normalizeDevice,
+  registerDeviceMemory,
+  type Storage,
+  setAllocationHook,
+} from "./tensor/memory.ts";
+export {
+  checkShape,
+  contiguousStrides,
+  forEachIndex,
+  normalizeDim,
+  sizeOf,
+} from "./tensor/tensor.ts";
+export {
+  loadWasmModule,
+  loadWasmModuleSync,
+  setWasmLocation,
+  type WasmModuleFiles,
+  wasmModuleUrl,
+} from "./wasm/loader.ts";
+export { type CpuMemoryStats, cpuMemory, WasmCpuMemory, wasmKernelImports } from "./wasm/memory.ts";
+export {
+  onWasmModule,
+  registerWasmModule,
+  type WasmModuleEntry,
+  wasmModule,
+  wasmModules,
+} from "./wasm/modules.ts";
+export {
+  chunkArgs,
+  chunksOf,
+  cpuThreads,
+  type ParallelService,
+  type ParallelTask,
+  parallelFor,
+  parallelService,
+  setParallelService,
+  WorkerError,
+} from "./wasm/parallel.ts";
+export { claimStaticMemory, dataExtent, HEAP_BASE, staticClaims } from "./wasm/static.ts";

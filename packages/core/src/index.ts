@@ -1,88 +1,23 @@
 /**
- * @backplane/core: torch.backends for TypeScript. The backend registry, typed flags,
- * scoped overrides, the kernel table and dispatcher, the tensor and device-memory
- * contracts, the ops with their reference kernels. No runtime dependencies.
+ * @backplane/core, the user entry: tensors, ops, the `backends` object with its flags and
+ * scopes, the global switches, explain() and record(), and the typed errors. No runtime
+ * dependencies. Backend authors import `@backplane/core/backend` as well.
  */
 
-export {
-  type Availability,
-  type BackendDefinition,
-  defineBackend,
-  getBackend,
-  listBackends,
-  type RegisteredBackend,
-  ready,
-  refreshAvailability,
-  registerBackend,
-  restartInit,
-} from "./backend.ts";
-export {
-  type AllFlags,
-  type Backends,
-  type BackendsRoot,
-  backends,
-  type CufftPlanCache,
-  defineNamespace,
-  type FlagDescription,
-} from "./backends.ts";
-export { type CpuCapability, cpuCapabilityInfo } from "./cpu-capability.ts";
+// What the core sets up when imported: the CPU device's memory (one WebAssembly memory
+// every WASM kernel imports) and the float64 reference kernels of every op.
+import "./wasm/memory.ts";
+import "./reference/index.ts";
+
 export {
   clearAutotuneCache,
-  dispatch,
   type Explanation,
-  emitVerbose,
   explain,
-  formatCalls,
-  getKernel,
-  kernelPriority,
-  type Recorded,
-  record,
-  setKernelPriority,
   setVerboseSink,
-  withKernelPriority,
-} from "./dispatcher.ts";
-export * from "./dtype.ts";
-export * from "./errors.ts";
-export { BUILTIN_FLAGS, NAMESPACE_PACKAGES } from "./flags/builtin.ts";
-export { asyncScopesIsolated, type KernelCall } from "./flags/context.ts";
-export * from "./flags/spec.ts";
-export {
-  allFlagKeys,
-  checkFlag,
-  currentState,
-  FlagScope,
-  FlagState,
-  flagChoices,
-  flagNamespaces,
-  flagReaders,
-  flagSchema,
-  flagSpec,
-  getFlag,
-  onFlagChange,
-  registerFlagChoice,
-  setFlag,
-} from "./flags/state.ts";
-export * from "./kernels.ts";
-export { type LogHandler, type LogLevel, setLogHandler } from "./log.ts";
-export * from "./memory.ts";
-export {
-  extendNamespace,
-  type Namespace,
-  type NamespaceBase,
-  type NamespaceStatus,
-  statusOf,
-} from "./namespaces.ts";
-export * from "./ops/conv2d.ts";
-export * from "./ops/einsum.ts";
-export * from "./ops/elementwise.ts";
-export * from "./ops/fft.ts";
-export * from "./ops/linalg.ts";
-export * from "./ops/matmul.ts";
-export * from "./ops/mha.ts";
-export * from "./ops/sdpa.ts";
-export * from "./ops/softmax.ts";
-export { referenceKernels } from "./reference/index.ts";
-export { type RuntimeInfo, type RuntimeName, readEnv, runtime } from "./runtime.ts";
+} from "./dispatch/dispatcher.ts";
+export { opNames } from "./dispatch/kernels.ts";
+export { kernelPriority, setKernelPriority, withKernelPriority } from "./dispatch/priority.ts";
+export { formatCalls, type Recorded, record } from "./dispatch/record.ts";
 export {
   canUseCudnnAttention,
   canUseEfficientAttention,
@@ -94,46 +29,82 @@ export {
   sdpaRefusals,
   sdpKernel,
   withSdpaKernel,
-} from "./sdpa-select.ts";
-export * from "./switches.ts";
-export * from "./tensor.ts";
-export { fromTorchName, TORCH_NAMES, type TorchName } from "./torch-names.ts";
+} from "./dispatch/sdpa-select.ts";
+export * from "./errors.ts";
+export { BUILTIN_FLAGS } from "./flags/builtin.ts";
+export { asyncScopesIsolated, type KernelCall } from "./flags/context.ts";
+export type {
+  BoolSpec,
+  DeepPartial,
+  EnumSpec,
+  FlagSchema,
+  FlagSpec,
+  FlagValues,
+  IntSpec,
+  StringSpec,
+} from "./flags/spec.ts";
+export {
+  allFlagKeys,
+  type FlagScope,
+  flagNamespaces,
+  flagSchema,
+  flagSpec,
+  getFlag,
+  onFlagChange,
+  setFlag,
+} from "./flags/state.ts";
+export * from "./flags/switches.ts";
+export {
+  type AllFlags,
+  type Backends,
+  type BackendsRoot,
+  backends,
+  type CufftPlanCache,
+  type FlagDescription,
+} from "./namespaces/backends.ts";
+export type { Namespace, NamespaceBase, NamespaceStatus } from "./namespaces/namespace.ts";
+export { fromTorchName, TORCH_NAMES, type TorchName } from "./namespaces/torch-names.ts";
+export { CONV_INDEX_LIMIT, type Conv2dOptions, conv2d, type Pair } from "./ops/conv2d.ts";
+export { einsum } from "./ops/einsum.ts";
+export { add, gelu, mul, relu } from "./ops/elementwise.ts";
+export { type FftNorm, type FftOptions, fft, ifft, irfft, rfft } from "./ops/fft.ts";
+export { cholesky, eigh, inv, luFactor, qr, solve, svd } from "./ops/linalg.ts";
+export { matmul } from "./ops/matmul.ts";
+export { type MhaOptions, multiHeadAttention } from "./ops/mha.ts";
+export { type SdpaOptions, scaledDotProductAttention } from "./ops/sdpa.ts";
+export { logSoftmax, softmax } from "./ops/softmax.ts";
+export { ready, refreshAvailability } from "./registry/backends.ts";
+export { type CpuCapability, cpuCapabilityInfo } from "./runtime/cpu-capability.ts";
+export { type RuntimeInfo, type RuntimeName, runtime } from "./runtime/detect.ts";
+export {
+  bytesPerElement,
+  DTYPES,
+  type DType,
+  FLOAT_DTYPES,
+  type FloatDType,
+  isDType,
+  isFloat,
+} from "./tensor/dtype.ts";
+export { deviceTypes, type MemoryStats, memoryStats, resetPeakMemory } from "./tensor/memory.ts";
+export {
+  type CreateOptions,
+  empty,
+  fromFloat64,
+  full,
+  type NestedArray,
+  ones,
+  rand,
+  randn,
+  seededRandom,
+  Tensor,
+  tensor,
+  zeros,
+} from "./tensor/tensor.ts";
+export { type LogHandler, type LogLevel, setLogHandler } from "./util/log.ts";
 export { version } from "./version.ts";
+export { setWasmLocation } from "./wasm/loader.ts";
+export { WorkerError } from "./wasm/parallel.ts";
 
-import { SDPBackend, sdpaKernel, withSdpaKernel } from "./sdpa-select.ts";
+import { SDPBackend, sdpaKernel, withSdpaKernel } from "./dispatch/sdpa-select.ts";
 /** torch.nn.attention */
 export const nn = { attention: { sdpaKernel, withSdpaKernel, SDPBackend } };
-export {
-  type CpuMemoryStats,
-  cpuMemory,
-  HEAP_BASE,
-  WASM_STATIC_SLICES,
-  WasmCpuMemory,
-  wasmKernelImports,
-} from "./cpu-memory.ts";
-export {
-  chunkArgs,
-  chunksOf,
-  cpuThreads,
-  onWasmModule,
-  type ParallelService,
-  type ParallelTask,
-  parallelFor,
-  parallelService,
-  registerWasmModule,
-  setParallelService,
-  type WasmModuleEntry,
-  WorkerError,
-  wasmModules,
-} from "./parallel.ts";
-export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
-/** Helpers for backend authors' kernels: matrices of a batch in and out as float64. */
-export {
-  matricesOf,
-  pivotsTensor,
-  qrShapes,
-  rightHandSides,
-  solveOutputShape,
-  stackMatrices,
-  svdShapes,
-} from "./reference/linalg.ts";

@@ -2,9 +2,11 @@
  * Walks the API we owe (shared/design/API.md; docs/design/API.md is its copy in the repo)
  * and checks that every name it lists exists on `backends`, with its default.
  */
+
+import * as core from "@backplane/core";
+import { backends, flagSpec } from "@backplane/core";
+import { envNames } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
-import * as core from "../src/index.ts";
-import { backends, flagSpec } from "../src/index.ts";
 
 const g = globalThis as any;
 function readText(rel: string): string | undefined {
@@ -80,7 +82,7 @@ describe("the API we owe", () => {
           if (/^TORCH_/.test(token)) {
             const wired = core
               .allFlagKeys()
-              .some((k) => core.envNames(flagSpec(k) as core.FlagSpec).includes(token));
+              .some((k) => envNames(flagSpec(k) as core.FlagSpec).includes(token));
             expect(wired, `environment ${token} initialises a flag`).toBe(true);
           } else if (/^VERBOSE_/.test(token)) {
             expect(typeof (base as any)[token], `${ns}.${token}`).toBe("number");

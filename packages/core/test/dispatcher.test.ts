@@ -1,19 +1,13 @@
-import { describe, expect, it } from "vitest";
 import {
   backends,
   clearAutotuneCache,
-  defineBackend,
-  defineOp,
-  dispatch,
   explain,
   kernelPriority,
   matmul,
   NoKernelError,
   NondeterministicError,
-  type OpParams,
   RegistrationError,
   ready,
-  registerBackend,
   setFloat32MatmulPrecision,
   setKernelPriority,
   setVerboseSink,
@@ -21,7 +15,15 @@ import {
   tensor,
   useDeterministicAlgorithms,
   withKernelPriority,
-} from "../src/index.ts";
+} from "@backplane/core";
+import {
+  defineBackend,
+  defineOp,
+  dispatch,
+  type OpParams,
+  registerBackend,
+} from "@backplane/core/backend";
+import { describe, expect, it } from "vitest";
 
 interface P extends OpParams {
   x: Tensor;

@@ -2,7 +2,7 @@
  * References you can trust at the extremes, and bounds checked before any kernel
  * (issue 21: softmax at 3e38 summed to 2; conv2d with 2^15 dilation and padding trapped).
  */
-import { describe, expect, it } from "vitest";
+
 import {
   ArgumentError,
   conv2d,
@@ -13,7 +13,8 @@ import {
   softmax,
   tensor,
   withKernelPriority,
-} from "../src/index.ts";
+} from "@backplane/core";
+import { describe, expect, it } from "vitest";
 
 const flat = (t: { toArray(): unknown }) => (t.toArray() as number[]).flat(9) as number[];
 

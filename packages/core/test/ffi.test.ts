@@ -1,6 +1,5 @@
 import { existsSync } from "node:fs";
-import { describe, expect, it } from "vitest";
-import { ArgumentError } from "../src/errors.ts";
+import { ArgumentError } from "@backplane/core";
 import {
   defaultSearchDirs,
   defineLibrary,
@@ -20,7 +19,8 @@ import {
   SEARCH_PATH_ENV,
   toArrayBuffer,
   validateDeclaration,
-} from "../src/ffi/index.ts";
+} from "@backplane/core/backend";
+import { describe, expect, it } from "vitest";
 
 const g = globalThis as unknown as {
   process?: { pid: number; platform: string; env: Record<string, string | undefined> };

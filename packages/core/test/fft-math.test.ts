@@ -1,7 +1,6 @@
+import { ArgumentError, seededRandom } from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { ArgumentError } from "../src/errors.ts";
 import { fftComplex, irfft, rfft } from "../src/reference/fft-math.ts";
-import { seededRandom } from "../src/tensor.ts";
 
 const TOL = 1e-9;
 const SIZES = [0, 1, 2, 3, 5, 8, 12, 17, 64, 97, 128, 1009];

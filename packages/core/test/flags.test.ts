@@ -1,4 +1,3 @@
-import { describe, expect, it } from "vitest";
 import {
   areDeterministicAlgorithmsEnabled,
   asyncScopesIsolated,
@@ -11,7 +10,8 @@ import {
   setFloat32MatmulPrecision,
   UnknownNamespaceError,
   useDeterministicAlgorithms,
-} from "../src/index.ts";
+} from "@backplane/core";
+import { describe, expect, it } from "vitest";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

@@ -1,5 +1,5 @@
+import { ArgumentError, LinalgError, seededRandom } from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { ArgumentError, LinalgError } from "../src/errors.ts";
 import {
   cholesky,
   eigh,
@@ -10,7 +10,6 @@ import {
   solve,
   svd,
 } from "../src/reference/linalg-math.ts";
-import { seededRandom } from "../src/tensor.ts";
 
 const TOL = 1e-10;
 const SIZES = [0, 1, 2, 3, 7, 31, 64, 97, 256];

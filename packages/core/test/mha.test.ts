@@ -1,4 +1,3 @@
-import { describe, expect, it } from "vitest";
 import {
   ArgumentError,
   backends,
@@ -10,7 +9,8 @@ import {
   ShapeError,
   type Tensor,
   tensor,
-} from "../src/index.ts";
+} from "@backplane/core";
+import { describe, expect, it } from "vitest";
 
 type Dt = "float32" | "float64";
 

@@ -3,15 +3,13 @@
  * functions, scopes that restore only their own keys in any closing order, every seed
  * name, inert flags that say so, a record of which kernel ran, and strict mode.
  */
-import { describe, expect, it } from "vitest";
+
 import {
   ArgumentError,
   BackplaneError,
   backends,
-  defineBackend,
   FallbackError,
   FlagError,
-  flagChoices,
   formatCalls,
   fromTorchName,
   getFlag,
@@ -19,7 +17,6 @@ import {
   type LogHandler,
   matmul,
   randn,
-  registerBackend,
   SDPBackend,
   scaledDotProductAttention,
   setFloat32MatmulPrecision,
@@ -28,7 +25,9 @@ import {
   tensor,
   UnknownFlagError,
   useDeterministicAlgorithms,
-} from "../src/index.ts";
+} from "@backplane/core";
+import { defineBackend, flagChoices, registerBackend } from "@backplane/core/backend";
+import { describe, expect, it } from "vitest";
 
 const b = backends as any;
 

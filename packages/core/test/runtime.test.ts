@@ -1,5 +1,5 @@
+import { runtime } from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { runtime } from "../src/index.ts";
 
 const g = globalThis as any;
 

@@ -7,15 +7,12 @@
 import {
   BackplaneError,
   type DType,
-  dispatch,
   explain,
-  getBackend,
-  getOp,
   isFloat,
-  setAllocationHook,
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
+import { dispatch, getBackend, getOp, setAllocationHook } from "@backplane/core/backend";
 import { BAD_CALLS } from "./bad-inputs.ts";
 import { CASES, type OpCase } from "./cases.ts";
 import {

@@ -3,7 +3,7 @@
  * handles and async-only readback, the way a GPU allocator behaves. Lets a suite check
  * device mismatches and the async read path without GPU hardware.
  */
-import { type DeviceMemory, deviceMemory, registerDeviceMemory } from "@backplane/core";
+import { type DeviceMemory, deviceMemory, registerDeviceMemory } from "@backplane/core/backend";
 
 export function registerHostBackedDevice(deviceType = "hostdev"): DeviceMemory<number> {
   const existing = deviceMemory(deviceType);

@@ -7,14 +7,12 @@ import {
   allFlagKeys,
   BackplaneError,
   backends,
-  checkFlag,
-  dispatch,
   getFlag,
-  getOp,
   setFlag,
   Tensor,
   tensor,
 } from "@backplane/core";
+import { checkFlag, dispatch, getOp } from "@backplane/core/backend";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { CASES, makeRng, registerHostBackedDevice } from "../src/index.ts";

@@ -1,4 +1,5 @@
-import { explain, getOp, matmul, randn, type Tensor, withKernelPriority } from "@backplane/core";
+import { explain, matmul, randn, type Tensor, withKernelPriority } from "@backplane/core";
+import { getOp } from "@backplane/core/backend";
 import { guarded, h, s, table } from "../dom.ts";
 
 export interface BenchKernel {

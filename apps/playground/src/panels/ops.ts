@@ -3,10 +3,10 @@ import {
   type Explanation,
   explain,
   FLOAT_DTYPES,
-  getOp,
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
+import { getOp } from "@backplane/core/backend";
 import { CASES, type CaseResult, makeRng, runCase } from "@backplane/testkit";
 import { fmt, guarded, h, select, table } from "../dom.ts";
 

@@ -3,17 +3,14 @@
  * backend first initialises. It answers for `backends.mkl`, which is available only when
  * the library loaded is really MKL (as in torch).
  */
+import { getFlag, type NamespaceStatus, onFlagChange, runtime } from "@backplane/core";
 import {
   type BackendDefinition,
   defineBackend,
-  getFlag,
-  type NamespaceStatus,
-  onFlagChange,
   readEnv,
   restartInit,
-  runtime,
   statusOf,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { flashBlasKernels } from "./flash-blas.ts";
 import { nativeKernels, state } from "./kernels.ts";
 import { type BlasName, loadBlas, type SearchOptions } from "./library.ts";

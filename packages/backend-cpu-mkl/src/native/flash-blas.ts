@@ -13,14 +13,13 @@
  * their rows over backend-openmp's threads; the BLAS follows the same thread setting.
  * Masks other than causal, and dropout, are left to flash-cpu (supports() says so).
  */
+import { empty, type Tensor } from "@backplane/core";
 import {
   cpuMemory,
-  empty,
   type KernelDefinition,
   parallelFor,
   type SdpaParams,
-  type Tensor,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { attentionModule, flashOperandProblem, flashOutput, layoutOf } from "../wasm/attention.ts";
 import { addressOf } from "../wasm/scratch.ts";
 import { state } from "./kernels.ts";

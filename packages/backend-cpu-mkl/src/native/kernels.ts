@@ -5,25 +5,20 @@
  * nothing is copied for GEMM.
  */
 
+import { type DType, empty, getFlag, linalgFailure, runtime, type Tensor } from "@backplane/core";
 import {
-  type DType,
   emitVerbose,
-  empty,
-  getFlag,
   type KernelDefinition,
   type LinalgParams,
-  linalgFailure,
   type MatmulParams,
   matricesOf,
   pivotsTensor,
   qrShapes,
   rightHandSides,
-  runtime,
   solveOutputShape,
   stackMatrices,
   svdShapes,
-  type Tensor,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { planGemm } from "../gemm-layout.ts";
 import * as lapack from "./lapack.ts";
 import type { LapackSymbols, LoadedBlas } from "./library.ts";

@@ -11,7 +11,7 @@ import {
   hostInfo,
   type NativeLibrary,
   openLibrary,
-} from "@backplane/core/ffi";
+} from "@backplane/core/backend";
 
 export type BlasName = "mkl" | "openblas" | "blis" | "reference";
 export const BLAS_ORDER: readonly BlasName[] = ["mkl", "openblas", "blis", "reference"];

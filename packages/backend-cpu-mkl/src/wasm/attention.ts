@@ -5,16 +5,15 @@
  * thread. Work items are (batch/head, query block) pairs, run through the core's
  * parallelFor, so backend-openmp's threads share them when it is installed.
  */
+import { empty, type Tensor } from "@backplane/core";
 import {
   cpuMemory,
   cpuThreads,
-  empty,
   type KernelDefinition,
   leadingBroadcastStrides,
   parallelFor,
   type SdpaParams,
-  type Tensor,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { addressOf, inWasmMemory } from "./scratch.ts";
 
 /** The functions of the "attention" WASM module. */

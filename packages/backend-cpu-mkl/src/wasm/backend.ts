@@ -3,8 +3,15 @@
  * included. It answers for `backends.mkldnn` (torch's own CPU kernels, as oneDNN is for
  * torch): `mkldnn.enabled` gates these kernels and `mkldnn.verbose` traces them.
  */
-import { type BackendDefinition, cpuMemory, defineBackend, runtime } from "@backplane/core";
-import { loadWasm, loadWasmSync } from "../wasm-loader.ts";
+import { runtime } from "@backplane/core";
+import {
+  type BackendDefinition,
+  cpuMemory,
+  defineBackend,
+  loadWasmModule,
+  loadWasmModuleSync,
+} from "@backplane/core/backend";
+import { ATTENTION_WASM, GEMM_WASM, KERNELS_WASM } from "../wasm-files.ts";
 import { type AttentionModule, attentionModule } from "./attention.ts";
 import type { GemmModule, KernelsModule } from "./exports.ts";
 import { modules, wasmKernels } from "./kernels.ts";
@@ -35,9 +42,9 @@ export const wasmBackend: BackendDefinition = defineBackend({
   version: () => "0.1.0",
   isAvailable: available,
   init() {
-    const gemm = loadWasmSync<GemmModule>("gemm");
-    const kernels = loadWasmSync<KernelsModule>("kernels");
-    const attention = loadWasmSync<AttentionModule>("attention");
+    const gemm = loadWasmModuleSync<GemmModule>(GEMM_WASM);
+    const kernels = loadWasmModuleSync<KernelsModule>(KERNELS_WASM);
+    const attention = loadWasmModuleSync<AttentionModule>(ATTENTION_WASM);
     if (gemm && kernels && attention) {
       modules.gemm = gemm;
       modules.kernels = kernels;
@@ -45,9 +52,9 @@ export const wasmBackend: BackendDefinition = defineBackend({
       return;
     }
     return Promise.all([
-      loadWasm<GemmModule>("gemm"),
-      loadWasm<KernelsModule>("kernels"),
-      loadWasm<AttentionModule>("attention"),
+      loadWasmModule<GemmModule>(GEMM_WASM),
+      loadWasmModule<KernelsModule>(KERNELS_WASM),
+      loadWasmModule<AttentionModule>(ATTENTION_WASM),
     ]).then(([g, k, a]) => {
       modules.gemm = g;
       modules.kernels = k;

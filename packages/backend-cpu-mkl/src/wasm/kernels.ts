@@ -3,15 +3,13 @@
  * softmax, FFT and float64 linalg, all reading tensors where they live in the CPU memory.
  * Each kernel's supports() refuses what it does not handle (the reference takes it) and says why.
  */
+import { type DType, empty, linalgFailure, type Tensor } from "@backplane/core";
 import {
   type BinaryParams,
   cpuThreads,
-  type DType,
-  empty,
   type FftParams,
   type KernelDefinition,
   type LinalgParams,
-  linalgFailure,
   type MatmulParams,
   matricesOf,
   parallelFor,
@@ -22,10 +20,9 @@ import {
   solveOutputShape,
   stackMatrices,
   svdShapes,
-  type Tensor,
   type UnaryParams,
   writeNumber,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { planGemm } from "../gemm-layout.ts";
 import { attentionKernels } from "./attention.ts";
 import type { GemmModule, KernelsModule } from "./exports.ts";

@@ -1,5 +1,6 @@
 /** Scratch buffers in the CPU memory for WASM kernels, freed when the kernel is done. */
-import { cpuMemory, type Tensor } from "@backplane/core";
+import type { Tensor } from "@backplane/core";
+import { cpuMemory } from "@backplane/core/backend";
 
 export class Scratch {
   private readonly blocks: number[] = [];

@@ -3,7 +3,8 @@
  * read them through the dispatcher). Pure functions of the parameters and the device, so they
  * are tested without a GPU.
  */
-import { bytesPerElement, type SdpaParams } from "@backplane/core";
+import { bytesPerElement } from "@backplane/core";
+import type { SdpaParams } from "@backplane/core/backend";
 
 /** The facts about the device the constraints need. */
 export interface DeviceFacts {

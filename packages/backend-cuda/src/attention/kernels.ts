@@ -5,15 +5,13 @@
  * Q K^T and P V, kernels/softmax.cu between). The switches (cuda.flashSdp...) gate them and
  * supports() says why one refuses, which canUseFlashAttention(params, { debug }) prints.
  */
+import { bytesPerElement, empty, type Tensor } from "@backplane/core";
 import {
   batchOffsets,
-  bytesPerElement,
-  empty,
   type KernelDefinition,
   leadingBroadcastStrides,
   type SdpaParams,
-  type Tensor,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { type GemmProblem, readyProblem, runCublas } from "../blas/gemm.ts";
 import { DATA_TYPE, type GemmDtype, gemmMode } from "../blas/modes.ts";
 import type { KernelArg } from "../driver.ts";

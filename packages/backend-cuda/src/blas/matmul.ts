@@ -7,16 +7,14 @@
  * - "cublaslt-gemm", "cublaslt-gemm-tf32": the same through cuBLASLt, enabled when
  *   cuda.preferredBlasLibrary is "cublaslt" (strided batches only; otherwise cuBLAS runs).
  */
+import { bytesPerElement, empty, type Tensor } from "@backplane/core";
 import {
   batchOffsets,
-  bytesPerElement,
-  empty,
   type KernelDefinition,
   leadingBroadcastStrides,
   type MatmulParams,
   sizeOf,
-  type Tensor,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { currentRuntime } from "../state.ts";
 import { dataPtr, deviceOf, enforceCublasDeterminism, gemmFlags, storagePtr } from "../tensors.ts";
 import { type GemmProblem, readyProblem, runCublas, runCublasLt, uniformStride } from "./gemm.ts";

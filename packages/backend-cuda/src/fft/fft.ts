@@ -7,14 +7,8 @@
  * buffer when needed; C2R always gets a copy, since cuFFT may overwrite a C2R input.
  * Normalisation ("backward", "ortho", "forward") is a scale kernel on the output.
  */
-import {
-  batchOffsets,
-  bytesPerElement,
-  empty,
-  type FftParams,
-  type KernelDefinition,
-  type Tensor,
-} from "@backplane/core";
+import { bytesPerElement, empty, type Tensor } from "@backplane/core";
+import { batchOffsets, type FftParams, type KernelDefinition } from "@backplane/core/backend";
 import { check } from "../errors.ts";
 import { LIBRARY_ENUMS as X } from "../native/library-api.ts";
 import { grid1d, planKey } from "../runtime.ts";

@@ -8,20 +8,16 @@
  * these kernels refuse unless libmagma is found (Backplane has no MAGMA kernels: with MAGMA
  * found, cuSOLVER still runs, and backends.cuda.linalgLibraryStatus() says so).
  */
+import { bytesPerElement, empty, LinalgError, linalgFailure, type Tensor } from "@backplane/core";
 import {
   batchOffsets,
-  bytesPerElement,
-  empty,
   type KernelDefinition,
-  LinalgError,
   type LinalgParams,
   leadingBroadcastStrides,
-  linalgFailure,
   qrShapes,
   solveOutputShape,
   svdShapes,
-  type Tensor,
-} from "@backplane/core";
+} from "@backplane/core/backend";
 import { check } from "../errors.ts";
 import type { CusolverSymbols } from "../layer.ts";
 import { LIBRARY_ENUMS as X } from "../native/library-api.ts";

@@ -14,7 +14,7 @@
  * - CUdeviceptr is `unsigned long long` in cuda.h: "u64".
  * - Host pointers (out-parameters, host buffers, kernel parameter arrays) are "buffer".
  */
-import { defineLibrary, type FfiType, type NativeLibrary } from "@backplane/core/ffi";
+import { defineLibrary, type FfiType, type NativeLibrary } from "@backplane/core/backend";
 
 // Every driver call returns CUresult; the result type is fixed here rather than defaulted,
 // since a defaulted type parameter would be inferred from defineLibrary's context instead.

@@ -13,7 +13,7 @@
  * Conventions are those of driver-api.ts: handles, device pointers and stream arguments are
  * carried as addresses ("usize"); host pointers (out-parameters, host scalars) are "buffer".
  */
-import { defineLibrary, type FfiType, type SymbolDecl } from "@backplane/core/ffi";
+import { defineLibrary, type FfiType, type SymbolDecl } from "@backplane/core/backend";
 
 export type LibraryName = "cublas" | "cublasLt" | "cufft" | "cusolver" | "cusparseLt" | "magma";
 

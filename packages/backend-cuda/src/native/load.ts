@@ -15,7 +15,7 @@ import {
   ptrFromAddress,
   ptrOf,
   readCString,
-} from "@backplane/core/ffi";
+} from "@backplane/core/backend";
 import type { CudaLayer, LibraryInfo, MathLibraries } from "../layer.ts";
 import { CUDART_DECL, type CudartSymbols, DRIVER_DECL } from "./driver-api.ts";
 import {

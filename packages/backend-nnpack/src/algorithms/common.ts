@@ -1,5 +1,6 @@
 /** What every algorithm shares: operands in WASM-readable form, trivial cases, batch chunks. */
-import { bytesPerElement, type Conv2dParams, empty, type Tensor } from "@backplane/core";
+import { bytesPerElement, empty, type Tensor } from "@backplane/core";
+import type { Conv2dParams } from "@backplane/core/backend";
 import { addressOf, parallel, type Scratch } from "../util.ts";
 
 /** Input, weight and bias as contiguous tensors (copies where the caller passed views). */

@@ -3,7 +3,8 @@
  * directly: one output plane per task item, SIMD over four output columns (float32), with
  * dedicated 3x3 stride-1 and stride-2 loops; float64 runs a scalar loop.
  */
-import { type Conv2dParams, empty, type Tensor } from "@backplane/core";
+import { empty, type Tensor } from "@backplane/core";
+import type { Conv2dParams } from "@backplane/core/backend";
 import { addressOf, parallel, Scratch } from "../util.ts";
 import { conv } from "../wasm.ts";
 import { dims, operands, trivialOutput } from "./common.ts";

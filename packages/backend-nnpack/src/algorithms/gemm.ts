@@ -4,7 +4,8 @@
  * any kernel size, stride, padding, dilation and groups, float32 and float64.
  * "direct" for 1x1 kernels: the same GEMM straight on the input, no im2col.
  */
-import { type Conv2dParams, cpuMemory, empty, matmul, type Tensor } from "@backplane/core";
+import { empty, matmul, type Tensor } from "@backplane/core";
+import { type Conv2dParams, cpuMemory } from "@backplane/core/backend";
 import { addressOf, parallel, Scratch } from "../util.ts";
 import { addBias, dims, imagesPerChunk, operands, trivialOutput } from "./common.ts";
 

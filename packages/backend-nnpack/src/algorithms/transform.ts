@@ -6,7 +6,8 @@
  * native BLAS serves it where loaded; complex products as real GEMMs on [re | im] blocks)
  * -- then transform back, tile by tile, adding the bias (WASM).
  */
-import { type Conv2dParams, empty, matmul, type Tensor } from "@backplane/core";
+import { empty, matmul, type Tensor } from "@backplane/core";
+import type { Conv2dParams } from "@backplane/core/backend";
 import { type Transformed, transformedWeights } from "../cache.ts";
 import { addressOf, parallel, roundUp, Scratch } from "../util.ts";
 import { FT_WORK_BYTES } from "../wasm.ts";

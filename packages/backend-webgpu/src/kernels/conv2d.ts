@@ -5,7 +5,7 @@
  * matrix is gathered straight into workgroup memory (zero outside the padding), with the
  * same 64x64 tiling as matmul. Strided input, weight and bias views are read in place.
  */
-import type { Conv2dParams, KernelDefinition } from "@backplane/core";
+import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
 import { launch, Meta, pipelineFor } from "../exec.ts";
 import { baseChecks, binding, bytesOf, FLOAT_DTYPES, output, VERBOSE, wgslType } from "./common.ts";
 import { MATMUL_INVOCATIONS, MATMUL_WORKGROUP_BYTES } from "./matmul.ts";

@@ -3,7 +3,7 @@
  * element; inputs are read through their strides (views and broadcasts cost nothing),
  * with a plain indexed path when everything is contiguous and the same shape.
  */
-import type { BinaryParams, KernelDefinition, UnaryParams } from "@backplane/core";
+import type { BinaryParams, KernelDefinition, UnaryParams } from "@backplane/core/backend";
 import { grid, gridRefusal, groupLimit, launch, Meta, pipelineFor } from "../exec.ts";
 import {
   baseChecks,

@@ -5,7 +5,7 @@
  * Operands are read through their strides (transposed views, broadcast batch dims and
  * 1-D promotion cost nothing); accumulation is f32, float16 in and out where shader-f16 is on.
  */
-import type { KernelDefinition, MatmulParams } from "@backplane/core";
+import type { KernelDefinition, MatmulParams } from "@backplane/core/backend";
 import { launch, Meta, pipelineFor } from "../exec.ts";
 import {
   baseChecks,

@@ -7,7 +7,7 @@
  * Registered in the EFFICIENT_ATTENTION family, so backends.cuda.memEfficientSdp and
  * nn.attention.sdpaKernel() govern it as they do torch's.
  */
-import type { KernelDefinition, SdpaParams } from "@backplane/core";
+import type { KernelDefinition, SdpaParams } from "@backplane/core/backend";
 import { launch, Meta, pipelineFor } from "../exec.ts";
 import type { GpuState } from "../gpu.ts";
 import {

@@ -3,7 +3,11 @@
  * per row, the max and the sum reduced in workgroup memory, f32 arithmetic for every dtype.
  * Inputs are read through their strides; the output is contiguous.
  */
-import { contiguousStrides, type KernelDefinition, type SoftmaxParams } from "@backplane/core";
+import {
+  contiguousStrides,
+  type KernelDefinition,
+  type SoftmaxParams,
+} from "@backplane/core/backend";
 import { grid, gridRefusal, groupLimit, launch, Meta, pipelineFor } from "../exec.ts";
 import {
   baseChecks,

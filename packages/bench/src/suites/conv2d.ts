@@ -31,11 +31,11 @@ import {
   conv2d,
   explain,
   kernelPriority,
-  readEnv,
   seededRandom,
   type Tensor,
   tensor,
 } from "@backplane/core";
+import { readEnv } from "@backplane/core/backend";
 import type { Harness } from "../harness.ts";
 import { convModel } from "../peers/onnx-model.ts";
 import { reason } from "../peers/types.ts";

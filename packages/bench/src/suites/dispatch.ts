@@ -4,7 +4,8 @@
  * prepared params, and tfjs-core's engine running matMul on its cpu backend against
  * tfjs's own BatchMatMul kernel function, in the same run.
  */
-import { getKernel, matmul, matmulOp, tensor } from "@backplane/core";
+import { matmul, tensor } from "@backplane/core";
+import { getKernel, matmulOp } from "@backplane/core/backend";
 import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-cpu";
 import type { Harness } from "../harness.ts";

@@ -18,9 +18,9 @@
  */
 import "@backplane/backend-cpu-mkl";
 import { optEinsum, STRATEGIES, type Strategy } from "@backplane/backend-opt-einsum";
+import { EXPRESSIONS } from "@backplane/backend-opt-einsum/expressions";
 import { backends, einsum, randn, type Tensor } from "@backplane/core";
 import type { Harness } from "../harness.ts";
-import { EXPRESSIONS } from "./einsum-expressions.ts";
 
 /** Largest operand count each strategy is timed on. */
 const MAX_OPERANDS: Partial<Record<Strategy, number>> = {

@@ -33,15 +33,14 @@
 import {
   backends,
   explain,
-  getBackend,
   kernelPriority,
   matmul,
-  readEnv,
   runtime,
   seededRandom,
   type Tensor,
   tensor,
 } from "@backplane/core";
+import { getBackend, readEnv } from "@backplane/core/backend";
 import { type Harness, type Impl, listArg, sizesArg } from "../harness.ts";
 import { type GemmCase, type GemmPeer, reason } from "../peers/types.ts";
 

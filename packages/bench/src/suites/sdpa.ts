@@ -27,19 +27,18 @@
 import {
   backends,
   explain,
-  getKernel,
   kernelPriority,
   matmul,
   memoryStats,
   mul,
   randn,
-  readEnv,
   resetPeakMemory,
   scaledDotProductAttention,
   softmax,
   type Tensor,
   tensor,
 } from "@backplane/core";
+import { getKernel, readEnv } from "@backplane/core/backend";
 import type { Harness } from "../harness.ts";
 import { reason } from "../peers/types.ts";
 

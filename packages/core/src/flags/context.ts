@@ -4,7 +4,7 @@
  * one root frame and `withFlags` falls back to save/restore around the callback, which is
  * only safe for callbacks that do not interleave with other scoped tasks (documented).
  */
-import type { FlagState } from "./state.ts";
+import type { FlagState } from "./snapshot.ts";
 
 export interface Frame {
   state: FlagState;

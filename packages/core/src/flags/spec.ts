@@ -4,7 +4,7 @@
  * runtime validation.
  */
 import { FlagError } from "../errors.ts";
-import { show } from "../format.ts";
+import { show } from "../util/format.ts";
 
 interface SpecBase<T> {
   readonly default: T;
@@ -207,4 +207,4 @@ export function parseEnv(key: string, spec: FlagSpec, text: string, name = ""): 
   }
 }
 
-export { show } from "../format.ts";
+export { show } from "../util/format.ts";

@@ -1,13 +1,15 @@
 /**
- * Flag values live in immutable FlagState snapshots. A change makes a new snapshot, so
- * the dispatcher can cache its decisions per snapshot and a cache hit costs one lookup.
+ * The flag registry and the current values: schemas by namespace, environment
+ * initialisation, validation, readers (who reads each flag), change hooks, and the sync
+ * and async scopes over FlagState snapshots (snapshot.ts).
  */
 
 import { FlagError, UnknownFlagError } from "../errors.ts";
-import { show } from "../format.ts";
-import { warnOnce } from "../log.ts";
-import { readEnv } from "../runtime.ts";
-import { didYouMean } from "../suggest.ts";
+import { readEnv } from "../runtime/detect.ts";
+import { show } from "../util/format.ts";
+import { warnOnce } from "../util/log.ts";
+import { didYouMean } from "../util/suggest.ts";
+import { BUILTIN_FLAGS } from "./builtin.ts";
 import {
   currentFrame,
   type Frame,
@@ -16,6 +18,7 @@ import {
   runInFrame,
   type ScopeLike,
 } from "./context.ts";
+import { FlagState } from "./snapshot.ts";
 import {
   envNames,
   type FlagSchema,
@@ -25,62 +28,6 @@ import {
   parseEnv,
   validate,
 } from "./spec.ts";
-
-let nextId = 1;
-
-export class FlagState {
-  readonly id = nextId++;
-  constructor(
-    /** Flag values by full key, e.g. "cudnn.benchmark". */
-    readonly values: Readonly<Record<string, unknown>>,
-    /** User kernel priority per op: kernel names tried first, in order. */
-    readonly priorities: Readonly<Record<string, readonly string[]>>,
-  ) {}
-
-  /**
-   * Snapshots derived from this one, by change. A scope opened again and again with the
-   * same changes (a hot loop) gets the same snapshot back, so the dispatcher's cache hits.
-   */
-  private derived: Map<string, FlagState> | undefined;
-
-  private derive(key: string, make: () => FlagState): FlagState {
-    this.derived ??= new Map();
-    let s = this.derived.get(key);
-    if (!s) {
-      if (this.derived.size >= 64) this.derived.clear();
-      s = make();
-      this.derived.set(key, s);
-    }
-    return s;
-  }
-
-  with(changes: Readonly<Record<string, unknown>>): FlagState {
-    let same = true;
-    for (const k in changes) {
-      if (this.values[k] !== changes[k]) {
-        same = false;
-        break;
-      }
-    }
-    if (same) return this;
-    let key: string;
-    try {
-      key = `w${JSON.stringify(changes)}`;
-    } catch {
-      return new FlagState({ ...this.values, ...changes }, this.priorities);
-    }
-    return this.derive(key, () => new FlagState({ ...this.values, ...changes }, this.priorities));
-  }
-
-  withPriority(op: string, names: readonly string[] | null): FlagState {
-    return this.derive(`p${op}\u0000${names === null ? "\u0001" : names.join("\u0000")}`, () => {
-      const p = { ...this.priorities };
-      if (names === null) delete p[op];
-      else p[op] = [...names];
-      return new FlagState(this.values, p);
-    });
-  }
-}
 
 const specs = new Map<string, FlagSpec>();
 const namespaces = new Map<string, FlagSchema>();
@@ -469,3 +416,7 @@ export function flatten(nested: Record<string, unknown>, prefix = ""): Record<st
   }
   return out;
 }
+
+// The flags of every namespace of the API exist from the start, whichever module a
+// program imports first (they are data: builtin.ts depends on nothing but spec.ts).
+for (const [ns, schema] of Object.entries(BUILTIN_FLAGS)) defineFlags(ns, schema as FlagSchema);

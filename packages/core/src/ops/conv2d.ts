@@ -1,11 +1,11 @@
 /** conv2d: NCHW input, OIHW weight; stride, padding, dilation, groups (torch.nn.functional.conv2d). */
 
-import { dispatch } from "../dispatcher.ts";
-import { bytesPerElement } from "../dtype.ts";
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams } from "../dispatch/kernels.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
-import { show } from "../format.ts";
-import { defineOp, type OpParams } from "../kernels.ts";
-import type { Tensor } from "../tensor.ts";
+import { bytesPerElement } from "../tensor/dtype.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { show } from "../util/format.ts";
 import { checkFloat, checkOptions, checkRank, checkSame, checkTensor } from "./validate.ts";
 
 export type Pair = number | readonly [number, number];

@@ -4,11 +4,11 @@
  * every kernel the same checked description; errors point at the character.
  */
 
-import { dispatch } from "../dispatcher.ts";
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams } from "../dispatch/kernels.ts";
 import { ArgumentError } from "../errors.ts";
-import { show } from "../format.ts";
-import { defineOp, type OpParams } from "../kernels.ts";
-import type { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { show } from "../util/format.ts";
 import { checkFloat, checkSame, checkTensor } from "./validate.ts";
 
 export interface EinsumParams extends OpParams {

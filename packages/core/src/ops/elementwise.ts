@@ -1,10 +1,10 @@
 /** add, mul (broadcasting), relu, gelu. */
 
-import { dispatch } from "../dispatcher.ts";
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams } from "../dispatch/kernels.ts";
 import { ArgumentError } from "../errors.ts";
-import { show } from "../format.ts";
-import { defineOp, type OpParams } from "../kernels.ts";
-import type { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { show } from "../util/format.ts";
 import {
   broadcastShapes,
   checkDTypeIn,

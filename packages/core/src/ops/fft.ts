@@ -3,11 +3,11 @@
  * tensor is a float tensor whose last dimension is 2 (re, im), as torch.view_as_real gives.
  */
 
-import { dispatch } from "../dispatcher.ts";
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams } from "../dispatch/kernels.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
-import { show } from "../format.ts";
-import { defineOp, type OpParams } from "../kernels.ts";
-import { normalizeDim, type Tensor } from "../tensor.ts";
+import { normalizeDim, type Tensor } from "../tensor/tensor.ts";
+import { show } from "../util/format.ts";
 import { checkFloat, checkOptions, checkTensor } from "./validate.ts";
 
 export type FftNorm = "backward" | "ortho" | "forward";

@@ -1,10 +1,10 @@
 /** linalg: cholesky, inv, solve, luFactor, qr, eigh, svd over [..., m, n] batches (torch.linalg). */
 
-import { dispatch } from "../dispatcher.ts";
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams } from "../dispatch/kernels.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
-import { show } from "../format.ts";
-import { defineOp, type OpParams } from "../kernels.ts";
-import type { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { show } from "../util/format.ts";
 import {
   checkBool,
   checkFloat,

@@ -1,8 +1,8 @@
 /** matmul: torch.matmul semantics (1-D promotion, batched, broadcasting batch dims). */
-import { dispatch } from "../dispatcher.ts";
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams } from "../dispatch/kernels.ts";
 import { ShapeError } from "../errors.ts";
-import { defineOp, type OpParams } from "../kernels.ts";
-import type { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import { broadcastShapes, checkFloat, checkSame, checkTensor } from "./validate.ts";
 
 export interface MatmulParams extends OpParams {

@@ -12,10 +12,10 @@
  * one matmul of the packed weight, and "slow-path", three projections. Both run the
  * attention itself through the dispatcher, so the fastest SDPA kernel serves them.
  */
-import { dispatch } from "../dispatcher.ts";
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams } from "../dispatch/kernels.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
-import { defineOp, type OpParams } from "../kernels.ts";
-import type { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import {
   broadcastShapes,
   checkBool,

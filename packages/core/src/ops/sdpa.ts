@@ -3,11 +3,11 @@
  * q [..., Hq, L, E], k [..., Hk, S, E], v [..., Hk, S, Ev]; boolean (true = attend) or
  * additive masks broadcastable to [..., Hq, L, S]; causal; scale; dropout with a seed; GQA.
  */
-import { dispatch } from "../dispatcher.ts";
-import { isFloat } from "../dtype.ts";
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams } from "../dispatch/kernels.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
-import { defineOp, type OpParams } from "../kernels.ts";
-import type { Tensor } from "../tensor.ts";
+import { isFloat } from "../tensor/dtype.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import {
   broadcastShapes,
   checkBool,

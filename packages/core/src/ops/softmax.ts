@@ -1,7 +1,7 @@
 /** softmax and logSoftmax along one dimension. */
-import { dispatch } from "../dispatcher.ts";
-import { defineOp, type OpParams } from "../kernels.ts";
-import { normalizeDim, type Tensor } from "../tensor.ts";
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { normalizeDim, type Tensor } from "../tensor/tensor.ts";
 import { checkFloat, checkTensor } from "./validate.ts";
 
 export interface SoftmaxParams extends OpParams {

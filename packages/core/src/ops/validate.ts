@@ -1,9 +1,9 @@
 /** Argument checks shared by every op: each failure names the argument and what was expected. */
 
-import { type DType, isFloat } from "../dtype.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
-import { show } from "../format.ts";
-import { Tensor } from "../tensor.ts";
+import { type DType, isFloat } from "../tensor/dtype.ts";
+import { Tensor } from "../tensor/tensor.ts";
+import { show } from "../util/format.ts";
 
 export function checkTensor(op: string, name: string, x: unknown): Tensor {
   if (!(x instanceof Tensor)) {

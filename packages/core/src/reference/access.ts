@@ -1,6 +1,6 @@
 /** Small helpers the reference kernels share: reading any dtype, walking broadcast batches. */
-import { type DType, readNumber, type StorageArray, writeNumber } from "../dtype.ts";
-import { empty, sizeOf, type Tensor } from "../tensor.ts";
+import { type DType, readNumber, type StorageArray, writeNumber } from "../tensor/dtype.ts";
+import { empty, sizeOf, type Tensor } from "../tensor/tensor.ts";
 
 export type Read = (pos: number) => number;
 export type Write = (pos: number, v: number) => void;

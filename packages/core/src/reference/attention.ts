@@ -4,7 +4,7 @@
  * A row whose every score is masked gives NaN, as torch's math kernel does.
  */
 import type { SdpaParams } from "../ops/sdpa.ts";
-import { seededRandom, type Tensor } from "../tensor.ts";
+import { seededRandom, type Tensor } from "../tensor/tensor.ts";
 import { batchOffsets, leadingBroadcastStrides, output, reader, writer } from "./access.ts";
 
 export function sdpaReference(p: SdpaParams): Tensor {

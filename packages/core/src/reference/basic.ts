@@ -2,7 +2,7 @@
 import type { BinaryParams, UnaryParams } from "../ops/elementwise.ts";
 import type { MatmulParams } from "../ops/matmul.ts";
 import type { SoftmaxParams } from "../ops/softmax.ts";
-import { contiguousStrides, forEachIndex, type Tensor } from "../tensor.ts";
+import { contiguousStrides, forEachIndex, type Tensor } from "../tensor/tensor.ts";
 import { batchOffsets, leadingBroadcastStrides, output, reader, writer } from "./access.ts";
 
 export function matmulReference(p: MatmulParams): Tensor {

@@ -1,6 +1,6 @@
 /** Reference conv2d: direct loops, float64 accumulation. */
 import type { Conv2dParams } from "../ops/conv2d.ts";
-import type { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import { output, reader, writer } from "./access.ts";
 
 export function conv2dReference(p: Conv2dParams): Tensor {

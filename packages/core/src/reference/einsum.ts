@@ -1,6 +1,6 @@
 /** Reference einsum: one loop nest over every index, float64 accumulation. */
 import type { EinsumParams } from "../ops/einsum.ts";
-import type { Tensor } from "../tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import { output, reader, writer } from "./access.ts";
 
 export function einsumReference(p: EinsumParams): Tensor {

@@ -1,6 +1,6 @@
 /** Reference FFT kernels: gather each 1-D signal along dim, transform in float64, scatter back. */
 import type { FftParams } from "../ops/fft.ts";
-import { contiguousStrides, forEachIndex, type Tensor } from "../tensor.ts";
+import { contiguousStrides, forEachIndex, type Tensor } from "../tensor/tensor.ts";
 import { output, reader, writer } from "./access.ts";
 import { fftComplex, irfft, rfft } from "./fft-math.ts";
 

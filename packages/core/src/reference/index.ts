@@ -3,9 +3,10 @@
  * every float dtype. It is the float64 yardstick the testkit measures every backend
  * against, and what runs when no faster backend is installed.
  */
-import { registerBackend } from "../backend.ts";
-import type { DType } from "../dtype.ts";
-import type { KernelDefinition } from "../kernels.ts";
+
+import type { KernelDefinition } from "../dispatch/kernels.ts";
+import { registerBackend } from "../registry/register.ts";
+import type { DType } from "../tensor/dtype.ts";
 import { version } from "../version.ts";
 import { sdpaReference } from "./attention.ts";
 import {

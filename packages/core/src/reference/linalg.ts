@@ -1,7 +1,8 @@
 /** Reference linalg kernels: the float64 routines of linalg-math.ts, looped over batches. */
-import type { DType } from "../dtype.ts";
+
 import type { LinalgParams } from "../ops/linalg.ts";
-import { empty, fromFloat64, type Tensor } from "../tensor.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { empty, fromFloat64, type Tensor } from "../tensor/tensor.ts";
 import * as M from "./linalg-math.ts";
 
 /** Each matrix of a [..., rows, cols] tensor as its own row-major Float64Array (any dtype, any strides). */

@@ -11,7 +11,7 @@ import { add } from "../ops/elementwise.ts";
 import { matmul } from "../ops/matmul.ts";
 import type { MhaParams } from "../ops/mha.ts";
 import { scaledDotProductAttention } from "../ops/sdpa.ts";
-import { Tensor } from "../tensor.ts";
+import { Tensor } from "../tensor/tensor.ts";
 
 /** A view of t's elements with the given layout (shares t's storage). */
 function view(t: Tensor, shape: number[], strides: number[], offset: number): Tensor {

@@ -1,0 +1,51 @@
+/**
+ * The house rules for imports, checked in `npm run lint` (and so in CI):
+ * no cycles, the core imports no backend, no backend imports another, and no package
+ * reaches into another package's files (only its published entry points).
+ */
+const { readdirSync, readFileSync, existsSync } = require("node:fs");
+
+// Each package's entry files: what its exports map "./dist/<x>.js" to, src/<x>.ts
+// (the same rule as scripts/workspaces.mjs).
+const entries = readdirSync("packages")
+  .filter((d) => existsSync(`packages/${d}/package.json`))
+  .flatMap((d) =>
+    Object.values(JSON.parse(readFileSync(`packages/${d}/package.json`, "utf8")).exports ?? {})
+      .map((t) => /^\.\/dist\/(.+)\.js$/.exec(typeof t === "string" ? t : (t.default ?? "")))
+      .filter(Boolean)
+      .map((m) => `^packages/${d}/src/${m[1].replace(/[.]/g, "\\.")}\\.ts$`),
+  );
+
+module.exports = {
+  forbidden: [
+    { name: "no-cycles", severity: "error", from: {}, to: { circular: true } },
+    {
+      name: "core-imports-no-backend",
+      comment: "@backplane/core is the bottom layer: it knows no plugin.",
+      severity: "error",
+      from: { path: "^packages/core/" },
+      to: { path: "^packages/(?!core/)|@backplane/(?!core)" },
+    },
+    {
+      name: "no-backend-imports-another",
+      comment: "Backends cooperate through contracts the core defines, never directly.",
+      severity: "error",
+      from: { path: "^packages/(backend-[^/]+)/src/" },
+      to: { path: "^packages/backend-|@backplane/backend-", pathNot: "^packages/$1/" },
+    },
+    {
+      name: "only-entry-points-across-packages",
+      comment: "Another package is reached through its package name (its exports), not its files.",
+      severity: "error",
+      from: { path: "^(packages|apps)/([^/]+)/" },
+      to: { path: "^(packages|apps)/", pathNot: ["^$1/$2/", ...entries] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: "node_modules" },
+    exclude: { path: "(^|/)(dist|node_modules)/" },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: "tsconfig.json" },
+    combinedDependencies: true,
+  },
+};

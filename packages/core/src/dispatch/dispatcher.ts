@@ -1,0 +1,393 @@
+/**
+ * The dispatcher: picks the first kernel that is enabled and supports the inputs.
+ * Everything that depends only on flags, registrations and (device, dtype) is decided
+ * once per flag snapshot and cached, so a dispatch is two map lookups and supports().
+ */
+
+import {
+  ArgumentError,
+  type CandidateReport,
+  FallbackError,
+  NoKernelError,
+  NondeterministicError,
+} from "../errors.ts";
+import { currentFrame, type KernelCall } from "../flags/context.ts";
+import type { FlagState } from "../flags/snapshot.ts";
+import {
+  changeOf,
+  currentState,
+  type FlagScope,
+  openChangeScope,
+  runWithState,
+  setState,
+} from "../flags/state.ts";
+import {
+  availabilityOf,
+  bumpGeneration,
+  getBackend,
+  registryGeneration,
+  startInit,
+} from "../registry/backends.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { show } from "../util/format.ts";
+import { warnOnce } from "../util/log.ts";
+import { getOp, type Kernel, type OpParams, type OpRecord } from "./kernels.ts";
+
+const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
+
+/** What is decided per (flag snapshot, device type, dtype). */
+interface Entry {
+  /** Kernels that pass every static check, in priority order. */
+  kernels: Kernel[];
+  /** Nondeterministic kernels held back by deterministic mode (used with warnOnly). */
+  heldBack: Kernel[];
+  /** Kernels refused statically, with the reason, for explain() and errors. */
+  refused: CandidateReport[];
+  verbose: boolean;
+  autotune: boolean;
+  autotuneLimit: number;
+  /** Autotune winners by shape key. */
+  winners: Map<string, Kernel>;
+  /** Strict mode with a user priority: the kernels or families allowed to run. */
+  wanted: readonly string[] | undefined;
+}
+
+function flagOf(state: FlagState, key: string): unknown {
+  return state.values[key];
+}
+
+function orderFor(op: OpRecord, state: FlagState): Kernel[] {
+  const pref = state.priorities[op.name];
+  if (!pref || pref.length === 0) return op.kernels;
+  const rank = (k: Kernel) => {
+    let i = pref.indexOf(k.name);
+    if (i < 0 && k.family !== undefined) i = pref.indexOf(k.family);
+    return i < 0 ? pref.length : i;
+  };
+  // Stable sort: listed kernels first in the user's order, the rest by priority.
+  return [...op.kernels].sort((a, b) => rank(a) - rank(b));
+}
+
+/** Why a kernel cannot be considered at all under `state`, or undefined when it can. */
+function staticRefusal(
+  k: Kernel,
+  state: FlagState,
+  deviceType: string,
+  dtype: DType,
+): string | undefined {
+  if (k.device !== deviceType) return `runs on ${k.device}, inputs are on ${deviceType}`;
+  if (!k.dtypes.includes(dtype))
+    return `dtype ${dtype} not supported (supports ${k.dtypes.join(", ")})`;
+  const b = getBackend(k.backend);
+  if (!b) return `backend ${k.backend} is not registered`;
+  const avail = availabilityOf(b);
+  if (!avail.available)
+    return `backend ${k.backend} is not available: ${avail.reason ?? "no reason given"}`;
+  startInit(b);
+  if (b.initState === "running")
+    return `backend ${k.backend} is still initialising (await ready("${k.backend}"))`;
+  if (b.initState === "failed") return `backend ${k.backend} failed to initialise: ${b.initError}`;
+  for (const f of k.flags ?? []) {
+    if (flagOf(state, f) !== true) return `disabled by flag ${f} = ${String(flagOf(state, f))}`;
+  }
+  if (k.enabled) {
+    const r = k.enabled((key) => flagOf(state, key));
+    if (r !== true) return r;
+  }
+  if (k.precision && dtype === "float32") {
+    const cur = (flagOf(state, "core.float32MatmulPrecision") ??
+      "highest") as keyof typeof PRECISION_RANK;
+    if (PRECISION_RANK[cur] < PRECISION_RANK[k.precision]) {
+      return `needs float32 matmul precision "${k.precision}" or lower; it is "${cur}" (setFloat32MatmulPrecision)`;
+    }
+  }
+  return undefined;
+}
+
+function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: DType): Entry {
+  const deterministic = flagOf(state, "core.deterministic") === true;
+  const e: Entry = {
+    kernels: [],
+    heldBack: [],
+    refused: [],
+    verbose: false,
+    autotune: flagOf(state, "core.benchmark") === true || flagOf(state, "cudnn.benchmark") === true,
+    autotuneLimit: (flagOf(state, "cudnn.benchmarkLimit") as number | undefined) ?? 0,
+    winners: new Map(),
+    wanted:
+      flagOf(state, "core.strict") === true && (state.priorities[op.name]?.length ?? 0) > 0
+        ? state.priorities[op.name]
+        : undefined,
+  };
+  const coreVerbose = flagOf(state, "core.verbose") === true;
+  for (const k of orderFor(op, state)) {
+    const why = staticRefusal(k, state, deviceType, dtype);
+    if (why !== undefined) {
+      e.refused.push({ kernel: k.name, backend: k.backend, accepted: false, reason: why });
+      continue;
+    }
+    if (deterministic && !k.deterministic) e.heldBack.push(k);
+    else e.kernels.push(k);
+    if (coreVerbose || (k.verboseFlags ?? []).some((f) => Number(flagOf(state, f) ?? 0) > 0))
+      e.verbose = true;
+  }
+  return e;
+}
+
+function entryFor(op: OpRecord, state: FlagState, deviceType: string, dtype: DType): Entry {
+  // Registrations, availability changes and clearAutotuneCache() all bump the generation.
+  const gen = registryGeneration();
+  if (op.cacheGeneration !== gen) {
+    op.cache = new WeakMap();
+    op.cacheGeneration = gen;
+  }
+  let byDevice = op.cache.get(state) as Map<string, Map<DType, Entry>> | undefined;
+  if (!byDevice) op.cache.set(state, (byDevice = new Map()));
+  let byDtype = byDevice.get(deviceType);
+  if (!byDtype) byDevice.set(deviceType, (byDtype = new Map()));
+  let e = byDtype.get(dtype);
+  if (!e) byDtype.set(dtype, (e = buildEntry(op, state, deviceType, dtype)));
+  return e;
+}
+
+/** Runs `op` on the best kernel for `params`. The hot path of every op. */
+export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): any {
+  const frame = currentFrame();
+  const e = entryFor(op, frame.state, params.deviceType, params.dtype);
+  if (e.autotune) return runAutotuned(op, e, params);
+  const ks = e.kernels;
+  for (let i = 0; i < ks.length; i++) {
+    const k = ks[i];
+    if (k.supports === undefined || k.supports(params) === true) {
+      if (e.wanted !== undefined) checkStrict(op, e, k, params);
+      return e.verbose || frame.calls !== undefined
+        ? traced(op, k, params, e.verbose)
+        : k.run(params);
+    }
+  }
+  return runHeldBack(op, e, params);
+}
+
+const inList = (k: Kernel, names: readonly string[]): boolean =>
+  names.includes(k.name) || (k.family !== undefined && names.includes(k.family));
+
+/** Strict mode: the kernel about to run must be one the user asked for. */
+function checkStrict(op: OpRecord, e: Entry, k: Kernel, params: OpParams): void {
+  const wanted = e.wanted as readonly string[];
+  if (inList(k, wanted)) return;
+  const refused = candidates(op, e, params).candidates.filter((c) => {
+    const kernel = op.kernels.find((x) => x.name === c.kernel);
+    return kernel !== undefined && inList(kernel, wanted);
+  });
+  throw new FallbackError(op.name, wanted, `${k.name} (${k.backend})`, refused);
+}
+
+function runHeldBack(op: OpRecord, e: Entry, params: OpParams): any {
+  for (const k of e.heldBack) {
+    if (k.supports === undefined || k.supports(params as never) === true) {
+      if (flagOf(currentState(), "core.deterministicWarnOnly") !== true) {
+        throw new NondeterministicError(op.name, `${k.name} (${k.backend})`);
+      }
+      if (e.wanted !== undefined) checkStrict(op, e, k, params);
+      warnOnce(
+        `nondeterministic:${op.name}/${k.name}`,
+        `${op.name}: ${k.name} (${k.backend}) is nondeterministic but useDeterministicAlgorithms(true, { warnOnly: true }) lets it run`,
+      );
+      return traced(op, k, params, e.verbose);
+    }
+  }
+  const report = candidates(op, e, params).candidates;
+  throw new NoKernelError(op.name, report, hintFor(op, report, params));
+}
+
+/** A way out: a flag-disabled kernel that would accept these inputs, else deterministic mode. */
+function hintFor(op: OpRecord, report: CandidateReport[], params: OpParams): string {
+  for (const c of report) {
+    if (!c.reason.startsWith("disabled by flag")) continue;
+    const k = op.kernels.find((x) => x.name === c.kernel);
+    let accepts = false;
+    try {
+      accepts =
+        k !== undefined && (k.supports === undefined || k.supports(params as never) === true);
+    } catch {
+      accepts = false;
+    }
+    if (accepts)
+      return `Hint: ${c.kernel} would run if you change ${c.reason.slice("disabled by flag ".length)}.`;
+  }
+  const det = report.find((c) => c.reason.includes("nondeterministic"));
+  if (det)
+    return "Hint: useDeterministicAlgorithms(false), or { warnOnly: true }, lets a nondeterministic kernel run.";
+  return "";
+}
+
+export interface Explanation {
+  op: string;
+  /** The kernel dispatch would run now, if any. */
+  selected: string | undefined;
+  candidates: CandidateReport[];
+  toString(): string;
+}
+
+function candidates(op: OpRecord, e: Entry, params: OpParams): Explanation {
+  const out: CandidateReport[] = [];
+  let selected: string | undefined;
+  const consider = (k: Kernel, heldBack: boolean) => {
+    let ok: true | string = true;
+    try {
+      ok = k.supports ? k.supports(params as never) : true;
+    } catch (err) {
+      ok = `supports() threw: ${(err as Error).message}`;
+    }
+    if (ok !== true) {
+      out.push({ kernel: k.name, backend: k.backend, accepted: false, reason: ok });
+      return;
+    }
+    if (heldBack) {
+      const warn = flagOf(currentState(), "core.deterministicWarnOnly") === true;
+      out.push({
+        kernel: k.name,
+        backend: k.backend,
+        accepted: warn && selected === undefined,
+        reason: warn
+          ? "nondeterministic; runs with a warning (warnOnly)"
+          : "nondeterministic, and useDeterministicAlgorithms(true) is on",
+      });
+      if (warn && selected === undefined) selected = k.name;
+      return;
+    }
+    out.push({
+      kernel: k.name,
+      backend: k.backend,
+      accepted: true,
+      reason: selected === undefined ? "selected" : `supports the inputs; ${selected} comes first`,
+    });
+    selected ??= k.name;
+  };
+  for (const k of e.kernels) consider(k, false);
+  for (const k of e.heldBack) consider(k, true);
+  out.push(...e.refused);
+  return {
+    op: op.name,
+    selected,
+    candidates: out,
+    toString() {
+      const w = Math.max(6, ...out.map((c) => c.kernel.length + c.backend.length + 3));
+      const rows = out.map(
+        (c) =>
+          `${c.accepted ? (c.kernel === selected ? "=>" : "ok") : "  "} ${`${c.kernel} (${c.backend})`.padEnd(w)}  ${c.reason}`,
+      );
+      return [
+        `${op.name}: ${selected ? `runs ${selected}` : "no kernel can run these inputs"}`,
+        ...rows,
+      ].join("\n");
+    },
+  };
+}
+
+function opOrThrow(name: string): OpRecord {
+  const op = getOp(name);
+  if (!op) throw new ArgumentError(`unknown op ${show(name)}`);
+  return op;
+}
+
+/** Every candidate for `op` on these arguments (the op's own arguments), accepted or refused, and why. */
+export function explain(opName: string, ...args: unknown[]): Explanation {
+  const op = opOrThrow(opName);
+  const params = op.prepare(...args);
+  return candidates(op, entryFor(op, currentState(), params.deviceType, params.dtype), params);
+}
+
+/** The kernel record `name` of `op`, to call directly (benchmarks, tests). */
+export function getKernel(opName: string, name: string): Kernel | undefined {
+  return getOp(opName)?.kernels.find((k) => k.name === name);
+}
+
+// ---- verbose trace ----
+
+let verboseSink: (line: string) => void = (line) => console.error(line);
+/** Where verbose lines go (default: stderr). Returns the previous sink. */
+export function setVerboseSink(sink: (line: string) => void): (line: string) => void {
+  const prev = verboseSink;
+  verboseSink = sink;
+  return prev;
+}
+
+/** Writes one line to the verbose sink (backends trace their library calls through it). */
+export function emitVerbose(line: string): void {
+  verboseSink(line);
+}
+
+const now = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
+
+/** Runs a kernel timed: for the verbose trace and for record() scopes. */
+function traced(op: OpRecord, k: Kernel, params: OpParams, verbose: boolean): any {
+  const t0 = now();
+  const out = k.run(params);
+  const ms = now() - t0;
+  const calls = currentFrame().calls;
+  if (calls !== undefined) {
+    calls.push({
+      op: op.name,
+      kernel: k.name,
+      backend: k.backend,
+      device: k.device,
+      dtype: params.dtype,
+      shape: op.shapeKey(params),
+      ms,
+    });
+  }
+  if (verbose) {
+    verboseSink(
+      `backplane_verbose,exec,${op.name},${k.backend}:${k.name},${op.shapeKey(params)},${params.dtype},${ms.toFixed(4)} ms`,
+    );
+  }
+  return out;
+}
+
+// ---- autotune ----
+
+function disposeResult(x: any): void {
+  if (x && typeof x.dispose === "function") x.dispose();
+  else if (x && typeof x === "object")
+    for (const v of Object.values(x))
+      if (v && typeof (v as any).dispose === "function") (v as any).dispose();
+}
+
+function runAutotuned(op: OpRecord, e: Entry, params: OpParams): any {
+  const key = op.shapeKey(params);
+  const won = e.winners.get(key);
+  const trace = e.verbose || currentFrame().calls !== undefined;
+  if (won && (won.supports === undefined || won.supports(params as never) === true)) {
+    return trace ? traced(op, won, params, e.verbose) : won.run(params);
+  }
+  const fit = e.kernels.filter(
+    (k) => k.supports === undefined || k.supports(params as never) === true,
+  );
+  if (fit.length === 0) return runHeldBack(op, e, params);
+  const trial = e.autotuneLimit > 0 ? fit.slice(0, e.autotuneLimit) : fit;
+  let best: Kernel = trial[0];
+  let bestMs = Number.POSITIVE_INFINITY;
+  for (const k of trial) {
+    disposeResult(k.run(params)); // warm-up
+    const t0 = now();
+    disposeResult(k.run(params));
+    const ms = now() - t0;
+    if (ms < bestMs) {
+      bestMs = ms;
+      best = k;
+    }
+  }
+  e.winners.set(key, best);
+  if (e.verbose)
+    verboseSink(
+      `backplane_verbose,autotune,${op.name},${key},winner=${best.backend}:${best.name},${bestMs.toFixed(4)} ms`,
+    );
+  if (e.wanted !== undefined) checkStrict(op, e, best, params);
+  return trace ? traced(op, best, params, e.verbose) : best.run(params);
+}
+
+/** Forgets every autotune winner (they are also dropped when flags or registrations change). */
+export function clearAutotuneCache(): void {
+  bumpGeneration();
+}

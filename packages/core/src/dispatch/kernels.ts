@@ -1,0 +1,146 @@
+/**
+ * The kernel table: one map from op name to its kernels, one config shape for every
+ * kernel (after tfjs-core's kernel_registry). Ops are defined once, with the function
+ * that validates their arguments into params.
+ */
+
+import { ArgumentError, RegistrationError } from "../errors.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { show } from "../util/format.ts";
+
+export type MatmulPrecision = "highest" | "high" | "medium";
+
+/** What every op's params carry, so the dispatcher can filter without knowing the op. */
+export interface OpParams {
+  /** Device type of the inputs: "cpu", "cuda", "webgpu"... */
+  deviceType: string;
+  dtype: DType;
+}
+
+export interface KernelDefinition<P extends OpParams = OpParams> {
+  op: string;
+  /** Implementation name, unique within the op, e.g. "reference", "openblas-sgemm", "wt8x8". */
+  name: string;
+  device: string;
+  /** A group the user can prioritise by, e.g. SDPA's "FLASH_ATTENTION". */
+  family?: string;
+  dtypes: readonly DType[];
+  /** Same inputs, same bits, every run. */
+  deterministic: boolean;
+  /** Boolean flags that must all be true for the kernel to be considered, e.g. ["nnpack.enabled"]. */
+  flags?: readonly string[];
+  /** Further flag-based conditions; return the reason when they refuse. */
+  enabled?(flag: (key: string) => unknown): true | string;
+  /** Loosest float32 matmul precision that allows this kernel ("high": TF32). Default "highest". */
+  precision?: MatmulPrecision;
+  /** Input-dependent check: true, or why the kernel refuses these inputs. */
+  supports?(params: P): true | string;
+  /** Higher runs first. The core's reference kernels have priority 0. */
+  priority: number;
+  /** Flags (besides core.verbose) that make the dispatcher trace this kernel, e.g. "mkl.verbose". */
+  verboseFlags?: readonly string[];
+  run(params: P): any;
+}
+
+export interface Kernel<P extends OpParams = OpParams> extends KernelDefinition<P> {
+  readonly backend: string;
+}
+
+export interface OpDefinition<P extends OpParams, A extends unknown[]> {
+  name: string;
+  /** Validates user arguments into params; throws typed errors. */
+  prepare(...args: A): P;
+  /** A string naming the input sizes, for the autotune cache and verbose lines. */
+  shapeKey(params: P): string;
+}
+
+export interface OpRecord<P extends OpParams = any, A extends unknown[] = any[]>
+  extends OpDefinition<P, A> {
+  kernels: Kernel<P>[];
+  /** Dispatcher caches, owned by dispatcher.ts. */
+  cache: WeakMap<object, unknown>;
+  cacheGeneration: number;
+}
+
+const ops = new Map<string, OpRecord>();
+
+export function defineOp<P extends OpParams, A extends unknown[]>(
+  def: OpDefinition<P, A>,
+): OpRecord<P, A> {
+  const existing = ops.get(def.name);
+  if (existing) {
+    // An op may be declared by a kernel first; the real definition fills it in.
+    Object.assign(existing, { prepare: def.prepare, shapeKey: def.shapeKey });
+    return existing as OpRecord<P, A>;
+  }
+  const rec: OpRecord<P, A> = { ...def, kernels: [], cache: new WeakMap(), cacheGeneration: -1 };
+  ops.set(def.name, rec);
+  return rec;
+}
+
+export function getOp(name: string): OpRecord | undefined {
+  return ops.get(name);
+}
+
+export function opNames(): string[] {
+  return [...ops.keys()];
+}
+
+function checkKernel(backend: string, devices: readonly string[], k: KernelDefinition<any>): void {
+  const where = `backend ${backend}, kernel ${show(k?.name)} for op ${show(k?.op)}`;
+  if (!k || typeof k.op !== "string" || typeof k.name !== "string" || k.name === "") {
+    throw new RegistrationError(`${where}: op and name are required strings`);
+  }
+  if (typeof k.run !== "function") throw new RegistrationError(`${where}: run() is required`);
+  if (!devices.includes(k.device)) {
+    throw new RegistrationError(
+      `${where}: device ${k.device} is not among the backend's devices (${devices.join(", ")})`,
+    );
+  }
+  if (!Array.isArray(k.dtypes) || k.dtypes.length === 0)
+    throw new RegistrationError(`${where}: dtypes must be a non-empty list`);
+  if (typeof k.priority !== "number" || Number.isNaN(k.priority))
+    throw new RegistrationError(`${where}: priority must be a number`);
+  if (typeof k.deterministic !== "boolean")
+    throw new RegistrationError(`${where}: deterministic must be true or false`);
+}
+
+/** Adds a backend's kernels; all are checked first, so a bad list adds nothing. */
+export function addKernels(
+  backend: string,
+  devices: readonly string[],
+  list: readonly KernelDefinition<any>[],
+): void {
+  const seen = new Set<string>();
+  for (const k of list) {
+    checkKernel(backend, devices, k);
+    const key = `${k.op}/${k.name}`;
+    const clash = ops.get(k.op)?.kernels.find((x) => x.name === k.name);
+    if (clash || seen.has(key)) {
+      throw new RegistrationError(
+        `kernel ${show(k.name)} for op ${k.op} is registered twice (by ${clash?.backend ?? backend} and ${backend}); kernel names are unique per op`,
+      );
+    }
+    seen.add(key);
+  }
+  for (const k of list) {
+    let rec = ops.get(k.op);
+    if (!rec) {
+      rec = {
+        name: k.op,
+        prepare: () => {
+          throw new ArgumentError(
+            `op ${k.op} has kernels but no definition; import the package that defines it`,
+          );
+        },
+        shapeKey: () => "",
+        kernels: [],
+        cache: new WeakMap(),
+        cacheGeneration: -1,
+      };
+      ops.set(k.op, rec);
+    }
+    rec.kernels.push({ ...k, backend });
+    rec.kernels.sort((a, b) => b.priority - a.priority);
+  }
+}

@@ -1,0 +1,51 @@
+/** The user's kernel priority per op: set for good, as a sync scope, or for an async task. */
+import { ArgumentError } from "../errors.ts";
+import {
+  changeOf,
+  type FlagScope,
+  openChangeScope,
+  runWithState,
+  setState,
+} from "../flags/state.ts";
+import { getOp } from "./kernels.ts";
+
+/** Kernel and family names of an op, cached until a kernel is added (scopes open in hot loops). */
+const knownCache = new Map<string, { count: number; names: Set<string> }>();
+function knownNames(op: string): Set<string> {
+  const kernels = getOp(op)?.kernels ?? [];
+  const hit = knownCache.get(op);
+  if (hit && hit.count === kernels.length) return hit.names;
+  const names = new Set(kernels.flatMap((k) => (k.family ? [k.name, k.family] : [k.name])));
+  knownCache.set(op, { count: kernels.length, names });
+  return names;
+}
+
+function checkNames(op: string, names: readonly string[]): void {
+  if (!Array.isArray(names) || !names.every((n) => typeof n === "string")) {
+    throw new ArgumentError(`kernel priority for ${op} must be a list of kernel names`);
+  }
+  const known = knownNames(op);
+  if (names.every((n) => known.has(n))) return;
+  const unknown = names.filter((n) => !known.has(n));
+  throw new ArgumentError(
+    `${op} has no kernel named ${unknown.join(", ")}; it has: ${[...known].join(", ") || "(none)"}`,
+  );
+}
+
+/** Tries these kernels of `op` first, in this order, for the current task (null: back to priorities). */
+export function setKernelPriority(op: string, names: readonly string[] | null): void {
+  if (names !== null) checkNames(op, names);
+  setState((s) => s.withPriority(op, names)); // a permanent change: never restored
+}
+
+/** The same as a scope: `using _ = kernelPriority("matmul", ["mine"])`. */
+export function kernelPriority(op: string, names: readonly string[]): FlagScope {
+  checkNames(op, names);
+  return openChangeScope({ priorities: { [op]: names } });
+}
+
+/** The async-safe form: the order holds inside fn, across awaits, for this task only. */
+export function withKernelPriority<R>(op: string, names: readonly string[], fn: () => R): R {
+  checkNames(op, names);
+  return runWithState(changeOf({ priorities: { [op]: names } }), fn);
+}

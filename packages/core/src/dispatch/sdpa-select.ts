@@ -1,0 +1,207 @@
+/**
+ * Choosing the attention kernel (torch.nn.attention.sdpa_kernel and the
+ * torch.backends.cuda SDP switches). Each SDPA kernel declares a family; the four
+ * switches gate the families; sdpaKernel() enables only the listed ones inside a scope
+ * and, with setPriority, makes their order win. Reasons come from the kernel table, so
+ * a refusal always says which kernel refused and why.
+ */
+
+import { ArgumentError } from "../errors.ts";
+import {
+  changeOf,
+  type FlagScope,
+  getFlag,
+  openChangeScope,
+  runWithState,
+  type ScopeChanges,
+  setFlag,
+} from "../flags/state.ts";
+import { availabilityOf, getBackend } from "../registry/backends.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { show } from "../util/format.ts";
+import { warnOnce } from "../util/log.ts";
+import { explain } from "./dispatcher.ts";
+import { getOp } from "./kernels.ts";
+
+export const SDPBackend = {
+  ERROR: "ERROR",
+  MATH: "MATH",
+  FLASH_ATTENTION: "FLASH_ATTENTION",
+  EFFICIENT_ATTENTION: "EFFICIENT_ATTENTION",
+  CUDNN_ATTENTION: "CUDNN_ATTENTION",
+  OVERRIDEABLE: "OVERRIDEABLE",
+} as const;
+export type SDPBackend = Exclude<(typeof SDPBackend)[keyof typeof SDPBackend], "ERROR">;
+
+const FLAG: Record<SDPBackend, string> = {
+  MATH: "cuda.mathSdp",
+  FLASH_ATTENTION: "cuda.flashSdp",
+  EFFICIENT_ATTENTION: "cuda.memEfficientSdp",
+  CUDNN_ATTENTION: "cuda.cudnnSdp",
+  OVERRIDEABLE: "cuda.overrideableSdp",
+};
+const ALL = Object.keys(FLAG) as SDPBackend[];
+const OP = "scaledDotProductAttention";
+
+/** The inputs of one attention call, as torch's SDPAParams holds them. */
+export class SDPAParams {
+  constructor(
+    readonly query: Tensor,
+    readonly key: Tensor,
+    readonly value: Tensor,
+    readonly attnMask: Tensor | null = null,
+    readonly dropout = 0,
+    readonly isCausal = false,
+    readonly enableGqa = false,
+  ) {}
+}
+
+function checkBackends(list: unknown): SDPBackend[] {
+  const arr = Array.isArray(list) ? list : [list];
+  if (arr.length === 0)
+    throw new ArgumentError("sdpaKernel: give at least one backend (SDPBackend.MATH, ...)");
+  for (const b of arr) {
+    if (!ALL.includes(b as SDPBackend)) {
+      throw new ArgumentError(
+        `sdpaKernel: unknown backend ${show(b)}; use SDPBackend.${ALL.join(", SDPBackend.")}`,
+      );
+    }
+  }
+  return arr as SDPBackend[];
+}
+
+function exclusive(list: SDPBackend[], setPriority: boolean): ScopeChanges {
+  const values = Object.fromEntries(ALL.map((b) => [FLAG[b], list.includes(b)]));
+  return setPriority ? { values, priorities: { [OP]: list } } : { values };
+}
+
+/** `{ setPriority?: boolean }`, checked: a typo or a non-boolean is an ArgumentError. */
+function checkSdpaOptions(fn: string, opts: unknown): boolean {
+  if (opts === undefined) return false;
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
+    throw new ArgumentError(
+      `${fn}: options must be an object like { setPriority: true }, got ${show(opts)}`,
+    );
+  for (const [k, v] of Object.entries(opts)) {
+    if (k !== "setPriority")
+      throw new ArgumentError(`${fn}: unknown option ${show(k)}; the one option is setPriority`);
+    if (typeof v !== "boolean")
+      throw new ArgumentError(`${fn}: setPriority must be a boolean, got ${show(v)}`);
+  }
+  return (opts as { setPriority?: boolean }).setPriority === true;
+}
+
+/**
+ * Inside the scope only the listed backends may run SDPA; with setPriority their order
+ * wins over the kernels' own priorities. `using _ = sdpaKernel([SDPBackend.MATH])`.
+ */
+export function sdpaKernel(
+  backends: SDPBackend | SDPBackend[],
+  opts?: { setPriority?: boolean },
+): FlagScope {
+  const setPriority = checkSdpaOptions("sdpaKernel", opts);
+  return openChangeScope(exclusive(checkBackends(backends), setPriority));
+}
+
+/** The async-safe form: holds across awaits inside fn, for this task only. */
+export function withSdpaKernel<R>(
+  backends: SDPBackend | SDPBackend[],
+  fn: () => R,
+  opts?: { setPriority?: boolean },
+): R {
+  const setPriority = checkSdpaOptions("withSdpaKernel", opts);
+  if (typeof fn !== "function") throw new ArgumentError("withSdpaKernel: fn must be a function");
+  return runWithState(changeOf(exclusive(checkBackends(backends), setPriority)), fn);
+}
+
+const SDP_KERNEL_OPTIONS = {
+  enableFlash: "cuda.flashSdp",
+  enableMath: "cuda.mathSdp",
+  enableMemEfficient: "cuda.memEfficientSdp",
+  enableCudnn: "cuda.cudnnSdp",
+} as const;
+
+/**
+ * Deprecated (as in torch): select by switching backends off. Prefer sdpaKernel().
+ */
+export function sdpKernel(
+  opts: {
+    enableFlash?: boolean;
+    enableMath?: boolean;
+    enableMemEfficient?: boolean;
+    enableCudnn?: boolean;
+  } = {},
+): FlagScope {
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
+    throw new ArgumentError(`sdpKernel: options must be an object, got ${show(opts)}`);
+  const values: Record<string, boolean> = {};
+  for (const flag of Object.values(SDP_KERNEL_OPTIONS)) values[flag] = true;
+  for (const [k, v] of Object.entries(opts)) {
+    const flag = SDP_KERNEL_OPTIONS[k as keyof typeof SDP_KERNEL_OPTIONS];
+    if (flag === undefined)
+      throw new ArgumentError(
+        `sdpKernel: unknown option ${show(k)}; known: ${Object.keys(SDP_KERNEL_OPTIONS).join(", ")}`,
+      );
+    if (v === undefined) continue;
+    if (typeof v !== "boolean")
+      throw new ArgumentError(`sdpKernel: ${k} must be a boolean, got ${show(v)}`);
+    values[flag] = v;
+  }
+  warnOnce(
+    "deprecated:sdpKernel",
+    "backends.cuda.sdpKernel() is deprecated; use nn.attention.sdpaKernel([SDPBackend...]) instead",
+  );
+  return openChangeScope({ values });
+}
+
+export const sdpSwitches = {
+  flashSdpEnabled: () => getFlag(FLAG.FLASH_ATTENTION) as boolean,
+  enableFlashSdp: (b: boolean) => setFlag(FLAG.FLASH_ATTENTION, b),
+  memEfficientSdpEnabled: () => getFlag(FLAG.EFFICIENT_ATTENTION) as boolean,
+  enableMemEfficientSdp: (b: boolean) => setFlag(FLAG.EFFICIENT_ATTENTION, b),
+  mathSdpEnabled: () => getFlag(FLAG.MATH) as boolean,
+  enableMathSdp: (b: boolean) => setFlag(FLAG.MATH, b),
+  cudnnSdpEnabled: () => getFlag(FLAG.CUDNN_ATTENTION) as boolean,
+  enableCudnnSdp: (b: boolean) => setFlag(FLAG.CUDNN_ATTENTION, b),
+};
+
+/** Why each kernel of `family` refuses `params` (empty when one accepts). */
+export function sdpaRefusals(family: SDPBackend, params: SDPAParams): string[] {
+  const report = explain(OP, params.query, params.key, params.value, {
+    attnMask: params.attnMask,
+    dropoutP: params.dropout,
+    isCausal: params.isCausal,
+    enableGqa: params.enableGqa,
+  });
+  const famKernels = new Set(
+    getOp(OP)
+      ?.kernels.filter((k) => k.family === family)
+      .map((k) => k.name),
+  );
+  const mine = report.candidates.filter((c) => famKernels.has(c.kernel));
+  if (mine.some((c) => c.accepted)) return [];
+  if (mine.length === 0)
+    return [`no ${family} kernel is registered (for any device); a backend package provides it`];
+  return mine.map((c) => `${c.kernel} (${c.backend}): ${c.reason}`);
+}
+
+function canUse(family: SDPBackend) {
+  return (params: SDPAParams, opts: { debug?: boolean } = {}): boolean => {
+    const reasons = sdpaRefusals(family, params);
+    if (opts.debug && reasons.length > 0)
+      for (const r of reasons) console.warn(`[backplane] ${family} refused: ${r}`);
+    return reasons.length === 0;
+  };
+}
+
+export const canUseFlashAttention = canUse("FLASH_ATTENTION");
+export const canUseEfficientAttention = canUse("EFFICIENT_ATTENTION");
+export const canUseCudnnAttention = canUse("CUDNN_ATTENTION");
+
+/** True when some available backend registered a FLASH_ATTENTION kernel. */
+export function isFlashAttentionAvailable(): boolean {
+  return (getOp(OP)?.kernels ?? []).some((k) => {
+    const b = getBackend(k.backend);
+    return k.family === "FLASH_ATTENTION" && b !== undefined && availabilityOf(b).available;
+  });
+}

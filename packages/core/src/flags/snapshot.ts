@@ -1,0 +1,60 @@
+/**
+ * Flag values live in immutable FlagState snapshots. A change makes a new snapshot, so
+ * the dispatcher can cache its decisions per snapshot and a cache hit costs one lookup.
+ */
+
+let nextId = 1;
+
+export class FlagState {
+  readonly id = nextId++;
+  constructor(
+    /** Flag values by full key, e.g. "cudnn.benchmark". */
+    readonly values: Readonly<Record<string, unknown>>,
+    /** User kernel priority per op: kernel names tried first, in order. */
+    readonly priorities: Readonly<Record<string, readonly string[]>>,
+  ) {}
+
+  /**
+   * Snapshots derived from this one, by change. A scope opened again and again with the
+   * same changes (a hot loop) gets the same snapshot back, so the dispatcher's cache hits.
+   */
+  private derived: Map<string, FlagState> | undefined;
+
+  private derive(key: string, make: () => FlagState): FlagState {
+    this.derived ??= new Map();
+    let s = this.derived.get(key);
+    if (!s) {
+      if (this.derived.size >= 64) this.derived.clear();
+      s = make();
+      this.derived.set(key, s);
+    }
+    return s;
+  }
+
+  with(changes: Readonly<Record<string, unknown>>): FlagState {
+    let same = true;
+    for (const k in changes) {
+      if (this.values[k] !== changes[k]) {
+        same = false;
+        break;
+      }
+    }
+    if (same) return this;
+    let key: string;
+    try {
+      key = `w${JSON.stringify(changes)}`;
+    } catch {
+      return new FlagState({ ...this.values, ...changes }, this.priorities);
+    }
+    return this.derive(key, () => new FlagState({ ...this.values, ...changes }, this.priorities));
+  }
+
+  withPriority(op: string, names: readonly string[] | null): FlagState {
+    return this.derive(`p${op}\u0000${names === null ? "\u0001" : names.join("\u0000")}`, () => {
+      const p = { ...this.priorities };
+      if (names === null) delete p[op];
+      else p[op] = [...names];
+      return new FlagState(this.values, p);
+    });
+  }
+}

@@ -1,0 +1,56 @@
+/** The global switches: deterministic algorithms and float32 matmul precision (torch.*). */
+
+import type { MatmulPrecision } from "../dispatch/kernels.ts";
+import { ArgumentError } from "../errors.ts";
+import { show } from "../util/format.ts";
+import { getFlag, onFlagChange, setFlag } from "./state.ts";
+
+/**
+ * Deterministic mode: nondeterministic kernels are skipped for deterministic ones; when
+ * none is left the op throws NondeterministicError (with warnOnly: runs and warns once).
+ */
+export function useDeterministicAlgorithms(mode: boolean, opts: { warnOnly?: boolean } = {}): void {
+  if (typeof mode !== "boolean")
+    throw new ArgumentError(
+      `useDeterministicAlgorithms: mode must be a boolean, got ${show(mode)}`,
+    );
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
+    throw new ArgumentError(
+      `useDeterministicAlgorithms: options must be an object like { warnOnly: true }, got ${show(opts)}`,
+    );
+  for (const k of Object.keys(opts))
+    if (k !== "warnOnly")
+      throw new ArgumentError(
+        `useDeterministicAlgorithms: unknown option ${show(k)}; the one option is warnOnly`,
+      );
+  const warnOnly = opts.warnOnly ?? false;
+  if (typeof warnOnly !== "boolean")
+    throw new ArgumentError(
+      `useDeterministicAlgorithms: warnOnly must be a boolean, got ${show(warnOnly)}`,
+    );
+  setFlag("core.deterministic", mode);
+  setFlag("core.deterministicWarnOnly", mode && warnOnly);
+}
+
+export const areDeterministicAlgorithmsEnabled = (): boolean =>
+  getFlag("core.deterministic") as boolean;
+export const isDeterministicAlgorithmsWarnOnlyEnabled = (): boolean =>
+  getFlag("core.deterministicWarnOnly") as boolean;
+
+/** "highest": full float32; "high": TF32 (or similar) allowed; "medium": bf16-based splits allowed. */
+export function setFloat32MatmulPrecision(precision: MatmulPrecision): void {
+  setFlag("core.float32MatmulPrecision", precision);
+}
+export const getFloat32MatmulPrecision = (): MatmulPrecision =>
+  getFlag("core.float32MatmulPrecision") as MatmulPrecision;
+
+// As in torch, cuda.matmul.allowTf32 and the float32 precision are one setting seen twice.
+onFlagChange("core.float32MatmulPrecision", (p) => {
+  if (getFlag("cuda.matmul.allowTf32") !== (p !== "highest"))
+    setFlag("cuda.matmul.allowTf32", p !== "highest");
+});
+onFlagChange("cuda.matmul.allowTf32", (on) => {
+  const cur = getFlag("core.float32MatmulPrecision");
+  if (on && cur === "highest") setFlag("core.float32MatmulPrecision", "high");
+  if (!on && cur !== "highest") setFlag("core.float32MatmulPrecision", "highest");
+});

@@ -1,0 +1,183 @@
+/**
+ * The `backends` object: every namespace of the API (cpu, cuda, cudnn, mkl, ...) with its
+ * flags and functions, plus withFlags()/flags() scopes over several namespaces.
+ * An unknown namespace throws a message naming the known ones; has() never throws.
+ */
+
+import { record } from "../dispatch/record.ts";
+import type {
+  canUseCudnnAttention,
+  canUseEfficientAttention,
+  canUseFlashAttention,
+  isFlashAttentionAvailable,
+  SDPAParams,
+  SDPBackend,
+  sdpaKernel,
+  sdpKernel,
+  sdpSwitches,
+  withSdpaKernel,
+} from "../dispatch/sdpa-select.ts";
+import { ArgumentError, UnknownNamespaceError } from "../errors.ts";
+import type { BUILTIN_FLAGS } from "../flags/builtin.ts";
+import type { DeepPartial, FlagValues } from "../flags/spec.ts";
+import {
+  checkChanges,
+  type FlagScope,
+  flatten,
+  openScope,
+  runWithState,
+  warnIfInert,
+} from "../flags/state.ts";
+import { listBackends, ready } from "../registry/backends.ts";
+import type { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
+import { show } from "../util/format.ts";
+import { didYouMean } from "../util/suggest.ts";
+import type { CufftPlanCache } from "./cufft-plan-cache.ts";
+import { describeFlag, type FlagDescription } from "./describe.ts";
+// The core's own members of each namespace (cpu.getCpuCapability, mkl.verbose...).
+import "./members.ts";
+import type { VERBOSE } from "./members.ts";
+import {
+  type Namespace,
+  type NamespaceBase,
+  type NamespaceStatus,
+  namespaceNames,
+  namespaceObject,
+  PROBES,
+  statusOf,
+} from "./namespace.ts";
+
+export type { CufftPlanCache } from "./cufft-plan-cache.ts";
+export type { FlagDescription } from "./describe.ts";
+
+type B = typeof BUILTIN_FLAGS;
+
+type NS<K extends keyof B> = Namespace<B[K]>;
+
+/** The typed shape of `backends`; backends and third parties add members at run time. */
+export interface Backends {
+  cpu: NS<"cpu"> & {
+    getCpuCapability(): string;
+    getCpuCapabilityInfo(): ReturnType<typeof cpuCapabilityInfo>;
+  };
+  cuda: NS<"cuda"> &
+    typeof sdpSwitches & {
+      cufftPlanCache: CufftPlanCache & { [device: number]: CufftPlanCache };
+      preferredBlasLibrary(b?: "cublas" | "cublaslt"): "cublas" | "cublaslt";
+      preferredLinalgLibrary(
+        b?: "default" | "cusolver" | "magma",
+      ): "default" | "cusolver" | "magma";
+      SDPAParams: typeof SDPAParams;
+      SDPBackend: typeof SDPBackend;
+      isFlashAttentionAvailable: typeof isFlashAttentionAvailable;
+      canUseFlashAttention: typeof canUseFlashAttention;
+      canUseEfficientAttention: typeof canUseEfficientAttention;
+      canUseCudnnAttention: typeof canUseCudnnAttention;
+      sdpKernel: typeof sdpKernel;
+    };
+  cudnn: NS<"cudnn">;
+  cusparselt: NamespaceBase;
+  mha: NS<"mha"> & { getFastpathEnabled(): boolean; setFastpathEnabled(b: boolean): void };
+  mps: NamespaceBase & { isMacosOrNewer(major: number, minor: number): boolean };
+  mkl: NS<"mkl"> & typeof VERBOSE & { verbose(level: number): FlagScope; isEnabled(): boolean };
+  mkldnn: NS<"mkldnn"> &
+    typeof VERBOSE & { VERBOSE_ON_CREATION: 2; verbose(level: number): FlagScope };
+  nnpack: NS<"nnpack"> & { setFlags(enabled: boolean): [boolean] };
+  openmp: NS<"openmp"> & {
+    isEnabled(): boolean;
+    getNumThreads(): number;
+    setNumThreads(n: number): void;
+    numThreadsScope(n: number): FlagScope;
+  };
+  optEinsum: NS<"optEinsum"> & { getOptEinsum(): unknown };
+  quantized: NS<"quantized"> & { readonly supportedEngines: string[] };
+  xnnpack: NS<"xnnpack">;
+  xeon: NamespaceBase & { runCpu(...args: unknown[]): unknown };
+  webgpu: NS<"webgpu">;
+  nn: NamespaceBase & {
+    attention: {
+      sdpaKernel: typeof sdpaKernel;
+      withSdpaKernel: typeof withSdpaKernel;
+      SDPBackend: typeof SDPBackend;
+    };
+  };
+  /** Any namespace a plugin added. */
+  [name: string]: any;
+}
+
+export type AllFlags = { [K in keyof B]: FlagValues<B[K]> };
+
+/** Members of `backends` itself (not namespaces). */
+export interface BackendsRoot {
+  /** Whether a namespace exists; never throws. */
+  has(name: string): boolean;
+  /** Names of every namespace. */
+  names(): string[];
+  /** built / available / reason of every namespace. */
+  status(): NamespaceStatus[];
+  /** Runs fn with flags of several namespaces changed; holds across awaits, per task. */
+  withFlags<R>(changes: DeepPartial<AllFlags> & Record<string, unknown>, fn: () => R): R;
+  /** A sync scope over several namespaces: `using _ = backends.flags({ cudnn: { benchmark: true } })`. */
+  flags(changes: DeepPartial<AllFlags> & Record<string, unknown>): FlagScope;
+  /** Waits for backends with async initialisation (WebGPU adapters...). */
+  ready(...names: string[]): Promise<void>;
+  /** Registered backends by name. */
+  registered(): string[];
+  /** Type, default, current value, PyTorch name and readers of a flag ("cudnn.benchmark"). */
+  describe(name: string): FlagDescription;
+  /** Runs fn and returns its result with every kernel call made inside it. */
+  record: typeof record;
+}
+
+const root: BackendsRoot = {
+  has: (name) => typeof name === "string" && namespaceNames().includes(name),
+  names: () => namespaceNames(),
+  status: () => namespaceNames().map(statusOf),
+  withFlags: (changes, fn) => {
+    const flat = checkChanges(flatten(changes as Record<string, unknown>));
+    if (typeof fn !== "function")
+      throw new ArgumentError(
+        `backends.withFlags(changes, fn): fn must be a function, got ${show(fn)}`,
+      );
+    for (const key of Object.keys(flat)) warnIfInert(key);
+    return runWithState((s) => s.with(flat), fn);
+  },
+  flags: (changes) => openScope(flatten(changes as Record<string, unknown>)),
+  ready: (...names) => ready(...names),
+  registered: () => listBackends().map((b) => b.def.name),
+  describe: describeFlag,
+  record,
+};
+
+export const backends = new Proxy(root as BackendsRoot & Backends, {
+  get(target, prop) {
+    if (typeof prop === "symbol") return (target as any)[prop];
+    if (prop in target) return (target as any)[prop];
+    if (namespaceNames().includes(prop)) return namespaceObject(prop);
+    if (PROBES.has(prop)) return undefined;
+    const guess = didYouMean(prop, namespaceNames());
+    throw new UnknownNamespaceError(
+      `backends.${prop} does not exist${guess ? `; did you mean backends.${guess}?` : ""} (known namespaces: ${namespaceNames().join(", ")})`,
+    );
+  },
+  has(target, prop) {
+    return prop in target || (typeof prop === "string" && namespaceNames().includes(prop));
+  },
+  ownKeys(target) {
+    return [...Reflect.ownKeys(target), ...namespaceNames()];
+  },
+  getOwnPropertyDescriptor(target, prop) {
+    if (typeof prop === "string" && namespaceNames().includes(prop)) {
+      return { value: namespaceObject(prop), enumerable: true, configurable: true };
+    }
+    return Reflect.getOwnPropertyDescriptor(target, prop);
+  },
+  set(_, prop) {
+    throw new ArgumentError(
+      `backends.${String(prop)} cannot be replaced; set its flags instead (backends.cudnn.benchmark = true)`,
+    );
+  },
+});
+
+/** Adds a namespace with flags (a third-party backend does this through registerBackend's flags). */
+export { namespaceObject as defineNamespace };

@@ -1,0 +1,77 @@
+/**
+ * torch.backends.cuda.cufft_plan_cache: one cache per device, indexed (cufftPlanCache[1])
+ * or bare (the current device). The core's slots hold nothing (no cuFFT without
+ * backend-cuda); any member it does not have, or a bad index, is a typed error.
+ */
+import { ArgumentError } from "../errors.ts";
+import { show } from "../util/format.ts";
+import { didYouMean } from "../util/suggest.ts";
+import { PROBES } from "./namespace.ts";
+
+/** torch.backends.cuda.cufft_plan_cache[i]: backend-cuda installs the real caches. */
+export interface CufftPlanCache {
+  readonly size: number;
+  maxSize: number;
+  clear(): void;
+}
+
+class PlanCacheSlot implements CufftPlanCache {
+  private max = 4096;
+  constructor(readonly device: number) {}
+  get size(): number {
+    return 0; // no cuFFT without backend-cuda: nothing is ever cached
+  }
+  get maxSize(): number {
+    return this.max;
+  }
+  set maxSize(n: number) {
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 0)
+      throw new ArgumentError(`cufftPlanCache.maxSize must be an integer >= 0, got ${show(n)}`);
+    this.max = n;
+  }
+  clear(): void {}
+}
+
+/**
+ * Indexing picks a device; bare use (size, maxSize, clear) means device 0 until
+ * backend-cuda says otherwise. Any other member, or a bad index, is a typed error.
+ */
+export function planCacheRegistry(): CufftPlanCache & { [device: number]: CufftPlanCache } {
+  const slots = new Map<number, PlanCacheSlot>();
+  const slot = (d: number) => {
+    if (!Number.isInteger(d) || d < 0 || d > 1023)
+      throw new ArgumentError(
+        `cufftPlanCache[${String(d)}]: the device index must be an integer in [0, 1023]`,
+      );
+    let s = slots.get(d);
+    if (!s) slots.set(d, (s = new PlanCacheSlot(d)));
+    return s;
+  };
+  const MEMBERS = ["size", "maxSize", "clear"];
+  return new Proxy({} as CufftPlanCache & { [device: number]: CufftPlanCache }, {
+    get(_, prop) {
+      if (typeof prop === "symbol" || PROBES.has(prop)) return undefined;
+      if (/^-?\d+(\.\d+)?$/.test(prop) || prop === "NaN" || prop === "Infinity")
+        return slot(Number(prop));
+      const cur = slot(0);
+      if (prop === "clear") return () => cur.clear();
+      if (prop === "size" || prop === "maxSize") return cur[prop];
+      const guess = didYouMean(prop, MEMBERS);
+      throw new ArgumentError(
+        `cufftPlanCache.${prop}: no such member${guess ? `; did you mean ${guess}?` : ""} (index a device, cufftPlanCache[0], or use size, maxSize, clear())`,
+      );
+    },
+    has(_, prop) {
+      return MEMBERS.includes(prop as string) || (typeof prop === "string" && /^\d+$/.test(prop));
+    },
+    set(_, prop, value) {
+      if (prop === "maxSize") {
+        slot(0).maxSize = value;
+        return true;
+      }
+      throw new ArgumentError(
+        `cufftPlanCache.${String(prop)} is read-only; maxSize is the one setting`,
+      );
+    },
+  });
+}

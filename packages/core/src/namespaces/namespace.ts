@@ -1,0 +1,337 @@
+/**
+ * `backends.<name>`: one object per namespace, holding its flags as properties, a
+ * `flags({...})` scope, and isBuilt()/isAvailable()/status() that answer from the
+ * backend registered for it, or with the reason it is missing.
+ */
+
+import { FlagError, UnknownFlagError } from "../errors.ts";
+import { BUILTIN_FLAGS, NAMESPACE_PACKAGES } from "../flags/builtin.ts";
+import { type DeepPartial, type FlagSchema, type FlagValues, isSpec } from "../flags/spec.ts";
+import {
+  defineFlags,
+  type FlagScope,
+  flagSchema,
+  getFlag,
+  openScope,
+  setFlag,
+} from "../flags/state.ts";
+import { type Availability, availabilityOf, backendForNamespace } from "../registry/backends.ts";
+import { show } from "../util/format.ts";
+import { didYouMean } from "../util/suggest.ts";
+
+export interface NamespaceStatus {
+  namespace: string;
+  built: boolean;
+  available: boolean;
+  /** Why not, when built or available is false. */
+  reason?: string;
+  /** The backend that answers for this namespace, if one is registered. */
+  backend?: string;
+  packageName?: string;
+  /** The version as text ("9.24.0"), when the backend reports one. */
+  version?: string;
+}
+
+/** Members every namespace object has. */
+export interface NamespaceBase<V = Record<string, unknown>> {
+  readonly name: string;
+  /** torch's is_built(): the package is installed and has what it was built with. */
+  isBuilt(): boolean;
+  /** torch's is_available(): it can run here. status().reason says why not. */
+  isAvailable(): boolean;
+  /** built, available, and the reason when not. */
+  status(): NamespaceStatus;
+  /**
+   * torch's version(): an integer like torch's (cuDNN 9.24.0 is 92400: major * 10000 +
+   * minor * 100 + patch), undefined when the backend is absent. versionString() has the text.
+   */
+  version(): number | undefined;
+  /** The version as the library or package states it ("9.24.0"). */
+  versionString(): string | undefined;
+  capability(): unknown;
+  /** A sync scope: `using _ = backends.cudnn.flags({ benchmark: true })`. */
+  flags(changes: DeepPartial<V>): FlagScope;
+  /** Current flag values as a plain object. */
+  values(): V;
+}
+
+export type Namespace<S extends FlagSchema = FlagSchema> = NamespaceBase<FlagValues<S>> &
+  FlagValues<S>;
+
+function notInstalled(ns: string): string {
+  const pkg = NAMESPACE_PACKAGES[ns];
+  if (pkg === null) return `no Backplane backend provides ${ns}`;
+  return `${pkg ?? `a backend for ${ns}`} is not installed (npm i ${pkg ?? "<package>"}, then import it)`;
+}
+
+export function statusOf(ns: string): NamespaceStatus {
+  const b = backendForNamespace(ns);
+  if (!b) {
+    const reason = notInstalled(ns);
+    return {
+      namespace: ns,
+      built: false,
+      available: false,
+      reason,
+      packageName: NAMESPACE_PACKAGES[ns] ?? undefined,
+    };
+  }
+  let built: Availability = { available: true };
+  try {
+    built = b.def.isBuilt?.() ?? built;
+  } catch (e) {
+    built = { available: false, reason: `isBuilt() threw: ${(e as Error).message}` };
+  }
+  const avail = built.available ? availabilityOf(b) : { available: false, reason: built.reason };
+  let version: string | undefined;
+  try {
+    version = b.def.version?.();
+  } catch {
+    version = undefined;
+  }
+  return {
+    namespace: ns,
+    built: built.available,
+    available: avail.available,
+    reason: avail.available ? undefined : (avail.reason ?? "no reason given"),
+    backend: b.def.name,
+    packageName: b.def.packageName,
+    version,
+  };
+}
+
+/** Per-flag adjustments of what a read returns (optEinsum.enabled is false without the plugin). */
+const readFilters = new Map<string, (value: unknown) => unknown>();
+
+/** Makes reads of `key` through `backends.<ns>` pass through `filter` (values() too). */
+export function setFlagReadFilter(key: string, filter: (value: unknown) => unknown): void {
+  readFilters.set(key, filter);
+}
+
+function readFlag(key: string): unknown {
+  const f = readFilters.get(key);
+  return f ? f(getFlag(key)) : getFlag(key);
+}
+
+/** Defines getters and setters for a schema's flags on `target` (groups become sub-objects). */
+function defineFlagProperties(target: object, ns: string, schema: FlagSchema, prefix = ""): void {
+  for (const [k, v] of Object.entries(schema)) {
+    const key = `${ns}.${prefix}${k}`;
+    if (isSpec(v)) {
+      if (Object.getOwnPropertyDescriptor(target, k)) continue;
+      Object.defineProperty(target, k, {
+        get: () => readFlag(key),
+        set: (value: unknown) => setFlag(key, value),
+        enumerable: true,
+        configurable: true,
+      });
+    } else {
+      let group = groupTargets.get(target)?.get(k);
+      if (!group) {
+        group = {};
+        const proxy = sealed(group, `${ns}.${prefix}${k}`);
+        let groups = groupTargets.get(target);
+        if (!groups) groupTargets.set(target, (groups = new Map()));
+        groups.set(k, group);
+        Object.defineProperty(target, k, { value: proxy, enumerable: true, configurable: true });
+      }
+      defineFlagProperties(group, ns, v, `${prefix}${k}.`);
+    }
+  }
+}
+
+/** The raw objects behind sub-namespace proxies (cuda.matmul), by parent and name. */
+const groupTargets = new WeakMap<object, Map<string, object>>();
+
+// Names a runtime or a tool may probe on any object; answering undefined keeps them working.
+export const PROBES: ReadonlySet<string> = new Set([
+  "then",
+  "toJSON",
+  "constructor",
+  "inspect",
+  "nodeType",
+  "$$typeof",
+  "asymmetricMatch",
+  "@@__IMMUTABLE_ITERABLE__@@",
+  "@@toStringTag",
+  "_isMockFunction",
+  "toString",
+  "valueOf",
+]);
+
+function unknownMember(path: string, target: object, prop: string, writing: boolean): never {
+  const known = Object.keys(target);
+  const guess = didYouMean(prop, known);
+  const ns = path.split(".")[0];
+  throw new UnknownFlagError(
+    ns,
+    path.includes(".") ? `${path.slice(ns.length + 1)}.${prop}` : prop,
+    `backends.${path}.${prop}: no such ${writing ? "flag" : "flag or function"}${guess ? `; did you mean ${guess}?` : ""} (backends.${path} has: ${known.join(", ") || "nothing"})`,
+    guess,
+  );
+}
+
+/**
+ * A namespace as users see it: flags read and write through their getters and setters;
+ * reading or writing a name it does not have, or assigning over a function, a constant
+ * or a sub-namespace, is a typed error. The raw object stays writable for the core.
+ */
+function sealed<T extends object>(target: T, path: string): T {
+  return new Proxy(target, {
+    get(t, prop) {
+      if (typeof prop === "symbol") return Reflect.get(t, prop);
+      // Own members, and Object.prototype's methods that tools call (not __proto__).
+      if (prop in t && prop !== "__proto__") return Reflect.get(t, prop);
+      if (PROBES.has(prop)) return undefined;
+      return unknownMember(path, t, prop, false);
+    },
+    set(t, prop, value) {
+      if (typeof prop === "symbol") return false;
+      const d = Object.getOwnPropertyDescriptor(t, prop);
+      if (d?.set) {
+        d.set.call(t, value);
+        return true;
+      }
+      if (d) {
+        const what =
+          typeof d.value === "function"
+            ? `a function; call it (backends.${path}.${prop}(...))`
+            : d.value !== null && typeof d.value === "object"
+              ? "a group of flags; set its members"
+              : "a constant";
+        throw new FlagError(`backends.${path}.${prop} cannot be assigned: it is ${what}`);
+      }
+      return unknownMember(path, t, prop, true);
+    },
+    defineProperty(_, prop) {
+      throw new FlagError(
+        `backends.${path}.${String(prop)} cannot be defined; a backend adds members through registerBackend({ api })`,
+      );
+    },
+    deleteProperty(_, prop) {
+      throw new FlagError(`backends.${path}.${String(prop)} cannot be deleted`);
+    },
+    setPrototypeOf() {
+      throw new FlagError(`backends.${path}: its prototype cannot be changed`);
+    },
+  });
+}
+
+function readValues(ns: string, schema: FlagSchema, prefix = ""): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    out[k] = isSpec(v) ? readFlag(`${ns}.${prefix}${k}`) : readValues(ns, v, `${prefix}${k}.`);
+  }
+  return out;
+}
+
+/** Turns `{ matmul: { allowTf32: true } }` into `{ "cuda.matmul.allowTf32": true }`, checking names. */
+export function changesFor(
+  ns: string,
+  changes: Record<string, unknown>,
+  prefix = "",
+): Record<string, unknown> {
+  if (changes === null || typeof changes !== "object" || Array.isArray(changes)) {
+    throw new FlagError(
+      `backends.${ns}.flags() takes an object of flag values, got ${show(changes)}`,
+    );
+  }
+  const schema = flagSchema(ns) ?? {};
+  let node: FlagSchema = schema;
+  for (const part of prefix.split(".").filter(Boolean)) node = node[part] as FlagSchema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(changes)) {
+    const spec = node[k];
+    if (!spec) {
+      const guess = didYouMean(k, Object.keys(node));
+      throw new UnknownFlagError(
+        ns,
+        `${prefix}${k}`,
+        `backends.${ns} has no flag ${prefix}${k}${guess ? `; did you mean ${prefix}${guess}?` : ""} (its flags: ${Object.keys(node).join(", ") || "none"})`,
+        guess,
+      );
+    }
+    if (isSpec(spec)) out[`${ns}.${prefix}${k}`] = v;
+    else Object.assign(out, changesFor(ns, v as Record<string, unknown>, `${prefix}${k}.`));
+  }
+  return out;
+}
+
+/** Namespace objects: the raw target the core writes to, and the sealed proxy users get. */
+const objects = new Map<string, { raw: NamespaceBase; user: NamespaceBase }>();
+
+/** torch-style integer of a version text: "9.24.0" -> 92400, "13.0" -> 130000. */
+export function versionNumber(text: string | undefined): number | undefined {
+  const m = /^(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(text ?? "");
+  if (!m) return undefined;
+  return Number(m[1]) * 10000 + Number(m[2] ?? 0) * 100 + Number(m[3] ?? 0);
+}
+
+/** The namespace object for `ns`, created on first use; flags of `schema` are added to it. */
+export function namespaceObject(
+  ns: string,
+  schema: FlagSchema = {},
+  reader?: string,
+): NamespaceBase {
+  if (Object.keys(schema).length > 0) defineFlags(ns, schema, reader);
+  let entry = objects.get(ns);
+  if (!entry) {
+    const raw: NamespaceBase = {
+      name: ns,
+      isBuilt: () => statusOf(ns).built,
+      isAvailable: () => statusOf(ns).available,
+      status: () => statusOf(ns),
+      version: () => {
+        const b = backendForNamespace(ns);
+        const n = b?.def.versionNumber?.();
+        return typeof n === "number" ? n : versionNumber(statusOf(ns).version);
+      },
+      versionString: () => statusOf(ns).version,
+      capability: () => {
+        const b = backendForNamespace(ns);
+        return b && availabilityOf(b).available ? b.def.capability?.() : undefined;
+      },
+      flags: (changes) => openScope(changesFor(ns, changes as Record<string, unknown>)),
+      values: () => readValues(ns, flagSchema(ns) ?? {}),
+    };
+    entry = { raw, user: sealed(raw, ns) };
+    objects.set(ns, entry);
+  }
+  defineFlagProperties(entry.raw, ns, flagSchema(ns) ?? {});
+  return entry.user;
+}
+
+export function namespaceNames(): string[] {
+  return [...objects.keys()];
+}
+
+/** Adds methods to a namespace object (a backend's API: getOptEinsum, runCpu, cufftPlanCache...). */
+export function extendNamespace(ns: string, members: Record<string, unknown>): void {
+  namespaceObject(ns);
+  const raw = (objects.get(ns) as { raw: NamespaceBase }).raw;
+  for (const [k, v] of Object.entries(members)) {
+    // A function may take a flag's place (mkl.verbose(level), cuda.preferredBlasLibrary(b)):
+    // torch has functions there, and the flag stays reachable through flags() and getFlag().
+    Object.defineProperty(raw, k, {
+      value: v,
+      enumerable: true,
+      configurable: true,
+      writable: false,
+    });
+  }
+}
+
+/** Adds read-only computed members (quantized.supportedEngines). */
+export function extendNamespaceGetters(ns: string, getters: Record<string, () => unknown>): void {
+  namespaceObject(ns);
+  const raw = (objects.get(ns) as { raw: NamespaceBase }).raw;
+  for (const [k, get] of Object.entries(getters)) {
+    Object.defineProperty(raw, k, { get, enumerable: true, configurable: true });
+  }
+}
+
+export type BuiltinFlagValues = {
+  [K in keyof typeof BUILTIN_FLAGS]: FlagValues<(typeof BUILTIN_FLAGS)[K]>;
+};
+for (const [ns, schema] of Object.entries(BUILTIN_FLAGS)) namespaceObject(ns, schema as FlagSchema);
+for (const ns of Object.keys(NAMESPACE_PACKAGES)) namespaceObject(ns);

@@ -1,0 +1,175 @@
+/**
+ * The backend contract and the table of registered backends: lookup, cached
+ * availability, lazy initialisation. register.ts adds to it; the core never imports a
+ * backend package.
+ */
+
+import type { KernelDefinition } from "../dispatch/kernels.ts";
+import type { FlagSchema } from "../flags/spec.ts";
+import { setReaderLoadedCheck } from "../flags/state.ts";
+import type { DeviceMemory } from "../tensor/memory.ts";
+
+/** `{ available: true }`, or false with the reason a person can act on. */
+export interface Availability {
+  available: boolean;
+  reason?: string;
+}
+
+export interface BackendDefinition {
+  /** Unique name, e.g. "cpu-mkl". */
+  name: string;
+  /** The `backends.<namespace>` entries this backend answers for (isBuilt, isAvailable...). */
+  namespaces?: string[];
+  /** Device types its kernels run on. */
+  devices: string[];
+  /** The published package, for messages. */
+  packageName?: string;
+  /** The version as text: the library's where the namespace mirrors one (cuDNN "9.24.0"), else the package's. */
+  version?(): string | undefined;
+  /** torch's integer form of version(), when it is not major*10000 + minor*100 + patch of the text. */
+  versionNumber?(): number | undefined;
+  /** Flag keys this backend reads besides its own schema's (e.g. "cudnn.benchmark"): marks them live. */
+  reads?: readonly string[];
+  /** Values this backend adds to extensible enum flags, e.g. { "quantized.engine": ["qnnpack"] }. */
+  provides?: Readonly<Record<string, readonly string[]>>;
+  /** Whether the package has what it was built with (kernels, PTX...). Default: true. */
+  isBuilt?(): Availability;
+  /** Whether it can run here and now; evaluated lazily and cached until refreshAvailability(). */
+  isAvailable(): Availability;
+  /** What the hardware or library offers: a summary string or structured facts. */
+  capability?(): unknown;
+  /** Flags per namespace, merged into `backends.<namespace>`. */
+  flags?: Record<string, FlagSchema>;
+  kernels?: KernelDefinition<any>[];
+  /** Members added to `backends.<namespace>` (getOptEinsum, runCpu, cufftPlanCache...). */
+  api?: Record<string, Record<string, unknown>>;
+  /** Device memories this backend provides. */
+  memories?: DeviceMemory[];
+  /** Lazy initialisation, run once before the first kernel of this backend is considered. */
+  init?(): void | Promise<void>;
+}
+
+export type InitState = "pending" | "running" | "ready" | "failed";
+
+export interface RegisteredBackend {
+  readonly def: BackendDefinition;
+  initState: InitState;
+  initError?: string;
+  initPromise?: Promise<void>;
+  availability?: Availability;
+}
+
+const backendsByName = new Map<string, RegisteredBackend>();
+const namespaceOwner = new Map<string, string>();
+let generation = 0;
+
+/** Bumped on every registration or availability change; the dispatcher's caches key on it. */
+export function registryGeneration(): number {
+  return generation;
+}
+export function bumpGeneration(): void {
+  generation++;
+}
+
+// A flag's reader is loaded when a registered backend comes from that package.
+setReaderLoadedCheck((pkg) =>
+  [...backendsByName.values()].some((b) => (b.def.packageName ?? b.def.name) === pkg),
+);
+
+/** Records a checked registration (register.ts does the checks). */
+export function addToRegistry(entry: RegisteredBackend): void {
+  backendsByName.set(entry.def.name, entry);
+  for (const ns of entry.def.namespaces ?? []) namespaceOwner.set(ns, entry.def.name);
+  bumpGeneration();
+}
+
+/** The backend that answers for `ns`, by name (undefined when none does). */
+export function namespaceOwnerOf(ns: string): string | undefined {
+  return namespaceOwner.get(ns);
+}
+
+export function getBackend(name: string): RegisteredBackend | undefined {
+  return backendsByName.get(name);
+}
+
+export function listBackends(): RegisteredBackend[] {
+  return [...backendsByName.values()];
+}
+
+export function backendForNamespace(ns: string): RegisteredBackend | undefined {
+  const owner = namespaceOwner.get(ns);
+  return owner ? backendsByName.get(owner) : undefined;
+}
+
+/** Availability of a registered backend, cached; a thrown isAvailable() becomes the reason. */
+export function availabilityOf(b: RegisteredBackend): Availability {
+  if (!b.availability) {
+    try {
+      const a = b.def.isAvailable();
+      b.availability =
+        a && typeof a.available === "boolean"
+          ? a
+          : { available: false, reason: "isAvailable() returned no answer" };
+    } catch (e) {
+      b.availability = { available: false, reason: `isAvailable() threw: ${(e as Error).message}` };
+    }
+  }
+  return b.availability;
+}
+
+/** Forget cached availability (after installing a driver, changing a search path...). */
+export function refreshAvailability(): void {
+  for (const b of backendsByName.values()) b.availability = undefined;
+  bumpGeneration();
+}
+
+/**
+ * Starts (or joins) a backend's lazy initialisation. Sync init completes at once; async
+ * init makes its kernels wait ("initialising") until `ready()` resolves.
+ */
+export function startInit(b: RegisteredBackend): void {
+  if (b.initState !== "pending" || !b.def.init) return;
+  b.initState = "running";
+  const done = () => {
+    b.initState = "ready";
+    bumpGeneration();
+  };
+  const fail = (e: unknown) => {
+    b.initState = "failed";
+    b.initError = e instanceof Error ? e.message : String(e);
+    bumpGeneration();
+  };
+  try {
+    const r = b.def.init();
+    if (r instanceof Promise) b.initPromise = r.then(done, fail);
+    else done();
+  } catch (e) {
+    fail(e);
+  }
+}
+
+/**
+ * Runs a backend's initialisation again on next use (after a setting it reads changed,
+ * e.g. which native library to load). Its kernels wait until it has finished.
+ */
+export function restartInit(name: string): void {
+  const b = backendsByName.get(name);
+  if (!b?.def.init) return;
+  b.initState = "pending";
+  b.initError = undefined;
+  b.initPromise = undefined;
+  b.availability = undefined;
+  bumpGeneration();
+}
+
+/** Waits until the named backends (default: all) have initialised. */
+export async function ready(...names: string[]): Promise<void> {
+  const list =
+    names.length > 0
+      ? names.map((n) => backendsByName.get(n)).filter((b) => b !== undefined)
+      : listBackends();
+  for (const b of list) {
+    if (availabilityOf(b).available) startInit(b);
+  }
+  await Promise.all(list.map((b) => b.initPromise));
+}

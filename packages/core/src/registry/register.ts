@@ -1,0 +1,73 @@
+/**
+ * registerBackend(): what a backend package calls when it is imported. Checks the
+ * definition, adds its kernels to the table, its flags and members to the namespaces,
+ * its device memories, and records it in the registry.
+ */
+import { addKernels } from "../dispatch/kernels.ts";
+import { RegistrationError } from "../errors.ts";
+import { addFlagReader, registerFlagChoice } from "../flags/state.ts";
+import { extendNamespace, namespaceObject } from "../namespaces/namespace.ts";
+import { registerDeviceMemory } from "../tensor/memory.ts";
+import { show } from "../util/format.ts";
+import {
+  addToRegistry,
+  type BackendDefinition,
+  bumpGeneration,
+  getBackend,
+  namespaceOwnerOf,
+  type RegisteredBackend,
+} from "./backends.ts";
+
+/** Identity helper that gives a backend definition its type. */
+export function defineBackend(def: BackendDefinition): BackendDefinition {
+  return def;
+}
+
+/**
+ * Registers a backend. Registering the same name twice is allowed only for the same
+ * version (a package loaded twice): the first registration stays. A different version,
+ * or a namespace another backend already answers for, is a RegistrationError.
+ */
+export function registerBackend(def: BackendDefinition): RegisteredBackend {
+  if (!def || typeof def.name !== "string" || !/^[a-z0-9][a-z0-9._-]*$/.test(def.name)) {
+    throw new RegistrationError(
+      `backend name must be lower-case letters, digits, '.', '_' or '-', got ${show(def?.name)}`,
+    );
+  }
+  if (typeof def.isAvailable !== "function") {
+    throw new RegistrationError(`backend ${def.name}: isAvailable() is required`);
+  }
+  const prior = getBackend(def.name);
+  if (prior) {
+    if (prior.def === def) return prior;
+    const a = prior.def.version?.();
+    const b = def.version?.();
+    if (a === b) return prior;
+    throw new RegistrationError(
+      `backend ${def.name} is already registered (version ${a ?? "?"}); a second copy (version ${b ?? "?"}) was imported. ` +
+        "Deduplicate the package (npm dedupe) so one version is loaded.",
+    );
+  }
+  for (const ns of def.namespaces ?? []) {
+    const owner = namespaceOwnerOf(ns);
+    if (owner && owner !== def.name) {
+      throw new RegistrationError(
+        `backend ${def.name} claims backends.${ns}, which ${owner} already answers for`,
+      );
+    }
+  }
+  const entry: RegisteredBackend = { def, initState: def.init ? "pending" : "ready" };
+  // Kernels are checked before anything is recorded, so a failed registration leaves no trace.
+  addKernels(def.name, def.devices, def.kernels ?? []);
+  addToRegistry(entry);
+  for (const ns of def.namespaces ?? []) namespaceObject(ns);
+  const reader = def.packageName ?? def.name;
+  for (const [ns, schema] of Object.entries(def.flags ?? {})) namespaceObject(ns, schema, reader);
+  for (const key of def.reads ?? []) addFlagReader(key, reader);
+  for (const [key, values] of Object.entries(def.provides ?? {}))
+    for (const v of values) registerFlagChoice(key, v);
+  for (const [ns, members] of Object.entries(def.api ?? {})) extendNamespace(ns, members);
+  for (const m of def.memories ?? []) registerDeviceMemory(m);
+  bumpGeneration();
+  return entry;
+}

@@ -1,0 +1,66 @@
+/**
+ * torch.backends.cpu.get_cpu_capability(): the best vector ISA the processor offers,
+ * read from the processor's real features (Linux /proc/cpuinfo), or the WASM level
+ * where there is no native access (browsers).
+ */
+import { runtime } from "./detect.ts";
+
+export interface CpuCapability {
+  /** torch's string: "AVX512", "AVX2", "DEFAULT", "NO AVX", "VSX", "Z VECTOR", or a WASM level. */
+  capability: string;
+  arch: string;
+  /** Feature flags as the OS reports them (lower case), empty when unknown. */
+  features: string[];
+  wasmSimd: boolean;
+  source: "cpuinfo" | "wasm" | "unknown";
+}
+
+const g = globalThis as any;
+
+function readCpuinfo(): string | undefined {
+  try {
+    if (g.Deno) return g.Deno.readTextFileSync("/proc/cpuinfo");
+    const fs = g.process?.getBuiltinModule?.("node:fs");
+    return fs?.readFileSync("/proc/cpuinfo", "utf8");
+  } catch {
+    return undefined;
+  }
+}
+
+let cached: CpuCapability | undefined;
+
+export function cpuCapabilityInfo(): CpuCapability {
+  if (cached) return cached;
+  const rt = runtime();
+  const wasmLevel = rt.wasmSimd ? "WASM_SIMD128" : "WASM";
+  if (rt.name === "browser" || rt.name === "unknown") {
+    return (cached = {
+      capability: wasmLevel,
+      arch: "wasm32",
+      features: [],
+      wasmSimd: rt.wasmSimd,
+      source: "wasm",
+    });
+  }
+  const arch = rt.arch;
+  const text = rt.platform === "linux" ? readCpuinfo() : undefined;
+  const line = text?.split("\n").find((l) => /^(flags|Features)\s*:/.test(l));
+  const features = line ? line.split(":")[1].trim().split(/\s+/) : [];
+  const has = (f: string) => features.includes(f);
+  let capability = "DEFAULT";
+  if (arch === "x64" || arch === "x86_64") {
+    if (features.length === 0) capability = "DEFAULT";
+    else if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq"))
+      capability = "AVX512";
+    else if (has("avx2") && has("fma")) capability = "AVX2";
+    else if (!has("avx")) capability = "NO AVX";
+  } else if (arch === "ppc64" || arch === "ppc64le") capability = "VSX";
+  else if (arch === "s390x") capability = "Z VECTOR";
+  return (cached = {
+    capability,
+    arch,
+    features,
+    wasmSimd: rt.wasmSimd,
+    source: features.length > 0 ? "cpuinfo" : "unknown",
+  });
+}

@@ -1,0 +1,159 @@
+import { DTypeError } from "../errors.ts";
+import { show } from "../util/format.ts";
+
+export const DTYPES = [
+  "float32",
+  "float64",
+  "float16",
+  "bfloat16",
+  "int32",
+  "int64",
+  "bool",
+] as const;
+export type DType = (typeof DTYPES)[number];
+export type FloatDType = "float32" | "float64" | "float16" | "bfloat16";
+export const FLOAT_DTYPES: readonly FloatDType[] = ["float32", "float64", "float16", "bfloat16"];
+
+/** The typed array that stores each dtype. float16 and bfloat16 are kept as raw bits. */
+export type StorageArray =
+  | Float32Array
+  | Float64Array
+  | Uint16Array
+  | Int32Array
+  | BigInt64Array
+  | Uint8Array;
+
+type ArrayCtor = {
+  new (b: ArrayBufferLike, off: number, len: number): StorageArray;
+  BYTES_PER_ELEMENT: number;
+};
+
+const CTORS: Record<DType, ArrayCtor> = {
+  float32: Float32Array as unknown as ArrayCtor,
+  float64: Float64Array as unknown as ArrayCtor,
+  float16: Uint16Array as unknown as ArrayCtor,
+  bfloat16: Uint16Array as unknown as ArrayCtor,
+  int32: Int32Array as unknown as ArrayCtor,
+  int64: BigInt64Array as unknown as ArrayCtor,
+  bool: Uint8Array as unknown as ArrayCtor,
+};
+
+export function isDType(x: unknown): x is DType {
+  return typeof x === "string" && (DTYPES as readonly string[]).includes(x);
+}
+
+export function isFloat(d: DType): d is FloatDType {
+  return d === "float32" || d === "float64" || d === "float16" || d === "bfloat16";
+}
+
+export function bytesPerElement(d: DType): number {
+  return CTORS[d].BYTES_PER_ELEMENT;
+}
+
+/** A typed-array view of `length` elements of dtype `d` over `buffer` at `byteOffset`. */
+export function viewOf(
+  d: DType,
+  buffer: ArrayBufferLike,
+  byteOffset: number,
+  length: number,
+): StorageArray {
+  return new CTORS[d](buffer, byteOffset, length);
+}
+
+export function checkDType(name: string, d: unknown): DType {
+  if (!isDType(d)) {
+    throw new DTypeError(`${name}: unknown dtype ${show(d)}; expected one of ${DTYPES.join(", ")}`);
+  }
+  return d;
+}
+
+// float16 / bfloat16 conversion, through a shared scratch word.
+const f32 = new Float32Array(1);
+const u32 = new Uint32Array(f32.buffer);
+
+export function bf16ToNumber(bits: number): number {
+  u32[0] = bits << 16;
+  return f32[0];
+}
+
+export function numberToBf16(x: number): number {
+  f32[0] = x;
+  const b = u32[0];
+  if ((b & 0x7fffffff) > 0x7f800000) return 0x7fc0; // NaN
+  // Round to nearest even on the 16 dropped bits.
+  return ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
+}
+
+export function f16ToNumber(h: number): number {
+  const s = h & 0x8000 ? -1 : 1;
+  const e = (h >>> 10) & 0x1f;
+  const m = h & 0x3ff;
+  if (e === 0) return s * m * 2 ** -24;
+  if (e === 31) return m ? Number.NaN : s * Number.POSITIVE_INFINITY;
+  return s * (1 + m / 1024) * 2 ** (e - 15);
+}
+
+export function numberToF16(x: number): number {
+  if (Number.isNaN(x)) return 0x7e00;
+  const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
+  let a = Math.abs(x);
+  if (a >= 65520) return sign | 0x7c00; // rounds to infinity
+  if (a < 2 ** -24 / 2) return sign;
+  let e = Math.floor(Math.log2(a));
+  if (e < -14) {
+    // Subnormal: units of 2^-24, round half to even.
+    const m = a / 2 ** -24;
+    let r = Math.round(m);
+    if (Math.abs(m - Math.trunc(m) - 0.5) < 1e-12 && Math.trunc(m) % 2 === 0) r = Math.trunc(m);
+    return sign | r;
+  }
+  if (2 ** e > a) e -= 1; // log2 rounding guard
+  a = a / 2 ** e - 1; // fraction in [0,1)
+  let m = a * 1024;
+  const fl = Math.floor(m);
+  const diff = m - fl;
+  m = diff > 0.5 || (diff === 0.5 && fl % 2 === 1) ? fl + 1 : fl;
+  if (m === 1024) {
+    m = 0;
+    e += 1;
+  }
+  if (e > 15) return sign | 0x7c00;
+  return sign | ((e + 15) << 10) | m;
+}
+
+/** Reads element i of a storage array as a JS number, whatever the dtype. */
+export function readNumber(d: DType, a: StorageArray, i: number): number {
+  switch (d) {
+    case "float16":
+      return f16ToNumber(a[i] as number);
+    case "bfloat16":
+      return bf16ToNumber(a[i] as number);
+    case "int64":
+      return Number(a[i] as bigint);
+    default:
+      return a[i] as number;
+  }
+}
+
+/** Writes a JS number into element i, converting (and rounding) to the dtype. */
+export function writeNumber(d: DType, a: StorageArray, i: number, x: number): void {
+  switch (d) {
+    case "float16":
+      a[i] = numberToF16(x);
+      return;
+    case "bfloat16":
+      a[i] = numberToBf16(x);
+      return;
+    case "int64":
+      (a as BigInt64Array)[i] = BigInt(Math.trunc(x));
+      return;
+    case "int32":
+      a[i] = Math.trunc(x) | 0;
+      return;
+    case "bool":
+      a[i] = x ? 1 : 0;
+      return;
+    default:
+      a[i] = x;
+  }
+}

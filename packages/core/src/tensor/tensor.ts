@@ -1,0 +1,573 @@
+/**
+ * Tensor: dtype, shape, strides and an offset over a Storage that a device memory owns.
+ * transpose/permute (and reshape of contiguous tensors) are views; views share the
+ * storage, which is freed when the last holder is disposed or garbage-collected.
+ */
+
+import { ArgumentError, DeviceError, DisposedError, DTypeError, ShapeError } from "../errors.ts";
+import { show } from "../util/format.ts";
+import {
+  bytesPerElement,
+  checkDType,
+  type DType,
+  isDType,
+  readNumber,
+  type StorageArray,
+  viewOf,
+  writeNumber,
+} from "./dtype.ts";
+import { allocateStorage, deviceTypeOf, normalizeDevice, type Storage } from "./memory.ts";
+
+// Safety net: a tensor collected without dispose() still gives its storage back.
+const finalizer =
+  typeof FinalizationRegistry !== "undefined"
+    ? new FinalizationRegistry<Storage>((s) => s.release())
+    : undefined;
+
+export type NestedArray = number | boolean | bigint | readonly NestedArray[];
+
+export function contiguousStrides(shape: readonly number[]): number[] {
+  const strides = new Array<number>(shape.length);
+  let s = 1;
+  for (let i = shape.length - 1; i >= 0; i--) {
+    strides[i] = s;
+    s *= shape[i];
+  }
+  return strides;
+}
+
+export function sizeOf(shape: readonly number[]): number {
+  let n = 1;
+  for (let i = 0; i < shape.length; i++) n *= shape[i];
+  return n;
+}
+
+export function checkShape(name: string, shape: unknown): number[] {
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= 0)) {
+    throw new ShapeError(
+      `${name}: shape must be an array of non-negative integers, got ${show(shape)}`,
+    );
+  }
+  if (sizeOf(shape) > 2 ** 31)
+    throw new ShapeError(`${name}: shape ${show(shape)} has more than 2^31 elements`);
+  return shape as number[];
+}
+
+export class Tensor implements Disposable {
+  readonly dtype: DType;
+  readonly shape: readonly number[];
+  readonly strides: readonly number[];
+  /** Offset of element [0, 0, ...] in the storage, in elements. */
+  readonly offset: number;
+  readonly device: string;
+  /** Device type: "cpu", "cuda", "webgpu"... (the device without its index). */
+  readonly deviceType: string;
+  readonly storage: Storage;
+  private _disposed = false;
+  private _view: StorageArray | undefined;
+
+  /** Low level: wraps an existing storage. Use tensor(), zeros(), empty()... instead. */
+  constructor(
+    storage: Storage,
+    dtype: DType,
+    shape: readonly number[],
+    strides?: readonly number[],
+    offset = 0,
+  ) {
+    this.storage = storage;
+    this.dtype = dtype;
+    this.shape = shape;
+    this.strides = strides ?? contiguousStrides(shape);
+    this.offset = offset;
+    this.device = storage.device;
+    this.deviceType = deviceTypeOf(storage.device);
+    finalizer?.register(this, storage, this);
+  }
+
+  get rank(): number {
+    return this.shape.length;
+  }
+  get numel(): number {
+    return sizeOf(this.shape);
+  }
+  get disposed(): boolean {
+    return this._disposed;
+  }
+  get isContiguous(): boolean {
+    let s = 1;
+    for (let i = this.shape.length - 1; i >= 0; i--) {
+      if (this.shape[i] !== 1 && this.strides[i] !== s) return false;
+      s *= this.shape[i];
+    }
+    return true;
+  }
+
+  /** Throws DisposedError when the tensor (or its storage) is gone. `name` is the argument name. */
+  assertAlive(name = "tensor", op?: string): void {
+    if (this._disposed || this.storage.freed) {
+      throw new DisposedError(
+        `${op ? `${op}: ` : ""}${name} was disposed; it cannot be used any more (keep it alive, or clone() it first)`,
+      );
+    }
+  }
+
+  /**
+   * Zero-copy typed view of the storage from this tensor's offset to the end of what it
+   * spans (host-visible memory only). Index it with the tensor's strides.
+   */
+  hostData(): StorageArray {
+    this.assertAlive();
+    const v = this._view;
+    // A view over WASM memory detaches when the memory grows: rebuild it then.
+    if (v !== undefined && (v.length > 0 || this.storage.byteLength === 0)) return v;
+    const mem = this.storage.memory;
+    if (!mem.hostView) {
+      throw new DeviceError(
+        `tensor on ${this.device} is not host-visible; use await t.data() or t.to("cpu")`,
+      );
+    }
+    const bpe = bytesPerElement(this.dtype);
+    const start = this.offset * bpe;
+    const bytes = mem.hostView(this.storage.handle, start, this.storage.byteLength - start);
+    this._view = viewOf(this.dtype, bytes.buffer, bytes.byteOffset, bytes.byteLength / bpe);
+    return this._view;
+  }
+
+  /** A contiguous copy of the elements, as a typed array (sync: host-visible or sync-readable devices). */
+  dataSync(): StorageArray {
+    this.assertAlive();
+    const t = this.isContiguous ? this : this.contiguous();
+    try {
+      const bpe = bytesPerElement(t.dtype);
+      const mem = t.storage.memory;
+      if (mem.hostView) return t.hostData().slice(0, t.numel);
+      if (!mem.downloadSync) {
+        throw new DeviceError(
+          `tensor on ${t.device} can only be read asynchronously; use await t.data()`,
+        );
+      }
+      const bytes = mem.downloadSync(t.storage.handle, t.offset * bpe, t.numel * bpe);
+      return viewOf(t.dtype, bytes.buffer, bytes.byteOffset, t.numel);
+    } finally {
+      if (t !== this) t.dispose();
+    }
+  }
+
+  /** A contiguous copy of the elements, read back from any device. */
+  async data(): Promise<StorageArray> {
+    this.assertAlive();
+    if (this.storage.memory.hostView || this.storage.memory.downloadSync) return this.dataSync();
+    const t = this.isContiguous ? this : this.contiguous();
+    try {
+      const bpe = bytesPerElement(t.dtype);
+      await t.storage.memory.sync(t.device);
+      const bytes = await t.storage.memory.download(
+        t.storage.handle,
+        t.offset * bpe,
+        t.numel * bpe,
+      );
+      return viewOf(t.dtype, bytes.buffer, bytes.byteOffset, t.numel);
+    } finally {
+      if (t !== this) t.dispose();
+    }
+  }
+
+  /** Nested JS arrays (numbers; booleans for bool; numbers for int64 within 2^53). */
+  toArray(): NestedArray {
+    return nest(this.dataSync(), this.dtype, this.shape);
+  }
+
+  async array(): Promise<NestedArray> {
+    return nest(await this.data(), this.dtype, this.shape);
+  }
+
+  /** Logical elements in row-major order, as float64 (strides and dtype handled). Host only. */
+  toFloat64(): Float64Array {
+    this.assertAlive();
+    const out = new Float64Array(this.numel);
+    if (out.length === 0) return out;
+    const src = this.hostData();
+    const { dtype } = this;
+    if (this.isContiguous) {
+      if (dtype === "float32" || dtype === "float64" || dtype === "int32" || dtype === "bool") {
+        out.set((src as Float64Array).subarray(0, out.length));
+      } else {
+        for (let i = 0; i < out.length; i++) out[i] = readNumber(dtype, src, i);
+      }
+      return out;
+    }
+    forEachIndex(this.shape, this.strides, (pos, i) => {
+      out[i] = readNumber(dtype, src, pos);
+    });
+    return out;
+  }
+
+  /** A copy converted to another dtype (host-visible memory; values rounded as the dtype requires). */
+  astype(dtype: DType): Tensor {
+    checkDType("astype", dtype);
+    this.assertAlive();
+    if (dtype === this.dtype) return this.clone();
+    const out = empty(this.shape, { dtype, device: "cpu" });
+    const dst = out.hostData();
+    const src = this.toFloat64();
+    for (let i = 0; i < src.length; i++) writeNumber(dtype, dst, i, src[i]);
+    return moveTo(out, this.device);
+  }
+
+  /** Swaps two dimensions (a view). Negative dims count from the end. */
+  transpose(dim0 = -2, dim1 = -1): Tensor {
+    const p = [...this.shape.keys()];
+    const a = normalizeDim("transpose dim0", dim0, this.rank);
+    const b = normalizeDim("transpose dim1", dim1, this.rank);
+    [p[a], p[b]] = [p[b], p[a]];
+    return this.permute(p);
+  }
+
+  /** Reorders dimensions (a view). */
+  permute(dims: readonly number[]): Tensor {
+    this.assertAlive();
+    if (!Array.isArray(dims) || dims.length !== this.rank) {
+      throw new ShapeError(
+        `permute: dims must list all ${this.rank} dimensions, got ${show(dims)}`,
+      );
+    }
+    const d = dims.map((x) => normalizeDim("permute dims", x, this.rank));
+    if (new Set(d).size !== d.length)
+      throw new ShapeError(`permute: dims ${show(dims)} repeat a dimension`);
+    this.storage.retain();
+    return new Tensor(
+      this.storage,
+      this.dtype,
+      d.map((i) => this.shape[i]),
+      d.map((i) => this.strides[i]),
+      this.offset,
+    );
+  }
+
+  /** Same elements, new shape (-1 infers one size). A view when contiguous, else a copy. */
+  reshape(shape: readonly number[]): Tensor {
+    this.assertAlive();
+    const s = inferShape(shape, this.numel);
+    if (!this.isContiguous) {
+      const c = this.contiguous();
+      const r = c.reshape(s);
+      c.dispose();
+      return r;
+    }
+    this.storage.retain();
+    return new Tensor(this.storage, this.dtype, s, undefined, this.offset);
+  }
+
+  /** This tensor if contiguous (a new reference), else a contiguous copy on the same device. */
+  contiguous(): Tensor {
+    this.assertAlive();
+    if (this.isContiguous) {
+      this.storage.retain();
+      return new Tensor(this.storage, this.dtype, this.shape, this.strides, this.offset);
+    }
+    return copyStrided(this);
+  }
+
+  clone(): Tensor {
+    this.assertAlive();
+    if (!this.isContiguous) return copyStrided(this);
+    const bpe = bytesPerElement(this.dtype);
+    const out = empty(this.shape, { dtype: this.dtype, device: this.device });
+    this.storage.memory.copy(
+      this.storage.handle,
+      this.offset * bpe,
+      out.storage.handle,
+      0,
+      this.numel * bpe,
+    );
+    return out;
+  }
+
+  /** A copy on another device (sync where both memories allow it). */
+  to(device: string): Tensor {
+    const dev = normalizeDevice(device);
+    this.assertAlive();
+    if (dev === this.device) return this.clone();
+    const bytes = new Uint8Array(this.dataSync().buffer.slice(0));
+    const out = empty(this.shape, { dtype: this.dtype, device: dev });
+    out.storage.memory.upload(out.storage.handle, 0, bytes);
+    return out;
+  }
+
+  /** A copy on another device, reading back asynchronously where needed (WebGPU). */
+  async toAsync(device: string): Promise<Tensor> {
+    const dev = normalizeDevice(device);
+    const data = await this.data();
+    const out = empty(this.shape, { dtype: this.dtype, device: dev });
+    out.storage.memory.upload(
+      out.storage.handle,
+      0,
+      new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    );
+    return out;
+  }
+
+  /** Releases this tensor's hold on its storage. Safe to call twice. */
+  dispose(): void {
+    if (this._disposed) return;
+    this._disposed = true;
+    this._view = undefined;
+    finalizer?.unregister(this);
+    this.storage.release();
+  }
+
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  toString(): string {
+    if (this._disposed) return `Tensor(disposed, ${this.dtype}, [${this.shape}], ${this.device})`;
+    const body =
+      this.numel <= 64 && this.storage.memory.hostView ? `, ${show(this.toArray())}` : "";
+    return `Tensor(${this.dtype}, [${this.shape}], ${this.device}${body})`;
+  }
+}
+
+export function normalizeDim(name: string, dim: number, rank: number): number {
+  if (!Number.isInteger(dim) || dim < -Math.max(rank, 1) || dim >= Math.max(rank, 1)) {
+    throw new ShapeError(
+      `${name}: dimension ${show(dim)} is out of range for a tensor of rank ${rank}`,
+    );
+  }
+  return dim < 0 ? dim + rank : dim;
+}
+
+function inferShape(shape: readonly number[], numel: number): number[] {
+  if (!Array.isArray(shape) || !shape.every((d) => Number.isInteger(d) && d >= -1)) {
+    throw new ShapeError(`reshape: shape must be integers >= -1, got ${show(shape)}`);
+  }
+  const free = shape.filter((d) => d === -1).length;
+  if (free > 1) throw new ShapeError(`reshape: only one dimension may be -1, got ${show(shape)}`);
+  const known = shape.reduce((a, d) => (d === -1 ? a : a * d), 1);
+  const s = shape.map((d) => (d === -1 ? (known === 0 ? 0 : numel / known) : d));
+  if (sizeOf(s) !== numel || !s.every(Number.isInteger)) {
+    throw new ShapeError(`reshape: cannot view ${numel} elements as shape ${show(shape)}`);
+  }
+  return s;
+}
+
+/** Calls fn(storagePosition, rowMajorIndex) for every element. */
+export function forEachIndex(
+  shape: readonly number[],
+  strides: readonly number[],
+  fn: (pos: number, i: number) => void,
+): void {
+  const n = sizeOf(shape);
+  if (n === 0) return;
+  const rank = shape.length;
+  const idx = new Array<number>(rank).fill(0);
+  let pos = 0;
+  for (let i = 0; i < n; i++) {
+    fn(pos, i);
+    for (let d = rank - 1; d >= 0; d--) {
+      if (++idx[d] < shape[d]) {
+        pos += strides[d];
+        break;
+      }
+      pos -= strides[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
+function copyStrided(t: Tensor): Tensor {
+  if (!t.storage.memory.hostView) {
+    throw new DeviceError(
+      `a strided view on ${t.device} cannot be made contiguous by the core; call contiguous() before transposing`,
+    );
+  }
+  const out = empty(t.shape, { dtype: t.dtype, device: t.device });
+  const src = t.hostData();
+  const dst = out.hostData();
+  forEachIndex(t.shape, t.strides, (pos, i) => {
+    dst[i] = src[pos];
+  });
+  return out;
+}
+
+function nest(flat: StorageArray, dtype: DType, shape: readonly number[]): NestedArray {
+  const read = (i: number): number | boolean =>
+    dtype === "bool" ? flat[i] !== 0 : readNumber(dtype, flat, i);
+  if (shape.length === 0) return read(0);
+  let i = 0;
+  const build = (d: number): NestedArray[] => {
+    const out: NestedArray[] = [];
+    for (let k = 0; k < shape[d]; k++) out.push(d === shape.length - 1 ? read(i++) : build(d + 1));
+    return out;
+  };
+  return build(0);
+}
+
+export interface CreateOptions {
+  dtype?: DType;
+  device?: string;
+}
+
+/** An uninitialised tensor: its contents are unspecified until a kernel writes them. */
+export function empty(shape: readonly number[], opts: CreateOptions = {}): Tensor {
+  const s = checkShape("empty", [...shape]);
+  const dtype = checkDType("dtype", opts.dtype ?? "float32");
+  const device = normalizeDevice(opts.device ?? "cpu");
+  const storage = allocateStorage(device, sizeOf(s) * bytesPerElement(dtype));
+  return new Tensor(storage, dtype, s);
+}
+
+function inferNested(data: NestedArray): { shape: number[]; flat: (number | boolean | bigint)[] } {
+  const shape: number[] = [];
+  let probe: NestedArray = data;
+  while (Array.isArray(probe)) {
+    shape.push(probe.length);
+    probe = probe[0] as NestedArray;
+  }
+  const flat: (number | boolean | bigint)[] = [];
+  const walk = (x: NestedArray, d: number, path: string): void => {
+    if (d === shape.length) {
+      if (Array.isArray(x)) throw new ShapeError(`tensor: ragged nested array at ${path}`);
+      if (typeof x !== "number" && typeof x !== "boolean" && typeof x !== "bigint") {
+        throw new DTypeError(
+          `tensor: element at ${path} is ${typeof x}; expected a number, boolean or bigint`,
+        );
+      }
+      flat.push(x);
+      return;
+    }
+    if (!Array.isArray(x) || x.length !== shape[d]) {
+      throw new ShapeError(`tensor: ragged nested array at ${path}: expected ${shape[d]} elements`);
+    }
+    for (let i = 0; i < x.length; i++) walk(x[i], d + 1, `${path}[${i}]`);
+  };
+  walk(data, 0, "data");
+  return { shape, flat };
+}
+
+const TYPED_DTYPE = new Map<unknown, DType>([
+  [Float32Array, "float32"],
+  [Float64Array, "float64"],
+  [Int32Array, "int32"],
+  [BigInt64Array, "int64"],
+  [Uint8Array, "bool"],
+]);
+
+/** A tensor from a typed array (copied) or nested arrays. */
+export function tensor(
+  data: NestedArray | ArrayBufferView,
+  opts: CreateOptions & { shape?: readonly number[] } = {},
+): Tensor {
+  if (opts.dtype !== undefined && !isDType(opts.dtype)) checkDType("dtype", opts.dtype);
+  if (ArrayBuffer.isView(data)) {
+    const inferred = TYPED_DTYPE.get(data.constructor);
+    const dtype = opts.dtype ?? inferred;
+    if (!dtype) throw new DTypeError(`tensor: ${data.constructor.name} needs an explicit dtype`);
+    const n = (data as unknown as ArrayLike<unknown>).length;
+    const shape = checkShape("shape", opts.shape ? [...opts.shape] : [n]);
+    if (sizeOf(shape) !== n)
+      throw new ShapeError(
+        `tensor: shape ${show(shape)} needs ${sizeOf(shape)} elements, got ${n}`,
+      );
+    const t = empty(shape, { dtype, device: "cpu" });
+    const dst = t.hostData();
+    if (
+      dtype === inferred ||
+      ((dtype === "float16" || dtype === "bfloat16") && data instanceof Uint16Array)
+    ) {
+      dst.set(data as never);
+    } else {
+      const src = data as unknown as ArrayLike<number | bigint>;
+      for (let i = 0; i < n; i++) writeNumber(dtype, dst, i, Number(src[i]));
+    }
+    return moveTo(t, opts.device);
+  }
+  if (data === null || data === undefined)
+    throw new ArgumentError("tensor: data is required (a typed array or nested arrays)");
+  const { shape, flat } = inferNested(data as NestedArray);
+  const dtype =
+    opts.dtype ??
+    (typeof flat[0] === "boolean" ? "bool" : typeof flat[0] === "bigint" ? "int64" : "float32");
+  const finalShape = opts.shape ? checkShape("shape", [...opts.shape]) : shape;
+  if (sizeOf(finalShape) !== flat.length) {
+    throw new ShapeError(
+      `tensor: shape ${show(finalShape)} needs ${sizeOf(finalShape)} elements, got ${flat.length}`,
+    );
+  }
+  const t = empty(finalShape, { dtype, device: "cpu" });
+  const dst = t.hostData();
+  for (let i = 0; i < flat.length; i++) writeNumber(dtype, dst, i, Number(flat[i]));
+  return moveTo(t, opts.device);
+}
+
+function moveTo(t: Tensor, device: string | undefined): Tensor {
+  if (device === undefined || normalizeDevice(device) === "cpu") return t;
+  const moved = t.to(device);
+  t.dispose();
+  return moved;
+}
+
+/** A tensor filled with one value. */
+export function full(shape: readonly number[], value: number, opts: CreateOptions = {}): Tensor {
+  const t = empty(shape, { ...opts, device: "cpu" });
+  const dst = t.hostData();
+  for (let i = 0; i < t.numel; i++) writeNumber(t.dtype, dst, i, value);
+  return moveTo(t, opts.device);
+}
+export const zeros = (shape: readonly number[], opts: CreateOptions = {}): Tensor =>
+  full(shape, 0, opts);
+export const ones = (shape: readonly number[], opts: CreateOptions = {}): Tensor =>
+  full(shape, 1, opts);
+
+/** A small, fast, seedable PRNG (mulberry32) so random tensors are reproducible. */
+export function seededRandom(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function fillRandom(
+  shape: readonly number[],
+  opts: CreateOptions & { seed?: number },
+  draw: (r: () => number) => number,
+): Tensor {
+  const r = seededRandom(opts.seed ?? (Math.random() * 2 ** 32) >>> 0);
+  const t = empty(shape, { ...opts, device: "cpu" });
+  const dst = t.hostData();
+  for (let i = 0; i < t.numel; i++) writeNumber(t.dtype, dst, i, draw(r));
+  return moveTo(t, opts.device);
+}
+
+/** Uniform [0, 1). */
+export function rand(
+  shape: readonly number[],
+  opts: CreateOptions & { seed?: number } = {},
+): Tensor {
+  return fillRandom(shape, opts, (r) => r());
+}
+
+/** Standard normal (Box-Muller). */
+export function randn(
+  shape: readonly number[],
+  opts: CreateOptions & { seed?: number } = {},
+): Tensor {
+  return fillRandom(
+    shape,
+    opts,
+    (r) => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r()),
+  );
+}
+
+/** A CPU tensor from float64 values (what reference kernels produce), rounded to dtype. */
+export function fromFloat64(values: Float64Array, shape: readonly number[], dtype: DType): Tensor {
+  const t = empty(shape, { dtype });
+  const dst = t.hostData();
+  if (dtype === "float64" || dtype === "float32") dst.set(values as never);
+  else for (let i = 0; i < values.length; i++) writeNumber(dtype, dst, i, values[i]);
+  return t;
+}

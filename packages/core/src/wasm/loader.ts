@@ -1,0 +1,103 @@
+/**
+ * The one loader of WASM kernel modules. A backend names each module by a literal
+ * `new URL("../wasm/x.wasm", import.meta.url)` pair (so bundlers emit the files); the
+ * loader picks the threads or plain build for the CPU memory, claims the module's static
+ * data, instantiates it on the CPU memory and registers it for parallel tasks. Servers
+ * read and compile synchronously, so kernels are ready at import; browsers fetch.
+ */
+import { DeviceError } from "../errors.ts";
+import { runtime } from "../runtime/detect.ts";
+import { cpuMemory, wasmKernelImports } from "./memory.ts";
+import { registerWasmModule } from "./modules.ts";
+import { claimStaticMemory, dataExtent } from "./static.ts";
+
+/** One WASM kernel module of a package: its id and its two builds. */
+export interface WasmModuleFiles {
+  /** "<package without scope>/<module>", e.g. "backend-nnpack/conv". */
+  id: string;
+  /** The shared-memory (threads) build. */
+  threads: URL;
+  /** The plain-memory build, for pages that are not cross-origin isolated. */
+  plain: URL;
+}
+
+const overrides: ((file: string) => URL | string | undefined)[] = [];
+
+/**
+ * Serves the .wasm files from elsewhere (a CDN, a custom path): `resolve` gets the file
+ * name ("conv.wasm") and returns its URL, or undefined to keep the default.
+ */
+export function setWasmLocation(
+  resolve: ((file: string) => URL | string | undefined) | null,
+): void {
+  overrides.length = 0;
+  if (resolve) overrides.push(resolve);
+}
+
+/** The build this CPU memory needs (threads when it is shared), after any override. */
+export function wasmModuleUrl(files: WasmModuleFiles): URL {
+  const url = cpuMemory().shared ? files.threads : files.plain;
+  const name = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
+  for (const o of overrides) {
+    const r = o(name);
+    if (r !== undefined) return new URL(r, url);
+  }
+  return url;
+}
+
+const g = globalThis as {
+  Deno?: { readFileSync(u: URL): Uint8Array };
+  process?: { getBuiltinModule?(id: string): unknown };
+};
+
+function readSync(url: URL): Uint8Array | undefined {
+  if (url.protocol !== "file:") return undefined;
+  if (g.Deno) return g.Deno.readFileSync(url);
+  const fs = g.process?.getBuiltinModule?.("node:fs") as
+    | { readFileSync(p: string): Uint8Array }
+    | undefined;
+  const nodeUrl = g.process?.getBuiltinModule?.("node:url") as
+    | { fileURLToPath(u: URL): string }
+    | undefined;
+  return fs && nodeUrl ? fs.readFileSync(nodeUrl.fileURLToPath(url)) : undefined;
+}
+
+function instantiate<T>(
+  id: string,
+  bytes: Uint8Array,
+  module: WebAssembly.Module,
+  instance: WebAssembly.Instance,
+): T {
+  registerWasmModule(id, module, instance);
+  return instance.exports as T;
+}
+
+function claim(id: string, bytes: Uint8Array): void {
+  const extent = dataExtent(bytes);
+  if (extent) claimStaticMemory(id, extent[0], extent[1]);
+}
+
+/** Instantiates the module synchronously where the runtime can read files, else undefined. */
+export function loadWasmModuleSync<T>(files: WasmModuleFiles): T | undefined {
+  if (runtime().name === "browser") return undefined;
+  const bytes = readSync(wasmModuleUrl(files));
+  if (!bytes) return undefined;
+  claim(files.id, bytes);
+  const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
+  const instance = new WebAssembly.Instance(module, wasmKernelImports(files.id));
+  return instantiate<T>(files.id, bytes, module, instance);
+}
+
+/** Instantiates the module (fetching it where files cannot be read synchronously). */
+export async function loadWasmModule<T>(files: WasmModuleFiles): Promise<T> {
+  const sync = loadWasmModuleSync<T>(files);
+  if (sync) return sync;
+  const url = wasmModuleUrl(files);
+  const response = await fetch(url);
+  if (!response.ok)
+    throw new DeviceError(`${files.id}: could not fetch ${url.href}: HTTP ${response.status}`);
+  const bytes = new Uint8Array(await response.arrayBuffer());
+  claim(files.id, bytes);
+  const { module, instance } = await WebAssembly.instantiate(bytes, wasmKernelImports(files.id));
+  return instantiate<T>(files.id, bytes, module, instance);
+}

@@ -1,0 +1,108 @@
+/**
+ * The CPU parallel-for contract. A CPU kernel describes its work as calls to an export of
+ * a registered WASM module over a range of items; backend-openmp (when imported and
+ * available) runs the chunks on a pool of workers that instantiate the same modules on
+ * the same memory; without it the core runs every chunk here, one after another.
+ * Kernels never import backend-openmp: they ask the core.
+ */
+import { ArgumentError, BackplaneError } from "../errors.ts";
+import { getFlag } from "../flags/state.ts";
+import { runtime } from "../runtime/detect.ts";
+import { wasmModule } from "./modules.ts";
+
+/**
+ * `items` units of work; the chunk [i0, i0 + count) is the call
+ * `module.fn(...args)` where args[j] += i0 * step[j], args[countArg] = count, and
+ * args[t.index] += thread * t.stride for each per-thread argument (private scratch).
+ */
+export interface ParallelTask {
+  module: string;
+  fn: string;
+  args: number[];
+  step?: number[];
+  countArg?: number;
+  threadArgs?: { index: number; stride: number }[];
+  items: number;
+  /** "static": one contiguous share per thread; "dynamic": chunks of `chunk` taken in turn. */
+  schedule?: "static" | "dynamic";
+  chunk?: number;
+  /** Label for errors ("gemm rows"). */
+  label?: string;
+}
+
+/** What backend-openmp provides. */
+export interface ParallelService {
+  /** Threads a task may use now (the caller's thread included). */
+  threads(): number;
+  /** Runs the task to completion; throws a WorkerError if a worker fails or dies. */
+  run(task: ParallelTask, threads: number): void;
+}
+
+/** A worker failed or died while running a parallel task. */
+export class WorkerError extends BackplaneError {
+  constructor(message: string) {
+    super("E_WORKER", message);
+  }
+}
+
+let service: ParallelService | undefined;
+
+/** backend-openmp installs itself here; `undefined` goes back to running on this thread. */
+export function setParallelService(s: ParallelService | undefined): void {
+  service = s;
+}
+export function parallelService(): ParallelService | undefined {
+  return service;
+}
+
+/** The thread count CPU kernels should use now: the openmp setting, else the cores available. */
+export function cpuThreads(): number {
+  const n = (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency;
+  return Math.max(1, service ? Math.min(n, service.threads()) : 1);
+}
+
+/** Argument values of the chunk starting at i0 with `count` items, on thread `thread`. */
+export function chunkArgs(task: ParallelTask, i0: number, count: number, thread: number): number[] {
+  const a = task.args.slice();
+  if (task.step) for (let j = 0; j < a.length; j++) a[j] += i0 * (task.step[j] ?? 0);
+  if (task.countArg !== undefined) a[task.countArg] = count;
+  for (const t of task.threadArgs ?? []) a[t.index] += thread * t.stride;
+  return a;
+}
+
+/** The chunks of a task for `threads` threads: [i0, count] pairs in the order they are taken. */
+export function chunksOf(task: ParallelTask, threads: number): [number, number][] {
+  const out: [number, number][] = [];
+  const size =
+    task.schedule === "dynamic"
+      ? Math.max(1, task.chunk ?? 1)
+      : Math.ceil(task.items / Math.max(1, threads));
+  for (let i0 = 0; i0 < task.items; i0 += size) out.push([i0, Math.min(size, task.items - i0)]);
+  return out;
+}
+
+function exportOf(task: ParallelTask): (...args: number[]) => unknown {
+  const e = wasmModule(task.module);
+  if (!e)
+    throw new ArgumentError(
+      `parallelFor: no WASM module ${JSON.stringify(task.module)} is registered`,
+    );
+  const fn = e.instance.exports[task.fn];
+  if (typeof fn !== "function")
+    throw new ArgumentError(`parallelFor: module ${task.module} has no export ${task.fn}`);
+  return fn as (...args: number[]) => unknown;
+}
+
+/**
+ * Runs a parallel task: on backend-openmp's workers when it is installed and more than
+ * one thread is asked for, else here, chunk by chunk, in the same order.
+ */
+export function parallelFor(task: ParallelTask, threads = cpuThreads()): void {
+  if (task.items <= 0) return;
+  if (service && threads > 1) {
+    service.run(task, threads);
+    return;
+  }
+  const fn = exportOf(task);
+  for (const [i0, count] of chunksOf(task, 1)) fn(...chunkArgs(task, i0, count, 0));
+}
