@@ -16,9 +16,9 @@ const cell = (s: string) => s.replace(/\|/g, "\\|");
 const code = (s: string) => (s ? `\`${s}\`` : "—");
 
 function resolve(path: string): unknown {
-  let cur: any =
+  let cur: unknown =
     path.startsWith("backends.") || path.startsWith("nn.") ? { backends, nn: core.nn } : core;
-  for (const part of path.split(".")) cur = cur?.[part];
+  for (const part of path.split(".")) cur = (cur as Record<string, unknown> | undefined)?.[part];
   return cur;
 }
 

@@ -12,7 +12,8 @@ export function h<K extends keyof HTMLElementTagNameMap>(
     if (v === undefined || v === null || v === false) continue;
     if (k.startsWith("on") && typeof v === "function")
       el.addEventListener(k.slice(2), v as EventListener);
-    else if (k === "value" || k === "checked" || k === "selected") (el as any)[k] = v;
+    else if (k === "value" || k === "checked" || k === "selected")
+      (el as unknown as Record<string, unknown>)[k] = v;
     else el.setAttribute(k, v === true ? "" : String(v));
   }
   append(el, children);

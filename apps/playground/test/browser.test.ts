@@ -44,6 +44,7 @@ describe.skipIf(!haveChromium)("playground in Chromium", () => {
   let browser: Browser;
   let page: Page;
   let url: string;
+  let ctx: { close(): Promise<void> } | undefined;
   let userDataDir: string;
   const consoleErrors: string[] = [];
   const shot = async (name: string) => {
@@ -93,11 +94,11 @@ describe.skipIf(!haveChromium)("playground in Chromium", () => {
     await page.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
     // keep `browser` referenced for afterAll; persistent contexts close through the context
     void browser;
-    (globalThis as any).__ctx = context;
+    ctx = context;
   });
 
   afterAll(async () => {
-    await (globalThis as any).__ctx?.close();
+    await ctx?.close();
     await server?.close();
     if (userDataDir) rmSync(userDataDir, { recursive: true, force: true });
   });
@@ -164,7 +165,7 @@ describe.skipIf(!haveChromium)("playground in Chromium", () => {
 
   it("op runner: matmul on WebGPU, or the reason WebGPU is missing", async () => {
     const webgpu = await page.evaluate(async () => {
-      const gpu = (navigator as any).gpu;
+      const gpu = navigator.gpu;
       if (!gpu) return "navigator.gpu is undefined";
       const a = await gpu.requestAdapter();
       return a ? "adapter" : "requestAdapter() returned null";

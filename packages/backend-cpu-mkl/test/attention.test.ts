@@ -1,12 +1,10 @@
 import {
   backends,
   canUseFlashAttention,
-  type DType,
   explain,
   fromFloat64,
   kernelPriority,
   memoryStats,
-  randn,
   ready,
   resetPeakMemory,
   SDPAParams,
@@ -23,7 +21,6 @@ import {
   type ParallelService,
   type ParallelTask,
   parallelService,
-  setAllocationHook,
   setParallelService,
   wasmModules,
 } from "@backplane/core/backend";

@@ -1,10 +1,8 @@
 import {
   backends,
-  type DType,
   explain,
   kernelPriority,
   memoryStats,
-  randn,
   ready,
   resetPeakMemory,
   SDPBackend,
@@ -12,12 +10,11 @@ import {
   sdpaKernel,
   type Tensor,
 } from "@backplane/core";
-import { getKernel, setAllocationHook } from "@backplane/core/backend";
+import { getKernel } from "@backplane/core/backend";
 import {
   boolMask,
   type OpCase,
   randomTensor as R,
-  type Rng,
   runCase,
   runConformance,
 } from "@backplane/testkit";

@@ -86,7 +86,7 @@ export class RecordingLayer implements CudaLayer {
   /** Bytes currently allocated per device (cuMemAlloc). */
   readonly allocatedPerDevice: number[];
   private readonly failures = new Map<string, { status: number; times: number }>();
-  private readonly overrides = new Map<string, (...args: any[]) => unknown>();
+  private readonly overrides = new Map<string, (...args: never[]) => unknown>();
   private nextHandle = HANDLE_BASE;
   private nextDevicePtr = DEVICE_BASE;
   private nextFft = 1;
@@ -194,7 +194,7 @@ export class RecordingLayer implements CudaLayer {
    * Replaces the behaviour of one function (e.g. a test playing cuSOLVER writing devInfo);
    * the call is still recorded.
    */
-  on(name: string, handler: (...args: any[]) => unknown): void {
+  on(name: string, handler: (...args: never[]) => unknown): void {
     this.overrides.set(name, handler);
   }
 
@@ -243,7 +243,7 @@ export class RecordingLayer implements CudaLayer {
   private symbols(
     lib: RecordedCall["lib"],
     decl: Record<string, unknown>,
-    handlers: Record<string, (...args: any[]) => unknown>,
+    handlers: Record<string, (...args: never[]) => unknown>,
   ): Record<string, (...args: unknown[]) => unknown> {
     const out: Record<string, (...args: unknown[]) => unknown> = {};
     for (const name of Object.keys(decl)) {
@@ -255,7 +255,7 @@ export class RecordingLayer implements CudaLayer {
           result = f.status;
         } else {
           const h = this.overrides.get(name) ?? handlers[name];
-          result = h ? h(...args) : 0;
+          result = h ? h(...(args as never[])) : 0; // each handler declares its own argument types
         }
         this.calls.push({ lib, name, args, status: typeof result === "number" ? result : 0 });
         return result;
@@ -277,7 +277,7 @@ export class RecordingLayer implements CudaLayer {
     return ptr;
   }
 
-  private driverHandlers(): Record<string, (...args: any[]) => unknown> {
+  private driverHandlers(): Record<string, (...args: never[]) => unknown> {
     const i32 = (out: Int32Array, v: number) => {
       out[0] = v;
       return 0;

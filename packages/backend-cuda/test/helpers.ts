@@ -1,5 +1,7 @@
 /** Test helpers: run with a RecordingLayer installed as the CUDA runtime, then restore. */
+
 import { ready } from "@backplane/core";
+import { builtinModule, host } from "@backplane/core/backend";
 import {
   CUDA_BACKEND,
   installLayer,
@@ -73,11 +75,11 @@ export function captureWarnings(fn: () => void): string[] {
 
 /** Parameter sizes of every PTX entry point of the package (from ptx/*.ptx). */
 function ptxSignatures(): Map<string, number[]> {
-  const fs = (globalThis as any).process.getBuiltinModule?.("node:fs") ?? null;
+  const fs = builtinModule<typeof import("node:fs")>("node:fs") ?? null;
   const read = (f: string): string =>
     fs
       ? fs.readFileSync(new URL(`../ptx/${f}`, import.meta.url), "utf8")
-      : (globalThis as any).Deno.readTextFileSync(new URL(`../ptx/${f}`, import.meta.url));
+      : (host.Deno?.readTextFileSync(new URL(`../ptx/${f}`, import.meta.url)) ?? "");
   const out = new Map<string, number[]>();
   for (const f of ["copy.ptx", "softmax.ptx", "attention_efficient.ptx", "attention_flash.ptx"]) {
     for (const m of read(f).matchAll(/\.visible \.entry (\w+)\(([\s\S]*?)\)/g)) {

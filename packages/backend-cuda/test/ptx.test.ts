@@ -57,7 +57,10 @@ describe("the package's PTX", () => {
 
   it("is present: isBuilt() holds", () => {
     expect(typeof manifest).toBe("object");
-    expect(ptxStatus()).toEqual({ built: true, modules: Object.keys((manifest as any).modules) });
+    expect(ptxStatus()).toEqual({
+      built: true,
+      modules: Object.keys((manifest as { modules: Record<string, unknown> }).modules),
+    });
   });
 
   it("matches the current kernel sources and the committed files (hashes)", () => {

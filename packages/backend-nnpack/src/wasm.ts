@@ -1,9 +1,3 @@
-/**
- * The "conv" WASM module (wasm/conv.wasm: shared memory, threads; conv.nothreads.wasm:
- * plain memory), loaded into the CPU memory by the core's loader, which registers it for
- * parallel tasks (backend-openmp's workers). Synchronous on servers, fetched in browsers.
- */
-import { runtime } from "@backplane/core";
 import { loadWasmModule, loadWasmModuleSync, type WasmModuleFiles } from "@backplane/core/backend";
 
 /** The id parallel tasks name the module by. */

@@ -19,6 +19,7 @@
 import { ArgumentError, getFlag, runtime, WorkerError } from "@backplane/core";
 import {
   chunkArgs,
+  host,
   onWasmModule,
   type ParallelService,
   type ParallelTask,
@@ -306,8 +307,8 @@ export class WorkerPool implements ParallelService {
         this.ensure(0);
       }, 0);
       // (an idle pool keeps nothing alive; ready() keeps the loop alive while it waits)
-      (timer as any)?.unref?.();
-      if (typeof timer === "number") (globalThis as any).Deno?.unrefTimer?.(timer);
+      (timer as { unref?(): void }).unref?.();
+      if (typeof timer === "number") host.Deno?.unrefTimer?.(timer);
     }
   }
 

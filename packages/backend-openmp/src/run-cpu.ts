@@ -8,9 +8,11 @@
  * Exit codes: 0 every instance succeeded; the first failing instance's code otherwise;
  * 2 for bad arguments (a RunCpuUsageError names the argument).
  */
-import { ArgumentError, runtime } from "@backplane/core";
 
-const g = globalThis as any;
+import { ArgumentError, runtime } from "@backplane/core";
+import { builtinModule, host } from "@backplane/core/backend";
+
+const g = host;
 
 export const RUN_CPU_USAGE = `run-cpu: run a script as several instances, each on its own CPU cores
 (torch.backends.xeon.run_cpu for JavaScript)
@@ -140,17 +142,9 @@ export function formatCoreList(cores: number[]): string {
   return parts.join(",");
 }
 
-function node(name: string): any {
-  try {
-    return g.process?.getBuiltinModule?.(name);
-  } catch {
-    return undefined;
-  }
-}
-
 /** The cores this process may run on (Linux: its affinity mask), else 0..n-1. */
 export function availableCores(): number[] {
-  const fs = node("node:fs");
+  const fs = builtinModule<typeof import("node:fs")>("node:fs");
   if (runtime().platform === "linux" && fs) {
     try {
       const status: string = fs.readFileSync("/proc/self/status", "utf8");
@@ -164,7 +158,7 @@ export function availableCores(): number[] {
 }
 
 function findOnPath(program: string, env: Record<string, string | undefined>): string | undefined {
-  const fs = node("node:fs");
+  const fs = builtinModule<typeof import("node:fs")>("node:fs");
   if (!fs) return undefined;
   const sep = runtime().platform === "win32" ? ";" : ":";
   for (const dir of (env.PATH ?? "").split(sep)) {
@@ -186,8 +180,8 @@ function currentRuntime(): RunCpuRuntime {
 
 function runtimeCommand(rt: RunCpuRuntime, env: Record<string, string | undefined>): string[] {
   if (rt === currentRuntime()) {
-    if (rt === "deno") return [g.Deno.execPath(), "run", "-A"];
-    return [g.process.execPath];
+    if (rt === "deno" && g.Deno) return [g.Deno.execPath(), "run", "-A"];
+    if (g.process) return [g.process.execPath];
   }
   const path = findOnPath(rt, env) ?? rt;
   return rt === "deno" ? [path, "run", "-A"] : [path];
@@ -379,7 +373,11 @@ export function formatPlan(plan: RunCpuPlan): string[] {
 }
 
 function signalCode(signal: string | null): number {
-  const n = signal ? node("node:os")?.constants?.signals?.[signal] : undefined;
+  const n = signal
+    ? builtinModule<typeof import("node:os")>("node:os")?.constants?.signals?.[
+        signal as NodeJS.Signals
+      ]
+    : undefined;
   return typeof n === "number" ? 128 + n : 1;
 }
 
@@ -388,7 +386,7 @@ function startInstance(
   options: RunCpuOptions,
   log: (line: string) => void,
 ): Promise<number> {
-  const cp = node("node:child_process");
+  const cp = builtinModule<typeof import("node:child_process")>("node:child_process");
   if (!cp) {
     log(`run-cpu: instance ${inst.index}: this runtime cannot start processes`);
     return Promise.resolve(127);
@@ -396,7 +394,7 @@ function startInstance(
   const capture = options.output === "capture";
   const env = { ...(options.env ?? processEnv()), ...inst.env };
   return new Promise<number>((resolve) => {
-    let child: any;
+    let child: import("node:child_process").ChildProcess;
     try {
       child = cp.spawn(inst.command[0], inst.command.slice(1), {
         env,
@@ -411,6 +409,7 @@ function startInstance(
     const pending: Promise<void>[] = [];
     if (capture) {
       for (const stream of [child.stdout, child.stderr]) {
+        if (!stream) continue; // stdio "pipe" always gives both
         pending.push(
           new Promise<void>((done) => {
             let rest = "";

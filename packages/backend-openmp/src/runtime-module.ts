@@ -4,7 +4,7 @@
  * core's loader (synchronously on servers, fetched in browsers), which registers it, so
  * every worker instantiates it too.
  */
-import { ArgumentError, runtime, Tensor } from "@backplane/core";
+import { ArgumentError, Tensor } from "@backplane/core";
 import {
   cpuMemory,
   cpuThreads,

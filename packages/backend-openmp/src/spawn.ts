@@ -5,9 +5,11 @@
  * - Web Workers (browsers; Deno or Bun on request): a module Worker from a Blob URL,
  *   initialised by a first message.
  */
+import { ArgumentError } from "@backplane/core";
+import { builtinModule, host } from "@backplane/core/backend";
 import { type WorkerKind, workerSource } from "./worker-source.ts";
 
-const g = globalThis as any;
+const g = host;
 
 export interface WorkerInit {
   id: number;
@@ -33,9 +35,9 @@ export interface WorkerHandle {
 }
 
 /** The worker_threads module where the runtime has one (Node, Bun, Deno), else undefined. */
-export function workerThreadsModule(): any {
+export function workerThreadsModule(): typeof import("node:worker_threads") | undefined {
   try {
-    const wt = g.process?.getBuiltinModule?.("node:worker_threads");
+    const wt = builtinModule<typeof import("node:worker_threads")>("node:worker_threads");
     return typeof wt?.Worker === "function" ? wt : undefined;
   } catch {
     return undefined;
@@ -44,7 +46,9 @@ export function workerThreadsModule(): any {
 
 export function hasWebWorkers(): boolean {
   return (
-    typeof g.Worker === "function" && typeof g.Blob === "function" && typeof g.URL === "function"
+    typeof globalThis.Worker === "function" &&
+    typeof globalThis.Blob === "function" &&
+    typeof globalThis.URL === "function"
   );
 }
 
@@ -52,6 +56,7 @@ let blobUrl: string | undefined;
 
 function spawnWorkerThread(init: WorkerInit, on: WorkerEvents): WorkerHandle {
   const wt = workerThreadsModule();
+  if (!wt) throw new ArgumentError("openmp: this runtime has no worker_threads");
   const w = new wt.Worker(workerSource("worker_threads"), {
     eval: true,
     workerData: init,
@@ -75,7 +80,7 @@ function spawnWorkerThread(init: WorkerInit, on: WorkerEvents): WorkerHandle {
 
 function spawnWebWorker(init: WorkerInit, on: WorkerEvents): WorkerHandle {
   blobUrl ??= URL.createObjectURL(new Blob([workerSource("web")], { type: "text/javascript" }));
-  const w = new g.Worker(blobUrl, { type: "module", name: `backplane-openmp-${init.id}` });
+  const w = new Worker(blobUrl, { type: "module", name: `backplane-openmp-${init.id}` });
   let gone = false;
   w.onmessage = (e: MessageEvent) => on.message(e.data);
   w.onerror = (e: ErrorEvent) => {

@@ -1,6 +1,7 @@
 /** Shared by the test files: buffers in the CPU memory and the pool, ready with workers. */
+
 import { seededRandom } from "@backplane/core";
-import { cpuMemory } from "@backplane/core/backend";
+import { cpuMemory, host } from "@backplane/core/backend";
 import { openmpPool, RUNTIME_MODULE, WorkerPool } from "../src/index.ts";
 
 export { RUNTIME_MODULE };
@@ -32,7 +33,7 @@ export function wildValues(n: number, seed: number): Float64Array {
   return out;
 }
 
-export const g = globalThis as any;
+export const g = host;
 export const runtimeName: "bun" | "deno" | "node" =
   typeof g.Bun !== "undefined" ? "bun" : typeof g.Deno !== "undefined" ? "deno" : "node";
 

@@ -3,6 +3,7 @@ import {
   chunksOf,
   cpuMemory,
   cpuThreads,
+  host,
   type ParallelTask,
   parallelFor,
   parallelService,
@@ -418,10 +419,11 @@ describe("stress", () => {
 });
 
 async function readWasm(url: URL): Promise<Uint8Array<ArrayBuffer>> {
-  const g = globalThis as any;
+  const g = host;
   if (g.Deno) return g.Deno.readFile(url);
-  const fs = g.process.getBuiltinModule("node:fs");
-  return new Uint8Array(fs.readFileSync(g.process.getBuiltinModule("node:url").fileURLToPath(url)));
+  const { readFileSync } = await import("node:fs");
+  const { fileURLToPath } = await import("node:url");
+  return new Uint8Array(readFileSync(fileURLToPath(url)));
 }
 
 describe("process lifetime", () => {
@@ -445,16 +447,16 @@ pool.run({ module: RUNTIME_MODULE, fn: "fillF64", args: [65536, 0, 1], step: [8,
 console.log("done", pool.stats().workers);
 `,
       );
-      const g = globalThis as any;
+      const g = host;
       const command =
         runtimeName === "deno"
           ? [
-              g.Deno.execPath(),
+              g.Deno!.execPath(),
               ["run", "-A", "--no-check", "--config", join(root, "deno.json"), script],
             ]
           : runtimeName === "bun"
-            ? [g.process.execPath, [script]]
-            : [g.process.execPath, ["--import", "tsx", script]];
+            ? [g.process!.execPath, [script]]
+            : [g.process!.execPath, ["--import", "tsx", script]];
       const r = spawnSync(command[0] as string, command[1] as string[], {
         cwd: root,
         encoding: "utf8",

@@ -5,7 +5,7 @@ import { describe, expect, it } from "vitest";
 import { DEBUG_MODULE, RUNTIME_MODULE } from "../src/index.ts";
 import { eventually, f64Buffer, newPool } from "./helpers.ts";
 
-const hasWorker = typeof (globalThis as any).Worker === "function";
+const hasWorker = typeof globalThis.Worker === "function";
 
 describe("Web Workers", () => {
   it(`run tasks, report a worker that closes itself, and shut down (${hasWorker ? "runs here" : "no Worker here: skipped"})`, async () => {

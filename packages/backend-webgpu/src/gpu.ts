@@ -5,8 +5,10 @@
  * so it answers from what it can see at once (is there a navigator.gpu, is the package
  * installed) and from the last probe; the adapter itself is requested by init().
  */
+
 import { getFlag, refreshAvailability, runtime } from "@backplane/core";
 import type { Availability } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/backend";
 
 /** Device-level facts every kernel reads (limits are the device's, after requestDevice). */
 export interface GpuState {
@@ -107,13 +109,12 @@ export function onDeviceClose(f: () => void): void {
   onClose.add(f);
 }
 
-const g = globalThis as any;
+const g = host;
 const isServerJs = () => runtime().name === "node" || runtime().name === "bun";
 
 function nodeRequireResolve(spec: string): string | undefined {
   try {
-    const mod =
-      g.process?.getBuiltinModule?.("node:module") ?? g.process?.getBuiltinModule?.("module");
+    const mod = builtinModule<typeof import("node:module")>("node:module");
     if (!mod?.createRequire) return "(unknown)"; // cannot tell synchronously: let init() try
     return mod.createRequire(import.meta.url).resolve(spec);
   } catch {
@@ -188,13 +189,15 @@ async function acquireGpu(): Promise<{ gpu: GPU; source: string }> {
 }
 
 function adapterInfo(adapter: GPUAdapter): AdapterInfo {
-  const i = (adapter as any).info ?? {};
+  // info and isFallbackAdapter are newer than some implementations: read them defensively.
+  const a = adapter as GPUAdapter & { info?: Partial<GPUAdapterInfo>; isFallbackAdapter?: boolean };
+  const i: Partial<GPUAdapterInfo> & { isFallbackAdapter?: boolean } = a.info ?? {};
   return {
     vendor: String(i.vendor ?? ""),
     architecture: String(i.architecture ?? ""),
     device: String(i.device ?? ""),
     description: String(i.description ?? ""),
-    isFallbackAdapter: Boolean(i.isFallbackAdapter ?? (adapter as any).isFallbackAdapter ?? false),
+    isFallbackAdapter: Boolean(i.isFallbackAdapter ?? a.isFallbackAdapter ?? false),
   };
 }
 
@@ -214,7 +217,7 @@ async function open(): Promise<GpuState> {
   const wanted = ["shader-f16", "timestamp-query"].filter((f) => adapter.features.has(f));
   const requiredLimits: Record<string, number> = {};
   for (const k of RAISED) {
-    const v = (adapter.limits as any)[k];
+    const v = (adapter.limits as unknown as Record<string, unknown>)[k];
     if (typeof v === "number") requiredLimits[k] = v;
   }
   const device = await adapter.requestDevice({
@@ -223,7 +226,8 @@ async function open(): Promise<GpuState> {
     label: "backplane",
   });
   const limits = {} as DeviceLimits;
-  for (const k of LIMIT_NAMES) limits[k] = Number((device.limits as any)[k]);
+  for (const k of LIMIT_NAMES)
+    limits[k] = Number((device.limits as unknown as Record<string, unknown>)[k]);
   const features = new Set<string>([...device.features] as string[]);
   const s: GpuState = {
     generation: ++generation,
@@ -239,14 +243,14 @@ async function open(): Promise<GpuState> {
     powerPreference,
     errors: [],
   };
-  const onError = (ev: any) => {
+  const onError = (ev: Event & { error?: { message?: string }; message?: string }) => {
     const msg = String(ev?.error?.message ?? ev?.message ?? ev);
     if (s.errors.length < 100) s.errors.push(msg);
     if (s.errors.length <= 5) console.error(`[backplane] webgpu: ${msg}`);
   };
-  if (typeof (device as any).addEventListener === "function")
-    (device as any).addEventListener("uncapturederror", onError);
-  else (device as any).onuncapturederror = onError;
+  if (typeof device.addEventListener === "function")
+    device.addEventListener("uncapturederror", onError);
+  else device.onuncapturederror = onError;
   device.lost.then((info) => {
     if (state !== s) return; // closed on purpose
     s.lost = `the webgpu device was lost (${info.reason}): ${info.message}`;

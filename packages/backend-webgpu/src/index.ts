@@ -16,10 +16,10 @@
  */
 import { ready } from "@backplane/core";
 import {
+  type AnyKernelDefinition,
   type Availability,
   bool,
   defineBackend,
-  type KernelDefinition,
   registerBackend,
   restartInit,
 } from "@backplane/core/backend";
@@ -153,7 +153,7 @@ export function webgpuDevice(): GPUDevice | undefined {
   return gpuState()?.device;
 }
 
-export const webgpuKernels: KernelDefinition<any>[] = [
+export const webgpuKernels: AnyKernelDefinition[] = [
   matmulKernel,
   ...elementwiseKernels,
   ...softmaxKernels,

@@ -4,7 +4,9 @@
  * clean (a full GC, a quiet process) and warm (one untimed batch); a table or one JSON
  * object.
  */
+
 import { runtime } from "@backplane/core";
+import { builtinModule, host } from "@backplane/core/backend";
 
 export interface Result {
   case: string;
@@ -43,7 +45,7 @@ export interface SelfTimed {
  * has stopped. Where process.cpuUsage() is missing, waits 40 ms.
  */
 export async function untilQuiet(maxMs = 300): Promise<void> {
-  const p = (globalThis as any).process;
+  const p = host.process as (NodeJS.Process & typeof host.process) | undefined;
   const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   if (typeof p?.cpuUsage !== "function") {
     await sleep(40);
@@ -96,14 +98,15 @@ export type ProgressEvent =
  * never pays for garbage another impl left (tfjs and onnxruntime allocate per call).
  */
 const collectGarbage: () => void = (() => {
-  const g = globalThis as any;
-  if (typeof g.Bun?.gc === "function") return () => g.Bun.gc(true);
-  if (typeof g.gc === "function") return () => g.gc();
+  const bun = host.Bun;
+  if (bun && typeof bun.gc === "function") return () => bun.gc(true);
+  const v8gc = host.gc;
+  if (typeof v8gc === "function") return () => v8gc();
   try {
-    const v8 = g.process?.getBuiltinModule?.("node:v8");
-    const vm = g.process?.getBuiltinModule?.("node:vm");
-    v8.setFlagsFromString("--expose-gc");
-    const gc = vm.runInNewContext("gc");
+    const v8 = builtinModule<typeof import("node:v8")>("node:v8");
+    const vm = builtinModule<typeof import("node:vm")>("node:vm");
+    v8?.setFlagsFromString("--expose-gc");
+    const gc = vm?.runInNewContext("gc");
     if (typeof gc === "function") return () => gc();
   } catch {}
   return () => {};
@@ -205,8 +208,8 @@ export function formatMs(ms: number): string {
 }
 
 export function machine(): string {
-  const g = globalThis as any;
-  const os = g.process?.getBuiltinModule?.("node:os");
+  const _g = host;
+  const os = builtinModule<typeof import("node:os")>("node:os");
   const cpu = os?.cpus?.()[0]?.model ?? "unknown CPU";
   const mem = os ? `${Math.round(os.totalmem() / 2 ** 30)} GiB` : "";
   return `${cpu}, ${runtime().hardwareConcurrency} cores${mem ? `, ${mem}` : ""}, ${runtime().platform}/${runtime().arch}`;

@@ -4,6 +4,7 @@
  * What `backplane bench` and the repository's `npm run bench` call. Returns an exit code:
  * 0 done, 2 bad arguments (an unknown suite, a bad option value).
  */
+import { host } from "@backplane/core/backend";
 import { Harness, machine, runtimeName, table } from "./harness.ts";
 import { type ProgressOutput, progressReporter } from "./progress.ts";
 import { SUITES } from "./suites/index.ts";
@@ -16,7 +17,7 @@ export interface BenchIO {
 }
 
 function defaultIO(): BenchIO {
-  const p = (globalThis as any).process;
+  const p = host.process as (NodeJS.Process & typeof host.process) | undefined;
   return {
     out: (text) => console.log(text),
     err: {

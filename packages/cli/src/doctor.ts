@@ -33,7 +33,7 @@ export async function collectReport(
   opts: { dtype?: DType; ops?: string[] } = {},
 ): Promise<DoctorReport> {
   const namespaces = backends.names().map((name): NamespaceReport => {
-    const ns = (backends as any)[name];
+    const ns = backends.namespace(name);
     const s = ns.status();
     let capability: unknown;
     try {
@@ -48,7 +48,7 @@ export async function collectReport(
       reason: s.reason,
       backend: s.backend,
       version: s.version,
-      capability: name === "cpu" ? ns.getCpuCapability() : capability,
+      capability: name === "cpu" ? backends.cpu.getCpuCapability() : capability,
       flags: ns.values(),
     };
   });

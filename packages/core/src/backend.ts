@@ -11,6 +11,7 @@ import "./index.ts";
 // Registering a backend and its kernels
 export { dispatch, emitVerbose, getKernel } from "./dispatch/dispatcher.ts";
 export {
+  type AnyKernelDefinition,
   addKernels,
   defineOp,
   getOp,
@@ -101,6 +102,7 @@ export { defineBackend, registerBackend } from "./registry/register.ts";
 // The host: environment and native libraries over FFI (bun:ffi, Deno.dlopen, koffi)
 export { readEnv } from "./runtime/detect.ts";
 export * from "./runtime/ffi/index.ts";
+export { builtinModule, type HostGlobals, host } from "./runtime/host.ts";
 // Device memory and the CPU's WASM memory
 export {
   bf16ToNumber,

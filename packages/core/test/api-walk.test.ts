@@ -4,16 +4,16 @@
  */
 
 import * as core from "@backplane/core";
-import { backends, flagSpec } from "@backplane/core";
-import { envNames } from "@backplane/core/backend";
+import { backends, flagSpec, type NamespaceBase } from "@backplane/core";
+import { builtinModule, envNames, host } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 
-const g = globalThis as any;
+const g = host;
 function readText(rel: string): string | undefined {
   const url = new URL(rel, import.meta.url);
   try {
     if (g.Deno) return g.Deno.readTextFileSync(url);
-    return g.process.getBuiltinModule("node:fs").readFileSync(url, "utf8");
+    return builtinModule<typeof import("node:fs")>("node:fs")?.readFileSync(url, "utf8");
   } catch {
     return undefined;
   }
@@ -47,12 +47,12 @@ const NESTED: Record<string, string> = {
   clear: "cufftPlanCache.clear",
 };
 
-function resolve(root: any, path: string): { found: boolean; value: unknown } {
+function resolve(root: unknown, path: string): { found: boolean; value: unknown } {
   let cur = root;
   for (const part of path.split(".")) {
     if (cur === undefined || cur === null || !(part in Object(cur)))
       return { found: false, value: undefined };
-    cur = cur[part];
+    cur = (cur as Record<string, unknown>)[part];
   }
   return { found: true, value: cur };
 }
@@ -72,7 +72,9 @@ describe("the API we owe", () => {
     const namespaces = [...nsCell.matchAll(/`([^`]+)`/g)].map((m) => camel(m[1]));
     it(`backends.${namespaces.join(", ")}: every name exists with its default`, () => {
       const ns = namespaces[0];
-      const base = ns.includes(".") ? resolve(backends, ns).value : (backends as any)[ns];
+      const base = (
+        ns.includes(".") ? resolve(backends, ns).value : backends.namespace(ns)
+      ) as NamespaceBase;
       expect(base).toBeDefined();
       const checked: string[] = [];
       for (const m of items.matchAll(/`([^`]+)`(?:\s*\((true|false|\d+|'[^']*')[;)\s])?/g)) {
@@ -85,17 +87,17 @@ describe("the API we owe", () => {
               .some((k) => envNames(flagSpec(k) as core.FlagSpec).includes(token));
             expect(wired, `environment ${token} initialises a flag`).toBe(true);
           } else if (/^VERBOSE_/.test(token)) {
-            expect(typeof (base as any)[token], `${ns}.${token}`).toBe("number");
+            expect(typeof Reflect.get(base, token), `${ns}.${token}`).toBe("number");
           }
           continue;
         }
         token = token.replace(/\(.*$/s, "");
         token = NESTED[token] ?? token;
         // "`quantized.engine`" inside a row shared by two namespaces names its own namespace.
-        let root: any = base;
+        let root: unknown = base;
         const head = token.split(".")[0];
         if (namespaces.includes(head) && head !== ns) {
-          root = (backends as any)[head];
+          root = backends.namespace(head);
           token = token.slice(head.length + 1);
         } else if (head === ns && token.includes(".")) token = token.slice(head.length + 1);
         token = camel(token);
@@ -134,7 +136,7 @@ describe("the API we owe", () => {
     const names = [...section.matchAll(/`(?:torch\.)?([a-z_]+)\(/g)].map((m) => camel(m[1]));
     expect(names).toContain("useDeterministicAlgorithms");
     for (const n of [...names, "getFloat32MatmulPrecision"])
-      expect(typeof (core as any)[n], n).toBe("function");
+      expect(typeof Reflect.get(core, n), n).toBe("function");
   });
 
   it("scoped overrides and the dispatcher surface exist", () => {
@@ -142,6 +144,6 @@ describe("the API we owe", () => {
     expect(typeof backends.withFlags).toBe("function");
     expect(typeof core.explain).toBe("function");
     expect(typeof backends.has).toBe("function");
-    expect(() => (backends as any).mtia).toThrow(/known namespaces/);
+    expect(() => Reflect.get(backends, "mtia")).toThrow(/known namespaces/);
   });
 });

@@ -26,10 +26,15 @@ import {
   UnknownFlagError,
   useDeterministicAlgorithms,
 } from "@backplane/core";
-import { defineBackend, flagChoices, registerBackend } from "@backplane/core/backend";
+import {
+  builtinModule,
+  defineBackend,
+  flagChoices,
+  host,
+  type MatmulParams,
+  registerBackend,
+} from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
-
-const b = backends as any;
 
 /** Collects warnings given through the log hook while fn runs. */
 function warningsOf(fn: () => void): string[] {
@@ -46,89 +51,95 @@ function warningsOf(fn: () => void): string[] {
 describe("sealed namespaces", () => {
   it("a misspelt flag, read or written, is an UnknownFlagError with the closest name", () => {
     const write = () => {
-      b.cudnn.benchmrk = true;
+      Reflect.set(backends.cudnn, "benchmrk", true);
     };
     expect(write).toThrow(UnknownFlagError);
     expect(write).toThrow(/cudnn\.benchmrk: no such flag; did you mean benchmark\?/);
-    expect(() => b.cudnn.benchmrk).toThrow(/did you mean benchmark\?/);
+    expect(() => Reflect.get(backends.cudnn, "benchmrk")).toThrow(/did you mean benchmark\?/);
     try {
-      b.cudnn.benchmrk = true;
+      Reflect.set(backends.cudnn, "benchmrk", true);
     } catch (e) {
       expect((e as UnknownFlagError).namespace).toBe("cudnn");
       expect((e as UnknownFlagError).suggestion).toBe("benchmark");
     }
     expect(() => {
-      b.cuda.matmul.foo = 1;
+      Reflect.set(backends.cuda.matmul, "foo", 1);
     }).toThrow(/backends\.cuda\.matmul\.foo: no such flag/);
-    expect(() => b.cuda.matmul.allow_tf32).toThrow(/did you mean allowTf32\?/);
-    expect(Object.keys(b.cudnn)).not.toContain("benchmrk");
-    expect(() => b.cudnn.flags({ benchmrk: true })).toThrow(/did you mean benchmark\?/);
-    expect(() => backends.withFlags({ cudnn: { benchmrk: true } } as any, () => 0)).toThrow(
+    expect(() => Reflect.get(backends.cuda.matmul, "allow_tf32")).toThrow(
+      /did you mean allowTf32\?/,
+    );
+    expect(Object.keys(backends.cudnn)).not.toContain("benchmrk");
+    expect(() => backends.cudnn.flags({ benchmrk: true } as never)).toThrow(
+      /did you mean benchmark\?/,
+    );
+    expect(() => backends.withFlags({ cudnn: { benchmrk: true } } as never, () => 0)).toThrow(
       UnknownFlagError,
     );
-    expect(() => backends.withFlags({ cudnnn: { benchmark: true } } as any, () => 0)).toThrow(
+    expect(() => backends.withFlags({ cudnnn: { benchmark: true } } as never, () => 0)).toThrow(
       /did you mean cudnn\?/,
     );
-    expect(() => b.cudnnn).toThrow(/did you mean backends\.cudnn\?/);
+    expect(() => Reflect.get(backends, "cudnnn")).toThrow(/did you mean backends\.cudnn\?/);
   });
 
   it("functions, constants and groups cannot be assigned over", () => {
     expect(() => {
-      b.mkl.verbose = 1;
+      Reflect.set(backends.mkl, "verbose", 1);
     }).toThrow(FlagError);
     expect(() => {
-      b.mkl.verbose = 1;
+      Reflect.set(backends.mkl, "verbose", 1);
     }).toThrow(/backends\.mkl\.verbose cannot be assigned: it is a function/);
     expect(typeof backends.mkl.verbose).toBe("function");
     expect(() => {
-      b.mkl.VERBOSE_ON = 3;
+      Reflect.set(backends.mkl, "VERBOSE_ON", 3);
     }).toThrow(/a constant/);
     expect(() => {
-      b.cuda.matmul = {};
+      Reflect.set(backends.cuda, "matmul", {});
     }).toThrow(/a group of flags/);
     expect(() => {
-      b.cuda.isAvailable = () => true;
+      Reflect.set(backends.cuda, "isAvailable", () => true);
     }).toThrow(FlagError);
-    expect(() => Object.defineProperty(b.cudnn, "x", { value: 1 })).toThrow(FlagError);
-    expect(() => delete b.cudnn.benchmark).toThrow(FlagError);
+    expect(() => Object.defineProperty(backends.cudnn, "x", { value: 1 })).toThrow(FlagError);
+    expect(() => Reflect.deleteProperty(backends.cudnn, "benchmark")).toThrow(FlagError);
     expect(backends.cuda.isAvailable()).toBe(false);
   });
 
   it("values are validated when set; nothing is stored half-way", () => {
-    expect(() => backends.cuda.sdpKernel({ enableFlash: "no" } as any)).toThrow(ArgumentError);
-    expect(() => backends.cuda.sdpKernel({ enableFlsh: false } as any)).toThrow(/unknown option/);
-    expect(() => backends.cuda.sdpKernel(null as any)).toThrow(ArgumentError);
+    expect(() => backends.cuda.sdpKernel({ enableFlash: "no" } as never)).toThrow(ArgumentError);
+    expect(() => backends.cuda.sdpKernel({ enableFlsh: false } as never)).toThrow(/unknown option/);
+    expect(() => backends.cuda.sdpKernel(null as never)).toThrow(ArgumentError);
     expect(backends.cuda.flashSdpEnabled()).toBe(true);
     expect(() =>
-      backends.nn.attention.sdpaKernel([SDPBackend.MATH], { setPriority: "yes" } as any),
+      backends.nn.attention.sdpaKernel([SDPBackend.MATH], { setPriority: "yes" } as never),
     ).toThrow(/setPriority must be a boolean/);
     expect(() => backends.nn.attention.sdpaKernel([])).toThrow(ArgumentError);
     const q = randn([2, 3, 4]);
-    expect(() => scaledDotProductAttention(q, q, q, { enableGqa: "yes" } as any)).toThrow(
+    expect(() => scaledDotProductAttention(q, q, q, { enableGqa: "yes" } as never)).toThrow(
       /enableGqa must be a boolean, got "yes"/,
     );
-    expect(() => scaledDotProductAttention(q, q, q, { isCausal: 1 } as any)).toThrow(ArgumentError);
-    // A multi-key scope with one bad value stores none of them.
-    expect(() => backends.flags({ cudnn: { benchmark: true, benchmarkLimit: -1 } } as any)).toThrow(
-      FlagError,
+    expect(() => scaledDotProductAttention(q, q, q, { isCausal: 1 } as never)).toThrow(
+      ArgumentError,
     );
+    // A multi-key scope with one bad value stores none of them.
+    expect(() =>
+      backends.flags({ cudnn: { benchmark: true, benchmarkLimit: -1 } } as never),
+    ).toThrow(FlagError);
     expect(backends.cudnn.benchmark).toBe(false);
     for (const bad of [null, undefined, Number.NaN, "1", 1.5, {}]) {
       expect(() => {
-        b.cudnn.benchmarkLimit = bad;
+        Reflect.set(backends.cudnn, "benchmarkLimit", bad);
       }).toThrow(FlagError);
-      expect(() => backends.mkl.verbose(bad as any)).toThrow(FlagError);
-      expect(() => backends.openmp.setNumThreads(bad as any)).toThrow(BackplaneError);
-      expect(() => backends.mha.setFastpathEnabled(bad as any)).toThrow(FlagError);
-      expect(() => backends.nnpack.setFlags(bad as any)).toThrow(FlagError);
+      expect(() => backends.mkl.verbose(bad as never)).toThrow(FlagError);
+      expect(() => backends.openmp.setNumThreads(bad as never)).toThrow(BackplaneError);
+      expect(() => backends.mha.setFastpathEnabled(bad as never)).toThrow(FlagError);
+      expect(() => backends.nnpack.setFlags(bad as never)).toThrow(FlagError);
       if (bad !== undefined)
         // undefined asks for the current value, as in torch
-        expect(() => backends.cuda.preferredBlasLibrary(bad as any)).toThrow(BackplaneError);
-      expect(() => backends.describe(bad as any)).toThrow(BackplaneError);
+        expect(() => backends.cuda.preferredBlasLibrary(bad as never)).toThrow(BackplaneError);
+      expect(() => backends.describe(bad as never)).toThrow(BackplaneError);
     }
     expect(backends.cudnn.benchmarkLimit).toBe(10);
     for (const bad of [null, 1, "x", { warnonly: true }, { warnOnly: "yes" }])
-      expect(() => useDeterministicAlgorithms(true, bad as any)).toThrow(ArgumentError);
+      expect(() => useDeterministicAlgorithms(true, bad as never)).toThrow(ArgumentError);
     expect(backends.core.deterministic).toBe(false);
   });
 
@@ -141,17 +152,17 @@ describe("sealed namespaces", () => {
   });
 
   it("cufftPlanCache with a bad index or member raises", () => {
-    const cache = b.cuda.cufftPlanCache;
+    const cache = backends.cuda.cufftPlanCache;
     expect(cache[0].maxSize).toBe(4096);
     expect(() => cache[-1]).toThrow(ArgumentError);
     expect(() => cache[1.5]).toThrow(ArgumentError);
-    expect(() => cache.foo).toThrow(/no such member/);
-    expect(() => cache.max_size).toThrow(/did you mean maxSize\?/);
+    expect(() => Reflect.get(cache, "foo")).toThrow(/no such member/);
+    expect(() => Reflect.get(cache, "max_size")).toThrow(/did you mean maxSize\?/);
     expect(() => {
       cache.maxSize = -2;
     }).toThrow(ArgumentError);
     expect(() => {
-      cache.size = 3;
+      Reflect.set(cache, "size", 3);
     }).toThrow(/read-only/);
   });
 });
@@ -218,10 +229,10 @@ describe("every name in the seeds", () => {
   it("quantized.supportedEngines lists what is present; other engines are refused", () => {
     expect(backends.quantized.supportedEngines).toEqual(["none"]);
     expect(() => {
-      b.quantized.engine = "fbgemm";
+      Reflect.set(backends.quantized, "engine", "fbgemm");
     }).toThrow(/one of "none", got "fbgemm"/);
     expect(() => {
-      b.quantized.supportedEngines = [];
+      Reflect.set(backends.quantized, "supportedEngines", []);
     }).toThrow(FlagError);
     registerBackend(
       defineBackend({
@@ -245,7 +256,7 @@ describe("every name in the seeds", () => {
   it("mps.isMacosOrNewer is false where MPS is not built, and checks its arguments", () => {
     expect(backends.mps.isMacosOrNewer(14, 0)).toBe(false);
     expect(() => backends.mps.isMacosOrNewer(Number.NaN, 0)).toThrow(ArgumentError);
-    expect(() => backends.mps.isMacosOrNewer(14, undefined as any)).toThrow(ArgumentError);
+    expect(() => backends.mps.isMacosOrNewer(14, undefined as never)).toThrow(ArgumentError);
   });
 
   it("version() is an integer as in torch, versionString() the text", () => {
@@ -264,13 +275,13 @@ describe("every name in the seeds", () => {
   });
 
   it("TORCH_NAMES maps every torch name of the seeds and API.md, and each target exists", () => {
-    const g = globalThis as any;
+    const g = host;
     const read = (rel: string): string | undefined => {
       try {
         const url = new URL(rel, import.meta.url);
         return g.Deno
           ? g.Deno.readTextFileSync(url)
-          : g.process.getBuiltinModule("node:fs").readFileSync(url, "utf8");
+          : builtinModule<typeof import("node:fs")>("node:fs")?.readFileSync(url, "utf8");
       } catch {
         return undefined;
       }
@@ -278,7 +289,7 @@ describe("every name in the seeds", () => {
     const listed = read("../../../docs/design/torch-names.txt") as string;
     const names = new Set(listed.split("\n").filter(Boolean));
     // Where the seeds are at hand (a development checkout), the list must match them.
-    const fs = g.Deno ? undefined : g.process?.getBuiltinModule?.("node:fs");
+    const fs = g.Deno ? undefined : builtinModule<typeof import("node:fs")>("node:fs");
     const seedDir = new URL("../../../../shared/seeds/", import.meta.url);
     if (fs?.existsSync(seedDir)) {
       const texts = fs
@@ -295,10 +306,10 @@ describe("every name in the seeds", () => {
     const core = { backends, nn: backends.nn } as Record<string, unknown>;
     for (const [torch, ours] of Object.entries(TORCH_NAMES)) {
       if (!ours.includes(".")) continue; // a top-level export; api-walk checks those
-      let cur: any = core;
+      let cur: unknown = core;
       for (const part of ours.split(".")) {
         expect(cur !== null && part in Object(cur), `${torch} -> ${ours}`).toBe(true);
-        cur = cur[part];
+        cur = (cur as Record<string, unknown>)[part];
       }
     }
   });
@@ -388,7 +399,7 @@ describe("which kernel ran", () => {
             dtypes: ["float32"],
             deterministic: true,
             priority: -10,
-            supports: (p: any) =>
+            supports: (p: MatmulParams) =>
               p.a.shape[0] === p.a.shape[1] ? true : "takes square matrices only",
             run: () => {
               throw new Error("square-only must not run in this test");
@@ -416,22 +427,24 @@ describe("which kernel ran", () => {
 });
 
 describe("environment variables PyTorch users set", () => {
-  const g = globalThis as any;
+  const g = host;
   const onNodeHost = g.Bun === undefined && g.Deno === undefined;
   const dist = new URL("../dist/index.js", import.meta.url);
-  const fs = onNodeHost ? g.process.getBuiltinModule("node:fs") : undefined;
-  const run = onNodeHost && fs.existsSync(dist) ? it : it.skip;
+  const fs = onNodeHost ? builtinModule<typeof import("node:fs")>("node:fs") : undefined;
+  const run = onNodeHost && fs?.existsSync(dist) ? it : it.skip;
   if (run === it.skip && onNodeHost)
     console.log("[core] env test skipped: build @backplane/core first (npm run build)");
 
   run("DNNL_VERBOSE, MKL_VERBOSE, OMP_NUM_THREADS are read at start on Node, Bun and Deno", () => {
-    const { spawnSync } = g.process.getBuiltinModule("node:child_process");
+    const cp = builtinModule<typeof import("node:child_process")>("node:child_process");
+    if (!cp) throw new Error("node:child_process is missing on Node");
+    const { spawnSync } = cp;
     const bin = (tool: string) =>
       new URL(`../../../node_modules/.bin/${tool}`, import.meta.url).pathname;
     const script = `import("${dist.href}").then(({ getFlag }) => console.log(JSON.stringify([getFlag("mkldnn.verbose"), getFlag("mkl.verbose"), getFlag("openmp.numThreads")])))`;
-    const env = { ...g.process.env, DNNL_VERBOSE: "2", MKL_VERBOSE: "1", OMP_NUM_THREADS: "3" };
+    const env = { ...g.process?.env, DNNL_VERBOSE: "2", MKL_VERBOSE: "1", OMP_NUM_THREADS: "3" };
     const runs: [string, string[]][] = [
-      [g.process.execPath, ["--input-type=module", "-e", script]],
+      [g.process?.execPath ?? "node", ["--input-type=module", "-e", script]],
       [bin("bun"), ["-e", script]],
       [bin("deno"), ["eval", "--quiet", script]],
     ];

@@ -1,7 +1,8 @@
 import { runtime } from "@backplane/core";
+import { host } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 
-const g = globalThis as any;
+const g = host;
 
 describe("runtime detection", () => {
   it("names the runtime the tests run on", () => {

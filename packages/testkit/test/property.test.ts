@@ -69,7 +69,9 @@ const mutation = fc.record({
   ),
 });
 
-function corrupt(args: unknown[], muts: any[]): unknown[] {
+type Mutation = typeof mutation extends fc.Arbitrary<infer T> ? T : never;
+
+function corrupt(args: unknown[], muts: Mutation[]): unknown[] {
   const out = [...args];
   for (const m of muts) {
     const i = out.length === 0 ? 0 : m.at % out.length;
@@ -143,7 +145,7 @@ describe("bad input never crashes", () => {
             if (e instanceof BackplaneError) typed++;
             else
               untyped.push(
-                `${op} ${c.name} ${JSON.stringify(muts.map((m: any) => m.kind))}: ${(e as Error)?.name}: ${(e as Error)?.message}`,
+                `${op} ${c.name} ${JSON.stringify(muts.map((m) => m.kind))}: ${(e as Error)?.name}: ${(e as Error)?.message}`,
               );
           }
         },
@@ -177,7 +179,7 @@ describe("bad input never crashes", () => {
 
   it("random names and values written into every namespace: typed errors, nothing invalid stored", () => {
     const names = backends.names();
-    const members = (ns: string) => Object.keys((backends as any)[ns]);
+    const members = (ns: string) => Object.keys(backends.namespace(ns));
     // Real member names, their typos, torch's snake_case spellings and junk.
     const name = fc.oneof(
       fc.constantFrom(...names.flatMap(members)),
@@ -193,16 +195,16 @@ describe("bad input never crashes", () => {
     backends.withFlags({}, () =>
       fc.assert(
         fc.property(fc.constantFrom(...names), name, value, action, (ns, key, v, act) => {
-          const target = (backends as any)[ns];
+          const target = backends.namespace(ns);
           try {
-            if (act === "set") target[key] = v;
-            else if (act === "get") void target[key];
-            else if (act === "flags") target.flags({ [key]: v })[Symbol.dispose]();
+            if (act === "set") Reflect.set(target, key, v);
+            else if (act === "get") Reflect.get(target, key);
+            else if (act === "flags") target.flags({ [key]: v } as never)[Symbol.dispose]();
             else if (act === "withFlags") backends.withFlags({ [ns]: { [key]: v } }, () => 0);
             else if (act === "nestedSet") {
               // Into a sub-namespace (cuda.matmul, cudnn.rnn, cufftPlanCache) where there is one.
-              const inner = target[key];
-              if (inner !== null && typeof inner === "object") inner[key] = v;
+              const inner = Reflect.get(target, key);
+              if (inner !== null && typeof inner === "object") Reflect.set(inner, key, v);
             }
             ok++;
           } catch (e) {
@@ -215,7 +217,7 @@ describe("bad input never crashes", () => {
           // Whatever happened, every flag still holds a valid value and functions stay functions.
           for (const k of allFlagKeys()) checkFlag(k, getFlag(k));
           for (const fn of ["isAvailable", "status", "flags", "values"])
-            if (typeof (backends as any)[ns][fn] !== "function")
+            if (typeof Reflect.get(backends.namespace(ns), fn) !== "function")
               throw new Error(`${ns}.${fn} was clobbered`);
         }),
         { numRuns: 5000, seed: 16 },

@@ -3,15 +3,16 @@ import {
   cpuCapabilityInfo,
   type MemoryStats,
   memoryStats,
+  type NamespaceBase,
   runtime,
   version,
 } from "@backplane/core";
 import { fmt, h, table } from "../dom.ts";
 import { loads } from "../load.ts";
 
-function capabilityOf(name: string, ns: any): string {
+function capabilityOf(name: string, ns: NamespaceBase): string {
   try {
-    const c = name === "cpu" ? ns.getCpuCapability() : ns.capability();
+    const c = name === "cpu" ? backends.cpu.getCpuCapability() : ns.capability();
     return c === undefined ? "" : fmt.json(c);
   } catch (e) {
     return `capability() threw: ${(e as Error).message}`;
@@ -23,7 +24,7 @@ export function backendsPanel(): HTMLElement {
   const render = () => {
     const rt = runtime();
     const rows = backends.names().map((name) => {
-      const ns = (backends as any)[name];
+      const ns = backends.namespace(name);
       const st = ns.status();
       const state = st.available ? "available" : st.built ? "built, not available" : "not built";
       return [

@@ -26,13 +26,19 @@ interface PathInfoLike {
   toString(): string;
 }
 
-export function optEinsumApi(): { api?: any; reason?: string } {
-  const ns = (backends as any).optEinsum;
-  const api = ns?.getOptEinsum?.();
-  if (api?.contractPath) return { api };
+/** What the playground uses of backend-opt-einsum's getOptEinsum() API. */
+interface OptEinsumLike {
+  strategies?: readonly string[];
+  contractPath(equation: string, ...shapesAndOptions: unknown[]): PathInfoLike;
+}
+
+export function optEinsumApi(): { api?: OptEinsumLike; reason?: string } {
+  const ns = backends.optEinsum;
+  const api = ns.getOptEinsum() as OptEinsumLike | undefined;
+  if (typeof api?.contractPath === "function") return { api };
   return {
     reason:
-      ns?.status?.().reason ??
+      ns.status().reason ??
       "backends.optEinsum.getOptEinsum is not there (is @backplane/backend-opt-einsum loaded?)",
   };
 }

@@ -91,7 +91,7 @@ export const nativeBackend: BackendDefinition = defineBackend({
     },
   kernels: [...nativeKernels(), ...flashBlasKernels()].map((k) => ({
     ...k,
-    enabled: (flag) =>
+    enabled: (flag: (key: string) => unknown) =>
       flag("cpu.preferredBlasLibrary") === "wasm" ? 'cpu.preferredBlasLibrary is "wasm"' : true,
   })),
   api: {

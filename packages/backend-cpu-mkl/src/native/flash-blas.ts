@@ -15,8 +15,8 @@
  */
 import { empty, type Tensor } from "@backplane/core";
 import {
+  type AnyKernelDefinition,
   cpuMemory,
-  type KernelDefinition,
   parallelFor,
   type SdpaParams,
 } from "@backplane/core/backend";
@@ -159,7 +159,7 @@ export function flashBlasRun(p: SdpaParams): Tensor {
   }
 }
 
-export function flashBlasKernels(): KernelDefinition<any>[] {
+export function flashBlasKernels(): AnyKernelDefinition[] {
   return [
     {
       op: "scaledDotProductAttention",

@@ -7,6 +7,7 @@
 
 import { type DType, empty, getFlag, linalgFailure, runtime, type Tensor } from "@backplane/core";
 import {
+  type AnyKernelDefinition,
   emitVerbose,
   type KernelDefinition,
   type LinalgParams,
@@ -253,7 +254,7 @@ function linalgKernels(): KernelDefinition<LinalgParams>[] {
 
 const GEMM_DTYPES: readonly DType[] = ["float32", "float64"];
 
-export function nativeKernels(): KernelDefinition<any>[] {
+export function nativeKernels(): AnyKernelDefinition[] {
   return [
     {
       op: "matmul",

@@ -7,9 +7,9 @@
  */
 import { empty, type Tensor } from "@backplane/core";
 import {
+  type AnyKernelDefinition,
   cpuMemory,
   cpuThreads,
-  type KernelDefinition,
   leadingBroadcastStrides,
   parallelFor,
   type SdpaParams,
@@ -242,7 +242,7 @@ export function flashRun(p: SdpaParams): Tensor {
 }
 
 /** The kernels this module provides, for the cpu-wasm backend's list. */
-export function attentionKernels(): KernelDefinition<any>[] {
+export function attentionKernels(): AnyKernelDefinition[] {
   return [
     {
       op: "scaledDotProductAttention",

@@ -5,6 +5,7 @@
  */
 import { type DType, empty, linalgFailure, type Tensor } from "@backplane/core";
 import {
+  type AnyKernelDefinition,
   type BinaryParams,
   cpuThreads,
   type FftParams,
@@ -12,6 +13,7 @@ import {
   type LinalgParams,
   type MatmulParams,
   matricesOf,
+  type OpParams,
   parallelFor,
   pivotsTensor,
   qrShapes,
@@ -35,13 +37,13 @@ const notInMemory =
   "a tensor is not in the CPU memory WASM kernels share (created before the WASM memory existed?)";
 const alive = (...ts: Tensor[]): true | string => (ts.every(inWasmMemory) ? true : notInMemory);
 
-function kernel<P>(
+function kernel<P extends OpParams>(
   op: string,
   name: string,
   run: (p: P) => unknown,
   supports?: (p: P) => true | string,
   dtypes = F32_F64,
-): KernelDefinition<any> {
+): KernelDefinition<P> {
   return {
     op,
     name,
@@ -51,7 +53,7 @@ function kernel<P>(
     flags: ["mkldnn.enabled"],
     verboseFlags: ["mkldnn.verbose"],
     priority: 50,
-    supports: supports as KernelDefinition<any>["supports"],
+    supports,
     run,
   };
 }
@@ -430,7 +432,7 @@ const linalgKernels = [
   }),
 ];
 
-export function wasmKernels(): KernelDefinition<any>[] {
+export function wasmKernels(): AnyKernelDefinition[] {
   return [
     kernel<MatmulParams>("matmul", "wasm-gemm", gemm, (p) => alive(p.a, p.b)),
     binary("add"),

@@ -3,7 +3,12 @@
  * element; inputs are read through their strides (views and broadcasts cost nothing),
  * with a plain indexed path when everything is contiguous and the same shape.
  */
-import type { BinaryParams, KernelDefinition, UnaryParams } from "@backplane/core/backend";
+import type {
+  AnyKernelDefinition,
+  BinaryParams,
+  KernelDefinition,
+  UnaryParams,
+} from "@backplane/core/backend";
 import { grid, gridRefusal, groupLimit, launch, Meta, pipelineFor } from "../exec.ts";
 import {
   baseChecks,
@@ -202,7 +207,7 @@ function unary(
   };
 }
 
-export const elementwiseKernels: KernelDefinition<any>[] = [
+export const elementwiseKernels: AnyKernelDefinition[] = [
   binary("add"),
   binary("mul"),
   unary("relu", [...FLOAT_DTYPES, "int32"]),

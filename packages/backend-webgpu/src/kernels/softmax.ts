@@ -4,6 +4,7 @@
  * Inputs are read through their strides; the output is contiguous.
  */
 import {
+  type AnyKernelDefinition,
   contiguousStrides,
   type KernelDefinition,
   type SoftmaxParams,
@@ -133,4 +134,4 @@ function kernel(op: "softmax" | "logSoftmax"): KernelDefinition<SoftmaxParams> {
   };
 }
 
-export const softmaxKernels: KernelDefinition<any>[] = [kernel("softmax"), kernel("logSoftmax")];
+export const softmaxKernels: AnyKernelDefinition[] = [kernel("softmax"), kernel("logSoftmax")];

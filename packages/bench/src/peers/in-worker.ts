@@ -6,6 +6,7 @@
  * calls inside the worker (see peer-worker.ts).
  */
 import { runtime } from "@backplane/core";
+import { builtinModule } from "@backplane/core/backend";
 import { type GemmPeer, reason } from "./types.ts";
 
 interface Reply {
@@ -33,9 +34,7 @@ export async function openInWorker(
   exportName: string,
   args: unknown[],
 ): Promise<GemmPeer | string> {
-  const wt = (globalThis as any).process?.getBuiltinModule?.("node:worker_threads") as
-    | typeof import("node:worker_threads")
-    | undefined;
+  const wt = builtinModule<typeof import("node:worker_threads")>("node:worker_threads");
   if (!wt) return "no node:worker_threads in this runtime";
   let worker: import("node:worker_threads").Worker;
   try {

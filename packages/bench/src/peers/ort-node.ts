@@ -8,9 +8,10 @@ import { type GemmPeer, reason } from "./types.ts";
 
 export async function openOrtNode(threads = 1): Promise<GemmPeer | string> {
   try {
-    const mod = (await import("onnxruntime-node")) as any;
-    const ort = (mod.InferenceSession ? mod : mod.default) as OrtModule &
-      typeof import("onnxruntime-node");
+    type Ort = OrtModule & typeof import("onnxruntime-node");
+    // CommonJS under ESM: the namespace, or its default export, holds the API.
+    const mod = (await import("onnxruntime-node")) as unknown as Ort & { default?: Ort };
+    const ort = (mod.InferenceSession ? mod : mod.default) as Ort;
     ort.env.logLevel = "error";
     return ortGemmPeer(
       ort,

@@ -40,6 +40,13 @@ import type { Harness } from "../harness.ts";
 import { convModel } from "../peers/onnx-model.ts";
 import { reason } from "../peers/types.ts";
 
+/** The members backend-nnpack adds to backends.nnpack that this suite uses. */
+interface NnpackMembers {
+  setTransformCacheEnabled(on: boolean): boolean;
+  clearTransformCache(): void;
+}
+const nnpackMembers = () => backends.namespace("nnpack") as unknown as NnpackMembers;
+
 const THREADS = 1;
 const TOLERANCE = 1e-3;
 
@@ -289,7 +296,7 @@ function backplane(kernel: string, opts: { wasmGemm?: boolean; uncached?: boolea
       w.dispose();
       throw new Error(why);
     }
-    const nnpack = backends.nnpack as any;
+    const nnpack = nnpackMembers();
     const call = () => {
       using _b = backends.cpu.flags({ preferredBlasLibrary: opts.wasmGemm ? "wasm" : "auto" });
       using _ = kernelPriority("conv2d", [kernel]);
@@ -334,15 +341,15 @@ async function openTfjs(): Promise<Peer | string> {
       [l.pad, l.pad],
       [0, 0],
     ];
-    let f: any;
-    let op: () => any;
+    let f: import("@tensorflow/tfjs-core").Tensor4D;
+    let op: () => import("@tensorflow/tfjs-core").Tensor4D;
     if (isDepthwise(l)) {
       // [kh, kw, C, multiplier]
       f = tf.tensor4d(toHWIO(wa, [o, 1, kh, kw]), [kh, kw, c, o / c]);
-      op = () => tf.depthwiseConv2d(x, f, l.stride, pad as any, "NHWC");
+      op = () => tf.depthwiseConv2d(x, f, l.stride, pad, "NHWC");
     } else {
       f = tf.tensor4d(toHWIO(wa, l.w), [kh, kw, c, o]);
-      op = () => tf.conv2d(x, f, l.stride, pad as any, "NHWC");
+      op = () => tf.conv2d(x, f, l.stride, pad, "NHWC");
     }
     return {
       run: () => op().dispose(),
@@ -696,7 +703,7 @@ export default {
         }
       } finally {
         for (const c of cases.values()) await c.dispose();
-        (backends.nnpack as any).clearTransformCache();
+        nnpackMembers().clearTransformCache();
       }
     }
     for (const [name, xs] of ratios)

@@ -4,7 +4,7 @@
  * prepared params, and tfjs-core's engine running matMul on its cpu backend against
  * tfjs's own BatchMatMul kernel function, in the same run.
  */
-import { matmul, tensor } from "@backplane/core";
+import { matmul, type Tensor, tensor } from "@backplane/core";
 import { getKernel, matmulOp } from "@backplane/core/backend";
 import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-cpu";
@@ -31,7 +31,7 @@ export default {
     const ms = await h.compare(
       "1x1x1",
       {
-        "backplane-direct": () => kernel.run(params).dispose(),
+        "backplane-direct": () => (kernel.run(params) as Tensor).dispose(),
         "backplane-dispatch": () => matmul(a, b).dispose(),
         "tfjs-direct": () => {
           const out = tfKernel.kernelFunc({

@@ -24,6 +24,7 @@
  *
  *   npm run bench -- sdpa           (about 3 to 5 minutes)
  */
+
 import {
   backends,
   explain,
@@ -38,7 +39,7 @@ import {
   type Tensor,
   tensor,
 } from "@backplane/core";
-import { getKernel, readEnv } from "@backplane/core/backend";
+import { builtinModule, getKernel, readEnv } from "@backplane/core/backend";
 import type { Harness } from "../harness.ts";
 import { reason } from "../peers/types.ts";
 
@@ -128,8 +129,7 @@ const mib = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
 
 /** torch's numbers: { "sdpa|1|512": ms, "math|1|512": ms, ... }, or why there are none. */
 function runTorch(threads: number[]): { ms: Record<string, number>; info: string } | string {
-  const g = globalThis as any;
-  const cp = g.process?.getBuiltinModule?.("node:child_process");
+  const cp = builtinModule<typeof import("node:child_process")>("node:child_process");
   if (!cp) return "no node:child_process in this runtime";
   const script = `
 import json, sys, time

@@ -11,16 +11,9 @@ import {
   NoKernelError,
   NondeterministicError,
 } from "../errors.ts";
-import { currentFrame, type KernelCall } from "../flags/context.ts";
+import { currentFrame } from "../flags/context.ts";
 import type { FlagState } from "../flags/snapshot.ts";
-import {
-  changeOf,
-  currentState,
-  type FlagScope,
-  openChangeScope,
-  runWithState,
-  setState,
-} from "../flags/state.ts";
+import { currentState } from "../flags/state.ts";
 import {
   availabilityOf,
   bumpGeneration,
@@ -151,7 +144,7 @@ function entryFor(op: OpRecord, state: FlagState, deviceType: string, dtype: DTy
 }
 
 /** Runs `op` on the best kernel for `params`. The hot path of every op. */
-export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): any {
+export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): unknown {
   const frame = currentFrame();
   const e = entryFor(op, frame.state, params.deviceType, params.dtype);
   if (e.autotune) return runAutotuned(op, e, params);
@@ -182,7 +175,7 @@ function checkStrict(op: OpRecord, e: Entry, k: Kernel, params: OpParams): void 
   throw new FallbackError(op.name, wanted, `${k.name} (${k.backend})`, refused);
 }
 
-function runHeldBack(op: OpRecord, e: Entry, params: OpParams): any {
+function runHeldBack(op: OpRecord, e: Entry, params: OpParams): unknown {
   for (const k of e.heldBack) {
     if (k.supports === undefined || k.supports(params as never) === true) {
       if (flagOf(currentState(), "core.deterministicWarnOnly") !== true) {
@@ -321,7 +314,7 @@ export function emitVerbose(line: string): void {
 const now = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
 
 /** Runs a kernel timed: for the verbose trace and for record() scopes. */
-function traced(op: OpRecord, k: Kernel, params: OpParams, verbose: boolean): any {
+function traced(op: OpRecord, k: Kernel, params: OpParams, verbose: boolean): unknown {
   const t0 = now();
   const out = k.run(params);
   const ms = now() - t0;
@@ -347,14 +340,18 @@ function traced(op: OpRecord, k: Kernel, params: OpParams, verbose: boolean): an
 
 // ---- autotune ----
 
-function disposeResult(x: any): void {
-  if (x && typeof x.dispose === "function") x.dispose();
+type Disposable = { dispose(): void };
+const isDisposable = (x: unknown): x is Disposable =>
+  typeof x === "object" && x !== null && typeof (x as Disposable).dispose === "function";
+
+/** Frees a trial run's result: a tensor, or the tensors of a tuple/record result. */
+function disposeResult(x: unknown): void {
+  if (isDisposable(x)) x.dispose();
   else if (x && typeof x === "object")
-    for (const v of Object.values(x))
-      if (v && typeof (v as any).dispose === "function") (v as any).dispose();
+    for (const v of Object.values(x)) if (isDisposable(v)) v.dispose();
 }
 
-function runAutotuned(op: OpRecord, e: Entry, params: OpParams): any {
+function runAutotuned(op: OpRecord, e: Entry, params: OpParams): unknown {
   const key = op.shapeKey(params);
   const won = e.winners.get(key);
   const trace = e.verbose || currentFrame().calls !== undefined;

@@ -39,7 +39,8 @@ export interface KernelDefinition<P extends OpParams = OpParams> {
   priority: number;
   /** Flags (besides core.verbose) that make the dispatcher trace this kernel, e.g. "mkl.verbose". */
   verboseFlags?: readonly string[];
-  run(params: P): any;
+  /** The op's result (a Tensor, or the tuple the op documents); the op function types it. */
+  run(params: P): unknown;
 }
 
 export interface Kernel<P extends OpParams = OpParams> extends KernelDefinition<P> {
@@ -54,7 +55,10 @@ export interface OpDefinition<P extends OpParams, A extends unknown[]> {
   shapeKey(params: P): string;
 }
 
-export interface OpRecord<P extends OpParams = any, A extends unknown[] = any[]>
+/** A kernel of any op, in lists that mix ops (its params type is the op's, erased here). */
+export type AnyKernelDefinition = KernelDefinition<never>;
+
+export interface OpRecord<P extends OpParams = OpParams, A extends unknown[] = unknown[]>
   extends OpDefinition<P, A> {
   kernels: Kernel<P>[];
   /** Dispatcher caches, owned by dispatcher.ts. */
@@ -86,7 +90,7 @@ export function opNames(): string[] {
   return [...ops.keys()];
 }
 
-function checkKernel(backend: string, devices: readonly string[], k: KernelDefinition<any>): void {
+function checkKernel(backend: string, devices: readonly string[], k: AnyKernelDefinition): void {
   const where = `backend ${backend}, kernel ${show(k?.name)} for op ${show(k?.op)}`;
   if (!k || typeof k.op !== "string" || typeof k.name !== "string" || k.name === "") {
     throw new RegistrationError(`${where}: op and name are required strings`);
@@ -109,7 +113,7 @@ function checkKernel(backend: string, devices: readonly string[], k: KernelDefin
 export function addKernels(
   backend: string,
   devices: readonly string[],
-  list: readonly KernelDefinition<any>[],
+  list: readonly AnyKernelDefinition[],
 ): void {
   const seen = new Set<string>();
   for (const k of list) {

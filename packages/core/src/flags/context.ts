@@ -4,6 +4,7 @@
  * one root frame and `withFlags` falls back to save/restore around the callback, which is
  * only safe for callbacks that do not interleave with other scoped tasks (documented).
  */
+import { builtinModule } from "../runtime/host.ts";
 import type { FlagState } from "./snapshot.ts";
 
 export interface Frame {
@@ -40,8 +41,6 @@ interface Als<T> {
   run<R>(store: T, fn: () => R): R;
 }
 
-const g = globalThis as any;
-
 /**
  * Node (>= 20.16), Bun and Deno all expose process.getBuiltinModule, so this needs no
  * top-level await (which would force bundlers to an ES2022 target) and no import that a
@@ -49,7 +48,8 @@ const g = globalThis as any;
  */
 function loadAls(): (new () => Als<Frame>) | undefined {
   try {
-    return g.process?.getBuiltinModule?.("node:async_hooks")?.AsyncLocalStorage;
+    return builtinModule<{ AsyncLocalStorage: new () => Als<Frame> }>("node:async_hooks")
+      ?.AsyncLocalStorage;
   } catch {
     return undefined;
   }

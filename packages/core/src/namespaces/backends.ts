@@ -56,6 +56,8 @@ type NS<K extends keyof B> = Namespace<B[K]>;
 
 /** The typed shape of `backends`; backends and third parties add members at run time. */
 export interface Backends {
+  /** Backplane's own switches: verbose trace, autotune, strict mode, determinism. */
+  core: NS<"core">;
   cpu: NS<"cpu"> & {
     getCpuCapability(): string;
     getCpuCapabilityInfo(): ReturnType<typeof cpuCapabilityInfo>;
@@ -101,8 +103,11 @@ export interface Backends {
       SDPBackend: typeof SDPBackend;
     };
   };
-  /** Any namespace a plugin added. */
-  [name: string]: any;
+  /**
+   * A namespace a plugin added: typed by the plugin's declaration merging on Backends,
+   * else reached through namespace(name).
+   */
+  [name: string]: unknown;
 }
 
 export type AllFlags = { [K in keyof B]: FlagValues<B[K]> };
@@ -123,6 +128,8 @@ export interface BackendsRoot {
   ready(...names: string[]): Promise<void>;
   /** Registered backends by name. */
   registered(): string[];
+  /** The namespace `name` (any plugin's too); an unknown name is an UnknownNamespaceError. */
+  namespace(name: string): NamespaceBase & Record<string, unknown>;
   /** Type, default, current value, PyTorch name and readers of a flag ("cudnn.benchmark"). */
   describe(name: string): FlagDescription;
   /** Runs fn and returns its result with every kernel call made inside it. */
@@ -145,14 +152,22 @@ const root: BackendsRoot = {
   flags: (changes) => openScope(flatten(changes as Record<string, unknown>)),
   ready: (...names) => ready(...names),
   registered: () => listBackends().map((b) => b.def.name),
+  namespace: (name) => {
+    if (typeof name !== "string" || !namespaceNames().includes(name)) {
+      const guess = typeof name === "string" ? didYouMean(name, namespaceNames()) : undefined;
+      throw new UnknownNamespaceError(
+        `backends.namespace(${show(name)}): no such namespace${guess ? `; did you mean ${guess}?` : ""} (known: ${namespaceNames().join(", ")})`,
+      );
+    }
+    return namespaceObject(name) as NamespaceBase & Record<string, unknown>;
+  },
   describe: describeFlag,
   record,
 };
 
 export const backends = new Proxy(root as BackendsRoot & Backends, {
   get(target, prop) {
-    if (typeof prop === "symbol") return (target as any)[prop];
-    if (prop in target) return (target as any)[prop];
+    if (typeof prop === "symbol" || prop in target) return Reflect.get(target, prop);
     if (namespaceNames().includes(prop)) return namespaceObject(prop);
     if (PROBES.has(prop)) return undefined;
     const guess = didYouMean(prop, namespaceNames());

@@ -181,5 +181,5 @@ export const conv2dOp = defineOp({
 
 /** 2-D convolution (cross-correlation, as in torch) of input [N, C, H, W] with weight [O, C/groups, kH, kW]. */
 export function conv2d(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Tensor {
-  return dispatch(conv2dOp, prepare(input, weight, opts));
+  return dispatch(conv2dOp, prepare(input, weight, opts)) as Tensor;
 }

@@ -178,5 +178,5 @@ export const einsumOp = defineOp({
 
 /** Einstein summation over the operands (torch.einsum). */
 export function einsum(equation: string, ...operands: Tensor[]): Tensor {
-  return dispatch(einsumOp, prepare(equation, ...operands));
+  return dispatch(einsumOp, prepare(equation, ...operands)) as Tensor;
 }

@@ -45,11 +45,11 @@ export const mulOp = binary("mul");
 
 /** a + b with broadcasting. */
 export function add(a: Tensor, b: Tensor): Tensor {
-  return dispatch(addOp, addOp.prepare(a, b));
+  return dispatch(addOp, addOp.prepare(a, b)) as Tensor;
 }
 /** a * b (elementwise) with broadcasting. */
 export function mul(a: Tensor, b: Tensor): Tensor {
-  return dispatch(mulOp, mulOp.prepare(a, b));
+  return dispatch(mulOp, mulOp.prepare(a, b)) as Tensor;
 }
 
 export const reluOp = defineOp({
@@ -81,9 +81,9 @@ export const geluOp = defineOp({
 
 /** max(x, 0). */
 export function relu(x: Tensor): Tensor {
-  return dispatch(reluOp, reluOp.prepare(x));
+  return dispatch(reluOp, reluOp.prepare(x)) as Tensor;
 }
 /** Gaussian error linear unit; approximate "tanh" as in torch. */
 export function gelu(x: Tensor, opts?: { approximate?: "none" | "tanh" }): Tensor {
-  return dispatch(geluOp, geluOp.prepare(x, opts));
+  return dispatch(geluOp, geluOp.prepare(x, opts)) as Tensor;
 }

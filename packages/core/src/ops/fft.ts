@@ -96,16 +96,16 @@ export const irfftOp = define("irfft");
 
 /** Discrete Fourier transform of a complex tensor [..., 2]. */
 export function fft(x: Tensor, opts?: FftOptions): Tensor {
-  return dispatch(fftOp, fftOp.prepare(x, opts));
+  return dispatch(fftOp, fftOp.prepare(x, opts)) as Tensor;
 }
 export function ifft(x: Tensor, opts?: FftOptions): Tensor {
-  return dispatch(ifftOp, ifftOp.prepare(x, opts));
+  return dispatch(ifftOp, ifftOp.prepare(x, opts)) as Tensor;
 }
 /** Real input -> the n/2+1 non-negative frequency bins, complex [..., 2]. */
 export function rfft(x: Tensor, opts?: FftOptions): Tensor {
-  return dispatch(rfftOp, rfftOp.prepare(x, opts));
+  return dispatch(rfftOp, rfftOp.prepare(x, opts)) as Tensor;
 }
 /** Inverse of rfft: n/2+1 complex bins [..., 2] -> n real samples. */
 export function irfft(x: Tensor, opts?: FftOptions): Tensor {
-  return dispatch(irfftOp, irfftOp.prepare(x, opts));
+  return dispatch(irfftOp, irfftOp.prepare(x, opts)) as Tensor;
 }

@@ -132,30 +132,30 @@ export const solveOp = defineOp({
 
 /** L with A = L L^T (or U with A = U^T U when upper). Throws LinalgError when A is not positive definite. */
 export function cholesky(a: Tensor, opts?: { upper?: boolean }): Tensor {
-  return dispatch(choleskyOp, choleskyOp.prepare(a, opts));
+  return dispatch(choleskyOp, choleskyOp.prepare(a, opts)) as Tensor;
 }
 export function inv(a: Tensor): Tensor {
-  return dispatch(invOp, invOp.prepare(a));
+  return dispatch(invOp, invOp.prepare(a)) as Tensor;
 }
 /** X with A X = B. */
 export function solve(a: Tensor, b: Tensor): Tensor {
-  return dispatch(solveOp, solveOp.prepare(a, b));
+  return dispatch(solveOp, solveOp.prepare(a, b)) as Tensor;
 }
 /** Packed LU with partial pivoting; pivots are 1-based (LAPACK getrf), int32. */
 export function luFactor(a: Tensor): { LU: Tensor; pivots: Tensor } {
-  return dispatch(luFactorOp, luFactorOp.prepare(a));
+  return dispatch(luFactorOp, luFactorOp.prepare(a)) as { LU: Tensor; pivots: Tensor };
 }
 export function qr(a: Tensor, opts?: { mode?: "reduced" | "complete" }): { Q: Tensor; R: Tensor } {
-  return dispatch(qrOp, qrOp.prepare(a, opts));
+  return dispatch(qrOp, qrOp.prepare(a, opts)) as { Q: Tensor; R: Tensor };
 }
 /** Eigen-decomposition of symmetric A (lower triangle used): ascending eigenvalues, eigenvectors as columns. */
 export function eigh(a: Tensor): { eigenvalues: Tensor; eigenvectors: Tensor } {
-  return dispatch(eighOp, eighOp.prepare(a));
+  return dispatch(eighOp, eighOp.prepare(a)) as { eigenvalues: Tensor; eigenvectors: Tensor };
 }
 /** A = U diag(S) Vh, singular values descending. */
 export function svd(
   a: Tensor,
   opts?: { fullMatrices?: boolean },
 ): { U: Tensor; S: Tensor; Vh: Tensor } {
-  return dispatch(svdOp, svdOp.prepare(a, opts));
+  return dispatch(svdOp, svdOp.prepare(a, opts)) as { U: Tensor; S: Tensor; Vh: Tensor };
 }

@@ -81,5 +81,5 @@ export const matmulOp = defineOp({
 
 /** Matrix product of a and b (torch.matmul). */
 export function matmul(a: Tensor, b: Tensor): Tensor {
-  return dispatch(matmulOp, prepare(a, b));
+  return dispatch(matmulOp, prepare(a, b)) as Tensor;
 }

@@ -17,7 +17,6 @@ import { defineOp, type OpParams } from "../dispatch/kernels.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import {
-  broadcastShapes,
   checkBool,
   checkBroadcastsTo,
   checkFloat,
@@ -212,5 +211,5 @@ export function multiHeadAttention(
   value: Tensor,
   opts: MhaOptions,
 ): Tensor {
-  return dispatch(mhaOp, prepare(query, key, value, opts));
+  return dispatch(mhaOp, prepare(query, key, value, opts)) as Tensor;
 }

@@ -162,5 +162,5 @@ export function scaledDotProductAttention(
   value: Tensor,
   opts?: SdpaOptions,
 ): Tensor {
-  return dispatch(sdpaOp, prepare(query, key, value, opts));
+  return dispatch(sdpaOp, prepare(query, key, value, opts)) as Tensor;
 }

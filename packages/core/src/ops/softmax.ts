@@ -28,9 +28,9 @@ export const logSoftmaxOp = define("logSoftmax", true);
 
 /** exp(x) / sum(exp(x)) along dim (default: last). */
 export function softmax(x: Tensor, dim = -1): Tensor {
-  return dispatch(softmaxOp, softmaxOp.prepare(x, dim));
+  return dispatch(softmaxOp, softmaxOp.prepare(x, dim)) as Tensor;
 }
 /** log(softmax(x)) computed stably. */
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
-  return dispatch(logSoftmaxOp, logSoftmaxOp.prepare(x, dim));
+  return dispatch(logSoftmaxOp, logSoftmaxOp.prepare(x, dim)) as Tensor;
 }

@@ -4,7 +4,7 @@
  * against, and what runs when no faster backend is installed.
  */
 
-import type { KernelDefinition } from "../dispatch/kernels.ts";
+import type { AnyKernelDefinition, OpParams } from "../dispatch/kernels.ts";
 import { registerBackend } from "../registry/register.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { version } from "../version.ts";
@@ -34,11 +34,15 @@ import { mhaFastPath, mhaFastPathSupports, mhaSlowPath } from "./mha.ts";
 const FLOATS: readonly DType[] = ["float32", "float64", "float16", "bfloat16"];
 const NUMERIC: readonly DType[] = [...FLOATS, "int32"];
 
-function ref(op: string, run: (p: any) => any, dtypes = FLOATS): KernelDefinition<any> {
+function ref<P extends OpParams>(
+  op: string,
+  run: (p: P) => unknown,
+  dtypes = FLOATS,
+): AnyKernelDefinition {
   return { op, name: "reference", device: "cpu", dtypes, deterministic: true, priority: 0, run };
 }
 
-export const referenceKernels: KernelDefinition<any>[] = [
+export const referenceKernels: AnyKernelDefinition[] = [
   ref("matmul", matmulReference),
   ref("add", addReference, NUMERIC),
   ref("mul", mulReference, NUMERIC),

@@ -4,7 +4,7 @@
  * backend package.
  */
 
-import type { KernelDefinition } from "../dispatch/kernels.ts";
+import type { AnyKernelDefinition } from "../dispatch/kernels.ts";
 import type { FlagSchema } from "../flags/spec.ts";
 import { setReaderLoadedCheck } from "../flags/state.ts";
 import type { DeviceMemory } from "../tensor/memory.ts";
@@ -40,7 +40,7 @@ export interface BackendDefinition {
   capability?(): unknown;
   /** Flags per namespace, merged into `backends.<namespace>`. */
   flags?: Record<string, FlagSchema>;
-  kernels?: KernelDefinition<any>[];
+  kernels?: AnyKernelDefinition[];
   /** Members added to `backends.<namespace>` (getOptEinsum, runCpu, cufftPlanCache...). */
   api?: Record<string, Record<string, unknown>>;
   /** Device memories this backend provides. */

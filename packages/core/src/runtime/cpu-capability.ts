@@ -3,7 +3,9 @@
  * read from the processor's real features (Linux /proc/cpuinfo), or the WASM level
  * where there is no native access (browsers).
  */
+
 import { runtime } from "./detect.ts";
+import { builtinModule, host } from "./host.ts";
 
 export interface CpuCapability {
   /** torch's string: "AVX512", "AVX2", "DEFAULT", "NO AVX", "VSX", "Z VECTOR", or a WASM level. */
@@ -15,12 +17,12 @@ export interface CpuCapability {
   source: "cpuinfo" | "wasm" | "unknown";
 }
 
-const g = globalThis as any;
+const g = host;
 
 function readCpuinfo(): string | undefined {
   try {
     if (g.Deno) return g.Deno.readTextFileSync("/proc/cpuinfo");
-    const fs = g.process?.getBuiltinModule?.("node:fs");
+    const fs = builtinModule<typeof import("node:fs")>("node:fs");
     return fs?.readFileSync("/proc/cpuinfo", "utf8");
   } catch {
     return undefined;

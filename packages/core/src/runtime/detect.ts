@@ -1,3 +1,4 @@
+import { builtinModule, host } from "./host.ts";
 /** Which JavaScript runtime we are on, and what it can do. Detected once, never throws. */
 export type RuntimeName = "bun" | "deno" | "node" | "browser" | "unknown";
 
@@ -14,7 +15,7 @@ export interface RuntimeInfo {
   hardwareConcurrency: number;
 }
 
-const g = globalThis as any;
+const g = host;
 
 function detectName(): RuntimeName {
   if (typeof g.Bun !== "undefined") return "bun";
@@ -47,15 +48,15 @@ function detect(): RuntimeInfo {
   const name = detectName();
   const proc = g.process;
   let version = "";
-  if (name === "bun") version = g.Bun.version;
-  else if (name === "deno") version = g.Deno.version?.deno ?? "";
-  else if (name === "node") version = proc.versions.node;
+  if (name === "bun") version = g.Bun?.version ?? "";
+  else if (name === "deno") version = g.Deno?.version?.deno ?? "";
+  else if (name === "node") version = proc?.versions.node ?? "";
   else if (typeof g.navigator !== "undefined") version = g.navigator.userAgent ?? "";
   const platform = g.Deno?.build?.os ?? proc?.platform ?? g.navigator?.platform ?? "unknown";
   const arch = g.Deno?.build?.arch ?? proc?.arch ?? "unknown";
   let cores = g.navigator?.hardwareConcurrency ?? 1;
   try {
-    const os = proc?.getBuiltinModule?.("node:os");
+    const os = builtinModule<typeof import("node:os")>("node:os");
     if (os?.availableParallelism) cores = os.availableParallelism();
   } catch {
     // keep navigator's answer

@@ -7,6 +7,7 @@
  */
 import { DeviceError } from "../errors.ts";
 import { runtime } from "../runtime/detect.ts";
+import { builtinModule, host } from "../runtime/host.ts";
 import { cpuMemory, wasmKernelImports } from "./memory.ts";
 import { registerWasmModule } from "./modules.ts";
 import { claimStaticMemory, dataExtent } from "./static.ts";
@@ -45,29 +46,15 @@ export function wasmModuleUrl(files: WasmModuleFiles): URL {
   return url;
 }
 
-const g = globalThis as {
-  Deno?: { readFileSync(u: URL): Uint8Array };
-  process?: { getBuiltinModule?(id: string): unknown };
-};
-
 function readSync(url: URL): Uint8Array | undefined {
   if (url.protocol !== "file:") return undefined;
-  if (g.Deno) return g.Deno.readFileSync(url);
-  const fs = g.process?.getBuiltinModule?.("node:fs") as
-    | { readFileSync(p: string): Uint8Array }
-    | undefined;
-  const nodeUrl = g.process?.getBuiltinModule?.("node:url") as
-    | { fileURLToPath(u: URL): string }
-    | undefined;
+  if (host.Deno) return host.Deno.readFileSync(url);
+  const fs = builtinModule<typeof import("node:fs")>("node:fs");
+  const nodeUrl = builtinModule<typeof import("node:url")>("node:url");
   return fs && nodeUrl ? fs.readFileSync(nodeUrl.fileURLToPath(url)) : undefined;
 }
 
-function instantiate<T>(
-  id: string,
-  bytes: Uint8Array,
-  module: WebAssembly.Module,
-  instance: WebAssembly.Instance,
-): T {
+function register<T>(id: string, module: WebAssembly.Module, instance: WebAssembly.Instance): T {
   registerWasmModule(id, module, instance);
   return instance.exports as T;
 }
@@ -85,7 +72,7 @@ export function loadWasmModuleSync<T>(files: WasmModuleFiles): T | undefined {
   claim(files.id, bytes);
   const module = new WebAssembly.Module(bytes as Uint8Array<ArrayBuffer>);
   const instance = new WebAssembly.Instance(module, wasmKernelImports(files.id));
-  return instantiate<T>(files.id, bytes, module, instance);
+  return register<T>(files.id, module, instance);
 }
 
 /** Instantiates the module (fetching it where files cannot be read synchronously). */
@@ -99,5 +86,5 @@ export async function loadWasmModule<T>(files: WasmModuleFiles): Promise<T> {
   const bytes = new Uint8Array(await response.arrayBuffer());
   claim(files.id, bytes);
   const { module, instance } = await WebAssembly.instantiate(bytes, wasmKernelImports(files.id));
-  return instantiate<T>(files.id, bytes, module, instance);
+  return register<T>(files.id, module, instance);
 }

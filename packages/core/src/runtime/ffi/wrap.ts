@@ -5,6 +5,7 @@
  */
 
 export type NativeFn = Function;
+// biome-ignore lint/suspicious/noExplicitAny: a converter takes whatever the FFI layer hands it (numbers, bigints, pointers, buffers)
 export type Convert = (value: any) => unknown;
 
 /**

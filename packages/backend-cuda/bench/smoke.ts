@@ -2,9 +2,9 @@
  * CUDA smoke run: conformance of every "cuda" kernel against the float64 reference, then GEMM
  * and SDPA timings, printed as a table. Where CUDA is not available it prints why and exits 0.
  *
- *   npx tsx bench/cuda-smoke.ts            (Node, through koffi)
- *   ./node_modules/.bin/bun bench/cuda-smoke.ts
- *   ./node_modules/.bin/deno run -A --config deno.json bench/cuda-smoke.ts
+ *   npx tsx packages/backend-cuda/bench/smoke.ts            (Node, through koffi)
+ *   ./node_modules/.bin/bun packages/backend-cuda/bench/smoke.ts
+ *   ./node_modules/.bin/deno run -A --config deno.json packages/backend-cuda/bench/smoke.ts
  *   add --quick for smaller problems, --no-bench for conformance only
  */
 
@@ -21,14 +21,15 @@ import {
   setFloat32MatmulPrecision,
   type Tensor,
 } from "@backplane/core";
+import { host } from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
 
-const args: string[] = (globalThis as any).Deno?.args ?? process.argv.slice(2);
+const args: string[] = host.Deno?.args ?? process.argv.slice(2);
 const quick = args.includes("--quick");
 const noBench = args.includes("--no-bench");
 
 function exit(code: number): never {
-  const d = (globalThis as any).Deno;
+  const d = host.Deno;
   if (d) d.exit(code);
   process.exit(code);
 }

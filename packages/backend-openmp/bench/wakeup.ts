@@ -1,17 +1,19 @@
 // Measures the pool's wake-up latency and the cost of an empty parallel task:
-//   npx tsx packages/backend-openmp/scripts/measure.ts        (Node)
-//   bun packages/backend-openmp/scripts/measure.ts
-//   deno run -A --config deno.json packages/backend-openmp/scripts/measure.ts
+//   npx tsx packages/backend-openmp/bench/wakeup.ts        (Node)
+//   bun packages/backend-openmp/bench/wakeup.ts
+//   deno run -A --config deno.json packages/backend-openmp/bench/wakeup.ts
 // Run it on a quiet machine: the numbers are microseconds and other load shows in them.
+
 import { ready } from "@backplane/core";
+import { builtinModule, host } from "@backplane/core/backend";
 import { openmpPool } from "../src/index.ts";
 
-const g = globalThis as any;
+const g = host;
 const rtName = g.Bun
   ? `bun ${g.Bun.version}`
   : g.Deno
     ? `deno ${g.Deno.version.deno}`
-    : `node ${g.process.version}`;
+    : `node ${g.process?.version}`;
 const t0 = performance.now();
 await ready();
 const pool = openmpPool();
@@ -22,7 +24,7 @@ const spin = pool.spinMicros;
 const f = (x: number) => x.toFixed(1).padStart(6);
 const load = () => {
   try {
-    return g.process.getBuiltinModule("node:os").loadavg()[0].toFixed(1);
+    return builtinModule<typeof import("node:os")>("node:os")?.loadavg()[0].toFixed(1) ?? "?";
   } catch {
     return "?";
   }
