@@ -134,7 +134,7 @@ export function flashWorkspaceBytes(e: i32, ev: i32): i32 {
 
 // Scores are kept in the log2 domain (scale * log2(e) is folded into Q, additive masks
 // are multiplied by log2(e)), so the softmax needs exp2 only.
-const LOG2E: f64 = 1.4426950408889634;
+const LOG2E: f64 = Math.LOG2E;
 const EXP2_LO: f32 = -126.0; // 2^x below this is taken as exactly 0
 const MAGIC: f32 = 12582912.0; // 1.5 * 2^23: adding it rounds to an integer held in the low bits
 const BIAS: i32 = 127 - 0x4b400000; // turns those bits into a biased exponent
@@ -170,7 +170,7 @@ const F32_MAX: f64 = 3.4028234663852886e38;
 // @ts-ignore: decorator
 @inline
 function maskLog2(m: f32): f32 {
-  if (m == -Infinity) return m;
+  if (m === -Infinity) return m;
   const x = <f64>m * LOG2E;
   return <f32>(x < -F32_MAX ? -F32_MAX : x > F32_MAX ? F32_MAX : x);
 }
@@ -252,7 +252,7 @@ function tile4x8(
     a = v128.load(pa, 48);
     c30 = f32x4.add(c30, f32x4.mul(a, b0));
     c31 = f32x4.add(c31, f32x4.mul(a, b1));
-    if (rem == 1) break;
+    if (rem === 1) break;
     pb += ldbB;
     b0 = v128.load(pb, 0);
     b1 = v128.load(pb, 16);
@@ -268,7 +268,7 @@ function tile4x8(
     a = v128.load(pa, 112);
     c30 = f32x4.add(c30, f32x4.mul(a, b0));
     c31 = f32x4.add(c31, f32x4.mul(a, b1));
-    if (rem == 2) break;
+    if (rem === 2) break;
     pb += ldbB;
     b0 = v128.load(pb, 0);
     b1 = v128.load(pb, 16);
@@ -284,7 +284,7 @@ function tile4x8(
     a = v128.load(pa, 176);
     c30 = f32x4.add(c30, f32x4.mul(a, b0));
     c31 = f32x4.add(c31, f32x4.mul(a, b1));
-    if (rem == 3) break;
+    if (rem === 3) break;
     pb += ldbB;
     b0 = v128.load(pb, 0);
     b1 = v128.load(pb, 16);
@@ -303,12 +303,12 @@ function tile4x8(
     pa += 256;
     pb += ldbB;
     rem -= 4;
-    if (rem == 0) break;
+    if (rem === 0) break;
   }
   const r1 = c + ldcB;
   const r2 = r1 + ldcB;
   const r3 = r2 + ldcB;
-  if (accum != 0) {
+  if (accum !== 0) {
     c00 = f32x4.add(v128.load(c), c00);
     c01 = f32x4.add(v128.load(c, 16), c01);
     c10 = f32x4.add(v128.load(r1), c10);
@@ -338,7 +338,7 @@ function packQ(q: usize, qs: usize, i0: i32, rows: i32, e: i32, scale: f32, dst:
   for (let s = 0; s < rows; s += 4) {
     const n = imin(4, rows - s);
     let r0 = q + <usize>(i0 + s) * qs;
-    if (n == 4) {
+    if (n === 4) {
       let r1 = r0 + qs;
       let r2 = r1 + qs;
       let r3 = r2 + qs;
@@ -373,7 +373,7 @@ function packKT(k: usize, ks: usize, j0: i32, nk: i32, e: i32, dst: usize): void
     const cols = imin(8, nk - t);
     const d0 = dst + (<usize>(t * e) << 2);
     const c0 = k + <usize>(j0 + t) * ks;
-    if (cols == 8 && (e & 3) == 0) {
+    if (cols === 8 && (e & 3) === 0) {
       const c1 = c0 + ks;
       const c2 = c1 + ks;
       const c3 = c2 + ks;
@@ -467,10 +467,10 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
   const seed = load<u32>(desc + D_SEED);
   const invKeep = load<f32>(desc + D_INVKEEP);
   const dropP = load<f64>(desc + D_P);
-  const causal = (flags & F_CAUSAL) != 0;
-  const boolMask = (flags & F_BOOL) != 0;
-  const addMask = (flags & F_ADDITIVE) != 0;
-  const dropout = (flags & F_DROPOUT) != 0;
+  const causal = (flags & F_CAUSAL) !== 0;
+  const boolMask = (flags & F_BOOL) !== 0;
+  const addMask = (flags & F_ADDITIVE) !== 0;
+  const dropout = (flags & F_DROPOUT) !== 0;
 
   const W = ev8(EV);
   const Qp = work;
@@ -484,7 +484,7 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
   const Cr = work + <usize>offCorr(E, EV);
   const ldO = <usize>(W << 2);
   const ldS = <usize>(BC << 2);
-  const packV_ = (EV & 7) != 0;
+  const packV_ = (EV & 7) !== 0;
   const NEG_INF = f32x4.splat(-Infinity);
 
   for (let item = first; item < first + count; item++) {
@@ -537,7 +537,7 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
         if (boolMask) {
           const mrow = mPtr + <usize>i * ms0 + <usize>j0 * ms1;
           for (let c = 0; c < nk; c++) {
-            if (load<u8>(mrow + <usize>c * ms1) == 0) store<f32>(srow + (<usize>c << 2), -Infinity);
+            if (load<u8>(mrow + <usize>c * ms1) === 0) store<f32>(srow + (<usize>c << 2), -Infinity);
           }
         } else if (addMask) {
           const mrow = mPtr + <usize>i * ms0 + <usize>j0 * ms1;
@@ -561,7 +561,7 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
         vm0 = f32x4.pmax(vm0, v128.shuffle<f32>(vm0, vm0, 1, 0, 3, 2));
         const mb = f32x4.extract_lane(vm0, 0);
         const pRow = Pp + (<usize>(((r >> 2) * BC) << 6)) + (<usize>(r & 3) << 4);
-        if (mb == -Infinity) {
+        if (mb === -Infinity) {
           // No key of this block is left for the row: it adds nothing.
           for (let c = 0; c < nk4; c++) v128.store(pRow + (<usize>c << 6), f32x4.splat(0));
           store<f32>(Cr + (<usize>r << 2), 1);
@@ -570,7 +570,7 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
         const mOld = load<f32>(Mr + (<usize>r << 2));
         const mNew = mOld < mb ? mb : mOld;
         const corr: f32 =
-          mOld == mNew
+          mOld === mNew
             ? 1
             : mOld == -Infinity
               ? 0

@@ -572,7 +572,7 @@ const AR: usize = 512;
 const AI: usize = 2816;
 const SPEC: usize = 5120;
 const TILE: usize = 9344;
-const FT_WORK_BYTES: i32 = 13440; // mirrored in src/wasm.ts
+// Per-thread work of the FFT transforms: 13440 bytes (FT_WORK_BYTES in src/wasm.ts).
 
 @inline function rev(N: i32, j: i32): usize {
   return <usize>load<i32>((N == 8 ? REV8 : REV16) + (<usize>j << 2)) << 4;
@@ -1186,10 +1186,13 @@ export function dw_f32(
   if (n > 2) v128.store32_lane(p, v, 2, 8);
 }
 
-/** Depthwise convolution, f64, scalar, straight from the input with bounds checks. */
+/**
+ * Depthwise convolution, f64, scalar, straight from the input with bounds checks. The
+ * same signature as dw_f32, whose scratch (_work) this one does not need.
+ */
 export function dw_f64(
   x: usize, w: usize, bias: usize, y: usize, C: i32, H: i32, W: i32, M: i32, kh: i32, kw: i32,
-  sh: i32, sw: i32, dh: i32, dw: i32, pt: i32, pl: i32, outH: i32, outW: i32, work: usize,
+  sh: i32, sw: i32, dh: i32, dw: i32, pt: i32, pl: i32, outH: i32, outW: i32, _work: usize,
   start: i32, count: i32,
 ): void {
   const O = C * M;

@@ -1,4 +1,4 @@
-import { backends, type Conv2dOptions } from "@backplane/core";
+import { backends, type Conv2dOptions, Tensor } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 import {
   forced,
@@ -134,7 +134,7 @@ describe("accuracy against the float64 reference", () => {
         using _ = backends.cpu.flags({ preferredBlasLibrary: gemm });
         for (const k of c.kernels) {
           const y = forced(k, x, w, opts);
-          expect(y, `${k} should accept ${c.name}`).toBeDefined();
+          expect(y, `${k} should accept ${c.name}`).toBeInstanceOf(Tensor);
           const e = relError(y!.toFloat64(), ref);
           expect(e, `${k} (${gemm} GEMM): ${e}`).toBeLessThan(TOLERANCE[k]);
           y!.dispose();

@@ -25,7 +25,7 @@ export function sumChunksF64(values: usize, n: i32, chunk: i32, out: usize, c0: 
       acc1 = f64x2.add(acc1, v128.load(p, 16));
       p += 32;
     }
-    let s = f64x2.add(acc0, acc1);
+    const s = f64x2.add(acc0, acc1);
     let total = f64x2.extract_lane(s, 0) + f64x2.extract_lane(s, 1);
     for (; i < len; i++) {
       total += load<f64>(p);
@@ -91,6 +91,6 @@ export function trap(): void {
 // Traps on any thread but the calling one (thread 0); there it busy-waits `iters` steps
 // on `scratch` (a float64 of its own), so the workers get to take chunks.
 export function trapOffCaller(thread: i32, iters: i32, scratch: usize): void {
-  if (thread != 0) unreachable();
+  if (thread !== 0) unreachable();
   for (let i = 0; i < iters; i++) store<f64>(scratch, load<f64>(scratch) + 1.0);
 }

@@ -75,7 +75,7 @@ describe("the API we owe", () => {
       const base = (
         ns.includes(".") ? resolve(backends, ns).value : backends.namespace(ns)
       ) as NamespaceBase;
-      expect(base).toBeDefined();
+      expect(typeof base.status).toBe("function");
       const checked: string[] = [];
       for (const m of items.matchAll(/`([^`]+)`(?:\s*\((true|false|\d+|'[^']*')[;)\s])?/g)) {
         let token = m[1].trim();

@@ -120,7 +120,7 @@ export function relu_f64(x: usize, out: usize, n: i32): void {
 const SQRT_2_OVER_PI: f64 = 0.7978845608028654;
 const TWO_OVER_SQRT_PI: f64 = 1.1283791670955126;
 // 1/sqrt(2) = INV_SQRT2_HI + INV_SQRT2_LO (double-double)
-const INV_SQRT2_HI: f64 = 0.7071067811865476;
+const INV_SQRT2_HI: f64 = Math.SQRT1_2;
 const INV_SQRT2_LO: f64 = -4.833646656726457e-17;
 
 /** Rounding error of the product a*b = p (Dekker's two-product, no FMA); |a|, |b| < 2^995. */

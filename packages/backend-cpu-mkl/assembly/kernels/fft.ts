@@ -26,7 +26,7 @@ function coreBytes(n: i32): i64 {
 
 function fftBytes(n: i32): i64 {
   if (n <= 1) return 0;
-  let b = coreBytes(n);
+  const b = coreBytes(n);
   const r: i64 = (n & 1) == 0 ? coreBytes(n >> 1) : 16 * <i64>n + coreBytes(n);
   return r > b ? r : b;
 }

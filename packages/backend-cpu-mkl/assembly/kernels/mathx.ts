@@ -13,7 +13,7 @@ const P5: f64 = 4.13813679705723846039e-08;
 
 /** exp of both lanes. Inputs are clamped to [-746, 710] first (exp underflows to 0 / overflows to inf there); NaN stays NaN. */
 @inline export function expv(x0: v128): v128 {
-  let x = f64x2.pmin(f64x2.pmax(x0, f64x2.splat(-746.0)), f64x2.splat(710.0));
+  const x = f64x2.pmin(f64x2.pmax(x0, f64x2.splat(-746.0)), f64x2.splat(710.0));
   const kf = f64x2.nearest(f64x2.mul(x, f64x2.splat(INV_LN2)));
   const hi = f64x2.sub(x, f64x2.mul(kf, f64x2.splat(LN2_HI)));
   const lo = f64x2.mul(kf, f64x2.splat(LN2_LO));
