@@ -245,7 +245,9 @@ describe("webgpu kernels", () => {
       await c.data(); // waits for the queue and the trace readbacks
       const exec = lines.find((l) => l.startsWith("backplane_verbose,exec,matmul,webgpu:"));
       const gpu = lines.find((l) => l.startsWith("backplane_verbose,gpu,matmul,webgpu:"));
-      expect(exec).toMatch(/^backplane_verbose,exec,matmul,webgpu:wgsl-matmul-tiled,32x32x32,float32,/);
+      expect(exec).toMatch(
+        /^backplane_verbose,exec,matmul,webgpu:wgsl-matmul-tiled,32x32x32,float32,/,
+      );
       expect(gpu).toMatch(
         /^backplane_verbose,gpu,matmul,webgpu:wgsl-matmul-tiled,32x32x32,float32,[\d.]+ ms,/,
       );

@@ -302,7 +302,8 @@ describe("every name in the seeds", () => {
         ))
           expect(names.has(m[0]), `${m[0]} is in docs/design/torch-names.txt`).toBe(true);
     }
-    for (const n of names) expect(fromTorchName(n), n).toMatch(/^(backends|nn)\.|^[a-z][A-Za-z0-9]+$/);
+    for (const n of names)
+      expect(fromTorchName(n), n).toMatch(/^(backends|nn)\.|^[a-z][A-Za-z0-9]+$/);
     const core = { backends, nn: backends.nn } as Record<string, unknown>;
     for (const [torch, ours] of Object.entries(TORCH_NAMES)) {
       if (!ours.includes(".")) continue; // a top-level export; api-walk checks those
