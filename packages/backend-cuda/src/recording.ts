@@ -277,6 +277,7 @@ export class RecordingLayer implements CudaLayer {
     return ptr;
   }
 
+  // Long: a table: one fake driver entry point per line.
   private driverHandlers(): Record<string, (...args: never[]) => unknown> {
     const i32 = (out: Int32Array, v: number) => {
       out[0] = v;

@@ -196,17 +196,12 @@ function processEnv(): Record<string, string | undefined> {
   }
 }
 
-/**
- * Parses the command line into a plan (nothing is started). Throws a RunCpuUsageError
- * naming the argument when the command line is wrong.
- */
-export function planRunCpu(
-  argv: string[],
-  options: { env?: Record<string, string | undefined>; cores?: number[] } = {},
-): RunCpuPlan {
-  if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string"))
-    throw new RunCpuUsageError("argv", "the arguments must be an array of strings");
-  const env = options.env ?? processEnv();
+/** The launcher's own options, up to the script (or "--"): values, flags, and where the script is. */
+function parseOptions(argv: string[]): {
+  values: Record<string, string>;
+  flags: Set<string>;
+  scriptAt: number;
+} {
   const values: Record<string, string> = {};
   const flags = new Set<string>();
   let i = 0;
@@ -235,9 +230,95 @@ export function planRunCpu(
       );
     }
   }
+  return { values, flags, scriptAt: i };
+}
+
+/** How many instances, and how many cores each, from the options (torch's run_cpu rules). */
+function splitCores(
+  values: Record<string, string>,
+  flags: Set<string>,
+  cores: number[],
+): { ninstances: number; ncores: number } {
+  let ninstances =
+    values["--ninstances"] !== undefined ? positiveInt("--ninstances", values["--ninstances"]) : 0;
+  let ncores =
+    values["--ncores-per-instance"] !== undefined
+      ? positiveInt("--ncores-per-instance", values["--ncores-per-instance"])
+      : 0;
+  const latency = flags.has("--latency-mode");
+  const throughput = flags.has("--throughput-mode");
+  if (latency && throughput)
+    throw new RunCpuUsageError(
+      "--latency-mode",
+      "--latency-mode and --throughput-mode cannot be used together",
+    );
+  if ((latency || throughput) && (ninstances || ncores))
+    throw new RunCpuUsageError(
+      latency ? "--latency-mode" : "--throughput-mode",
+      `${latency ? "--latency-mode" : "--throughput-mode"} sets the instances and cores itself; drop --ninstances and --ncores-per-instance`,
+    );
+  if (latency) {
+    ncores = Math.min(4, cores.length);
+    ninstances = Math.floor(cores.length / ncores);
+  } else if (throughput || (!ninstances && !ncores)) {
+    ninstances = 1;
+    ncores = cores.length;
+  } else if (!ncores) {
+    ncores = Math.floor(cores.length / ninstances);
+    if (ncores < 1)
+      throw new RunCpuUsageError(
+        "--ninstances",
+        `--ninstances ${ninstances} is more than the ${cores.length} cores available (${formatCoreList(cores)})`,
+      );
+  } else if (!ninstances) {
+    ninstances = Math.floor(cores.length / ncores);
+    if (ninstances < 1)
+      throw new RunCpuUsageError(
+        "--ncores-per-instance",
+        `--ncores-per-instance ${ncores} is more than the ${cores.length} cores available (${formatCoreList(cores)})`,
+      );
+  }
+  if (ninstances * ncores > cores.length)
+    throw new RunCpuUsageError(
+      "--ncores-per-instance",
+      `--ninstances ${ninstances} x --ncores-per-instance ${ncores} needs ${ninstances * ncores} cores, but only ${cores.length} are available (${formatCoreList(cores)}); lower one of them or give --core-list`,
+    );
+  return { ninstances, ncores };
+}
+
+/** taskset's path when instances can be pinned, else the note saying why not. */
+function pinning(
+  flags: Set<string>,
+  env: Record<string, string | undefined>,
+): { taskset?: string; note?: string } {
+  if (flags.has("--disable-taskset")) return { note: "not pinned to cores (--disable-taskset)" };
+  if (runtime().platform !== "linux")
+    return {
+      note: `not pinned to cores: core affinity needs taskset, which is Linux only (this is ${runtime().platform})`,
+    };
+  const taskset = findOnPath("taskset", env);
+  return taskset
+    ? { taskset }
+    : {
+        note: "not pinned to cores: taskset was not found on PATH (install util-linux); each instance still gets its thread count",
+      };
+}
+
+/**
+ * Parses the command line into a plan (nothing is started). Throws a RunCpuUsageError
+ * naming the argument when the command line is wrong.
+ */
+export function planRunCpu(
+  argv: string[],
+  options: { env?: Record<string, string | undefined>; cores?: number[] } = {},
+): RunCpuPlan {
+  if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string"))
+    throw new RunCpuUsageError("argv", "the arguments must be an array of strings");
+  const env = options.env ?? processEnv();
+  const { values, flags, scriptAt } = parseOptions(argv);
   const help = flags.has("--help");
-  const script = argv[i];
-  const args = argv.slice(i + 1);
+  const script = argv[scriptAt];
+  const args = argv.slice(scriptAt + 1);
   const rtText = values["--runtime"] ?? currentRuntime();
   if (rtText !== "node" && rtText !== "bun" && rtText !== "deno")
     throw new RunCpuUsageError(
@@ -265,53 +346,7 @@ export function planRunCpu(
       ? parseCoreList(values["--core-list"])
       : (options.cores ?? availableCores());
   if (cores.length === 0) throw new RunCpuUsageError("--core-list", "--core-list names no core");
-  let ninstances =
-    values["--ninstances"] !== undefined ? positiveInt("--ninstances", values["--ninstances"]) : 0;
-  let ncores =
-    values["--ncores-per-instance"] !== undefined
-      ? positiveInt("--ncores-per-instance", values["--ncores-per-instance"])
-      : 0;
-  const latency = flags.has("--latency-mode");
-  const throughput = flags.has("--throughput-mode");
-  if (latency && throughput)
-    throw new RunCpuUsageError(
-      "--latency-mode",
-      "--latency-mode and --throughput-mode cannot be used together",
-    );
-  if ((latency || throughput) && (ninstances || ncores))
-    throw new RunCpuUsageError(
-      latency ? "--latency-mode" : "--throughput-mode",
-      `${latency ? "--latency-mode" : "--throughput-mode"} sets the instances and cores itself; drop --ninstances and --ncores-per-instance`,
-    );
-  if (latency) {
-    ncores = Math.min(4, cores.length);
-    ninstances = Math.floor(cores.length / ncores);
-  } else if (throughput) {
-    ninstances = 1;
-    ncores = cores.length;
-  } else if (!ninstances && !ncores) {
-    ninstances = 1;
-    ncores = cores.length;
-  } else if (!ncores) {
-    ncores = Math.floor(cores.length / ninstances);
-    if (ncores < 1)
-      throw new RunCpuUsageError(
-        "--ninstances",
-        `--ninstances ${ninstances} is more than the ${cores.length} cores available (${formatCoreList(cores)})`,
-      );
-  } else if (!ninstances) {
-    ninstances = Math.floor(cores.length / ncores);
-    if (ninstances < 1)
-      throw new RunCpuUsageError(
-        "--ncores-per-instance",
-        `--ncores-per-instance ${ncores} is more than the ${cores.length} cores available (${formatCoreList(cores)})`,
-      );
-  }
-  if (ninstances * ncores > cores.length)
-    throw new RunCpuUsageError(
-      "--ncores-per-instance",
-      `--ninstances ${ninstances} x --ncores-per-instance ${ncores} needs ${ninstances * ncores} cores, but only ${cores.length} are available (${formatCoreList(cores)}); lower one of them or give --core-list`,
-    );
+  const { ninstances, ncores } = splitCores(values, flags, cores);
   let only: number | undefined;
   if (values["--instance-idx"] !== undefined) {
     only = positiveInt("--instance-idx", values["--instance-idx"], 0);
@@ -321,19 +356,7 @@ export function planRunCpu(
         `--instance-idx ${only} is out of range: there are ${ninstances} instances (0..${ninstances - 1})`,
       );
   }
-
-  let taskset: string | undefined;
-  let note: string | undefined;
-  if (flags.has("--disable-taskset")) note = "not pinned to cores (--disable-taskset)";
-  else if (runtime().platform !== "linux")
-    note = `not pinned to cores: core affinity needs taskset, which is Linux only (this is ${runtime().platform})`;
-  else {
-    taskset = findOnPath("taskset", env);
-    if (!taskset)
-      note =
-        "not pinned to cores: taskset was not found on PATH (install util-linux); each instance still gets its thread count";
-  }
-
+  const { taskset, note } = pinning(flags, env);
   const base = runtimeCommand(rt, env);
   for (let k = 0; k < ninstances; k++) {
     if (only !== undefined && k !== only) continue;

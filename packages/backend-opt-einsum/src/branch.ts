@@ -29,6 +29,7 @@ interface Cand {
   score: number;
 }
 
+// Long: opt_einsum's branch-and-bound search: one recursive search sharing its best-so-far and limits.
 export function branchBound(p: Problem, start: Found, opts: BranchOptions = {}): Found {
   const n = p.n;
   const W = p.W;

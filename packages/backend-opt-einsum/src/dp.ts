@@ -109,6 +109,7 @@ function rebuild(
  * changes the step that consumes the input, so it is made per split.
  * Subsets costing more than `cap` are dropped; returns undefined when nothing fits.
  */
+// Long: opt_einsum's dense DP over subsets: the cost tables, the cap and the subset loop are one state.
 export function denseDP(
   p: Problem,
   cap = Number.POSITIVE_INFINITY,
@@ -559,6 +560,7 @@ class SparseSearch {
     return n * words;
   }
 
+  // Long: the driver of the DP search (subgraphs, cost cap loop) around denseDP.
   run(): Found | undefined | "budget" {
     const n = this.n;
     const cap = this.cap;

@@ -371,6 +371,7 @@ export class Greedy {
   }
 
   /** One run; undefined when it was abandoned at `bound`. */
+  // Long: the greedy contraction loop: its priority queue, remaining set and path are one state.
   run(opts: GreedyOptions = {}): Found | undefined {
     const p = this.p;
     const n = p.n;

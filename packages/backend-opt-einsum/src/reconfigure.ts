@@ -12,6 +12,7 @@ import { Problem, type SsaPath, ssaCost } from "./problem.ts";
 
 const now = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
 
+// Long: subtree reconfiguration: one pass over the tree sharing its cost tables.
 export function reconfigure(
   p: Problem,
   start: Found,

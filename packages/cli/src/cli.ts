@@ -83,6 +83,7 @@ function allowOnly(flags: Record<string, unknown>, allowed: string[], command: s
   }
 }
 
+// Long: one branch per command, each a few lines of argument checks.
 async function main(argv: string[]): Promise<number> {
   if (argv[0] === "bench") {
     // The suites and their options belong to @backplane/bench (its own --help).

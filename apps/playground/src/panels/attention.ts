@@ -38,6 +38,7 @@ function makeArgs(p: AttentionInputs, dtype: DType, seed = 7): unknown[] {
   return [q, k, v, { attnMask, dropoutP: p.dropout, isCausal: p.causal, seed: 1 }];
 }
 
+// Long: one panel's DOM and handlers.
 export function attentionPanel(): HTMLElement {
   const num = (id: string, v: number, min = 1) =>
     h("input", { id, type: "number", value: String(v), min, step: 1, class: "small" });

@@ -92,6 +92,7 @@ export async function runBench(
 
 const COLORS = ["#2563eb", "#dc2626", "#16a34a", "#9333ea", "#ea580c"];
 
+// Long: one SVG plot: axes, series, legend.
 export function plot(points: BenchPoint[], sizes: number[]): SVGElement {
   const W = 640;
   const H = 320;

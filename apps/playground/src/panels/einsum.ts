@@ -70,6 +70,7 @@ interface Node {
 }
 
 /** The contraction tree of a linear path: each step pops its operands and appends the result. */
+// Long: one SVG tree drawing.
 export function drawTree(info: PathInfoLike): SVGElement {
   const inputs = info.inputSubscripts.split(",");
   let list: Node[] = inputs.map((l, i) => ({

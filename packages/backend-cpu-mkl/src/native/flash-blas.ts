@@ -62,6 +62,7 @@ export function flashBlasSupports(p: SdpaParams): true | string {
   return true;
 }
 
+// Long: one FlashAttention-2 tile loop; its two BLAS products and the online softmax share the running max, sum and output tile.
 export function flashBlasRun(p: SdpaParams): Tensor {
   const mod = attentionModule.current!;
   const blas = state.lib!.blas;

@@ -111,6 +111,7 @@ function requireLapack(op: string): LapackSymbols {
   return l;
 }
 
+// Long: a table: one kernel definition per LAPACK routine, each a few lines.
 function linalgKernels(): KernelDefinition<LinalgParams>[] {
   const k = (op: string, run: (p: LinalgParams) => unknown): KernelDefinition<LinalgParams> => ({
     op,

@@ -159,6 +159,7 @@ export function flashOutput(p: SdpaParams): { out: Tensor; done: boolean } {
   return { out, done: false };
 }
 
+// Long: one tile loop whose steps share the running max, sum and output rows.
 export function flashRun(p: SdpaParams): Tensor {
   const mod = attentionModule.current!;
   const { L, S, E, Ev } = p;

@@ -193,6 +193,7 @@ function scalars(mode: GemmMode, alpha: number, beta: number): [ArrayBufferView,
 const addr = (op: Operand, i: number, bytes: number) => op.ptr + BigInt(op.offsets[i]! * bytes);
 
 /** Runs a planned GEMM through cuBLAS (cublasGemmEx / StridedBatchedEx / BatchedEx). */
+// Long: one cuBLAS call per layout case (plain, strided-batched, pointer-array), each reading the same plan.
 export function runCublas(
   rt: CudaRuntime,
   s: Scratch,
@@ -300,6 +301,7 @@ export function runCublas(
 export const LT_WORKSPACE_BYTES = 4 << 20;
 
 /** Runs a planned, strided GEMM through cuBLASLt (descriptors, heuristic, cublasLtMatmul). */
+// Long: the cuBLASLt descriptor set-up in the order the library requires, released in one finally.
 export function runCublasLt(
   rt: CudaRuntime,
   s: Scratch,

@@ -93,6 +93,7 @@ function supports(p: FftParams): true | string {
   return true;
 }
 
+// Long: plan, workspace and execution of one cuFFT call, released in one finally.
 function run(p: FftParams): Tensor {
   const rt = currentRuntime();
   const device = deviceOf(p.x);
@@ -103,6 +104,7 @@ function run(p: FftParams): Tensor {
   const scalar = bytesPerElement(p.dtype);
   const elemIn = scalar * l.comps;
   const elemOut = scalar * (p.kind === "irfft" ? 1 : 2);
+  // Long: the body of the cuFFT call above.
   rt.scratch(device, (s) => {
     // The input, contiguous [outer, nIn, inner] (gathered, padded or trimmed as needed).
     let input: bigint;

@@ -513,6 +513,7 @@ function eigh(p: LinalgParams): { eigenvalues: Tensor; eigenvectors: Tensor } {
 
 const JOB = { A: 65, S: 83 } as const;
 
+// Long: cuSOLVER's gesvd sequence (buffer query, call, info check) over the batch, released in one finally.
 function svd(p: LinalgParams): { U: Tensor; S: Tensor; Vh: Tensor } {
   const { m, n } = p;
   const k = Math.min(m, n);
@@ -527,6 +528,7 @@ function svd(p: LinalgParams): { U: Tensor; S: Tensor; Vh: Tensor } {
   const cols = wide ? m : n;
   const job = p.fullMatrices ? JOB.A : JOB.S;
   const uCols = p.fullMatrices ? rows : cols;
+  // Long: the body of the gesvd sequence above.
   return withContext(p, (c) => {
     const a = toColumnMajor(c, p.a, rows, cols, wide);
     const info = c.s.alloc(c.batch * 4);

@@ -41,6 +41,7 @@ export function tiling(p: Conv2dParams, alg: TransformAlgorithm) {
   };
 }
 
+// Long: NNPACK's three stages (input, kernel, output transforms) around the tuple GEMM share the tile geometry and buffers.
 export function transformConv(p: Conv2dParams, alg: TransformAlgorithm): Tensor {
   const trivial = trivialOutput(p);
   if (trivial) return trivial;

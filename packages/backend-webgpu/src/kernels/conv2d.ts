@@ -16,6 +16,7 @@ const BK = 16;
 const TX = 16;
 const TY = 16;
 
+// Long: a WGSL shader as a template string.
 function code(dtype: string): string {
   const { T, enable } = wgslType(dtype as never);
   return `${enable}alias T = ${T};

@@ -31,6 +31,7 @@ const MAX_BATCH_RANK = 6;
 export const MATMUL_WORKGROUP_BYTES = BK * (BM + BN) * 4;
 export const MATMUL_INVOCATIONS = TX * TY;
 
+// Long: a WGSL shader as a template string.
 function code(dtype: string): string {
   const { T, enable } = wgslType(dtype as never);
   const B = MAX_BATCH_RANK;

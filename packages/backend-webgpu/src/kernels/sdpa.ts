@@ -38,6 +38,7 @@ function tileKeys(s: GpuState, de: number, dv: number): number {
   return 0;
 }
 
+// Long: a WGSL shader as a template string.
 function code(
   dtype: string,
   maskKind: SdpaParams["maskKind"],

@@ -548,6 +548,7 @@ function implsFor(l: Layer, peers: Map<string, Peer>): Map<string, Peer> {
 export default {
   description:
     "float32 conv2d on ResNet-50 / MobileNet-v2 layers, batch 1, one thread: backend-nnpack's algorithms against tfjs-wasm, onnxruntime-web and PyTorch",
+  // Long: the suite's script: open every peer, time every layer, print the ratios.
   async run(h: Harness, args: string[] = []) {
     const quick = args.includes("--quick");
     const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length);

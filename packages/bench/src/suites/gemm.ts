@@ -280,6 +280,7 @@ async function open(load: () => Promise<GemmPeer | string>): Promise<GemmPeer | 
 export default {
   description:
     "float32 C = A x B, n = 256..2048, one thread: Backplane native and WASM against OpenBLAS direct, tfjs-wasm, onnxruntime web and node",
+  // Long: the suite's script: open every peer, time every size, print the ratios.
   async run(h: Harness, args: string[] = []) {
     const sizes = sizesArg(args, SIZES);
     for (const v of ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]) {

@@ -176,6 +176,7 @@ print(json.dumps({"ms": out, "info": "torch %s, %s, %s" % (torch.__version__, na
 export default {
   description:
     "float32 attention B=1 H=8 d=64 N=512..4096, 1 and 2 threads: math (matmul-softmax-matmul) against the fused flash-cpu kernel, time and peak extra memory; PyTorch when available",
+  // Long: the suite's script: open every peer, time every size, print the ratios.
   async run(h: Harness) {
     for (const v of ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]) {
       const value = readEnv(v);

@@ -72,6 +72,7 @@ function checkIndexRange(what: string, value: number): void {
   }
 }
 
+// Long: conv2d's argument checks in the order torch reports them; each is a line or two.
 function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dParams {
   checkTensor("conv2d", "input", input);
   checkTensor("conv2d", "weight", weight);

@@ -50,6 +50,7 @@ function terms(eq: string, start: number, text: string): { labels: string[]; at:
   return { labels, at };
 }
 
+// Long: the einsum equation grammar (terms, ellipsis, output) in one pass over the string.
 export function parseEinsum(
   equation: string,
   shapes: readonly (readonly number[])[],

@@ -87,10 +87,8 @@ function checkShapeIs(name: string, t: Tensor, want: number[], what: string): vo
     throw new ShapeError(`${OP}: ${name} must have shape [${want}] (${what}), got [${t.shape}]`);
 }
 
-function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): MhaParams {
-  checkTensor(OP, "query", query);
-  checkTensor(OP, "key", key);
-  checkTensor(OP, "value", value);
+/** The option object, checked: known keys, the three required ones present. */
+function checkMhaOptions(opts: MhaOptions): MhaOptions {
   if (opts === undefined)
     throw new ArgumentError(
       `${OP}: options { inProjWeight, outProjWeight, numHeads } are required`,
@@ -107,6 +105,11 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
   for (const req of ["inProjWeight", "outProjWeight", "numHeads"] as const)
     if (o[req] === undefined || o[req] === null)
       throw new ArgumentError(`${OP}: option ${req} is required`);
+  return o;
+}
+
+/** The projection weights and biases, as tensors on the inputs' device and dtype. */
+function checkProjections(query: Tensor, key: Tensor, value: Tensor, o: MhaOptions) {
   const inProjWeight = checkTensor(OP, "inProjWeight", o.inProjWeight);
   const outProjWeight = checkTensor(OP, "outProjWeight", o.outProjWeight);
   const inProjBias = o.inProjBias == null ? null : checkTensor(OP, "inProjBias", o.inProjBias);
@@ -122,6 +125,11 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
     ts.push(outProjBias);
   }
   checkSame(OP, names, ts);
+  return { inProjWeight, outProjWeight, inProjBias, outProjBias };
+}
+
+/** query [B?, L, E], key and value [B?, S, E]: the sizes, checked against each other. */
+function checkSequences(query: Tensor, key: Tensor, value: Tensor) {
   checkFloat(OP, "query", query);
   checkRank(OP, "query", query, 2, 3);
   if (key.rank !== query.rank)
@@ -145,13 +153,11 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
     throw new ShapeError(
       `${OP}: key has batch size ${key.shape[0]}, query has ${query.shape[0]}; they must match`,
     );
-  const numHeads = checkInt(OP, "numHeads", o.numHeads, 1);
-  if (E % numHeads !== 0)
-    throw new ShapeError(`${OP}: embed dim ${E} is not divisible by numHeads (${numHeads})`);
-  checkShapeIs("inProjWeight", inProjWeight, [3 * E, E], "[3E, E], E = query's embed dim");
-  checkShapeIs("outProjWeight", outProjWeight, [E, E], "[E, E]");
-  if (inProjBias) checkShapeIs("inProjBias", inProjBias, [3 * E], "[3E]");
-  if (outProjBias) checkShapeIs("outProjBias", outProjBias, [E], "[E]");
+  return { L, E, S, batchShape };
+}
+
+/** attnMask (bool or additive, broadcasting to the scores) or isCausal, not both. */
+function checkMask(query: Tensor, o: MhaOptions, scores: number[]) {
   const isCausal = checkBool(OP, "isCausal", o.isCausal, false);
   const attnMask = o.attnMask ?? null;
   if (attnMask) {
@@ -164,22 +170,31 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
       );
     if (isCausal)
       throw new ArgumentError(`${OP}: pass either attnMask or isCausal, not both (as in torch)`);
-    checkBroadcastsTo(
-      OP,
-      "attnMask",
-      attnMask.shape,
-      [...batchShape, numHeads, L, S],
-      "the scores [B, numHeads, L, S]",
-    );
+    checkBroadcastsTo(OP, "attnMask", attnMask.shape, scores, "the scores [B, numHeads, L, S]");
   }
+  return { attnMask, isCausal };
+}
+
+function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): MhaParams {
+  checkTensor(OP, "query", query);
+  checkTensor(OP, "key", key);
+  checkTensor(OP, "value", value);
+  const o = checkMhaOptions(opts);
+  const proj = checkProjections(query, key, value, o);
+  const { L, E, S, batchShape } = checkSequences(query, key, value);
+  const numHeads = checkInt(OP, "numHeads", o.numHeads, 1);
+  if (E % numHeads !== 0)
+    throw new ShapeError(`${OP}: embed dim ${E} is not divisible by numHeads (${numHeads})`);
+  checkShapeIs("inProjWeight", proj.inProjWeight, [3 * E, E], "[3E, E], E = query's embed dim");
+  checkShapeIs("outProjWeight", proj.outProjWeight, [E, E], "[E, E]");
+  if (proj.inProjBias) checkShapeIs("inProjBias", proj.inProjBias, [3 * E], "[3E]");
+  if (proj.outProjBias) checkShapeIs("outProjBias", proj.outProjBias, [E], "[E]");
+  const { attnMask, isCausal } = checkMask(query, o, [...batchShape, numHeads, L, S]);
   return {
     query,
     key,
     value,
-    inProjWeight,
-    inProjBias,
-    outProjWeight,
-    outProjBias,
+    ...proj,
     numHeads,
     headDim: E / numHeads,
     attnMask,

@@ -51,6 +51,7 @@ export interface SdpaParams extends OpParams {
   headsKV: number;
 }
 
+// Long: SDPA's argument checks in the order torch reports them; each is a line or two.
 function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): SdpaParams {
   const op = "scaledDotProductAttention";
   checkTensor(op, "query", query);

@@ -7,6 +7,7 @@ import type { SdpaParams } from "../ops/sdpa.ts";
 import { seededRandom, type Tensor } from "../tensor/tensor.ts";
 import { batchOffsets, leadingBroadcastStrides, output, reader, writer } from "./access.ts";
 
+// Long: the float64 reference: scores, mask, softmax, dropout, output in one readable loop nest.
 export function sdpaReference(p: SdpaParams): Tensor {
   const { query: q, key: k, value: v, L, S, E, Ev, batchShape, scale } = p;
   const out = output([...batchShape, L, Ev], p.dtype);

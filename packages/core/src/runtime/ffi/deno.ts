@@ -78,6 +78,7 @@ function message(e: unknown): string {
   return e instanceof Error ? e.message : String(e);
 }
 
+// Long: the adapter object: one short method per FfiAdapter member.
 export async function createDenoAdapter(): Promise<FfiAdapter> {
   const deno = (globalThis as unknown as { Deno: DenoFfi }).Deno;
   const { UnsafePointer, UnsafePointerView } = deno;
