@@ -7,6 +7,7 @@
 import { ready } from "@backplane/core";
 import { builtinModule, host } from "@backplane/core/backend";
 import { openmpPool } from "../src/index.ts";
+import { measureEmptyTask, measureWakeLatency } from "./measure.ts";
 
 const g = host;
 const rtName = g.Bun
@@ -31,12 +32,12 @@ const load = () => {
 };
 const loadBefore = load();
 
-const wakeSpin = await pool.measureWakeLatency({ samples: 1000 });
-const wakeSleep = await pool.measureWakeLatency({ samples: 200, spinMicros: 0 });
-const one = await pool.measureEmptyTask({ threads: 1, runs: 20000 });
-const twoSpin = await pool.measureEmptyTask({ threads: 2, runs: 20000 });
-const twoNoSpin = await pool.measureEmptyTask({ threads: 2, runs: 20000, spinMicros: 0 });
-const twoPaused = await pool.measureEmptyTask({ threads: 2, runs: 200, pauseMs: 1 });
+const wakeSpin = await measureWakeLatency(pool, { samples: 1000 });
+const wakeSleep = await measureWakeLatency(pool, { samples: 200, spinMicros: 0 });
+const one = await measureEmptyTask(pool, { threads: 1, runs: 20000 });
+const twoSpin = await measureEmptyTask(pool, { threads: 2, runs: 20000 });
+const twoNoSpin = await measureEmptyTask(pool, { threads: 2, runs: 20000, spinMicros: 0 });
+const twoPaused = await measureEmptyTask(pool, { threads: 2, runs: 200, pauseMs: 1 });
 console.log(
   `${rtName}, ${pool.kind}, pool ready in ${startMs.toFixed(0)} ms (1 worker), load ${loadBefore}..${load()}`,
 );

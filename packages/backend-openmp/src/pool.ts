@@ -26,6 +26,7 @@ import {
   type WasmModuleEntry,
   wasmModules,
 } from "@backplane/core/backend";
+import { waitChunksDone, waitNobodyInside } from "./caller-wait.ts";
 import { DEBUG_MODULE, LAYOUT as L } from "./protocol.ts";
 import {
   hasWebWorkers,
@@ -77,7 +78,7 @@ export interface PoolStats {
   lastError?: string;
 }
 
-interface Slot {
+export interface Slot {
   id: number;
   ctl: Int32Array;
   err: Uint16Array;
@@ -90,7 +91,6 @@ interface Slot {
   failedModules: [string, string][];
 }
 
-const SLICE_MS = 5;
 const MAX_START_FAILURES = 3;
 const START_RETRY_MS = 5000;
 
@@ -119,10 +119,11 @@ export class WorkerPool implements ParallelService {
   readonly kind: WorkerKind;
   private readonly memory: WebAssembly.Memory;
   private readonly ctlBuffer = new SharedArrayBuffer(L.CTL_BYTES);
-  private readonly g = new Int32Array(this.ctlBuffer);
+  /** The shared control words (protocol.ts LAYOUT); read by the caller's wait loop. */
+  readonly g = new Int32Array(this.ctlBuffer);
   private readonly gf = new Float64Array(this.ctlBuffer);
   private readonly gs = new Uint16Array(this.ctlBuffer);
-  private readonly slots: Slot[] = [];
+  readonly slots: Slot[] = [];
   private readonly byId = new Map<number, Slot>();
   private nextId = 1;
   private readonly modules = new Map<string, WasmModuleEntry>();
@@ -133,7 +134,7 @@ export class WorkerPool implements ParallelService {
   private callerFns = new Map<number, (...args: number[]) => unknown>();
   private running = false;
   private closed = false;
-  private readonly canBlock = threadCanBlock();
+  readonly canBlock = threadCanBlock();
   private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
   private startFailures = 0;
   /** Workers the pool grows to (it never shrinks). */
@@ -142,7 +143,7 @@ export class WorkerPool implements ParallelService {
   private spawnTick: Promise<void> | undefined;
   private lastStartFailure = 0;
   private readonly unsubscribe: () => void;
-  private callerSpin: number;
+  callerSpin: number;
   /** See PoolOptions.stallTimeoutMs (0: wait as long as chunks take). */
   stallTimeoutMs: number;
   private readonly maxWorkers: number;
@@ -640,123 +641,41 @@ export class WorkerPool implements ParallelService {
 
   /** Waits until no worker is still reading the previous task's description. */
   private waitInsideZero(): void {
-    const g = this.g;
-    if (Atomics.load(g, L.G_INSIDE) === 0) return;
-    const start = nowMs();
-    const spinEnd = start + this.callerSpin / 1000;
-    let polls = 0;
-    for (;;) {
-      const v = Atomics.load(g, L.G_INSIDE);
-      if (v === 0) return;
-      // (the clock only every 256 polls: performance.now() may cost microseconds)
-      if ((++polls & 255) !== 0 || nowMs() < spinEnd) continue;
-      if (this.canBlock) Atomics.wait(g, L.G_INSIDE, v, SLICE_MS);
-      if (this.stallTimeoutMs > 0 && nowMs() - start > this.stallTimeoutMs) {
-        // Workers stuck inside a closed task: count them out.
-        for (const s of this.slots) {
-          if (Atomics.exchange(s.ctl, L.S_INSIDE, 0) === 1) {
-            Atomics.sub(g, L.G_INSIDE, 1);
-            this.hung(s, "did not leave a finished task");
-          }
-        }
-        if (Atomics.load(g, L.G_INSIDE) !== 0) Atomics.store(g, L.G_INSIDE, 0);
-        return;
-      }
-    }
+    waitNobodyInside(this);
   }
 
   /** Waits until every chunk taken is finished (all of them unless the task failed). */
   private waitDone(total: number): void {
-    const g = this.g;
-    let target = total;
-    let cut = false;
-    let lastDone = -1;
-    let lastProgress = nowMs();
-    const spinEnd = lastProgress + this.callerSpin / 1000;
-    let polls = 0;
-    for (;;) {
-      if (!cut && Atomics.load(g, L.G_FAILED) !== 0) {
-        // Nobody takes new chunks; wait for those already taken.
-        target = Math.min(total, Atomics.exchange(g, L.G_NEXT, total));
-        cut = true;
-      }
-      const d = Atomics.load(g, L.G_DONE);
-      if (d >= target) return;
-      // (the clock only every 256 polls: performance.now() may cost microseconds)
-      if ((++polls & 255) !== 0) continue;
-      const t = nowMs();
-      if (d !== lastDone) {
-        lastDone = d;
-        lastProgress = t;
-      }
-      if (t < spinEnd) continue;
-      if (this.canBlock) Atomics.wait(g, L.G_DONE, d, SLICE_MS);
-      if (this.stallTimeoutMs > 0 && nowMs() - lastProgress > this.stallTimeoutMs) {
-        for (const s of this.slots) {
-          if (Atomics.load(s.ctl, L.S_HOLD) === 0) continue;
-          this.hung(s, `made no progress for ${this.stallTimeoutMs} ms (stallTimeoutMs)`);
-          Atomics.compareExchange(g, L.G_FAILED, 0, s.id);
-          if (Atomics.exchange(s.ctl, L.S_HOLD, 0) !== 0) Atomics.add(g, L.G_DONE, 1);
-        }
-        lastProgress = nowMs();
-      }
-    }
+    waitChunksDone(this, total);
   }
 
   /** A worker that stopped responding: its text says so, and it is replaced. */
-  private hung(s: Slot, why: string): void {
+  hung(s: Slot, why: string): void {
     const text = `the worker ${why}`;
     for (let i = 0; i < Math.min(text.length, L.ERR_CHARS); i++) s.err[i] = text.charCodeAt(i);
     Atomics.store(s.ctl, L.S_ERRLEN, Math.min(text.length, L.ERR_CHARS));
     Atomics.store(s.ctl, L.S_STATE, L.DEAD);
   }
 
-  // ------------------------------------------------------------------ measurements
+  // ------------------------------------------------------------------ probes
 
   /**
-   * Wake-up latency: from the caller's notify to the caller seeing a worker start a
-   * one-chunk task that the caller leaves to it (median and 90th percentile,
-   * microseconds), with idle workers spinning for `spinMicros`, or with no spinning
-   * (spinMicros: 0: they sleep in Atomics.wait at once).
+   * One wake-up, for bench/measure.ts: a one-chunk "stamp" task only one worker is woken
+   * for, the caller watching; microseconds from the notify to the worker starting, or
+   * NaN when no worker is free.
    */
-  async measureWakeLatency(
-    opts: { samples?: number; spinMicros?: number; warmup?: number } = {},
-  ): Promise<{ median: number; p10: number; p90: number; samples: number }> {
-    await this.ready(2);
-    const saved = this.spinMicros;
-    const spin = opts.spinMicros ?? saved;
-    this.spinMicros = spin;
-    const out: number[] = [];
+  probeWake(): number {
+    const helper = this.pickHelpers(1, 1)[0];
+    if (!helper || this.running) return Number.NaN;
+    this.running = true;
     try {
-      const samples = opts.samples ?? 200;
-      const warmup = opts.warmup ?? 200;
-      for (let i = 0; i < warmup + samples; i++) {
-        // Spinning: the next wake-up follows at once (the worker is still spinning).
-        // Not spinning: wait until the worker is surely asleep.
-        if (spin === 0) await new Promise((r) => setTimeout(r, 1));
-        else if (i % 64 === 63) await new Promise((r) => setTimeout(r, 0));
-        const helper = this.pickHelpers(1, 1)[0];
-        if (!helper || this.running) continue;
-        this.running = true;
-        try {
-          const us = this.probeWake(helper);
-          if (i >= warmup && Number.isFinite(us)) out.push(us);
-        } finally {
-          this.running = false;
-        }
-      }
+      return this.wakeOne(helper);
     } finally {
-      this.spinMicros = saved;
+      this.running = false;
     }
-    out.sort((a, b) => a - b);
-    const at = (q: number) => out[Math.min(out.length - 1, Math.floor(q * out.length))] ?? NaN;
-    const median = at(0.5);
-    if (spin === saved && out.length > 0) this.wakeLatencyMicros = Math.round(median * 10) / 10;
-    return { median, p10: at(0.1), p90: at(0.9), samples: out.length };
   }
 
-  /** One wake-up: a one-chunk "stamp" task only `helper` is woken for; the caller watches. */
-  private probeWake(helper: Slot): number {
+  private wakeOne(helper: Slot): number {
     const g = this.g;
     const task: ParallelTask = { module: DEBUG_MODULE, fn: "stamp", args: [], items: 1 };
     this.waitInsideZero();
@@ -782,40 +701,5 @@ export class WorkerPool implements ParallelService {
     this.waitDone(1);
     Atomics.store(g, L.G_STATE, L.CLOSED);
     return (t1 - t0) * 1000;
-  }
-
-  /**
-   * Microseconds of one run() of an empty task of `threads` no-op chunks (static), on
-   * `threads` threads: the mean of back-to-back runs, or with `pauseMs`, the median of runs
-   * each made after that long a pause (the workers then sleep unless they spin longer).
-   */
-  async measureEmptyTask(
-    opts: { runs?: number; threads?: number; spinMicros?: number; pauseMs?: number } = {},
-  ): Promise<number> {
-    const threads = opts.threads ?? 2;
-    await this.ready(threads);
-    const saved = this.spinMicros;
-    this.spinMicros = opts.spinMicros ?? saved;
-    try {
-      const task: ParallelTask = { module: DEBUG_MODULE, fn: "noop", args: [], items: threads };
-      const runs = opts.runs ?? 2000;
-      for (let i = 0; i < 500; i++) this.run(task, threads);
-      if (!opts.pauseMs) {
-        const t0 = nowMs();
-        for (let i = 0; i < runs; i++) this.run(task, threads);
-        return ((nowMs() - t0) * 1000) / runs;
-      }
-      const times: number[] = [];
-      for (let i = 0; i < runs; i++) {
-        await new Promise((r) => setTimeout(r, opts.pauseMs));
-        const t0 = nowMs();
-        this.run(task, threads);
-        times.push((nowMs() - t0) * 1000);
-      }
-      times.sort((a, b) => a - b);
-      return times[times.length >> 1];
-    } finally {
-      this.spinMicros = saved;
-    }
   }
 }
