@@ -6,12 +6,12 @@
 import { ArgumentError, getFlag, setFlag } from "@backplane/core";
 import { type Availability, type BackendDefinition, defineBackend } from "@backplane/core/backend";
 import type { AllocatorStats } from "./allocator.ts";
-import { attentionKernels } from "./attention/kernels.ts";
-import { matmulKernels } from "./blas/matmul.ts";
 import type { DeviceInfo } from "./driver.ts";
-import { fftKernels } from "./fft/fft.ts";
-import { PlanCache, planCacheRegistry } from "./fft/plan-cache.ts";
-import { linalgKernels } from "./linalg/solver.ts";
+import { attentionKernels } from "./kernels/attention/kernels.ts";
+import { matmulKernels } from "./kernels/blas/matmul.ts";
+import { fftKernels } from "./kernels/fft/fft.ts";
+import { PlanCache, planCacheRegistry } from "./kernels/fft/plan-cache.ts";
+import { linalgKernels } from "./kernels/linalg/solver.ts";
 import { createCudaMemory, deviceIndex } from "./memory.ts";
 import { cudaVersionString } from "./native/load.ts";
 import { ptxManifest, ptxStatus } from "./ptx.ts";

@@ -21,12 +21,6 @@ void ready(CUDA_BACKEND).catch(() => {});
 export type { AllocatorStats, Block, RawDeviceMemory } from "./allocator.ts";
 export { CachingAllocator, roundSize, segmentSize } from "./allocator.ts";
 export {
-  type DeviceFacts,
-  efficientSupport,
-  flashSupport,
-  mathSupport,
-} from "./attention/constraints.ts";
-export {
   CUDA_BACKEND,
   CUSPARSELT_BACKEND,
   cudaApi,
@@ -34,14 +28,6 @@ export {
   cufftPlanCache,
   linalgLibraryStatus,
 } from "./backend.ts";
-export { columnMajorView, planGemm, uniformStride } from "./blas/gemm.ts";
-export {
-  checkCublasDeterminism,
-  cublasWorkspaceBytes,
-  type GemmFlags,
-  type GemmMode,
-  gemmMode,
-} from "./blas/modes.ts";
 export {
   CudaDriver,
   type DeviceInfo,
@@ -54,7 +40,21 @@ export {
   CudaOutOfMemoryError,
   statusName,
 } from "./errors.ts";
-export { PlanCache, planCacheRegistry } from "./fft/plan-cache.ts";
+export {
+  type DeviceFacts,
+  efficientSupport,
+  flashSupport,
+  mathSupport,
+} from "./kernels/attention/constraints.ts";
+export { columnMajorView, planGemm, uniformStride } from "./kernels/blas/gemm.ts";
+export {
+  checkCublasDeterminism,
+  cublasWorkspaceBytes,
+  type GemmFlags,
+  type GemmMode,
+  gemmMode,
+} from "./kernels/blas/modes.ts";
+export { PlanCache, planCacheRegistry } from "./kernels/fft/plan-cache.ts";
 export type { CudaLayer, MathLibraries } from "./layer.ts";
 export { CU, CUDART_DECL, DRIVER_DECL } from "./native/driver-api.ts";
 export {

@@ -6,10 +6,10 @@
 import { DeviceError } from "@backplane/core";
 import { readEnv } from "@backplane/core/backend";
 import { type Block, CachingAllocator } from "./allocator.ts";
-import { cublasWorkspaceBytes } from "./blas/modes.ts";
 import { CudaDriver, type KernelArg, type ModuleSource } from "./driver.ts";
 import { check } from "./errors.ts";
-import { PlanCache, type PlanFactory } from "./fft/plan-cache.ts";
+import { cublasWorkspaceBytes } from "./kernels/blas/modes.ts";
+import { PlanCache, type PlanFactory } from "./kernels/fft/plan-cache.ts";
 import type {
   CublasLtSymbols,
   CublasSymbols,

@@ -1,7 +1,7 @@
 /** Helpers between core tensors and device memory. */
 import { bytesPerElement, DeviceError, getFlag, type Tensor } from "@backplane/core";
 import { readEnv } from "@backplane/core/backend";
-import { checkCublasDeterminism, type GemmFlags } from "./blas/modes.ts";
+import { checkCublasDeterminism, type GemmFlags } from "./kernels/blas/modes.ts";
 import { type CudaHandle, deviceIndex } from "./memory.ts";
 
 /** The device address of a tensor's storage (element [0...] is at + offset * itemsize). */

@@ -18,8 +18,8 @@ import {
 } from "@backplane/core";
 import { sdpaOp } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
-import { attentionOffsets } from "../src/attention/kernels.ts";
 import { efficientSupport, flashSupport, launchArg, mathSupport } from "../src/index.ts";
+import { attentionOffsets } from "../src/kernels/attention/kernels.ts";
 import { captureWarnings, SM75, SM80, withRecording } from "./helpers.ts";
 
 type Dt = "float32" | "float16" | "bfloat16" | "float64";

@@ -4,8 +4,8 @@
  */
 import { ArgumentError, backends, fft, ifft, irfft, randn, rfft } from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { fftLayout } from "../src/fft/fft.ts";
 import { cudaApi, cufftPlanCache, launchArg, PlanCache, planCacheRegistry } from "../src/index.ts";
+import { fftLayout } from "../src/kernels/fft/fft.ts";
 import { SM80, withRecording } from "./helpers.ts";
 
 function fakeFactory() {

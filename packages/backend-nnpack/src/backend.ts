@@ -15,7 +15,7 @@ import {
   setTransformCacheLimit,
   transformCacheInfo,
 } from "./cache.ts";
-import { type Algorithm, chooseAlgorithm, nnpackKernels } from "./kernels.ts";
+import { type Algorithm, chooseAlgorithm, nnpackKernels } from "./kernels/conv2d.ts";
 import { loadConv, loadConvSync } from "./wasm.ts";
 
 export const NNPACK_BACKEND = "nnpack";

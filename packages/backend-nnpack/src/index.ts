@@ -21,4 +21,4 @@ export {
   type TransformCacheInfo,
   transformCacheInfo,
 } from "./cache.ts";
-export { type Algorithm, chooseAlgorithm } from "./kernels.ts";
+export { type Algorithm, chooseAlgorithm } from "./kernels/conv2d.ts";

@@ -11,8 +11,8 @@ import {
   restartInit,
   statusOf,
 } from "@backplane/core/backend";
-import { flashBlasKernels } from "./flash-blas.ts";
-import { nativeKernels, state } from "./kernels.ts";
+import { nativeKernels, state } from "../kernels/blas-lapack.ts";
+import { flashBlasKernels } from "../kernels/flash-blas.ts";
 import { type BlasName, loadBlas, type SearchOptions } from "./library.ts";
 
 export const NATIVE_BACKEND = "cpu-blas";

@@ -11,10 +11,10 @@ import {
   loadWasmModule,
   loadWasmModuleSync,
 } from "@backplane/core/backend";
+import { modules, wasmKernels } from "../kernels/wasm.ts";
+import { type AttentionModule, attentionModule } from "../kernels/wasm-attention.ts";
 import { ATTENTION_WASM, GEMM_WASM, KERNELS_WASM } from "../wasm-files.ts";
-import { type AttentionModule, attentionModule } from "./attention.ts";
 import type { GemmModule, KernelsModule } from "./exports.ts";
-import { modules, wasmKernels } from "./kernels.ts";
 
 export const WASM_BACKEND = "cpu-wasm";
 

@@ -15,8 +15,14 @@ import {
   type MatmulParams,
   sizeOf,
 } from "@backplane/core/backend";
-import { currentRuntime } from "../state.ts";
-import { dataPtr, deviceOf, enforceCublasDeterminism, gemmFlags, storagePtr } from "../tensors.ts";
+import { currentRuntime } from "../../state.ts";
+import {
+  dataPtr,
+  deviceOf,
+  enforceCublasDeterminism,
+  gemmFlags,
+  storagePtr,
+} from "../../tensors.ts";
 import { type GemmProblem, readyProblem, runCublas, runCublasLt, uniformStride } from "./gemm.ts";
 import { DATA_TYPE, type GemmDtype, gemmMode } from "./modes.ts";
 

@@ -18,12 +18,12 @@ import {
   solveOutputShape,
   svdShapes,
 } from "@backplane/core/backend";
-import { check } from "../errors.ts";
-import type { CusolverSymbols } from "../layer.ts";
-import { LIBRARY_ENUMS as X } from "../native/library-api.ts";
-import { type CudaRuntime, grid1d, type Scratch } from "../runtime.ts";
-import { cudaStatus, currentRuntime } from "../state.ts";
-import { dataPtr, deviceOf, storagePtr } from "../tensors.ts";
+import { check } from "../../errors.ts";
+import type { CusolverSymbols } from "../../layer.ts";
+import { LIBRARY_ENUMS as X } from "../../native/library-api.ts";
+import { type CudaRuntime, grid1d, type Scratch } from "../../runtime.ts";
+import { cudaStatus, currentRuntime } from "../../state.ts";
+import { dataPtr, deviceOf, storagePtr } from "../../tensors.ts";
 
 type Prec = "S" | "D";
 

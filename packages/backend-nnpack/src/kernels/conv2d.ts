@@ -5,10 +5,10 @@
  */
 import type { DType, Tensor } from "@backplane/core";
 import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
-import { depthwise } from "./algorithms/depthwise.ts";
-import { implicitGemm, pointwise } from "./algorithms/gemm.ts";
-import { transformConv } from "./algorithms/transform.ts";
-import { inWasmMemory } from "./util.ts";
+import { depthwise } from "../algorithms/depthwise.ts";
+import { implicitGemm, pointwise } from "../algorithms/gemm.ts";
+import { transformConv } from "../algorithms/transform.ts";
+import { inWasmMemory } from "../util.ts";
 
 export type Algorithm = "wt8x8" | "wt6x6" | "ft8x8" | "ft16x16" | "implicit-gemm" | "direct";
 

@@ -9,11 +9,11 @@
  */
 import { bytesPerElement, empty, type Tensor } from "@backplane/core";
 import { batchOffsets, type FftParams, type KernelDefinition } from "@backplane/core/backend";
-import { check } from "../errors.ts";
-import { LIBRARY_ENUMS as X } from "../native/library-api.ts";
-import { grid1d, planKey } from "../runtime.ts";
-import { currentRuntime } from "../state.ts";
-import { dataPtr, deviceOf, storagePtr } from "../tensors.ts";
+import { check } from "../../errors.ts";
+import { LIBRARY_ENUMS as X } from "../../native/library-api.ts";
+import { grid1d, planKey } from "../../runtime.ts";
+import { currentRuntime } from "../../state.ts";
+import { dataPtr, deviceOf, storagePtr } from "../../tensors.ts";
 
 export interface FftLayout {
   outer: number;

@@ -25,10 +25,10 @@ import {
   type UnaryParams,
   writeNumber,
 } from "@backplane/core/backend";
-import { planGemm } from "../gemm-layout.ts";
-import { attentionKernels } from "./attention.ts";
-import type { GemmModule, KernelsModule } from "./exports.ts";
-import { addressOf, f64View, i32View, inWasmMemory, Scratch } from "./scratch.ts";
+import type { GemmModule, KernelsModule } from "../wasm/exports.ts";
+import { addressOf, f64View, i32View, inWasmMemory, Scratch } from "../wasm/scratch.ts";
+import { planGemm } from "./gemm-layout.ts";
+import { attentionKernels } from "./wasm-attention.ts";
 
 export const modules: { gemm?: GemmModule; kernels?: KernelsModule } = {};
 

@@ -20,9 +20,9 @@ import {
   stackMatrices,
   svdShapes,
 } from "@backplane/core/backend";
-import { planGemm } from "../gemm-layout.ts";
-import * as lapack from "./lapack.ts";
-import type { LapackSymbols, LoadedBlas } from "./library.ts";
+import * as lapack from "../native/lapack.ts";
+import type { LapackSymbols, LoadedBlas } from "../native/library.ts";
+import { planGemm } from "./gemm-layout.ts";
 
 const ROW_MAJOR = 101;
 const NO_TRANS = 111;

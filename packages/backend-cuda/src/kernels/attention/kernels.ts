@@ -12,14 +12,20 @@ import {
   leadingBroadcastStrides,
   type SdpaParams,
 } from "@backplane/core/backend";
+import type { KernelArg } from "../../driver.ts";
+import { CU } from "../../native/driver-api.ts";
+import { LIBRARY_ENUMS } from "../../native/library-api.ts";
+import type { CudaRuntime, Scratch } from "../../runtime.ts";
+import { currentRuntime } from "../../state.ts";
+import {
+  dataPtr,
+  deviceOf,
+  enforceCublasDeterminism,
+  gemmFlags,
+  storagePtr,
+} from "../../tensors.ts";
 import { type GemmProblem, readyProblem, runCublas } from "../blas/gemm.ts";
 import { DATA_TYPE, type GemmDtype, gemmMode } from "../blas/modes.ts";
-import type { KernelArg } from "../driver.ts";
-import { CU } from "../native/driver-api.ts";
-import { LIBRARY_ENUMS } from "../native/library-api.ts";
-import type { CudaRuntime, Scratch } from "../runtime.ts";
-import { currentRuntime } from "../state.ts";
-import { dataPtr, deviceOf, enforceCublasDeterminism, gemmFlags, storagePtr } from "../tensors.ts";
 import {
   type DeviceFacts,
   EFFICIENT,

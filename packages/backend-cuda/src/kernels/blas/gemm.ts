@@ -8,13 +8,13 @@
  * gathered into a contiguous buffer by the copy2d kernel.
  */
 import { DeviceError } from "@backplane/core";
-import { check } from "../errors.ts";
+import { check } from "../../errors.ts";
 import {
   HEURISTIC_RESULT,
   HEURISTIC_RESULT_BYTES,
   LIBRARY_ENUMS as X,
-} from "../native/library-api.ts";
-import { type CudaRuntime, grid1d, type Scratch } from "../runtime.ts";
+} from "../../native/library-api.ts";
+import { type CudaRuntime, grid1d, type Scratch } from "../../runtime.ts";
 import type { GemmMode } from "./modes.ts";
 
 /** One logical (rows x cols) matrix per batch entry: element offsets and element strides. */

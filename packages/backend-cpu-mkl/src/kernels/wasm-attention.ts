@@ -14,7 +14,7 @@ import {
   parallelFor,
   type SdpaParams,
 } from "@backplane/core/backend";
-import { addressOf, inWasmMemory } from "./scratch.ts";
+import { addressOf, inWasmMemory } from "../wasm/scratch.ts";
 
 /** The functions of the "attention" WASM module. */
 export interface AttentionModule {

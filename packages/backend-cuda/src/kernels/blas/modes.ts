@@ -9,8 +9,8 @@
  * - the cuBLAS workspace size follows CUBLAS_WORKSPACE_CONFIG as torch reads it.
  */
 
-import { CublasWorkspaceConfigError } from "../errors.ts";
-import { LIBRARY_ENUMS as X } from "../native/library-api.ts";
+import { CublasWorkspaceConfigError } from "../../errors.ts";
+import { LIBRARY_ENUMS as X } from "../../native/library-api.ts";
 
 export type GemmDtype = "float32" | "float64" | "float16" | "bfloat16";
 

@@ -20,9 +20,9 @@ import {
   parallelFor,
   type SdpaParams,
 } from "@backplane/core/backend";
-import { attentionModule, flashOperandProblem, flashOutput, layoutOf } from "../wasm/attention.ts";
 import { addressOf } from "../wasm/scratch.ts";
-import { state } from "./kernels.ts";
+import { state } from "./blas-lapack.ts";
+import { attentionModule, flashOperandProblem, flashOutput, layoutOf } from "./wasm-attention.ts";
 
 /** Query rows per block and keys per block (the score block, 512 KiB, stays in L2). */
 const BQ = 256;
