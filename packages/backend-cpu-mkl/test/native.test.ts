@@ -49,9 +49,17 @@ describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
       const e = explain("matmul", a, a);
       const mine = e.candidates.find((c) => c.kernel === "blas-gemm")!;
       expect(mine.accepted).toBe(false);
+      // A short reason with the fix; every path tried is in status().detail.
       expect(mine.reason).toMatch(
-        /failed to initialise: no BLAS library found \(mkl: .*not found.*openblas: .*not found/,
+        /failed to initialise: no BLAS library found; install OpenBLAS \(apt install libopenblas0-pthread/,
       );
+      expect(mine.reason.length).toBeLessThanOrEqual(300);
+      const st = backends.mkl.status();
+      expect(st.available).toBe(false);
+      expect(st.reason).toMatch(/^no BLAS library found; install OpenBLAS/);
+      expect(st.reason!.length).toBeLessThanOrEqual(300);
+      expect(st.detail).toMatch(/mkl: .*not found.*openblas: .*not found/);
+      for (const c of e.candidates) expect(c.reason.length, c.kernel).toBeLessThanOrEqual(300);
       expect(e.selected).not.toBe("blas-gemm");
       expect(matmul(a, a).shape).toEqual([8, 8]);
     } finally {

@@ -461,3 +461,23 @@ describe("environment variables PyTorch users set", () => {
     expect(both.stdout.trim()).toBe("[1,1,3]");
   });
 });
+
+describe("reasons are short", () => {
+  it("every namespace's reason is at most 300 characters; a long failure keeps its text in detail", () => {
+    for (const s of backends.status())
+      expect(s.reason?.length ?? 0, s.namespace).toBeLessThanOrEqual(300);
+    const long = `libfoo not found (tried: ${Array.from({ length: 200 }, (_, i) => `/lib${i}/libfoo.so`).join(", ")})`;
+    registerBackend(
+      defineBackend({
+        name: "test-long-reason",
+        namespaces: ["mps"],
+        devices: ["cpu"],
+        isAvailable: () => ({ available: false, reason: long }),
+      }),
+    );
+    const st = backends.mps.status();
+    expect(st.reason!.length).toBeLessThanOrEqual(300);
+    expect(st.reason).toMatch(/^libfoo not found \(tried: \/lib0\/libfoo\.so.*status\(\)\.detail/);
+    expect(st.detail).toBe(long);
+  });
+});

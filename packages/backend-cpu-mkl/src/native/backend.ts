@@ -7,6 +7,8 @@ import { getFlag, type NamespaceStatus, onFlagChange, runtime } from "@backplane
 import {
   type BackendDefinition,
   defineBackend,
+  getBackend,
+  initFfi,
   readEnv,
   restartInit,
   statusOf,
@@ -50,12 +52,19 @@ onFlagChange("cpu.preferredBlasLibrary", (v) => {
   if (v !== "wasm" && v !== "auto" && state.lib?.name !== v) configureNativeSearch(search);
 });
 
+/** The reason when no BLAS loads; status().detail lists every path tried and why. */
+const NO_BLAS =
+  "no BLAS library found; install OpenBLAS (apt install libopenblas0-pthread / brew install openblas) or set BACKPLANE_OPENBLAS_PATH=/path/to/libopenblas.so";
+
 const hasFfi = (): boolean => ["bun", "deno", "node"].includes(runtime().name);
 
 function mklStatus(): NamespaceStatus {
   const s = statusOf("mkl");
   if (!s.available) return s;
   if (state.lib?.name === "mkl") return { ...s, version: state.lib.version };
+  const b = getBackend(NATIVE_BACKEND);
+  if (b?.initState === "failed")
+    return { ...s, available: false, reason: b.initError, detail: b.initDetail };
   const reason = state.lib
     ? `the native library loaded is ${state.lib.version} (${state.lib.path}), not MKL`
     : "no native BLAS has loaded yet (await backends.ready())";
@@ -76,8 +85,10 @@ export const nativeBackend: BackendDefinition = defineBackend({
           reason: `no FFI in ${runtime().name} (native libraries need Bun, Deno or Node)`,
         },
   async init() {
+    const ffi = await initFfi();
+    if (!ffi.ok) throw new Error(ffi.reason); // "koffi is not available ...; npm install koffi"
     const r = await loadBlas(preferred(), search);
-    if (typeof r === "string") throw new Error(r);
+    if (typeof r === "string") throw Object.assign(new Error(NO_BLAS), { detail: r }); // detail: every path and error
     state.lib = r;
     applyThreads();
   },

@@ -24,6 +24,7 @@ import {
 import type { DType } from "../tensor/dtype.ts";
 import { show } from "../util/format.ts";
 import { warnOnce } from "../util/log.ts";
+import { splitReason } from "../util/reason.ts";
 import { getOp, type Kernel, type OpParams, type OpRecord } from "./kernels.ts";
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
@@ -75,11 +76,14 @@ function staticRefusal(
   if (!b) return `backend ${k.backend} is not registered`;
   const avail = availabilityOf(b);
   if (!avail.available)
-    return `backend ${k.backend} is not available: ${avail.reason ?? "no reason given"}`;
+    return splitReason(
+      `backend ${k.backend} is not available: ${avail.reason ?? "no reason given"}`,
+    ).reason;
   startInit(b);
   if (b.initState === "running")
     return `backend ${k.backend} is still initialising (await ready("${k.backend}"))`;
-  if (b.initState === "failed") return `backend ${k.backend} failed to initialise: ${b.initError}`;
+  if (b.initState === "failed")
+    return splitReason(`backend ${k.backend} failed to initialise: ${b.initError}`).reason;
   for (const f of k.flags ?? []) {
     if (flagOf(state, f) !== true) return `disabled by flag ${f} = ${String(flagOf(state, f))}`;
   }

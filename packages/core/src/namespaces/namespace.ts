@@ -17,14 +17,17 @@ import {
 } from "../flags/state.ts";
 import { type Availability, availabilityOf, backendForNamespace } from "../registry/backends.ts";
 import { show } from "../util/format.ts";
+import { splitReason } from "../util/reason.ts";
 import { didYouMean } from "../util/suggest.ts";
 
 export interface NamespaceStatus {
   namespace: string;
   built: boolean;
   available: boolean;
-  /** Why not, when built or available is false. */
+  /** Why not, when built or available is false: one sentence with the fix, <= 300 characters. */
   reason?: string;
+  /** Everything behind the reason (paths tried, loader errors), when there is more. */
+  detail?: string;
   /** The backend that answers for this namespace, if one is registered. */
   backend?: string;
   packageName?: string;
@@ -82,7 +85,13 @@ export function statusOf(ns: string): NamespaceStatus {
   } catch (e) {
     built = { available: false, reason: `isBuilt() threw: ${(e as Error).message}` };
   }
-  const avail = built.available ? availabilityOf(b) : { available: false, reason: built.reason };
+  let avail: { available: boolean; reason?: string; detail?: string } = built.available
+    ? availabilityOf(b)
+    : { available: false, reason: built.reason };
+  // It can run here, but its initialisation failed: then it cannot run after all.
+  if (avail.available && b.initState === "failed")
+    avail = { available: false, reason: b.initError, detail: b.initDetail };
+  const why = avail.available ? undefined : splitReason(avail.reason ?? "no reason given");
   let version: string | undefined;
   try {
     version = b.def.version?.();
@@ -93,7 +102,8 @@ export function statusOf(ns: string): NamespaceStatus {
     namespace: ns,
     built: built.available,
     available: avail.available,
-    reason: avail.available ? undefined : (avail.reason ?? "no reason given"),
+    reason: why?.reason,
+    detail: avail.detail ?? why?.detail,
     backend: b.def.name,
     packageName: b.def.packageName,
     version,

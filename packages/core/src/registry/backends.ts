@@ -8,6 +8,7 @@ import type { AnyKernelDefinition } from "../dispatch/kernels.ts";
 import type { FlagSchema } from "../flags/spec.ts";
 import { setReaderLoadedCheck } from "../flags/state.ts";
 import type { DeviceMemory } from "../tensor/memory.ts";
+import { splitReason } from "../util/reason.ts";
 
 /** `{ available: true }`, or false with the reason a person can act on. */
 export interface Availability {
@@ -54,7 +55,10 @@ export type InitState = "pending" | "running" | "ready" | "failed";
 export interface RegisteredBackend {
   readonly def: BackendDefinition;
   initState: InitState;
+  /** Why init() failed, short (<= 300 characters). */
   initError?: string;
+  /** The failure in full (paths tried, loader errors), when it was longer or the backend gave one. */
+  initDetail?: string;
   initPromise?: Promise<void>;
   availability?: Availability;
 }
@@ -136,7 +140,11 @@ export function startInit(b: RegisteredBackend): void {
   };
   const fail = (e: unknown) => {
     b.initState = "failed";
-    b.initError = e instanceof Error ? e.message : String(e);
+    const text = e instanceof Error ? e.message : String(e);
+    const given = (e as { detail?: unknown } | undefined)?.detail;
+    const { reason, detail } = splitReason(text);
+    b.initError = reason;
+    b.initDetail = typeof given === "string" ? given : detail;
     bumpGeneration();
   };
   try {
@@ -157,6 +165,7 @@ export function restartInit(name: string): void {
   if (!b?.def.init) return;
   b.initState = "pending";
   b.initError = undefined;
+  b.initDetail = undefined;
   b.initPromise = undefined;
   b.availability = undefined;
   bumpGeneration();
