@@ -18,9 +18,10 @@ import {
   runCase,
   runConformance,
 } from "@backplane/testkit";
-import { describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
 import { f32, perm, poisoned, qkv } from "./attention-helpers.ts";
+import { itNative } from "./native-helpers.ts";
 
 const OP = "scaledDotProductAttention";
 const KERNEL = "flash-cpu-blas";
@@ -107,7 +108,7 @@ const loaded = async () => {
 };
 
 describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
-  it("is registered as FLASH_ATTENTION on cpu and ranks above flash-cpu", async () => {
+  itNative("is registered as FLASH_ATTENTION on cpu and ranks above flash-cpu", async () => {
     await loaded();
     const k = getKernel(OP, KERNEL)!;
     expect(k.backend).toBe(NATIVE_BACKEND);
@@ -120,7 +121,7 @@ describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
     expect(explain(OP, q, q, q, { attnMask: mask }).selected).toBe("flash-cpu");
   });
 
-  it(
+  itNative(
     "matches the float64 reference (blocks, tails, causal, GQA, layouts, head dims)",
     async () => {
       await loaded();
@@ -151,38 +152,44 @@ describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
     SLOW,
   );
 
-  it("passes the testkit's scaledDotProductAttention cases it takes (runConformance)", async () => {
-    await loaded();
-    const report = await runConformance(NATIVE_BACKEND, { ops: [OP], kernels: [KERNEL] });
-    report.assertPassed();
-    expect(report.results.some((r) => r.status === "pass" && r.kernel === KERNEL)).toBe(true);
-  });
+  itNative(
+    "passes the testkit's scaledDotProductAttention cases it takes (runConformance)",
+    async () => {
+      await loaded();
+      const report = await runConformance(NATIVE_BACKEND, { ops: [OP], kernels: [KERNEL] });
+      report.assertPassed();
+      expect(report.results.some((r) => r.status === "pass" && r.kernel === KERNEL)).toBe(true);
+    },
+  );
 
-  it("supports() refuses masks, dropout, float64 and strided rows, and says why", async () => {
-    await loaded();
-    const q = f32([1, 2, 5, 16], 6);
-    expect(reasonOf(q, q, q, { attnMask: boolMask([5, 5], () => 0.7) })).toBe(
-      "bool attn_mask: flash-cpu-blas takes causal masking only (flash-cpu takes masks)",
-    );
-    expect(reasonOf(q, q, q, { dropoutP: 0.1 })).toBe(
-      "dropout_p > 0: flash-cpu-blas has no dropout (flash-cpu has)",
-    );
-    const d = q.astype("float64");
-    expect(reasonOf(d, d, d)).toBe("dtype float64 not supported (supports float32)");
-    const t = f32([1, 2, 16, 5], 7).transpose(-2, -1);
-    expect(reasonOf(t, q, q)).toMatch(/^query's last dimension is strided \(stride 5/);
-    {
-      using _ = sdpaKernel([SDPBackend.MATH]);
-      expect(reasonOf(q, q, q)).toBe("disabled by flag cuda.flashSdp = false");
-    }
-    {
-      using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
-      expect(reasonOf(q, q, q)).toBe('cpu.preferredBlasLibrary is "wasm"');
-      expect(explain(OP, q, q, q).selected).toBe("flash-cpu");
-    }
-  });
+  itNative(
+    "supports() refuses masks, dropout, float64 and strided rows, and says why",
+    async () => {
+      await loaded();
+      const q = f32([1, 2, 5, 16], 6);
+      expect(reasonOf(q, q, q, { attnMask: boolMask([5, 5], () => 0.7) })).toBe(
+        "bool attn_mask: flash-cpu-blas takes causal masking only (flash-cpu takes masks)",
+      );
+      expect(reasonOf(q, q, q, { dropoutP: 0.1 })).toBe(
+        "dropout_p > 0: flash-cpu-blas has no dropout (flash-cpu has)",
+      );
+      const d = q.astype("float64");
+      expect(reasonOf(d, d, d)).toBe("dtype float64 not supported (supports float32)");
+      const t = f32([1, 2, 16, 5], 7).transpose(-2, -1);
+      expect(reasonOf(t, q, q)).toMatch(/^query's last dimension is strided \(stride 5/);
+      {
+        using _ = sdpaKernel([SDPBackend.MATH]);
+        expect(reasonOf(q, q, q)).toBe("disabled by flag cuda.flashSdp = false");
+      }
+      {
+        using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
+        expect(reasonOf(q, q, q)).toBe('cpu.preferredBlasLibrary is "wasm"');
+        expect(explain(OP, q, q, q).selected).toBe("flash-cpu");
+      }
+    },
+  );
 
-  it("needs memory independent of the sequence length: no L x S scores", async () => {
+  itNative("needs memory independent of the sequence length: no L x S scores", async () => {
     await loaded();
     const extra = (n: number) => {
       using _ = kernelPriority(OP, [KERNEL]);
@@ -204,7 +211,7 @@ describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
 
   // Not across thread counts: OpenBLAS splits a product differently for 2 threads, so the
   // last bits move (as they do for blas-gemm); flash-cpu is the thread-count invariant one.
-  it("gives the same bits run after run", async () => {
+  itNative("gives the same bits run after run", async () => {
     await loaded();
     const q = f32([1, 4, 300, 32], 10);
     const k = f32([1, 4, 700, 32], 11);

@@ -11,11 +11,12 @@ import {
 } from "@backplane/core";
 import { getBackend } from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
-import { describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { configureNativeSearch, NATIVE_BACKEND } from "../src/index.ts";
+import { itNative } from "./native-helpers.ts";
 
 describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
-  it("loads a library and reports it", async () => {
+  itNative("loads a library and reports it", async () => {
     await ready(NATIVE_BACKEND);
     const b = getBackend(NATIVE_BACKEND)!;
     expect(b.initError).toBeUndefined();
@@ -26,14 +27,14 @@ describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
     expect(backends.mkl.status().reason).toMatch(/not MKL/);
   });
 
-  it("passes the conformance suite", async () => {
+  itNative("passes the conformance suite", async () => {
     await ready(NATIVE_BACKEND);
     const report = await runConformance(NATIVE_BACKEND);
     report.assertPassed();
     expect(report.passed).toBeGreaterThan(80);
   });
 
-  it("is what the dispatcher picks for float32 matmul", async () => {
+  itNative("is what the dispatcher picks for float32 matmul", async () => {
     await ready(NATIVE_BACKEND);
     const a = randn([64, 32], { seed: 1 });
     const b = randn([32, 16], { seed: 2 });
@@ -41,7 +42,7 @@ describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
     expect(matmul(a, b).shape).toEqual([64, 16]);
   });
 
-  it("a missing library is a reason in explain(), and another kernel serves", async () => {
+  itNative("a missing library is a reason in explain(), and another kernel serves", async () => {
     configureNativeSearch({ searchPaths: [], systemSearch: false });
     try {
       await ready(NATIVE_BACKEND);
@@ -69,7 +70,7 @@ describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
     expect(explain("matmul", randn([2, 2]), randn([2, 2])).selected).toBe("blas-gemm");
   });
 
-  it("the BLAS thread count follows openmp's setting", async () => {
+  itNative("the BLAS thread count follows openmp's setting", async () => {
     await ready(NATIVE_BACKEND);
     const threads = () => (backends.mkl.capability() as { threads: number }).threads;
     {
@@ -85,7 +86,7 @@ describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
     expect(threads()).toBe(2);
   });
 
-  it("mkl.verbose prints one line per library call, and restores the level", async () => {
+  itNative("mkl.verbose prints one line per library call, and restores the level", async () => {
     await ready(NATIVE_BACKEND);
     const lines: string[] = [];
     const prev = setVerboseSink((l) => lines.push(l));
@@ -104,7 +105,7 @@ describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
     expect(backends.mkl.values().verbose).toBe(0);
   });
 
-  it("LAPACK info codes become typed errors naming the op and the position", async () => {
+  itNative("LAPACK info codes become typed errors naming the op and the position", async () => {
     await ready(NATIVE_BACKEND);
     let err: unknown;
     try {

@@ -3,6 +3,7 @@ import { getBackend } from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
+import { itNative } from "./native-helpers.ts";
 
 describe("WASM SIMD kernels", () => {
   it("initialise from the shipped .wasm files", async () => {
@@ -19,18 +20,21 @@ describe("WASM SIMD kernels", () => {
     expect(report.passed).toBeGreaterThan(140);
   });
 
-  it("serve matmul when the native library is set aside, and read views without copies", async () => {
-    await ready();
-    using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
-    const a = randn([33, 17], { seed: 1 });
-    const b = randn([29, 17], { seed: 2 }).transpose(0, 1);
-    const e = explain("matmul", a, b);
-    expect(e.selected).toBe("wasm-gemm");
-    expect(e.candidates.find((c) => c.kernel === "blas-gemm")!.reason).toBe(
-      'cpu.preferredBlasLibrary is "wasm"',
-    );
-    expect(matmul(a, b).shape).toEqual([33, 29]);
-  });
+  itNative(
+    "serve matmul when the native library is set aside, and read views without copies",
+    async () => {
+      await ready();
+      using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
+      const a = randn([33, 17], { seed: 1 });
+      const b = randn([29, 17], { seed: 2 }).transpose(0, 1);
+      const e = explain("matmul", a, b);
+      expect(e.selected).toBe("wasm-gemm");
+      expect(e.candidates.find((c) => c.kernel === "blas-gemm")!.reason).toBe(
+        'cpu.preferredBlasLibrary is "wasm"',
+      );
+      expect(matmul(a, b).shape).toEqual([33, 29]);
+    },
+  );
 
   it("mkldnn.enabled switches them off", async () => {
     await ready();
