@@ -5,7 +5,10 @@
 
 import {
   ArgumentError,
+  BackplaneError,
   conv2d,
+  empty,
+  full,
   logSoftmax,
   randn,
   ShapeError,
@@ -13,6 +16,7 @@ import {
   softmax,
   tensor,
   withKernelPriority,
+  zeros,
 } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 
@@ -83,5 +87,22 @@ describe("attention masks must broadcast to the scores, not grow them", () => {
     expect(() => scaledDotProductAttention(q, k, k, { attnMask: grow })).toThrow(ShapeError);
     const ok = tensor(new Array(15).fill(true), { shape: [3, 5], dtype: "bool" });
     expect(scaledDotProductAttention(q, k, k, { attnMask: ok }).shape).toEqual([1, 2, 3, 4]);
+  });
+});
+
+describe("creation functions: bad input is a typed error, never a TypeError or RangeError", () => {
+  it("empty(5), randn(NaN), zeros(null), an int64 tensor from NaN or Infinity, full with a string, null options", () => {
+    const calls: [string, () => unknown][] = [
+      ["empty(5)", () => empty(5 as never)],
+      ["randn(NaN)", () => randn(Number.NaN as never)],
+      ["zeros(null)", () => zeros(null as never)],
+      ["int64 from NaN", () => tensor([Number.NaN], { dtype: "int64" })],
+      ["int64 from Infinity", () => tensor([Number.POSITIVE_INFINITY], { dtype: "int64" })],
+      ["full([2], 'x')", () => full([2], "x" as never)],
+      ["empty([2], null)", () => empty([2], null as never)],
+      ["randn([2], { seed: 1.5 })", () => randn([2], { seed: 1.5 })],
+    ];
+    for (const [name, call] of calls) expect(call, name).toThrow(BackplaneError);
+    expect(() => tensor([Number.NaN], { dtype: "int64" })).toThrow(/int64 has no value for NaN/);
   });
 });

@@ -145,6 +145,9 @@ export function writeNumber(d: DType, a: StorageArray, i: number, x: number): vo
       a[i] = numberToBf16(x);
       return;
     case "int64":
+      // BigInt() throws a RangeError on NaN and infinities: say it in our terms first.
+      if (!Number.isFinite(x))
+        throw new DTypeError(`int64 has no value for ${x}; replace NaN and infinities first`);
       (a as BigInt64Array)[i] = BigInt(Math.trunc(x));
       return;
     case "int32":

@@ -409,8 +409,19 @@ export interface CreateOptions {
 }
 
 /** An uninitialised tensor: its contents are unspecified until a kernel writes them. */
-export function empty(shape: readonly number[], opts: CreateOptions = {}): Tensor {
-  const s = checkShape("empty", [...shape]);
+/** Creation options, checked: an object (or nothing), never null or a number. */
+function checkCreateOptions<T extends object>(name: string, opts: T | undefined): T {
+  if (opts === undefined) return {} as T;
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
+    throw new ArgumentError(
+      `${name}: options must be an object like { dtype: "float32" }, got ${show(opts)}`,
+    );
+  return opts;
+}
+
+export function empty(shape: readonly number[], opts?: CreateOptions): Tensor {
+  const s = checkShape("empty", Array.isArray(shape) ? [...shape] : shape);
+  opts = checkCreateOptions("empty", opts);
   const dtype = checkDType("dtype", opts.dtype ?? "float32");
   const device = normalizeDevice(opts.device ?? "cpu");
   const storage = allocateStorage(device, sizeOf(s) * bytesPerElement(dtype));
@@ -508,7 +519,10 @@ function moveTo(t: Tensor, device: string | undefined): Tensor {
 }
 
 /** A tensor filled with one value. */
-export function full(shape: readonly number[], value: number, opts: CreateOptions = {}): Tensor {
+export function full(shape: readonly number[], value: number, opts?: CreateOptions): Tensor {
+  if (typeof value !== "number" && typeof value !== "boolean")
+    throw new ArgumentError(`full: value must be a number, got ${show(value)}`);
+  opts = checkCreateOptions("full", opts);
   const t = empty(shape, { ...opts, device: "cpu" });
   const dst = t.hostData();
   for (let i = 0; i < t.numel; i++) writeNumber(t.dtype, dst, i, value);
@@ -536,6 +550,9 @@ function fillRandom(
   opts: CreateOptions & { seed?: number },
   draw: (r: () => number) => number,
 ): Tensor {
+  opts = checkCreateOptions("random tensor", opts);
+  if (opts.seed !== undefined && !Number.isInteger(opts.seed))
+    throw new ArgumentError(`seed must be an integer, got ${show(opts.seed)}`);
   const r = seededRandom(opts.seed ?? (Math.random() * 2 ** 32) >>> 0);
   const t = empty(shape, { ...opts, device: "cpu" });
   const dst = t.hostData();
