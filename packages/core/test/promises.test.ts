@@ -264,14 +264,14 @@ describe("every name in the seeds", () => {
     registerBackend(
       defineBackend({
         name: "test-versioned",
-        namespaces: ["cusparselt"],
+        namespaces: ["testVersioned"],
         devices: ["cpu"],
         version: () => "0.6.2",
         isAvailable: () => ({ available: false, reason: "test backend" }),
       }),
     );
-    expect(backends.cusparselt.version()).toBe(602);
-    expect(backends.cusparselt.versionString()).toBe("0.6.2");
+    expect(backends.namespace("testVersioned").version()).toBe(602);
+    expect(backends.namespace("testVersioned").versionString()).toBe("0.6.2");
   });
 
   it("TORCH_NAMES maps every torch name of the seeds and API.md, and each target exists", () => {
@@ -470,12 +470,12 @@ describe("reasons are short", () => {
     registerBackend(
       defineBackend({
         name: "test-long-reason",
-        namespaces: ["mps"],
+        namespaces: ["testLongReason"], // its own namespace: bun runs every file in one process
         devices: ["cpu"],
         isAvailable: () => ({ available: false, reason: long }),
       }),
     );
-    const st = backends.mps.status();
+    const st = backends.namespace("testLongReason").status();
     expect(st.reason!.length).toBeLessThanOrEqual(300);
     expect(st.reason).toMatch(/^libfoo not found \(tried: \/lib0\/libfoo\.so.*status\(\)\.detail/);
     expect(st.detail).toBe(long);
