@@ -2,7 +2,9 @@
 // The packages as a user gets them: `npm pack` core and three backends, install the
 // tarballs into a fresh project outside the workspace, and run one script that imports
 // them and checks matmul, conv2d and SDPA against known values, on Node, Bun and Deno.
-// Needs the packages built. Exit 1 when a runtime fails.
+// Then the same checks in a page built by Vite from that project, served with and without
+// the COOP/COEP headers and opened in headless Chromium (vite-page.mjs). Needs the
+// packages built. Exit 1 when a runtime fails.
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,7 +17,7 @@ const tarballs = join(dir, "tarballs");
 mkdirSync(tarballs);
 
 const CHECK = `
-import { backends, conv2d, matmul, ready, record, scaledDotProductAttention, tensor } from "@backplane/core";
+import { backends, conv2d, matmul, ready, runtime, scaledDotProductAttention, tensor } from "@backplane/core";
 import "@backplane/backend-cpu-mkl";
 import "@backplane/backend-openmp";
 import "@backplane/backend-nnpack";
@@ -37,8 +39,7 @@ const { calls } = backends.record(() => {
   const v = tensor([[[1, 10], [2, 20], [6, 30]]]);
   close(flat(scaledDotProductAttention(q, k, v)), [3, 20], "sdpa");
 });
-const runtime = globalThis.Bun ? "bun" : globalThis.Deno ? "deno" : "node";
-console.log("ok " + runtime + ": " + calls.map((c) => c.op + "=" + c.kernel).join(", ") + "; openmp " + backends.openmp.isAvailable() + ", mkl.status: " + (backends.mkl.status().reason ?? "available"));
+console.log("ok " + runtime().name + ": " + calls.map((c) => c.op + "=" + c.kernel).join(", ") + "; openmp " + backends.openmp.isAvailable() + ", mkl.status: " + (backends.mkl.status().reason ?? "available"));
 `;
 
 try {
@@ -81,6 +82,8 @@ try {
       console.log(`FAIL ${name} (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
     }
   }
+  const { checkVitePage } = await import("./vite-page.mjs");
+  failed += await checkVitePage(dir, CHECK);
   process.exitCode = failed ? 1 : 0;
 } finally {
   rmSync(dir, { recursive: true, force: true });

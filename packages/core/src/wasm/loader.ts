@@ -14,7 +14,7 @@ import { claimStaticMemory, dataExtent } from "./static.ts";
 
 /** One WASM kernel module of a package: its id and its two builds. */
 export interface WasmModuleFiles {
-  /** "<package without scope>/<module>", e.g. "backend-nnpack/conv". */
+  /** "<package without scope>/<module>", e.g. "backend-nnpack/conv": the file is wasm/<module>.wasm. */
   id: string;
   /** The shared-memory (threads) build. */
   threads: URL;
@@ -22,25 +22,28 @@ export interface WasmModuleFiles {
   plain: URL;
 }
 
-const overrides: ((file: string) => URL | string | undefined)[] = [];
+type WasmResolver = (file: string, id: string) => URL | string | undefined;
+const overrides: WasmResolver[] = [];
 
 /**
- * Serves the .wasm files from elsewhere (a CDN, a custom path): `resolve` gets the file
- * name ("conv.wasm") and returns its URL, or undefined to keep the default.
+ * Serves the .wasm files from elsewhere (a CDN, a custom path): `resolve` gets the file's
+ * name as the package ships it in its wasm/ folder ("conv.wasm", "conv.nothreads.wasm";
+ * a bundler may have renamed or inlined the default URL) and the module id
+ * ("backend-nnpack/conv"), and returns its URL, or undefined to keep the default.
+ * `null` removes the override.
  */
-export function setWasmLocation(
-  resolve: ((file: string) => URL | string | undefined) | null,
-): void {
+export function setWasmLocation(resolve: WasmResolver | null): void {
   overrides.length = 0;
   if (resolve) overrides.push(resolve);
 }
 
 /** The build this CPU memory needs (threads when it is shared), after any override. */
 export function wasmModuleUrl(files: WasmModuleFiles): URL {
-  const url = cpuMemory().shared ? files.threads : files.plain;
-  const name = url.pathname.slice(url.pathname.lastIndexOf("/") + 1);
+  const shared = cpuMemory().shared;
+  const url = shared ? files.threads : files.plain;
+  const name = `${files.id.slice(files.id.indexOf("/") + 1)}${shared ? "" : ".nothreads"}.wasm`;
   for (const o of overrides) {
-    const r = o(name);
+    const r = o(name, files.id);
     if (r !== undefined) return new URL(r, url);
   }
   return url;
