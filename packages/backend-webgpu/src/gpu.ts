@@ -214,7 +214,7 @@ async function open(): Promise<GpuState> {
   const powerPreference = getFlag("webgpu.powerPreference") as GPUPowerPreference;
   const adapter = await gpu.requestAdapter({ powerPreference });
   if (!adapter) throw new Error(`requestAdapter() returned null (${source})${noAdapterHint()}`);
-  const wanted = ["shader-f16", "timestamp-query"].filter((f) => adapter.features.has(f));
+  const wanted = ["shader-f16", "timestamp-query"].filter((f) => adapter.features.has(f as GPUFeatureName));
   const requiredLimits: Record<string, number> = {};
   for (const k of RAISED) {
     const v = (adapter.limits as unknown as Record<string, unknown>)[k];
@@ -243,14 +243,16 @@ async function open(): Promise<GpuState> {
     powerPreference,
     errors: [],
   };
-  const onError = (ev: Event & { error?: { message?: string }; message?: string }) => {
+  const onError = (event: Event) => {
+    const ev = event as Event & { error?: { message?: string }; message?: string };
     const msg = String(ev?.error?.message ?? ev?.message ?? ev);
     if (s.errors.length < 100) s.errors.push(msg);
     if (s.errors.length <= 5) console.error(`[backplane] webgpu: ${msg}`);
   };
   if (typeof device.addEventListener === "function")
     device.addEventListener("uncapturederror", onError);
-  else device.onuncapturederror = onError;
+  // (older implementations only have the handler property; not every type set declares it)
+  else (device as GPUDevice & { onuncapturederror?: (e: Event) => void }).onuncapturederror = onError;
   device.lost.then((info) => {
     if (state !== s) return; // closed on purpose
     s.lost = `the webgpu device was lost (${info.reason}): ${info.message}`;

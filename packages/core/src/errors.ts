@@ -162,7 +162,11 @@ export class FfiError extends BackplaneError {
 }
 
 /** The LinalgErrors every backend raises for the same failures, worded once. */
-export const linalgFailure = {
+export const linalgFailure: {
+  notPositiveDefinite(op: string, k: number): LinalgError;
+  singular(op: string, k: number): LinalgError;
+  didNotConverge(op: string, detail: string, k?: number): LinalgError;
+} = {
   notPositiveDefinite: (op: string, k: number) =>
     new LinalgError(
       op,

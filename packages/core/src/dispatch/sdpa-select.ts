@@ -154,7 +154,19 @@ export function sdpKernel(
   return openChangeScope({ values });
 }
 
-export const sdpSwitches = {
+/** torch.backends.cuda's SDP switches: a getter and a setter per family. */
+export interface SdpSwitches {
+  flashSdpEnabled(): boolean;
+  enableFlashSdp(b: boolean): void;
+  memEfficientSdpEnabled(): boolean;
+  enableMemEfficientSdp(b: boolean): void;
+  mathSdpEnabled(): boolean;
+  enableMathSdp(b: boolean): void;
+  cudnnSdpEnabled(): boolean;
+  enableCudnnSdp(b: boolean): void;
+}
+
+export const sdpSwitches: SdpSwitches = {
   flashSdpEnabled: () => getFlag(FLAG.FLASH_ATTENTION) as boolean,
   enableFlashSdp: (b: boolean) => setFlag(FLAG.FLASH_ATTENTION, b),
   memEfficientSdpEnabled: () => getFlag(FLAG.EFFICIENT_ATTENTION) as boolean,
@@ -185,7 +197,10 @@ export function sdpaRefusals(family: SDPBackend, params: SDPAParams): string[] {
   return mine.map((c) => `${c.kernel} (${c.backend}): ${c.reason}`);
 }
 
-function canUse(family: SDPBackend) {
+/** torch.backends.cuda.can_use_*_attention(params, debug). */
+export type CanUse = (params: SDPAParams, opts?: { debug?: boolean }) => boolean;
+
+function canUse(family: SDPBackend): CanUse {
   return (params: SDPAParams, opts: { debug?: boolean } = {}): boolean => {
     const reasons = sdpaRefusals(family, params);
     if (opts.debug && reasons.length > 0)
@@ -194,9 +209,9 @@ function canUse(family: SDPBackend) {
   };
 }
 
-export const canUseFlashAttention = canUse("FLASH_ATTENTION");
-export const canUseEfficientAttention = canUse("EFFICIENT_ATTENTION");
-export const canUseCudnnAttention = canUse("CUDNN_ATTENTION");
+export const canUseFlashAttention: CanUse = canUse("FLASH_ATTENTION");
+export const canUseEfficientAttention: CanUse = canUse("EFFICIENT_ATTENTION");
+export const canUseCudnnAttention: CanUse = canUse("CUDNN_ATTENTION");
 
 /** True when some available backend registered a FLASH_ATTENTION kernel. */
 export function isFlashAttentionAvailable(): boolean {

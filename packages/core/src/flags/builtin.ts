@@ -2,9 +2,17 @@
  * The flags of every namespace in the API we owe (../shared/design/API.md), with torch's
  * defaults. They exist whether or not a backend package is installed, as in torch.
  */
-import { bool, type FlagSchema, int, oneOf } from "./spec.ts";
+import {
+  type BoolSpec,
+  bool,
+  type EnumSpec,
+  type FlagSchema,
+  type IntSpec,
+  int,
+  oneOf,
+} from "./spec.ts";
 
-const truthy = (t: string) => /^(1|true|on|yes)$/i.test(t);
+const truthy = (t: string): boolean => /^(1|true|on|yes)$/i.test(t);
 
 // Who reads each flag (describe() and the inert-flag warning use it).
 const CORE = ["@backplane/core"];
@@ -15,7 +23,86 @@ const NNPACK = ["@backplane/backend-nnpack"];
 const EINSUM = ["@backplane/backend-opt-einsum"];
 const WEBGPU = ["@backplane/backend-webgpu"];
 
-export const BUILTIN_FLAGS = {
+/** The type of BUILTIN_FLAGS, spelled out (JSR publishes explicit types only). */
+export interface BuiltinFlagSchemas {
+  core: {
+    deterministic: BoolSpec;
+    deterministicWarnOnly: BoolSpec;
+    float32MatmulPrecision: EnumSpec<"highest" | "high" | "medium">;
+    verbose: BoolSpec;
+    benchmark: BoolSpec;
+    strict: BoolSpec;
+  };
+  cpu: {
+    preferredBlasLibrary: EnumSpec<"auto" | "mkl" | "openblas" | "blis" | "wasm">;
+  };
+  cuda: {
+    matmul: {
+      allowTf32: BoolSpec;
+      allowFp16ReducedPrecisionReduction: BoolSpec;
+      allowBf16ReducedPrecisionReduction: BoolSpec;
+    };
+    preferredBlasLibrary: EnumSpec<"cublas" | "cublaslt">;
+    preferredLinalgLibrary: EnumSpec<"default" | "cusolver" | "magma">;
+    flashSdp: BoolSpec;
+    memEfficientSdp: BoolSpec;
+    mathSdp: BoolSpec;
+    cudnnSdp: BoolSpec;
+    overrideableSdp: BoolSpec;
+  };
+  cudnn: {
+    enabled: BoolSpec;
+    allowTf32: BoolSpec;
+    deterministic: BoolSpec;
+    benchmark: BoolSpec;
+    benchmarkLimit: IntSpec;
+    rnn: {
+      fp32Precision: EnumSpec<"none" | "ieee" | "tf32">;
+    };
+  };
+  mha: {
+    fastpathEnabled: BoolSpec;
+  };
+  mkl: {
+    verbose: IntSpec;
+  };
+  mkldnn: {
+    enabled: BoolSpec;
+    verbose: IntSpec;
+  };
+  nnpack: {
+    enabled: BoolSpec;
+  };
+  openmp: {
+    numThreads: IntSpec;
+  };
+  optEinsum: {
+    enabled: BoolSpec;
+    strategy: EnumSpec<
+      | "auto"
+      | "auto-hq"
+      | "optimal"
+      | "dp"
+      | "greedy"
+      | "random-greedy"
+      | "branch-all"
+      | "branch-2"
+      | "branch-1"
+    >;
+  };
+  quantized: {
+    engine: EnumSpec<"none">;
+  };
+  xnnpack: {
+    enabled: BoolSpec;
+  };
+  webgpu: {
+    powerPreference: EnumSpec<"high-performance" | "low-power">;
+    allowF16: BoolSpec;
+  };
+}
+
+export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
   core: {
     deterministic: bool(false, { torch: "torch.use_deterministic_algorithms", readBy: CORE }),
     deterministicWarnOnly: bool(false, { torch: "warn_only", readBy: CORE }),

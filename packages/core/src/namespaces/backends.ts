@@ -165,7 +165,7 @@ const root: BackendsRoot = {
   record,
 };
 
-export const backends = new Proxy(root as BackendsRoot & Backends, {
+export const backends: BackendsRoot & Backends = new Proxy(root as BackendsRoot & Backends, {
   get(target, prop) {
     if (typeof prop === "symbol" || prop in target) return Reflect.get(target, prop);
     if (namespaceNames().includes(prop)) return namespaceObject(prop);

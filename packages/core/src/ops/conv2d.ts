@@ -1,7 +1,7 @@
 /** conv2d: NCHW input, OIHW weight; stride, padding, dilation, groups (torch.nn.functional.conv2d). */
 
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
 import { bytesPerElement } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
@@ -173,7 +173,10 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
   };
 }
 
-export const conv2dOp = defineOp({
+export const conv2dOp: OpRecord<
+  Conv2dParams,
+  [input: Tensor, weight: Tensor, opts?: Conv2dOptions]
+> = defineOp({
   name: "conv2d",
   prepare,
   shapeKey: (p: Conv2dParams) =>

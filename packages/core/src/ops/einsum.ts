@@ -5,7 +5,7 @@
  */
 
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError } from "../errors.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -170,12 +170,14 @@ function prepare(equation: string, ...operands: Tensor[]): EinsumParams {
   return { ...parsed, operands, deviceType: operands[0].deviceType, dtype: operands[0].dtype };
 }
 
-export const einsumOp = defineOp({
-  name: "einsum",
-  prepare,
-  shapeKey: (p: EinsumParams) =>
-    `${p.equation}:${p.operands.map((t) => t.shape.join("x")).join(",")}`,
-});
+export const einsumOp: OpRecord<EinsumParams, [equation: string, ...operands: Tensor[]]> = defineOp(
+  {
+    name: "einsum",
+    prepare,
+    shapeKey: (p: EinsumParams) =>
+      `${p.equation}:${p.operands.map((t) => t.shape.join("x")).join(",")}`,
+  },
+);
 
 /** Einstein summation over the operands (torch.einsum). */
 export function einsum(equation: string, ...operands: Tensor[]): Tensor {

@@ -1,7 +1,7 @@
 /** add, mul (broadcasting), relu, gelu. */
 
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError } from "../errors.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -24,7 +24,7 @@ export interface UnaryParams extends OpParams {
   approximate: "none" | "tanh";
 }
 
-function binary(op: string) {
+function binary(op: string): OpRecord<BinaryParams, [a: Tensor, b: Tensor]> {
   const prepare = (a: Tensor, b: Tensor): BinaryParams => {
     checkTensor(op, "a", a);
     checkTensor(op, "b", b);
@@ -40,8 +40,8 @@ function binary(op: string) {
   });
 }
 
-export const addOp = binary("add");
-export const mulOp = binary("mul");
+export const addOp: OpRecord<BinaryParams, [a: Tensor, b: Tensor]> = binary("add");
+export const mulOp: OpRecord<BinaryParams, [a: Tensor, b: Tensor]> = binary("mul");
 
 /** a + b with broadcasting. */
 export function add(a: Tensor, b: Tensor): Tensor {
@@ -52,7 +52,7 @@ export function mul(a: Tensor, b: Tensor): Tensor {
   return dispatch(mulOp, mulOp.prepare(a, b)) as Tensor;
 }
 
-export const reluOp = defineOp({
+export const reluOp: OpRecord<UnaryParams, [x: Tensor]> = defineOp({
   name: "relu",
   prepare: (x: Tensor): UnaryParams => {
     checkTensor("relu", "x", x);
@@ -62,22 +62,23 @@ export const reluOp = defineOp({
   shapeKey: (p: UnaryParams) => p.x.shape.join("x"),
 });
 
-export const geluOp = defineOp({
-  name: "gelu",
-  prepare: (x: Tensor, opts?: { approximate?: "none" | "tanh" }): UnaryParams => {
-    checkTensor("gelu", "x", x);
-    checkFloat("gelu", "x", x);
-    const o = checkOptions("gelu", opts, ["approximate"]);
-    const approximate = o.approximate ?? "none";
-    if (approximate !== "none" && approximate !== "tanh") {
-      throw new ArgumentError(
-        `gelu: approximate must be "none" or "tanh", got ${show(approximate)}`,
-      );
-    }
-    return { x, approximate, deviceType: x.deviceType, dtype: x.dtype };
-  },
-  shapeKey: (p: UnaryParams) => p.x.shape.join("x"),
-});
+export const geluOp: OpRecord<UnaryParams, [x: Tensor, opts?: { approximate?: "none" | "tanh" }]> =
+  defineOp({
+    name: "gelu",
+    prepare: (x: Tensor, opts?: { approximate?: "none" | "tanh" }): UnaryParams => {
+      checkTensor("gelu", "x", x);
+      checkFloat("gelu", "x", x);
+      const o = checkOptions("gelu", opts, ["approximate"]);
+      const approximate = o.approximate ?? "none";
+      if (approximate !== "none" && approximate !== "tanh") {
+        throw new ArgumentError(
+          `gelu: approximate must be "none" or "tanh", got ${show(approximate)}`,
+        );
+      }
+      return { x, approximate, deviceType: x.deviceType, dtype: x.dtype };
+    },
+    shapeKey: (p: UnaryParams) => p.x.shape.join("x"),
+  });
 
 /** max(x, 0). */
 export function relu(x: Tensor): Tensor {

@@ -4,7 +4,7 @@
  */
 
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
 import { normalizeDim, type Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -32,7 +32,9 @@ export interface FftParams extends OpParams {
   outShape: number[];
 }
 
-function define(kind: FftParams["kind"]) {
+type FftOp = OpRecord<FftParams, [x: Tensor, opts?: FftOptions]>;
+
+function define(kind: FftParams["kind"]): FftOp {
   const complexInput = kind !== "rfft";
   const prepare = (x: Tensor, opts?: FftOptions): FftParams => {
     checkTensor(kind, "x", x);
@@ -89,10 +91,10 @@ function define(kind: FftParams["kind"]) {
   });
 }
 
-export const fftOp = define("fft");
-export const ifftOp = define("ifft");
-export const rfftOp = define("rfft");
-export const irfftOp = define("irfft");
+export const fftOp: FftOp = define("fft");
+export const ifftOp: FftOp = define("ifft");
+export const rfftOp: FftOp = define("rfft");
+export const irfftOp: FftOp = define("irfft");
 
 /** Discrete Fourier transform of a complex tensor [..., 2]. */
 export function fft(x: Tensor, opts?: FftOptions): Tensor {

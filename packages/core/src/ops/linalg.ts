@@ -1,7 +1,7 @@
 /** linalg: cholesky, inv, solve, luFactor, qr, eigh, svd over [..., m, n] batches (torch.linalg). */
 
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -60,53 +60,57 @@ const bool = checkBool;
 
 const key = (p: LinalgParams) => `${p.a.shape.join("x")}${p.b ? `,${p.b.shape.join("x")}` : ""}`;
 
-export const choleskyOp = defineOp({
-  name: "cholesky",
-  prepare: (a: Tensor, opts?: { upper?: boolean }) =>
-    base("cholesky", a, true, {
-      upper: bool("cholesky", "upper", checkOptions("cholesky", opts, ["upper"]).upper, false),
-    }),
-  shapeKey: key,
-});
-export const invOp = defineOp({
+export const choleskyOp: OpRecord<LinalgParams, [a: Tensor, opts?: { upper?: boolean }]> = defineOp(
+  {
+    name: "cholesky",
+    prepare: (a: Tensor, opts?: { upper?: boolean }) =>
+      base("cholesky", a, true, {
+        upper: bool("cholesky", "upper", checkOptions("cholesky", opts, ["upper"]).upper, false),
+      }),
+    shapeKey: key,
+  },
+);
+export const invOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
   name: "inv",
   prepare: (a: Tensor) => base("inv", a, true),
   shapeKey: key,
 });
-export const luFactorOp = defineOp({
+export const luFactorOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
   name: "luFactor",
   prepare: (a: Tensor) => base("luFactor", a, true),
   shapeKey: key,
 });
-export const eighOp = defineOp({
+export const eighOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
   name: "eigh",
   prepare: (a: Tensor) => base("eigh", a, true),
   shapeKey: key,
 });
-export const qrOp = defineOp({
-  name: "qr",
-  prepare: (a: Tensor, opts?: { mode?: "reduced" | "complete" }) => {
-    const mode = checkOptions("qr", opts, ["mode"]).mode ?? "reduced";
-    if (mode !== "reduced" && mode !== "complete")
-      throw new ArgumentError(`qr: mode must be "reduced" or "complete", got ${show(mode)}`);
-    return base("qr", a, false, { mode });
-  },
-  shapeKey: key,
-});
-export const svdOp = defineOp({
-  name: "svd",
-  prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) =>
-    base("svd", a, false, {
-      fullMatrices: bool(
-        "svd",
-        "fullMatrices",
-        checkOptions("svd", opts, ["fullMatrices"]).fullMatrices,
-        true,
-      ),
-    }),
-  shapeKey: key,
-});
-export const solveOp = defineOp({
+export const qrOp: OpRecord<LinalgParams, [a: Tensor, opts?: { mode?: "reduced" | "complete" }]> =
+  defineOp({
+    name: "qr",
+    prepare: (a: Tensor, opts?: { mode?: "reduced" | "complete" }) => {
+      const mode = checkOptions("qr", opts, ["mode"]).mode ?? "reduced";
+      if (mode !== "reduced" && mode !== "complete")
+        throw new ArgumentError(`qr: mode must be "reduced" or "complete", got ${show(mode)}`);
+      return base("qr", a, false, { mode });
+    },
+    shapeKey: key,
+  });
+export const svdOp: OpRecord<LinalgParams, [a: Tensor, opts?: { fullMatrices?: boolean }]> =
+  defineOp({
+    name: "svd",
+    prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) =>
+      base("svd", a, false, {
+        fullMatrices: bool(
+          "svd",
+          "fullMatrices",
+          checkOptions("svd", opts, ["fullMatrices"]).fullMatrices,
+          true,
+        ),
+      }),
+    shapeKey: key,
+  });
+export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor]> = defineOp({
   name: "solve",
   prepare: (a: Tensor, b: Tensor) => {
     const p = base("solve", a, true);

@@ -1,6 +1,6 @@
 /** matmul: torch.matmul semantics (1-D promotion, batched, broadcasting batch dims). */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ShapeError } from "../errors.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { broadcastShapes, checkFloat, checkSame, checkTensor } from "./validate.ts";
@@ -72,7 +72,7 @@ function prepare(a: Tensor, b: Tensor): MatmulParams {
   };
 }
 
-export const matmulOp = defineOp({
+export const matmulOp: OpRecord<MatmulParams, [a: Tensor, b: Tensor]> = defineOp({
   name: "matmul",
   prepare,
   shapeKey: (p: MatmulParams) =>

@@ -13,7 +13,7 @@
  * attention itself through the dispatcher, so the fastest SDPA kernel serves them.
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import {
@@ -209,7 +209,10 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
   };
 }
 
-export const mhaOp = defineOp({
+export const mhaOp: OpRecord<
+  MhaParams,
+  [query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions]
+> = defineOp({
   name: OP,
   prepare,
   shapeKey: (p: MhaParams) =>

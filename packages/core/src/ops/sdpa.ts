@@ -4,7 +4,7 @@
  * additive masks broadcastable to [..., Hq, L, S]; causal; scale; dropout with a seed; GQA.
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
 import { isFloat } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
@@ -149,7 +149,10 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
   };
 }
 
-export const sdpaOp = defineOp({
+export const sdpaOp: OpRecord<
+  SdpaParams,
+  [query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions]
+> = defineOp({
   name: "scaledDotProductAttention",
   prepare,
   shapeKey: (p: SdpaParams) =>

@@ -1,6 +1,6 @@
 /** softmax and logSoftmax along one dimension. */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { normalizeDim, type Tensor } from "../tensor/tensor.ts";
 import { checkFloat, checkTensor } from "./validate.ts";
 
@@ -10,7 +10,9 @@ export interface SoftmaxParams extends OpParams {
   log: boolean;
 }
 
-function define(name: string, log: boolean) {
+type SoftmaxOp = OpRecord<SoftmaxParams, [x: Tensor, dim?: number]>;
+
+function define(name: string, log: boolean): SoftmaxOp {
   return defineOp({
     name,
     prepare: (x: Tensor, dim: number = -1): SoftmaxParams => {
@@ -23,8 +25,8 @@ function define(name: string, log: boolean) {
   });
 }
 
-export const softmaxOp = define("softmax", false);
-export const logSoftmaxOp = define("logSoftmax", true);
+export const softmaxOp: SoftmaxOp = define("softmax", false);
+export const logSoftmaxOp: SoftmaxOp = define("logSoftmax", true);
 
 /** exp(x) / sum(exp(x)) along dim (default: last). */
 export function softmax(x: Tensor, dim = -1): Tensor {

@@ -97,7 +97,7 @@ function exportOf(task: ParallelTask): (...args: number[]) => unknown {
  * Runs a parallel task: on backend-openmp's workers when it is installed and more than
  * one thread is asked for, else here, chunk by chunk, in the same order.
  */
-export function parallelFor(task: ParallelTask, threads = cpuThreads()): void {
+export function parallelFor(task: ParallelTask, threads: number = cpuThreads()): void {
   if (task.items <= 0) return;
   if (service && threads > 1) {
     service.run(task, threads);
