@@ -20,5 +20,4 @@ registerBackend(nativeBackend);
 void ready(WASM_BACKEND, NATIVE_BACKEND).catch(() => {});
 
 export { configureNativeSearch, NATIVE_BACKEND } from "./native/backend.ts";
-export { BLAS_ORDER, type BlasName, type LoadedBlas, loadBlas } from "./native/library.ts";
 export { WASM_BACKEND } from "./wasm/backend.ts";

@@ -36,7 +36,7 @@ export function openmpPool(): WorkerPool | undefined {
 }
 
 /** OMP_WAIT_POLICY: "passive" never spins, "active" spins for a millisecond. */
-export function waitPolicy(text = readEnv("OMP_WAIT_POLICY")): {
+export function waitPolicy(text: string | undefined = readEnv("OMP_WAIT_POLICY")): {
   spinMicros?: number;
   callerSpinMicros?: number;
 } {

@@ -120,7 +120,7 @@ export class WorkerPool implements ParallelService {
   private readonly memory: WebAssembly.Memory;
   private readonly ctlBuffer = new SharedArrayBuffer(L.CTL_BYTES);
   /** The shared control words (protocol.ts LAYOUT); read by the caller's wait loop. */
-  readonly g = new Int32Array(this.ctlBuffer);
+  readonly g: Int32Array = new Int32Array(this.ctlBuffer);
   private readonly gf = new Float64Array(this.ctlBuffer);
   private readonly gs = new Uint16Array(this.ctlBuffer);
   readonly slots: Slot[] = [];
@@ -134,7 +134,7 @@ export class WorkerPool implements ParallelService {
   private callerFns = new Map<number, (...args: number[]) => unknown>();
   private running = false;
   private closed = false;
-  readonly canBlock = threadCanBlock();
+  readonly canBlock: boolean = threadCanBlock();
   private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
   private startFailures = 0;
   /** Workers the pool grows to (it never shrinks). */
@@ -286,7 +286,7 @@ export class WorkerPool implements ParallelService {
    * one can block the calling thread (Deno's Worker constructor takes tens of ms), and this
    * is called from kernels (threads()) and from failing runs.
    */
-  ensure(threads = this.wanted()): void {
+  ensure(threads: number = this.wanted()): void {
     if (this.closed) return;
     const want = Math.min(this.maxWorkers, Math.max(0, Math.floor(threads) - 1));
     if (want > this.target) this.target = want;
@@ -320,7 +320,7 @@ export class WorkerPool implements ParallelService {
   }
 
   /** Resolves once `threads - 1` workers are ready (or could not start); returns threads(). */
-  async ready(threads = this.wanted()): Promise<number> {
+  async ready(threads: number = this.wanted()): Promise<number> {
     // Workers are unref'd (an idle pool never keeps a script alive): keep the event loop
     // alive ourselves while someone waits for them.
     let keepAlive: ReturnType<typeof setInterval> | undefined;

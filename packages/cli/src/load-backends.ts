@@ -11,7 +11,7 @@ export interface BackendLoad {
   reason?: string;
 }
 
-export const KNOWN_BACKEND_PACKAGES = [
+export const KNOWN_BACKEND_PACKAGES: string[] = [
   ...new Set([
     "@backplane/backend-cpu-mkl",
     "@backplane/backend-openmp",
