@@ -33,9 +33,16 @@ let bad = 0;
 for (const w of workspaces().filter((x) => !x.private)) {
   const file = join(repo, w.dir, "jsr.json");
   const want = `${JSON.stringify(jsrOf(w.dir), null, 2)}\n`;
-  if (mode === "--write") writeFileSync(file, want);
-  else if (mode === "--check") {
-    if (!existsSync(file) || JSON.stringify(JSON.parse(readFileSync(file, "utf8"))) !== JSON.stringify(JSON.parse(want))) {
+  if (mode === "--write") {
+    writeFileSync(file, want);
+    spawnSync(join(repo, "node_modules", ".bin", "biome"), ["format", "--write", file], {
+      cwd: repo,
+    });
+  } else if (mode === "--check") {
+    if (
+      !existsSync(file) ||
+      JSON.stringify(JSON.parse(readFileSync(file, "utf8"))) !== JSON.stringify(JSON.parse(want))
+    ) {
       console.error(`${w.dir}/jsr.json is stale: run node scripts/jsr.mjs --write`);
       bad++;
     }
@@ -47,7 +54,9 @@ for (const w of workspaces().filter((x) => !x.private)) {
       env: { ...process.env, NO_COLOR: "1" },
     });
     const problems = /Found (\d+) problems?/.exec(r.stderr)?.[1];
-    console.log(`${r.status === 0 ? "ok  " : "FAIL"} deno publish --dry-run ${w.name}${problems ? ` (${problems} problems)` : ""}`);
+    console.log(
+      `${r.status === 0 ? "ok  " : "FAIL"} deno publish --dry-run ${w.name}${problems ? ` (${problems} problems)` : ""}`,
+    );
     if (r.status !== 0) {
       bad++;
       if (process.argv.includes("--verbose")) console.log(r.stderr);

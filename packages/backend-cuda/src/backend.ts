@@ -3,19 +3,24 @@
  * the cuFFT plan cache, library preferences) and "cusparselt" (backends.cusparselt: version
  * and availability of cuSPARSELt).
  */
+
 import { ArgumentError, getFlag, setFlag } from "@backplane/core";
+import type { DeviceMemory } from "@backplane/core/backend";
 import { type Availability, type BackendDefinition, defineBackend } from "@backplane/core/backend";
-import type { AllocatorStats } from "./allocator.ts";
+import type { AllocatorStats, CachingAllocator } from "./allocator.ts";
 import type { DeviceInfo } from "./driver.ts";
 import { attentionKernels } from "./kernels/attention/kernels.ts";
 import { matmulKernels } from "./kernels/blas/matmul.ts";
 import { fftKernels } from "./kernels/fft/fft.ts";
+import type { PlanCacheRegistry } from "./kernels/fft/plan-cache.ts";
 import { PlanCache, planCacheRegistry } from "./kernels/fft/plan-cache.ts";
 import { linalgKernels } from "./kernels/linalg/solver.ts";
+import type { CudaHandle } from "./memory.ts";
 import { createCudaMemory, deviceIndex } from "./memory.ts";
 import { cudaVersionString } from "./native/load.ts";
 import { ptxManifest, ptxStatus } from "./ptx.ts";
 import type { FftPlan } from "./runtime.ts";
+import type { CudaStatus } from "./state.ts";
 import { cudaStatus, currentRuntime, loadLibraries, maybeRuntime, reprobe } from "./state.ts";
 import { VERSION } from "./version.ts";
 
@@ -23,12 +28,13 @@ export const CUDA_BACKEND = "cuda";
 export const CUSPARSELT_BACKEND = "cusparselt";
 const PACKAGE = "@backplane/backend-cuda";
 
-export const cudaMemory = createCudaMemory(currentRuntime);
+// Typed opaquely in the public API: a handle is the runtime's business.
+export const cudaMemory: DeviceMemory<unknown> = createCudaMemory(currentRuntime);
 
 const detachedCaches = new Map<number, PlanCache<FftPlan>>();
 
 /** backends.cuda.cufftPlanCache: the runtime's per-device caches (empty ones without CUDA). */
-export const cufftPlanCache = planCacheRegistry<FftPlan>(
+export const cufftPlanCache: PlanCacheRegistry<FftPlan> = planCacheRegistry<FftPlan>(
   (d) => {
     const rt = maybeRuntime();
     if (rt) return rt.planCache(d);
@@ -98,8 +104,35 @@ function statsOf(index?: number | string): AllocatorStats {
   return currentRuntime().allocator(device(index)).stats();
 }
 
+/** Members added to backends.cuda (torch.backends.cuda and torch.cuda's device functions). */
+export interface CudaApi {
+  cufftPlanCache: PlanCacheRegistry<FftPlan>;
+  preferredLinalgLibrary(b?: "default" | "cusolver" | "magma"): "default" | "cusolver" | "magma";
+  linalgLibraryStatus: typeof linalgLibraryStatus;
+  deviceCount(): number;
+  getDeviceCapability(i?: number | string): [number, number];
+  getDeviceName(i?: number | string): string;
+  getDeviceProperties(i?: number | string): DeviceInfo;
+  currentDevice(): number;
+  setDevice(i: number | string): void;
+  synchronize(i?: number | string): Promise<void>;
+  memoryStats(i?: number | string): AllocatorStats;
+  memoryAllocated(i?: number | string): number;
+  memoryReserved(i?: number | string): number;
+  maxMemoryAllocated(i?: number | string): number;
+  resetPeakMemoryStats(i?: number | string): void;
+  emptyCache(): void;
+  memorySnapshot(i?: number | string): ReturnType<CachingAllocator["snapshot"]>;
+  memGetInfo(i?: number | string): { free: number; total: number };
+  diagnostics(): CudaStatus & {
+    libraries: Record<string, unknown>;
+    ptx: { built: boolean; reason?: string; nvcc?: string; modules?: string[] };
+  };
+  reprobe(): Promise<CudaStatus>;
+}
+
 /** Members added to backends.cuda. */
-export const cudaApi = {
+export const cudaApi: CudaApi = {
   cufftPlanCache,
   /** torch.backends.cuda.preferred_linalg_library; warns once when MAGMA cannot serve it. */
   preferredLinalgLibrary: (b?: "default" | "cusolver" | "magma") => {
@@ -200,7 +233,7 @@ export const cudaBackend: BackendDefinition = defineBackend({
   kernels: [...matmulKernels(), ...attentionKernels(), ...fftKernels(), ...linalgKernels()],
   memories: [cudaMemory],
   init: () => loadLibraries(),
-  api: { cuda: cudaApi },
+  api: { cuda: { ...cudaApi } },
 });
 
 function cusparseltAvailability(): Availability {

@@ -18,8 +18,6 @@ registerBackend(cudaBackend);
 registerBackend(cusparseltBackend);
 void ready(CUDA_BACKEND).catch(() => {});
 
-export type { AllocatorStats, Block, RawDeviceMemory } from "./allocator.ts";
-export { CachingAllocator, roundSize, segmentSize } from "./allocator.ts";
 export {
   CUDA_BACKEND,
   CUSPARSELT_BACKEND,
@@ -28,53 +26,13 @@ export {
   cufftPlanCache,
   linalgLibraryStatus,
 } from "./backend.ts";
-export {
-  CudaDriver,
-  type DeviceInfo,
-  type KernelArg,
-  packKernelParams,
-} from "./driver.ts";
+export type { DeviceInfo } from "./driver.ts";
 export {
   CublasWorkspaceConfigError,
   CudaError,
   CudaOutOfMemoryError,
   statusName,
 } from "./errors.ts";
-export {
-  type DeviceFacts,
-  efficientSupport,
-  flashSupport,
-  mathSupport,
-} from "./kernels/attention/constraints.ts";
-export { columnMajorView, planGemm, uniformStride } from "./kernels/blas/gemm.ts";
-export {
-  checkCublasDeterminism,
-  cublasWorkspaceBytes,
-  type GemmFlags,
-  type GemmMode,
-  gemmMode,
-} from "./kernels/blas/modes.ts";
-export { PlanCache, planCacheRegistry } from "./kernels/fft/plan-cache.ts";
-export type { CudaLayer, MathLibraries } from "./layer.ts";
-export { CU, CUDART_DECL, DRIVER_DECL } from "./native/driver-api.ts";
-export {
-  CUBLAS_DECL,
-  CUBLASLT_DECL,
-  CUFFT_DECL,
-  CUSOLVER_DECL,
-  LIBRARY_API,
-  LIBRARY_ENUMS,
-} from "./native/library-api.ts";
-export { librarySpec } from "./native/load.ts";
 export { ptxManifest, ptxStatus } from "./ptx.ts";
-export {
-  type FakeDevice,
-  launchArg,
-  type RecordedCall,
-  type RecordedLaunch,
-  RecordingLayer,
-  type RecordingOptions,
-} from "./recording.ts";
-export { CudaRuntime } from "./runtime.ts";
-export { type CudaStatus, cudaStatus, installLayer, reprobe } from "./state.ts";
+export { type CudaStatus, cudaStatus, reprobe } from "./state.ts";
 export { VERSION } from "./version.ts";

@@ -13,7 +13,7 @@ import {
   type RawDeviceMemory,
   roundSize,
   segmentSize,
-} from "../src/index.ts";
+} from "../src/internals.ts";
 import { withRecording } from "./helpers.ts";
 
 const MiB = 1 << 20;

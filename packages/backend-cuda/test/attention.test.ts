@@ -18,7 +18,7 @@ import {
 } from "@backplane/core";
 import { sdpaOp } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
-import { efficientSupport, flashSupport, launchArg, mathSupport } from "../src/index.ts";
+import { efficientSupport, flashSupport, launchArg, mathSupport } from "../src/internals.ts";
 import { attentionOffsets } from "../src/kernels/attention/kernels.ts";
 import { captureWarnings, SM75, SM80, withRecording } from "./helpers.ts";
 

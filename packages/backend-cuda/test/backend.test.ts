@@ -15,7 +15,7 @@ import {
 } from "@backplane/core";
 import { getOp } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
-import { CUDA_BACKEND, cudaApi, cudaStatus } from "../src/index.ts";
+import { CUDA_BACKEND, cudaApi, cudaStatus } from "../src/internals.ts";
 
 const st = cudaStatus();
 const noGpu = !st.available;

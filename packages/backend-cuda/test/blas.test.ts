@@ -22,7 +22,7 @@ import {
   planGemm,
   uniformStride,
   LIBRARY_ENUMS as X,
-} from "../src/index.ts";
+} from "../src/internals.ts";
 import { withEnv, withRecording } from "./helpers.ts";
 
 const FLAGS: GemmFlags = {

@@ -14,7 +14,7 @@ import {
   packKernelParams,
   RecordingLayer,
   statusName,
-} from "../src/index.ts";
+} from "../src/internals.ts";
 import { withRecording } from "./helpers.ts";
 
 describe("kernel parameters", () => {

@@ -4,7 +4,13 @@
  */
 import { ArgumentError, backends, fft, ifft, irfft, randn, rfft } from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { cudaApi, cufftPlanCache, launchArg, PlanCache, planCacheRegistry } from "../src/index.ts";
+import {
+  cudaApi,
+  cufftPlanCache,
+  launchArg,
+  PlanCache,
+  planCacheRegistry,
+} from "../src/internals.ts";
 import { fftLayout } from "../src/kernels/fft/fft.ts";
 import { SM80, withRecording } from "./helpers.ts";
 

@@ -8,7 +8,7 @@ import {
   type RecordedLaunch,
   RecordingLayer,
   type RecordingOptions,
-} from "../src/index.ts";
+} from "../src/internals.ts";
 
 export const SM80 = {
   name: "Fake A100",

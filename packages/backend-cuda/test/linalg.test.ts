@@ -17,7 +17,7 @@ import {
   svd,
 } from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { cudaStatus, linalgLibraryStatus } from "../src/index.ts";
+import { cudaStatus, linalgLibraryStatus } from "../src/internals.ts";
 import { captureWarnings, SM80, withRecording } from "./helpers.ts";
 
 describe("linalg on cuSOLVER (RecordingLayer)", () => {

@@ -7,6 +7,7 @@ import { ready } from "@backplane/core";
 import {
   type AnyKernelDefinition,
   type Availability,
+  type BackendDefinition,
   bool,
   defineBackend,
   restartInit,
@@ -149,7 +150,7 @@ export const webgpuKernels: AnyKernelDefinition[] = [
   sdpaKernel,
 ];
 
-export const webgpuBackend = defineBackend({
+export const webgpuBackend: BackendDefinition = defineBackend({
   name: WEBGPU_BACKEND,
   namespaces: ["webgpu"],
   devices: ["webgpu"],

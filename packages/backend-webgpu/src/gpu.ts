@@ -214,7 +214,9 @@ async function open(): Promise<GpuState> {
   const powerPreference = getFlag("webgpu.powerPreference") as GPUPowerPreference;
   const adapter = await gpu.requestAdapter({ powerPreference });
   if (!adapter) throw new Error(`requestAdapter() returned null (${source})${noAdapterHint()}`);
-  const wanted = ["shader-f16", "timestamp-query"].filter((f) => adapter.features.has(f as GPUFeatureName));
+  const wanted = ["shader-f16", "timestamp-query"].filter((f) =>
+    adapter.features.has(f as GPUFeatureName),
+  );
   const requiredLimits: Record<string, number> = {};
   for (const k of RAISED) {
     const v = (adapter.limits as unknown as Record<string, unknown>)[k];
@@ -243,8 +245,9 @@ async function open(): Promise<GpuState> {
     powerPreference,
     errors: [],
   };
-  const onError = (event: Event) => {
-    const ev = event as Event & { error?: { message?: string }; message?: string };
+  // (typed loosely: Deno's and the DOM's GPUUncapturedErrorEvent types differ)
+  const onError = (event: unknown) => {
+    const ev = event as { error?: { message?: string }; message?: string };
     const msg = String(ev?.error?.message ?? ev?.message ?? ev);
     if (s.errors.length < 100) s.errors.push(msg);
     if (s.errors.length <= 5) console.error(`[backplane] webgpu: ${msg}`);
@@ -252,7 +255,8 @@ async function open(): Promise<GpuState> {
   if (typeof device.addEventListener === "function")
     device.addEventListener("uncapturederror", onError);
   // (older implementations only have the handler property; not every type set declares it)
-  else (device as GPUDevice & { onuncapturederror?: (e: Event) => void }).onuncapturederror = onError;
+  else
+    (device as GPUDevice & { onuncapturederror?: (e: Event) => void }).onuncapturederror = onError;
   device.lost.then((info) => {
     if (state !== s) return; // closed on purpose
     s.lost = `the webgpu device was lost (${info.reason}): ${info.message}`;
