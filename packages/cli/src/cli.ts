@@ -136,7 +136,7 @@ async function main(argv: string[]): Promise<number> {
         throw new UsageError(`einsum-path: shape ${JSON.stringify(s)} is not like 2x3`);
       return dims;
     });
-    await loadInstalledBackends();
+    await loadInstalledBackends({ gpu: false }); // paths only: no device is touched
     const api = (backends.optEinsum.getOptEinsum() ?? undefined) as
       | { contractPath(eq: string, ...rest: unknown[]): { toString(): string } }
       | undefined;
@@ -163,7 +163,9 @@ async function main(argv: string[]): Promise<number> {
     const op = positional[0];
     if (!op)
       throw new UsageError("explain: name an op, e.g. backplane explain matmul --shapes 2x3,3x4");
-    await loadInstalledBackends();
+    // GPU backends only for a GPU device: CPU work opens no driver (and prints no driver noise).
+    const onGpu = typeof flags.device === "string" && !/^cpu(:|$)/.test(flags.device);
+    await loadInstalledBackends({ gpu: onGpu });
     if (!opNames().includes(op))
       throw new UsageError(
         `explain: unknown op ${JSON.stringify(op)}; ops: ${opNames().join(", ")}`,

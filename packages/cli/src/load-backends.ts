@@ -25,14 +25,27 @@ export const KNOWN_BACKEND_PACKAGES: string[] = [
   ]),
 ];
 
-/** Imports the known backend packages plus those named in BACKPLANE_BACKENDS (comma-separated). */
-export async function loadInstalledBackends(): Promise<BackendLoad[]> {
+/** Backends of GPU devices: opening their drivers prints driver noise and takes time. */
+const GPU_PACKAGES = new Set([
+  "@backplane/backend-webgpu",
+  "@backplane/backend-cuda",
+  "@backplane/backend-cudnn",
+  "@backplane/backend-mps",
+]);
+
+/**
+ * Imports the known backend packages plus those named in BACKPLANE_BACKENDS
+ * (comma-separated). `gpu: false` leaves out the GPU backends, for commands that only
+ * run CPU work (no driver is opened, so nothing prints Vulkan or Dawn warnings).
+ */
+export async function loadInstalledBackends(opts: { gpu?: boolean } = {}): Promise<BackendLoad[]> {
   const extra = (readEnv("BACKPLANE_BACKENDS") ?? "")
     .split(",")
     .map((s) => s.trim())
     .filter(Boolean);
   const out: BackendLoad[] = [];
   for (const packageName of [...KNOWN_BACKEND_PACKAGES, ...extra]) {
+    if (opts.gpu === false && GPU_PACKAGES.has(packageName)) continue;
     try {
       await import(/* @vite-ignore */ packageName);
       out.push({ packageName, loaded: true });

@@ -50,6 +50,8 @@ describe("backplane CLI", () => {
   it("explain --run prints the kernel call it recorded, the same kernel it chose", () => {
     const r = run("explain", "matmul", "--shapes", "5x3,3x2", "--run");
     expect(r.status).toBe(0);
+    // CPU work opens no GPU driver: no Vulkan, Dawn or XDG noise on stderr.
+    expect(r.stderr).not.toMatch(/Vulkan|Dawn|XDG_RUNTIME_DIR/);
     const chosen = /matmul: runs (\S+)/.exec(r.stdout)?.[1];
     expect(r.stdout).toMatch(/ran:\nop\s+kernel\s+device\s+dtype\s+shape\s+time\n/);
     expect(r.stdout).toMatch(
