@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 const repo = join(new URL(".", import.meta.url).pathname, "..");
-const PACKAGES = ["core", "backend-cpu-mkl", "backend-openmp", "backend-nnpack"];
+const PACKAGES = ["core", "testkit", "cli", "backend-cpu-mkl", "backend-openmp", "backend-nnpack"];
 const dir = mkdtempSync(join(tmpdir(), "backplane-consumer-"));
 const tarballs = join(dir, "tarballs");
 mkdirSync(tarballs);
@@ -81,6 +81,23 @@ try {
       failed++;
       console.log(`FAIL ${name} (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
     }
+  }
+  // The CLI as a user installs it: its bin runs from the consumer project.
+  const cli = spawnSync(
+    join(dir, "node_modules", ".bin", "backplane"),
+    ["explain", "matmul", "--shapes", "4x3,3x2"],
+    {
+      cwd: dir,
+      encoding: "utf8",
+    },
+  );
+  if (cli.status === 0 && /matmul: runs /.test(cli.stdout))
+    console.log(`ok backplane (installed bin): ${cli.stdout.split("\n")[0]}`);
+  else {
+    failed++;
+    console.log(
+      `FAIL backplane (installed bin), exit ${cli.status}:\n${cli.stdout}\n${cli.stderr}`,
+    );
   }
   const { checkVitePage } = await import("./vite-page.mjs");
   failed += await checkVitePage(dir, CHECK);
