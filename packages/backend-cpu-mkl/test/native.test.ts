@@ -84,6 +84,12 @@ describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
     const a = randn([256, 256], { seed: 5, dtype: "float64" });
     inv(a).dispose();
     expect(threads()).toBe(2);
+    // An async scope reaches the library too, and puts the count back when it ends.
+    await backends.withFlags({ openmp: { numThreads: 1 } }, async () => {
+      await new Promise((r) => setTimeout(r, 1));
+      expect(threads()).toBe(1);
+    });
+    expect(threads()).toBe(2);
   });
 
   itNative("mkl.verbose prints one line per library call, and restores the level", async () => {

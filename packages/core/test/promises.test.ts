@@ -16,6 +16,7 @@ import {
   kernelPriority,
   type LogHandler,
   matmul,
+  onFlagChange,
   randn,
   SDPBackend,
   scaledDotProductAttention,
@@ -479,5 +480,35 @@ describe("reasons are short", () => {
     expect(st.reason!.length).toBeLessThanOrEqual(300);
     expect(st.reason).toMatch(/^libfoo not found \(tried: \/lib0\/libfoo\.so.*status\(\)\.detail/);
     expect(st.detail).toBe(long);
+  });
+});
+
+describe("withFlags runs change hooks for its own task (issue 21)", () => {
+  it("a mirrored flag is set inside the scope only, and native settings are put back after", async () => {
+    let native = -1; // what a hook pushed into a "native library"
+    const off = onFlagChange("openmp.numThreads", (v) => {
+      native = v as number;
+    });
+    try {
+      const before = getFlag("openmp.numThreads");
+      await backends.withFlags(
+        { core: { float32MatmulPrecision: "high" }, openmp: { numThreads: 3 } },
+        async () => {
+          await new Promise((r) => setTimeout(r, 1));
+          expect(getFlag("cuda.matmul.allowTf32")).toBe(true); // the mirror, in this task
+          expect(native).toBe(3);
+        },
+      );
+      expect(getFlag("core.float32MatmulPrecision")).toBe("highest");
+      expect(getFlag("cuda.matmul.allowTf32")).toBe(false);
+      expect(native).toBe(before);
+      backends.withFlags({ cuda: { matmul: { allowTf32: true } } }, () => {
+        expect(getFlag("core.float32MatmulPrecision")).toBe("high");
+      });
+      expect(getFlag("core.float32MatmulPrecision")).toBe("highest");
+      expect(getFlag("cuda.matmul.allowTf32")).toBe(false);
+    } finally {
+      off();
+    }
   });
 });

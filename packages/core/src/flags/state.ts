@@ -360,7 +360,13 @@ export function changeOf(changes: ScopeChanges): (s: FlagState) => FlagState {
   return (s) => applyChanges(s, changes);
 }
 
-/** Runs fn with the changes in a frame of its own, which follows it across awaits. */
+/**
+ * Runs fn with the changes in a frame of its own, which follows it across awaits. Change
+ * hooks run inside that frame (a hook that mirrors one flag onto another, like the
+ * float32 precision onto cuda.matmul.allowTf32, sets the mirror for this task only);
+ * when fn is done they run again in the caller's frame, from what the task ended with
+ * back to the caller's values, so settings hooks push into native libraries are undone.
+ */
 export function runWithState<R>(
   change: (s: FlagState) => FlagState,
   fn: () => R,
@@ -368,18 +374,27 @@ export function runWithState<R>(
 ): R {
   const outer = currentFrame().state;
   const next = change(outer);
-  fire(outer, next);
+  let inner: Frame | undefined;
+  const leave = () => {
+    if (inner) fire(inner.state, currentFrame().state);
+  };
   let result: R;
   try {
-    result = runInFrame(next, fn, calls);
+    result = runInFrame(
+      next,
+      () => {
+        inner = currentFrame();
+        fire(outer, next);
+        return fn();
+      },
+      calls,
+    );
   } catch (e) {
-    fire(next, currentFrame().state);
+    leave();
     throw e;
   }
-  if (result instanceof Promise) {
-    return result.finally(() => fire(next, currentFrame().state)) as R;
-  }
-  fire(next, currentFrame().state);
+  if (result instanceof Promise) return result.finally(leave) as R;
+  leave();
   return result;
 }
 
