@@ -49,7 +49,9 @@ export interface PoolOptions {
   /**
    * Last resort against a worker that died without a trace (killed from outside, a fatal
    * engine error): when a run makes no progress for this long, the workers holding chunks
-   * are declared dead and the run throws. 0 (the default) waits as long as chunks take.
+   * are declared dead and the run throws (a WorkerError; the pool replaces them). Default
+   * 60 s: far above any chunk a kernel cuts, and a lost worker is an error, not a hang.
+   * 0 waits as long as chunks take.
    */
   stallTimeoutMs?: number;
   /** Upper bound on workers (default 255). */
@@ -91,6 +93,8 @@ export interface Slot {
   failedModules: [string, string][];
 }
 
+/** See PoolOptions.stallTimeoutMs. */
+export const DEFAULT_STALL_TIMEOUT_MS = 60_000;
 const MAX_START_FAILURES = 3;
 const START_RETRY_MS = 5000;
 
@@ -144,7 +148,7 @@ export class WorkerPool implements ParallelService {
   private lastStartFailure = 0;
   private readonly unsubscribe: () => void;
   callerSpin: number;
-  /** See PoolOptions.stallTimeoutMs (0: wait as long as chunks take). */
+  /** See PoolOptions.stallTimeoutMs (default 60 s; 0: wait as long as chunks take). */
   stallTimeoutMs: number;
   private readonly maxWorkers: number;
   private readonly wanted: () => number;
@@ -168,7 +172,7 @@ export class WorkerPool implements ParallelService {
       throw new ArgumentError("openmp: this runtime has no worker_threads");
     this.spinMicros = options.spinMicros ?? 50;
     this.callerSpin = options.callerSpinMicros ?? 100;
-    this.stallTimeoutMs = options.stallTimeoutMs ?? 0;
+    this.stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
     this.maxWorkers = options.maxWorkers ?? 255;
     this.wanted =
       options.wantedThreads ??

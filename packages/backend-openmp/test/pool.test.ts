@@ -522,4 +522,35 @@ describe("stallTimeoutMs", () => {
       await pool.close();
     }
   });
+
+  it("has a stall watchdog by default, and comes back after shutdown() (issue 21)", async () => {
+    const pool = newPool();
+    try {
+      expect(pool.stallTimeoutMs).toBe(60_000);
+      expect(await pool.ready(2)).toBe(2);
+      await pool.shutdown();
+      expect(pool.readyWorkers()).toBe(0);
+      // Used again: the run is right (on whatever threads are up), and the workers return.
+      const buf = f64Buffer(4000);
+      pool.run(
+        {
+          module: RUNTIME_MODULE,
+          fn: "fillF64",
+          args: [buf.ptr, 0, 7],
+          step: [8, 0, 0],
+          countArg: 1,
+          items: 4000,
+          schedule: "dynamic",
+          chunk: 40,
+        },
+        2,
+      );
+      expect(buf.view().every((x) => x === 7)).toBe(true);
+      buf.free();
+      expect(await pool.ready(2)).toBe(2);
+      expect(pool.stats().workers).toBe(1);
+    } finally {
+      await pool.close();
+    }
+  });
 });
