@@ -2,10 +2,12 @@ import {
   backends,
   explain,
   inv,
+  kernelPriority,
   LinalgError,
   matmul,
   randn,
   ready,
+  runtime,
   setVerboseSink,
   tensor,
 } from "@backplane/core";
@@ -134,4 +136,47 @@ describe("native BLAS/LAPACK (Debian's OpenBLAS here)", () => {
     );
     expect((err as LinalgError).position).toBeGreaterThan(0);
   });
+});
+
+describe("deterministic mode: the same bits whatever the thread count (issue 21)", () => {
+  itNative(
+    "blas-gemm and LAPACK are bit-identical at 1, 2 and the machine's thread count",
+    async () => {
+      await ready(NATIVE_BACKEND);
+      const counts = [...new Set([1, 2, runtime().hardwareConcurrency])];
+      const shapes = [
+        [100, 300, 70],
+        [513, 129, 257],
+        [1000, 64, 1000],
+        [300, 300, 300],
+        [7, 13, 5],
+      ];
+      for (const dtype of ["float32", "float64"] as const) {
+        for (const [m, k, n] of shapes) {
+          const a = randn([m, k], { seed: 1, dtype });
+          const b = randn([k, n], { seed: 2, dtype });
+          const bits = counts.map((t) =>
+            backends.withFlags({ core: { deterministic: true }, openmp: { numThreads: t } }, () => {
+              using _ = kernelPriority("matmul", ["blas-gemm"]);
+              expect(explain("matmul", a, b).selected).toBe("blas-gemm");
+              return matmul(a, b).toFloat64();
+            }),
+          );
+          for (const other of bits.slice(1))
+            expect(
+              other.every((v, i) => Object.is(v, bits[0][i])),
+              `${dtype} ${m}x${k}x${n}`,
+            ).toBe(true);
+        }
+        const spd = randn([64, 64], { seed: 3, dtype });
+        const invs = counts.map((t) =>
+          backends.withFlags({ core: { deterministic: true }, openmp: { numThreads: t } }, () =>
+            inv(spd).toFloat64(),
+          ),
+        );
+        for (const other of invs.slice(1))
+          expect(other.every((v, i) => Object.is(v, invs[0][i]))).toBe(true);
+      }
+    },
+  );
 });

@@ -47,7 +47,31 @@ function traced<T>(routine: string, sizes: string, call: () => T): T {
   return r;
 }
 
+/**
+ * Runs `call` with the library on one thread when `oneThread` is true, restoring the count
+ * after. OpenBLAS splits work and picks kernels by thread count, so its float64 results
+ * differ in the last bits between 1 and 2 threads (4 of 20 shapes on a Zen 4 here):
+ * deterministic mode pins one thread, so the bits do not depend on openmp.numThreads.
+ */
+function onLibraryThreads<T>(oneThread: boolean, call: () => T): T {
+  const l = lib();
+  const threads = oneThread ? (l.getThreads() ?? 1) : 1;
+  if (threads <= 1) return call();
+  l.setThreads(1);
+  try {
+    return call();
+  } finally {
+    l.setThreads(threads);
+  }
+}
+
+const deterministicMode = (): boolean => getFlag("core.deterministic") === true;
+
 function gemm(p: MatmulParams): Tensor {
+  return onLibraryThreads(deterministicMode(), () => gemmOn(p));
+}
+
+function gemmOn(p: MatmulParams): Tensor {
   const { m, n, k } = p;
   const plan = planGemm(p);
   try {
@@ -92,17 +116,12 @@ function gemm(p: MatmulParams): Tensor {
  * `deno test`, dgetrf at n = 256 crashed the process in 2 runs of 6 (segfault in
  * libopenblas, kernel log). Under Deno LAPACK therefore runs on one library thread (GEMM's
  * threaded driver does not crash: 0 in 6 at n up to 1024), and the count is restored after.
+ * In deterministic mode LAPACK runs on one thread too (see onLibraryThreads).
  */
 function lapackTraced<T>(routine: string, sizes: string, call: () => T): T {
-  const l = lib();
-  const threads = runtime().name === "deno" ? (l.getThreads() ?? 1) : 1;
-  if (threads <= 1) return traced(routine, sizes, call);
-  l.setThreads(1);
-  try {
-    return traced(routine, sizes, call);
-  } finally {
-    l.setThreads(threads);
-  }
+  return onLibraryThreads(runtime().name === "deno" || deterministicMode(), () =>
+    traced(routine, sizes, call),
+  );
 }
 
 function requireLapack(op: string): LapackSymbols {
