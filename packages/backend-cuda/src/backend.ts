@@ -15,7 +15,6 @@ import { fftKernels } from "./kernels/fft/fft.ts";
 import type { PlanCacheRegistry } from "./kernels/fft/plan-cache.ts";
 import { PlanCache, planCacheRegistry } from "./kernels/fft/plan-cache.ts";
 import { linalgKernels } from "./kernels/linalg/solver.ts";
-import type { CudaHandle } from "./memory.ts";
 import { createCudaMemory, deviceIndex } from "./memory.ts";
 import { cudaVersionString } from "./native/load.ts";
 import { ptxManifest, ptxStatus } from "./ptx.ts";

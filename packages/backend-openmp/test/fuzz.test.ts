@@ -1,0 +1,196 @@
+/**
+ * The CPU backends under fire (issue 21): 10,000 seeded calls of every op with random
+ * corruptions (garbage arguments, disposed, re-typed and re-shaped tensors, stride-0 and
+ * overlapping views, huge stride/padding/dilation, bad options) on the WASM and native
+ * kernels with the worker pool. Invariants: every call returns a result or throws a typed
+ * BackplaneError (never a TypeError, RangeError or WASM trap); a sentinel tensor in the
+ * shared WASM memory is never written; a result with elementwise semantics matches the
+ * reference kernel. The seed is printed on failure; BACKPLANE_FUZZ_SEED replays one.
+ */
+import {
+  BackplaneError,
+  explain,
+  randn,
+  ready,
+  seededRandom,
+  Tensor,
+  withKernelPriority,
+} from "@backplane/core";
+import { dispatch, getOp, readEnv } from "@backplane/core/backend";
+import { CASES, makeRng } from "@backplane/testkit";
+import { describe, expect, it } from "vitest";
+import "@backplane/backend-cpu-mkl";
+import "@backplane/backend-nnpack";
+import "../src/index.ts";
+
+const CALLS = 10_000;
+const SEED = Number(readEnv("BACKPLANE_FUZZ_SEED") ?? 20261124);
+const HUGE = [2 ** 12, 2 ** 15, 2 ** 20, 2 ** 30, 2 ** 31, -1, 0, 1.5, Number.NaN];
+const GARBAGE: unknown[] = [
+  null,
+  undefined,
+  Number.NaN,
+  -1,
+  0,
+  2 ** 40,
+  "x",
+  {},
+  [],
+  [[1], [2, 3]],
+  true,
+];
+const OPTION_KEYS = [
+  "stride",
+  "padding",
+  "dilation",
+  "groups",
+  "dim",
+  "n",
+  "norm",
+  "isCausal",
+  "enableGqa",
+  "scale",
+  "dropoutP",
+  "upper",
+  "mode",
+  "bogus",
+];
+
+/** A view whose elements overlap or repeat (stride 0), over the tensor's own storage. */
+function oddView(t: Tensor, r: () => number): Tensor {
+  if (t.rank < 2 || t.numel === 0) return t;
+  const shape = [...t.shape];
+  const strides = r() < 0.5 ? [0, ...t.strides.slice(1)] : [1, ...t.strides.slice(1).map(() => 1)];
+  return new Tensor(t.storage, t.dtype, shape, strides.slice(0, shape.length), t.offset);
+}
+
+function corrupt(args: unknown[], r: () => number): unknown[] {
+  const out = [...args];
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)];
+  const i = Math.floor(r() * Math.max(1, out.length));
+  const target = out[i];
+  switch (Math.floor(r() * 7)) {
+    case 0:
+      out[i] = pick(GARBAGE);
+      break;
+    case 1:
+      if (target instanceof Tensor) target.dispose();
+      break;
+    case 2:
+      if (target instanceof Tensor && !target.disposed)
+        out[i] = target.astype(pick(["int32", "float64", "float16", "bool"] as const));
+      break;
+    case 3:
+      if (target instanceof Tensor && !target.disposed) out[i] = oddView(target, r);
+      break;
+    case 4:
+      if (target instanceof Tensor && !target.disposed) {
+        const shape = Array.from({ length: 1 + Math.floor(r() * 4) }, () => Math.floor(r() * 6));
+        out[i] = randn(shape, {
+          seed: Math.floor(r() * 1e6),
+          dtype: target.dtype === "bool" ? "float32" : target.dtype,
+        });
+      }
+      break;
+    case 5: {
+      const last = out.at(-1);
+      const opts =
+        last && typeof last === "object" && !(last instanceof Tensor) && !Array.isArray(last)
+          ? { ...last }
+          : {};
+      const key = pick(OPTION_KEYS);
+      (opts as Record<string, unknown>)[key] = r() < 0.6 ? pick(HUGE) : pick(GARBAGE);
+      if (opts === last) out[out.length - 1] = opts;
+      else out.push(opts);
+      break;
+    }
+    default:
+      out.splice(i, 1);
+  }
+  return out;
+}
+
+const bytesOf = (t: Tensor) =>
+  new Uint8Array(t.hostData().buffer, t.hostData().byteOffset, t.numel * 4).slice();
+
+/** Why a result disagrees with the reference kernel on the same arguments, or undefined. */
+function compareWithReference(op: string, args: unknown[], result: Tensor): string | undefined {
+  const rec = getOp(op)!;
+  const kernel = explain(op, ...args).selected;
+  let ref: Tensor;
+  try {
+    // The reference backend's kernels of the op ("reference", SDPA's "math", MHA's paths).
+    const names = rec.kernels.filter((k) => k.backend === "reference").map((k) => k.name);
+    ref = withKernelPriority(op, names, () => dispatch(rec, rec.prepare(...args))) as Tensor;
+  } catch (e) {
+    return `${kernel} returned a result but the reference refused: ${(e as Error).message}`;
+  }
+  const a = result.toFloat64();
+  const b = ref.toFloat64();
+  if (a.length !== b.length) return `${kernel}: ${a.length} elements, the reference ${b.length}`;
+  let scale = 1;
+  let err = 0;
+  for (let j = 0; j < b.length; j++) {
+    scale = Math.max(scale, Math.abs(b[j]));
+    if (!(Number.isNaN(a[j]) && Number.isNaN(b[j]))) err = Math.max(err, Math.abs(a[j] - b[j]));
+  }
+  return err / scale < 1e-3 ? undefined : `${kernel}: error ${err / scale} against the reference`;
+}
+
+describe("fuzz: the CPU backends with the pool", () => {
+  it(`${CALLS} corrupted calls: typed errors only, no trap, no stray write, right results`, async () => {
+    await ready();
+    const r = seededRandom(SEED);
+    const sentinel = randn([4096], { seed: 99 });
+    const sentinelBytes = bytesOf(sentinel);
+    const ops = Object.keys(CASES);
+    const untyped: string[] = [];
+    const wrong: string[] = [];
+    let typed = 0;
+    let ok = 0;
+    let slowest = 0;
+    for (let call = 0; call < CALLS; call++) {
+      const op = ops[Math.floor(r() * ops.length)];
+      const list = CASES[op];
+      const c = list[Math.floor(r() * list.length)];
+      const args = corrupt(c.make("float32", makeRng(Math.floor(r() * 1e9))), r);
+      const rec = getOp(op)!;
+      const t0 = performance.now();
+      let result: unknown;
+      try {
+        result = dispatch(rec, rec.prepare(...args));
+        ok++;
+      } catch (e) {
+        if (e instanceof BackplaneError) typed++;
+        else
+          untyped.push(
+            `call ${call}: ${op} ${c.name}: ${(e as Error)?.name}: ${(e as Error)?.message}`,
+          );
+      }
+      const comparable =
+        c.check === undefined &&
+        !c.sameRngOnly &&
+        result instanceof Tensor &&
+        result.numel > 0 &&
+        result.numel < 50_000;
+      if (comparable) {
+        const problem = compareWithReference(op, args, result as Tensor);
+        if (problem) wrong.push(`call ${call}: ${op} ${c.name}: ${problem}`);
+      }
+      slowest = Math.max(slowest, performance.now() - t0);
+      if (call % 500 === 499 || untyped.length > 0) {
+        const now = bytesOf(sentinel);
+        if (now.some((v, j) => v !== sentinelBytes[j]))
+          throw new Error(`seed ${SEED}: the sentinel changed by call ${call} (${op} ${c.name})`);
+      }
+      if (untyped.length > 0 || wrong.length > 0) break;
+    }
+    console.log(
+      `[fuzz] seed ${SEED}: ${CALLS} calls over ${ops.length} ops: ${ok} results, ${typed} typed errors, slowest call ${slowest.toFixed(0)} ms`,
+    );
+    expect(untyped, `seed ${SEED}`).toEqual([]);
+    expect(wrong, `seed ${SEED}`).toEqual([]);
+    expect(slowest, `seed ${SEED}: a call took ${slowest} ms`).toBeLessThan(10_000);
+    expect(typed + ok).toBe(CALLS);
+  }, 600_000);
+});
