@@ -37,7 +37,10 @@ const hooks = new Map<string, Set<Hook>>();
 const choices = new Map<string, string[]>();
 /** Readers added at run time: a backend's own flags are read by its package. */
 const extraReaders = new Map<string, Set<string>>();
-let readerLoaded: (pkg: string) => boolean = () => false;
+/** Packages loaded in this process (the registry adds each backend's), the core from the start. */
+const loadedPackages = new Set<string>(["@backplane/core"]);
+/** isInert() per key; cleared when a reader or a package is added, so a set costs a lookup. */
+const inertCache = new Map<string, boolean>();
 
 initRoot(new FlagState({}, {}));
 
@@ -137,6 +140,7 @@ export function addFlagReader(key: string, pkg: string): void {
   let set = extraReaders.get(key);
   if (!set) extraReaders.set(key, (set = new Set()));
   set.add(pkg);
+  inertCache.delete(key);
 }
 
 /** The packages that read a flag: its spec's list and those added at run time. */
@@ -145,15 +149,26 @@ export function flagReaders(key: string): string[] {
   return [...new Set([...(spec.readBy ?? []), ...(extraReaders.get(key) ?? [])])];
 }
 
-/** How the flag module learns whether a package is loaded (the registry tells it). */
-export function setReaderLoadedCheck(check: (pkg: string) => boolean): void {
-  readerLoaded = check;
+/** The registry tells the flags which packages are loaded (a flag's readers may be among them). */
+export function markPackageLoaded(pkg: string): void {
+  if (loadedPackages.has(pkg)) return;
+  loadedPackages.add(pkg);
+  inertCache.clear();
+}
+
+/** Whether a package is loaded in this process. */
+export function isPackageLoaded(pkg: string): boolean {
+  return loadedPackages.has(pkg);
 }
 
 /** True when no package that reads the flag is loaded: setting it changes nothing. */
 export function isInert(key: string): boolean {
-  const readers = flagReaders(key);
-  return !readers.some((r) => r === "@backplane/core" || readerLoaded(r));
+  let inert = inertCache.get(key);
+  if (inert === undefined) {
+    inert = !flagReaders(key).some((r) => loadedPackages.has(r));
+    inertCache.set(key, inert);
+  }
+  return inert;
 }
 
 /** Warns once when a set reaches a flag that no loaded package reads. */

@@ -38,6 +38,7 @@ import { describeFlag, type FlagDescription } from "./describe.ts";
 import "./members.ts";
 import type { VERBOSE } from "./members.ts";
 import {
+  hasNamespace,
   type Namespace,
   type NamespaceBase,
   type NamespaceStatus,
@@ -137,7 +138,7 @@ export interface BackendsRoot {
 }
 
 const root: BackendsRoot = {
-  has: (name) => typeof name === "string" && namespaceNames().includes(name),
+  has: (name) => typeof name === "string" && hasNamespace(name),
   names: () => namespaceNames(),
   status: () => namespaceNames().map(statusOf),
   withFlags: (changes, fn) => {
@@ -153,7 +154,7 @@ const root: BackendsRoot = {
   ready: (...names) => ready(...names),
   registered: () => listBackends().map((b) => b.def.name),
   namespace: (name) => {
-    if (typeof name !== "string" || !namespaceNames().includes(name)) {
+    if (typeof name !== "string" || !hasNamespace(name)) {
       const guess = typeof name === "string" ? didYouMean(name, namespaceNames()) : undefined;
       throw new UnknownNamespaceError(
         `backends.namespace(${show(name)}): no such namespace${guess ? `; did you mean ${guess}?` : ""} (known: ${namespaceNames().join(", ")})`,
@@ -168,7 +169,7 @@ const root: BackendsRoot = {
 export const backends: BackendsRoot & Backends = new Proxy(root as BackendsRoot & Backends, {
   get(target, prop) {
     if (typeof prop === "symbol" || prop in target) return Reflect.get(target, prop);
-    if (namespaceNames().includes(prop)) return namespaceObject(prop);
+    if (hasNamespace(prop)) return namespaceObject(prop);
     if (PROBES.has(prop)) return undefined;
     const guess = didYouMean(prop, namespaceNames());
     throw new UnknownNamespaceError(
@@ -176,13 +177,13 @@ export const backends: BackendsRoot & Backends = new Proxy(root as BackendsRoot 
     );
   },
   has(target, prop) {
-    return prop in target || (typeof prop === "string" && namespaceNames().includes(prop));
+    return prop in target || (typeof prop === "string" && hasNamespace(prop));
   },
   ownKeys(target) {
     return [...Reflect.ownKeys(target), ...namespaceNames()];
   },
   getOwnPropertyDescriptor(target, prop) {
-    if (typeof prop === "string" && namespaceNames().includes(prop)) {
+    if (typeof prop === "string" && hasNamespace(prop)) {
       return { value: namespaceObject(prop), enumerable: true, configurable: true };
     }
     return Reflect.getOwnPropertyDescriptor(target, prop);

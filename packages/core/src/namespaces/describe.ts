@@ -1,7 +1,14 @@
+/** backends.describe(name): what a flag is, what it holds, and which packages read it. */
 import { ArgumentError } from "../errors.ts";
 import { allowedText, envNames, typeText } from "../flags/spec.ts";
-import { flagChoices, flagReaders, flagSpec, getFlag, isInert } from "../flags/state.ts";
-import { listBackends } from "../registry/backends.ts";
+import {
+  flagChoices,
+  flagReaders,
+  flagSpec,
+  getFlag,
+  isInert,
+  isPackageLoaded,
+} from "../flags/state.ts";
 import { show } from "../util/format.ts";
 import { fromTorchName, TORCH_NAMES } from "./torch-names.ts";
 
@@ -38,7 +45,6 @@ export function describeFlag(name: string): FlagDescription {
     throw new ArgumentError(`backends.describe: ${name} is not a flag`);
   }
   const readers = flagReaders(key);
-  const loaded = new Set(registeredPackages());
   return {
     name: key,
     type: typeText(spec),
@@ -51,7 +57,7 @@ export function describeFlag(name: string): FlagDescription {
     torch: TORCH_BY_KEY.get(key),
     env: envNames(spec),
     doc: spec.doc,
-    readBy: readers.map((p) => ({ package: p, loaded: p === "@backplane/core" || loaded.has(p) })),
+    readBy: readers.map((p) => ({ package: p, loaded: isPackageLoaded(p) })),
     inert: isInert(key),
   };
 }
@@ -62,7 +68,3 @@ const TORCH_BY_KEY = new Map(
     .filter(([, v]) => v.startsWith("backends."))
     .map(([t, v]) => [v.slice("backends.".length), t]),
 );
-
-function registeredPackages(): string[] {
-  return listBackends().map((b) => b.def.packageName ?? b.def.name);
-}

@@ -1,3 +1,8 @@
+/**
+ * The functions and constants the core puts in each namespace (cpu.getCpuCapability,
+ * cuda's SDP switches, mkl.verbose(level), openmp.setNumThreads...). Flags come from the
+ * schemas; a backend package adds or replaces members through registerBackend({ api }).
+ */
 import {
   canUseCudnnAttention,
   canUseEfficientAttention,

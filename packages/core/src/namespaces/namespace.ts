@@ -311,6 +311,11 @@ export function namespaceObject(
   return entry.user;
 }
 
+/** Whether `ns` is a namespace (a map lookup: `backends.x` asks it on every access). */
+export function hasNamespace(ns: string): boolean {
+  return objects.has(ns);
+}
+
 export function namespaceNames(): string[] {
   return [...objects.keys()];
 }

@@ -6,7 +6,7 @@
 
 import type { AnyKernelDefinition } from "../dispatch/kernels.ts";
 import type { FlagSchema } from "../flags/spec.ts";
-import { setReaderLoadedCheck } from "../flags/state.ts";
+import { markPackageLoaded } from "../flags/state.ts";
 import type { DeviceMemory } from "../tensor/memory.ts";
 import { splitReason } from "../util/reason.ts";
 
@@ -75,14 +75,10 @@ export function bumpGeneration(): void {
   generation++;
 }
 
-// A flag's reader is loaded when a registered backend comes from that package.
-setReaderLoadedCheck((pkg) =>
-  [...backendsByName.values()].some((b) => (b.def.packageName ?? b.def.name) === pkg),
-);
-
 /** Records a checked registration (register.ts does the checks). */
 export function addToRegistry(entry: RegisteredBackend): void {
   backendsByName.set(entry.def.name, entry);
+  markPackageLoaded(entry.def.packageName ?? entry.def.name);
   for (const ns of entry.def.namespaces ?? []) namespaceOwner.set(ns, entry.def.name);
   bumpGeneration();
 }

@@ -1,5 +1,6 @@
-import { builtinModule, host } from "./host.ts";
 /** Which JavaScript runtime we are on, and what it can do. Detected once, never throws. */
+import { builtinModule, host } from "./host.ts";
+
 export type RuntimeName = "bun" | "deno" | "node" | "browser" | "unknown";
 
 export interface RuntimeInfo {
