@@ -11,20 +11,13 @@ import { workspaces } from "./workspaces.mjs";
 const repo = join(new URL(".", import.meta.url).pathname, "..");
 const mode = process.argv[2] ?? "--check";
 
-function jsrOf(dir) {
-  const pkg = JSON.parse(readFileSync(join(repo, dir, "package.json"), "utf8"));
-  const exports = {};
-  for (const [sub, target] of Object.entries(pkg.exports ?? {})) {
-    const file = typeof target === "string" ? target : target.default;
-    const m = /^\.\/dist\/(.+)\.js$/.exec(file ?? "");
-    if (m) exports[sub] = `./src/${m[1]}.ts`;
-  }
-  const extra = (pkg.files ?? []).filter((f) => !["dist", "README.md", "LICENSE"].includes(f));
+function jsrOf(w) {
+  const extra = (w.pkg.files ?? []).filter((f) => !["dist", "README.md", "LICENSE"].includes(f));
   return {
-    name: pkg.name,
-    version: pkg.version,
-    license: pkg.license,
-    exports,
+    name: w.name,
+    version: w.pkg.version,
+    license: w.pkg.license,
+    exports: w.sourceExports,
     publish: { include: ["src/**/*.ts", "README.md", "LICENSE", ...extra.map((f) => `${f}/**`)] },
   };
 }
@@ -32,7 +25,7 @@ function jsrOf(dir) {
 let bad = 0;
 for (const w of workspaces().filter((x) => !x.private)) {
   const file = join(repo, w.dir, "jsr.json");
-  const want = `${JSON.stringify(jsrOf(w.dir), null, 2)}\n`;
+  const want = `${JSON.stringify(jsrOf(w), null, 2)}\n`;
   if (mode === "--write") {
     writeFileSync(file, want);
     spawnSync(join(repo, "node_modules", ".bin", "biome"), ["format", "--write", file], {

@@ -14,7 +14,10 @@ import { fileURLToPath } from "node:url";
 const repo = join(dirname(fileURLToPath(import.meta.url)), "..");
 const readJson = (p) => JSON.parse(readFileSync(join(repo, p), "utf8"));
 
-/** Every workspace package: { name, dir, private, scripts, entries: { specifier: src } }. */
+/**
+ * Every workspace package: { name, dir, private, pkg (its package.json), sourceExports
+ * ({ "./x": "./src/x.ts" }), entries ({ specifier: repo-relative source }) }.
+ */
 export function workspaces() {
   const out = [];
   for (const glob of readJson("package.json").workspaces) {
@@ -23,20 +26,17 @@ export function workspaces() {
       const dir = `${base}/${d}`;
       if (!existsSync(join(repo, dir, "package.json"))) continue;
       const pkg = readJson(`${dir}/package.json`);
+      // "./backend" -> "./src/backend.ts" (package-relative), and as specifiers from the root.
+      const sourceExports = {};
       const entries = {};
       for (const [sub, target] of Object.entries(pkg.exports ?? {})) {
         const file = typeof target === "string" ? target : target.default;
         const m = /^\.\/dist\/(.+)\.js$/.exec(file ?? "");
-        if (m)
-          entries[sub === "." ? pkg.name : `${pkg.name}/${sub.slice(2)}`] = `${dir}/src/${m[1]}.ts`;
+        if (!m) continue;
+        sourceExports[sub] = `./src/${m[1]}.ts`;
+        entries[sub === "." ? pkg.name : `${pkg.name}/${sub.slice(2)}`] = `${dir}/src/${m[1]}.ts`;
       }
-      out.push({
-        name: pkg.name,
-        dir,
-        private: pkg.private === true,
-        scripts: pkg.scripts ?? {},
-        entries,
-      });
+      out.push({ name: pkg.name, dir, private: pkg.private === true, pkg, sourceExports, entries });
     }
   }
   return out;
