@@ -30,36 +30,29 @@ function serve(root, headers, seen) {
   return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
 }
 
-/** The page: CHECK's body, reporting to the DOM instead of the console. */
-function pageScript(check, custom) {
-  const body = check
-    .replace(/^import .*$/gm, "")
-    .replace(
-      'console.log("ok " + runtime().name',
-      'document.body.dataset.result = ("ok " + runtime().name',
-    )
-    .replace(/\)\);\s*$/, "));");
-  return `${custom ? 'import { setWasmLocation } from "@backplane/core";\nsetWasmLocation((file) => new URL("/custom-wasm/" + file, location.href));\n' : ""}const { backends, conv2d, matmul, ready, runtime, scaledDotProductAttention, tensor } = await import("@backplane/core");
-await import("@backplane/backend-cpu-mkl");
-await import("@backplane/backend-openmp");
-await import("@backplane/backend-nnpack");
-try {
-${body}
-  document.body.dataset.openmp = backends.openmp.isAvailable() ? "available" : backends.openmp.status().reason;
-} catch (e) {
-  document.body.dataset.result = "error: " + e.message;
-}
+/** The page: the consumer's check.mjs, reporting to the DOM. */
+function pageScript(custom) {
+  const setLocation = custom
+    ? `import { setWasmLocation } from "@backplane/core";
+setWasmLocation((file) => new URL("/custom-wasm/" + file, location.href));
+`
+    : "";
+  return `${setLocation}import { check } from "../check.mjs";
+check().then(
+  ({ result, openmp }) => Object.assign(document.body.dataset, { result, openmp }),
+  (e) => { document.body.dataset.result = "error: " + e.message; },
+);
 `;
 }
 
-async function buildPage(dir, check, custom) {
+async function buildPage(dir, custom) {
   const root = join(dir, custom ? "page-custom" : "page");
   mkdirSync(root, { recursive: true });
   writeFileSync(
     join(root, "index.html"),
     '<!doctype html><script type="module" src="./main.js"></script>',
   );
-  writeFileSync(join(root, "main.js"), pageScript(check, custom));
+  writeFileSync(join(root, "main.js"), pageScript(custom));
   await build({ root, logLevel: "warn", build: { target: "es2022", outDir: "dist" } });
   const dist = join(root, "dist");
   if (custom) {
@@ -92,7 +85,7 @@ async function open(url) {
   }
 }
 
-export async function checkVitePage(dir, check) {
+export async function checkVitePage(dir) {
   if (!existsSync(CHROMIUM)) {
     console.log(`vite page: skipped, ${CHROMIUM} not found (apt-get install -y chromium)`);
     return process.env.CI ? 1 : 0;
@@ -102,8 +95,8 @@ export async function checkVitePage(dir, check) {
     "Cross-Origin-Opener-Policy": "same-origin",
     "Cross-Origin-Embedder-Policy": "require-corp",
   };
-  const dist = await buildPage(dir, check, false);
-  const distCustom = await buildPage(dir, check, true);
+  const dist = await buildPage(dir, false);
+  const distCustom = await buildPage(dir, true);
   for (const [name, root, headers, expectOpenmp] of [
     ["vite page with COOP/COEP", dist, isolation, /^available$/],
     [
