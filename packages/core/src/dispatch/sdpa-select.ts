@@ -16,6 +16,7 @@ import {
   type ScopeChanges,
   setFlag,
 } from "../flags/state.ts";
+import { checkBool, checkOptions } from "../ops/validate.ts";
 import { availabilityOf, getBackend } from "../registry/backends.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -77,18 +78,7 @@ function exclusive(list: SDPBackend[], setPriority: boolean): ScopeChanges {
 
 /** `{ setPriority?: boolean }`, checked: a typo or a non-boolean is an ArgumentError. */
 function checkSdpaOptions(fn: string, opts: unknown): boolean {
-  if (opts === undefined) return false;
-  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
-    throw new ArgumentError(
-      `${fn}: options must be an object like { setPriority: true }, got ${show(opts)}`,
-    );
-  for (const [k, v] of Object.entries(opts)) {
-    if (k !== "setPriority")
-      throw new ArgumentError(`${fn}: unknown option ${show(k)}; the one option is setPriority`);
-    if (typeof v !== "boolean")
-      throw new ArgumentError(`${fn}: setPriority must be a boolean, got ${show(v)}`);
-  }
-  return (opts as { setPriority?: boolean }).setPriority === true;
+  return checkBool(fn, "setPriority", checkOptions(fn, opts, ["setPriority"]).setPriority, false);
 }
 
 /**
@@ -132,21 +122,10 @@ export function sdpKernel(
     enableCudnn?: boolean;
   } = {},
 ): FlagScope {
-  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
-    throw new ArgumentError(`sdpKernel: options must be an object, got ${show(opts)}`);
+  const o = checkOptions("sdpKernel", opts, Object.keys(SDP_KERNEL_OPTIONS));
   const values: Record<string, boolean> = {};
-  for (const flag of Object.values(SDP_KERNEL_OPTIONS)) values[flag] = true;
-  for (const [k, v] of Object.entries(opts)) {
-    const flag = SDP_KERNEL_OPTIONS[k as keyof typeof SDP_KERNEL_OPTIONS];
-    if (flag === undefined)
-      throw new ArgumentError(
-        `sdpKernel: unknown option ${show(k)}; known: ${Object.keys(SDP_KERNEL_OPTIONS).join(", ")}`,
-      );
-    if (v === undefined) continue;
-    if (typeof v !== "boolean")
-      throw new ArgumentError(`sdpKernel: ${k} must be a boolean, got ${show(v)}`);
-    values[flag] = v;
-  }
+  for (const [k, flag] of Object.entries(SDP_KERNEL_OPTIONS))
+    values[flag] = checkBool("sdpKernel", k, o[k], true);
   warnOnce(
     "deprecated:sdpKernel",
     "backends.cuda.sdpKernel() is deprecated; use nn.attention.sdpaKernel([SDPBackend...]) instead",

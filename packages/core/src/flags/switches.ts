@@ -2,6 +2,7 @@
 
 import type { MatmulPrecision } from "../dispatch/kernels.ts";
 import { ArgumentError } from "../errors.ts";
+import { checkBool, checkOptions } from "../ops/validate.ts";
 import { show } from "../util/format.ts";
 import { getFlag, onFlagChange, setFlag } from "./state.ts";
 
@@ -14,20 +15,8 @@ export function useDeterministicAlgorithms(mode: boolean, opts: { warnOnly?: boo
     throw new ArgumentError(
       `useDeterministicAlgorithms: mode must be a boolean, got ${show(mode)}`,
     );
-  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
-    throw new ArgumentError(
-      `useDeterministicAlgorithms: options must be an object like { warnOnly: true }, got ${show(opts)}`,
-    );
-  for (const k of Object.keys(opts))
-    if (k !== "warnOnly")
-      throw new ArgumentError(
-        `useDeterministicAlgorithms: unknown option ${show(k)}; the one option is warnOnly`,
-      );
-  const warnOnly = opts.warnOnly ?? false;
-  if (typeof warnOnly !== "boolean")
-    throw new ArgumentError(
-      `useDeterministicAlgorithms: warnOnly must be a boolean, got ${show(warnOnly)}`,
-    );
+  const fn = "useDeterministicAlgorithms";
+  const warnOnly = checkBool(fn, "warnOnly", checkOptions(fn, opts, ["warnOnly"]).warnOnly, false);
   setFlag("core.deterministic", mode);
   setFlag("core.deterministicWarnOnly", mode && warnOnly);
 }

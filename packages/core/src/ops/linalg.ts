@@ -56,8 +56,6 @@ function base(op: string, a: Tensor, square: boolean, extra: Extra = {}): Linalg
   };
 }
 
-const bool = checkBool;
-
 const key = (p: LinalgParams) => `${p.a.shape.join("x")}${p.b ? `,${p.b.shape.join("x")}` : ""}`;
 
 export const choleskyOp: OpRecord<LinalgParams, [a: Tensor, opts?: { upper?: boolean }]> = defineOp(
@@ -65,7 +63,12 @@ export const choleskyOp: OpRecord<LinalgParams, [a: Tensor, opts?: { upper?: boo
     name: "cholesky",
     prepare: (a: Tensor, opts?: { upper?: boolean }) =>
       base("cholesky", a, true, {
-        upper: bool("cholesky", "upper", checkOptions("cholesky", opts, ["upper"]).upper, false),
+        upper: checkBool(
+          "cholesky",
+          "upper",
+          checkOptions("cholesky", opts, ["upper"]).upper,
+          false,
+        ),
       }),
     shapeKey: key,
   },
@@ -101,7 +104,7 @@ export const svdOp: OpRecord<LinalgParams, [a: Tensor, opts?: { fullMatrices?: b
     name: "svd",
     prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) =>
       base("svd", a, false, {
-        fullMatrices: bool(
+        fullMatrices: checkBool(
           "svd",
           "fullMatrices",
           checkOptions("svd", opts, ["fullMatrices"]).fullMatrices,
