@@ -5,7 +5,7 @@
  * adds codes shows up as a failing test that names this script.
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import { enumerators } from "../test/c-header.ts";
+import { enumerators } from "@backplane/testkit/c-header";
 
 const inc = process.argv[2] ?? "/usr/local/cuda/include";
 const cu = enumerators(readFileSync(`${inc}/cuda.h`, "utf8"), "CUresult");

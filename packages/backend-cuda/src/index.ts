@@ -6,16 +6,20 @@
  *   scaledDotProductAttention (FLASH_ATTENTION, EFFICIENT_ATTENTION, MATH kernels from the
  *   package's PTX), fft/ifft/rfft/irfft on cuFFT with torch's cufftPlanCache, and the linalg
  *   ops on cuSOLVER;
- * - the "cusparselt" backend (backends.cusparselt: version(), isAvailable()).
+ * - the "cusparselt" backend (backends.cusparselt: version(), isAvailable());
+ * - core's "cuda" DeviceContext, which backend-cudnn runs on without importing this package.
  * Without a GPU every answer is a reason: backends.cuda.status().reason says why.
  * The math libraries load asynchronously: `await backends.ready()` before timing anything.
  */
 import { ready } from "@backplane/core";
-import { registerBackend } from "@backplane/core/backend";
+import { provideDeviceContext, registerBackend } from "@backplane/core/backend";
 import { CUDA_BACKEND, cudaBackend, cusparseltBackend } from "./backend.ts";
+import { cudaContext } from "./context.ts";
 
 registerBackend(cudaBackend);
 registerBackend(cusparseltBackend);
+// Libraries on CUDA devices (backend-cudnn) reach devices, streams and memory through it.
+provideDeviceContext(cudaContext);
 void ready(CUDA_BACKEND).catch(() => {});
 
 export {

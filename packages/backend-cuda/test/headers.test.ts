@@ -21,7 +21,7 @@ import {
   pointerKind,
   prototype,
   typedefs,
-} from "./c-header.ts";
+} from "@backplane/testkit/c-header";
 
 const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env;
 const INCLUDE = env?.BACKPLANE_CUDA_INCLUDE ?? "/usr/local/cuda/include";

@@ -22,7 +22,7 @@ import {
   LIBRARY_ENUMS,
   LIBRARY_TYPES,
 } from "../src/native/library-api.ts";
-import { ACCEPTS, classify, pointerKind, prototype } from "./c-header.ts";
+import { ACCEPTS, classify, pointerKind, prototype } from "@backplane/testkit/c-header";
 
 /** Types of the table's prototypes: the table's own, plus the library_types.h enums. */
 function definitions(): Map<string, string> {

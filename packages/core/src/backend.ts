@@ -116,6 +116,14 @@ export {
   writeNumber,
 } from "./tensor/dtype.ts";
 export {
+  type DeviceBuffer,
+  type DeviceContext,
+  type DeviceProperties,
+  deviceContext,
+  provideDeviceContext,
+  withdrawDeviceContext,
+} from "./tensor/device-context.ts";
+export {
   allocateStorage,
   type DeviceMemory,
   deviceMemory,

@@ -1,8 +1,8 @@
 /**
- * Just enough of a C header reader to check FFI declarations against NVIDIA's headers:
- * #define renames (cuMemAlloc -> cuMemAlloc_v2), enumerators, typedefs, prototypes, and
- * the size class of a C type. Used by the tests and by scripts/gen-status-names.ts; it
- * is not shipped.
+ * Just enough of a C header reader to check FFI declarations against a library's headers
+ * (NVIDIA's CUDA, cuBLAS, cuDNN...): #define renames (cuMemAlloc -> cuMemAlloc_v2),
+ * enumerators, typedefs, prototypes, and the size class of a C type. A backend's tests use
+ * it to prove each declaration matches the installed header: `@backplane/testkit/c-header`.
  */
 
 const stripped = new Map<string, string>();
@@ -93,7 +93,7 @@ export interface Prototype {
 }
 
 const DECORATIONS =
-  /\b(?:extern|__host__|__device__|__cudart_builtin__|CUDARTAPI|CUDAAPI|CUBLASWINAPI|CUBLASAPI|CUFFTAPI|CUSOLVERAPI|CUSPARSEAPI|__CUDA_DEPRECATED|CUDART_CB|CUDA_CB|__device_builtin__|inline|static)\b/g;
+  /\b(?:extern|__host__|__device__|__cudart_builtin__|CUDARTAPI|CUDAAPI|CUBLASWINAPI|CUBLASAPI|CUFFTAPI|CUSOLVERAPI|CUSPARSEAPI|CUDNNWINAPI|CUDNN_DEPRECATED|__CUDA_DEPRECATED|CUDART_CB|CUDA_CB|__device_builtin__|inline|static)\b/g;
 
 const indexes = new Map<string, Map<string, Prototype>>();
 

@@ -1,0 +1,137 @@
+/**
+ * scaledDotProductAttention as cuDNN's fused flash-attention pattern (the graph cuDNN's
+ * attention engines match): S = Q K^T (float32), S *= scale, [S += mask | S = mask ? S : -inf],
+ * [causal: S = row >= col ? S : -inf], softmax as max / subtract / exp / sum / divide, then
+ * O = P V with P in the input dtype. Tensors are 4-D [batch, heads, rows, cols] with their
+ * real strides; a key/value with fewer heads than the query is grouped-query attention.
+ */
+import type { SdpaParams } from "@backplane/core/backend";
+import { leadingBroadcastStrides } from "@backplane/core/backend";
+import type { Tensor } from "@backplane/core";
+import type { DataType, GraphBuilder, TensorSpec } from "./builder.ts";
+import type { Descriptor } from "./descriptor.ts";
+import { alignmentOf, dataTypeOf, UID } from "./tensors.ts";
+
+/** [dims, strides] of a rank-2..4 tensor as 4-D (missing leading dims of size 1). */
+export function as4d(t: Tensor): { dims: number[]; strides: number[] } | undefined {
+  if (t.rank < 2 || t.rank > 4) return undefined;
+  const dims = [...t.shape];
+  const strides = [...t.strides];
+  while (dims.length < 4) {
+    dims.unshift(1);
+    strides.unshift((strides[0] ?? 1) * (dims[1] ?? 1));
+  }
+  return { dims, strides };
+}
+
+/** The mask as a 4-D tensor over [B, H, L, S]: broadcast dims become size 1. */
+export function mask4d(mask: Tensor, full: readonly number[]): { dims: number[]; strides: number[] } {
+  const st = leadingBroadcastStrides(mask.shape, mask.strides, full);
+  const dims = full.map((d, i) => (st[i] === 0 ? 1 : d));
+  const strides = st.map((s, i) => (s === 0 ? (i === 3 ? 1 : dims.slice(i + 1).reduce((a, b) => a * b, 1)) : s));
+  return { dims, strides };
+}
+
+const f32 = "CUDNN_DATA_FLOAT" as const;
+
+export function buildSdpaGraph(b: GraphBuilder, p: SdpaParams): Descriptor {
+  const dtype: DataType = dataTypeOf(p.dtype);
+  const q4 = as4d(p.query)!;
+  const k4 = as4d(p.key)!;
+  const v4 = as4d(p.value)!;
+  const [B, H, L] = q4.dims as [number, number, number, number];
+  const S = k4.dims[2]!;
+  const Ev = v4.dims[3]!;
+  const packed = (dims: number[]) => dims.map((_, i) => dims.slice(i + 1).reduce((a, c) => a * c, 1));
+  const scoresDims = [B, H, L, S];
+  const virt = (uid: number, dims: number[], type: DataType = f32): TensorSpec => ({
+    uid,
+    dtype: type,
+    dims,
+    strides: packed(dims),
+    virtual: true,
+  });
+  const q = b.tensor({ uid: UID.Q, dtype, ...q4, alignment: alignmentOf(p.query) });
+  // K^T: K read with its last two strides swapped.
+  const kT = b.tensor({
+    uid: UID.K,
+    dtype,
+    dims: [k4.dims[0]!, k4.dims[1]!, k4.dims[3]!, k4.dims[2]!],
+    strides: [k4.strides[0]!, k4.strides[1]!, k4.strides[3]!, k4.strides[2]!],
+    alignment: alignmentOf(p.key),
+  });
+  const v = b.tensor({ uid: UID.V, dtype, ...v4, alignment: alignmentOf(p.value) });
+  const outDims = [B, H, L, Ev];
+  const o = b.tensor({ uid: UID.O, dtype, dims: outDims, strides: packed(outDims) });
+
+  const scores = b.tensor(virt(UID.SCORES, scoresDims));
+  b.matmul(q, kT, scores);
+  const scale = b.tensor({
+    uid: UID.SCALE,
+    dtype: f32,
+    dims: [1, 1, 1, 1],
+    strides: [1, 1, 1, 1],
+    byValue: true,
+  });
+  let s = b.tensor(virt(UID.SCALED, scoresDims));
+  b.pointwise("CUDNN_POINTWISE_MUL", { x: scores, b: scale, y: s });
+
+  // One by-value -inf scalar, shared by the bool mask and the causal mask.
+  let negInfDesc: Descriptor | undefined;
+  const negInf = () => (negInfDesc ??= b.tensor(negInfSpec()));
+  if (p.attnMask) {
+    const m4 = mask4d(p.attnMask, scoresDims);
+    const mask = b.tensor({
+      uid: UID.MASK,
+      dtype: dataTypeOf(p.attnMask.dtype),
+      ...m4,
+      alignment: alignmentOf(p.attnMask),
+    });
+    const masked = b.tensor(virt(UID.MASKED, scoresDims));
+    if (p.maskKind === "bool")
+      b.pointwise("CUDNN_POINTWISE_BINARY_SELECT", { x: s, b: negInf(), t: mask, y: masked });
+    else b.pointwise("CUDNN_POINTWISE_ADD", { x: s, b: mask, y: masked });
+    s = masked;
+  }
+  if (p.isCausal) {
+    // torch's is_causal keeps key j for query i when j <= i (top-left aligned).
+    const row = b.tensor(virt(UID.ROW, scoresDims, "CUDNN_DATA_INT32"));
+    b.pointwise("CUDNN_POINTWISE_GEN_INDEX", { x: s, y: row }, { axis: 2, compute: "CUDNN_DATA_INT32" });
+    const col = b.tensor(virt(UID.COL, scoresDims, "CUDNN_DATA_INT32"));
+    b.pointwise("CUDNN_POINTWISE_GEN_INDEX", { x: s, y: col }, { axis: 3, compute: "CUDNN_DATA_INT32" });
+    const keep = b.tensor(virt(UID.CAUSAL, scoresDims, "CUDNN_DATA_BOOLEAN"));
+    b.pointwise("CUDNN_POINTWISE_CMP_GE", { x: row, b: col, y: keep }, { compute: "CUDNN_DATA_INT32" });
+    const out = b.tensor(virt(UID.CAUSAL_OUT, scoresDims));
+    b.pointwise("CUDNN_POINTWISE_BINARY_SELECT", {
+      x: s,
+      b: negInf(),
+      t: keep,
+      y: out,
+    });
+    s = out;
+  }
+  const rowDims = [B, H, L, 1];
+  const max = b.tensor(virt(UID.MAX, rowDims));
+  b.reduction("MAX", s, max);
+  const shifted = b.tensor(virt(UID.SHIFTED, scoresDims));
+  b.pointwise("CUDNN_POINTWISE_SUB", { x: s, b: max, y: shifted });
+  const e = b.tensor(virt(UID.EXP, scoresDims));
+  b.pointwise("CUDNN_POINTWISE_EXP", { x: shifted, y: e });
+  const sum = b.tensor(virt(UID.SUM, rowDims));
+  b.reduction("ADD", e, sum);
+  const probs = b.tensor(virt(UID.PROBS, scoresDims, dtype));
+  b.pointwise("CUDNN_POINTWISE_DIV", { x: e, b: sum, y: probs });
+  b.matmul(probs, v, o);
+  return b.graph();
+}
+
+function negInfSpec(): TensorSpec {
+  return { uid: UID.NEG_INF, dtype: f32, dims: [1, 1, 1, 1], strides: [1, 1, 1, 1], byValue: true };
+}
+
+/** The by-value scalars a variant pack passes for this graph: uid -> float32 value. */
+export function sdpaScalars(p: SdpaParams): Map<number, number> {
+  const out = new Map<number, number>([[UID.SCALE, p.scale]]);
+  if (p.maskKind === "bool" || p.isCausal) out.set(UID.NEG_INF, Number.NEGATIVE_INFINITY);
+  return out;
+}

@@ -1,0 +1,110 @@
+/**
+ * conv2d on "cuda" through cuDNN: the graph of graph/conv.ts (bias fused as a pointwise add),
+ * a plan chosen under the cudnn flags and cached per problem, and one execution. NCHW and
+ * channels-last inputs run as they are; the output takes the input's memory format.
+ */
+import { DeviceError, empty, type Tensor } from "@backplane/core";
+import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
+import { buildConvGraph } from "../graph/conv.ts";
+import { alignmentOf, type Layout, layoutOf, UID } from "../graph/tensors.ts";
+import type { CachedPlan } from "../plan/cache.ts";
+import { capability, type Device, deviceFor, flagsKey, planTimer, selectionFlags } from "./common.ts";
+
+/** Why cuDNN cannot take these inputs, or true. Static: no cuDNN call. */
+export function convSupport(p: Conv2dParams, cc?: number): true | string {
+  const layout = layoutOf(p.input);
+  if (!layout)
+    return `cuDNN conv2d takes packed NCHW or channels-last (NHWC) input; input has strides [${p.input.strides}] (make it contiguous)`;
+  const wl = layoutOf(p.weight);
+  if (wl !== layout && !(p.kh === 1 && p.kw === 1 && wl))
+    return `cuDNN conv2d needs the weight in the input's memory format (${layout}); weight strides are [${p.weight.strides}]`;
+  if (p.bias && p.bias.strides[0] !== 1 && p.outChannels > 1)
+    return "cuDNN conv2d needs a contiguous bias";
+  if (cc !== undefined && p.dtype === "bfloat16" && cc < 80)
+    return `cuDNN computes bfloat16 convolutions on compute capability 8.0+; this device is ${Math.floor(cc / 10)}.${cc % 10}`;
+  return true;
+}
+
+/** The plan key: everything that changes the graph or the choice. */
+export function convKey(p: Conv2dParams, layout: Layout): string {
+  const align = [p.input, p.weight, ...(p.bias ? [p.bias] : [])].map(alignmentOf).join(",");
+  return [
+    "conv2d",
+    p.dtype,
+    layout,
+    `${p.n}x${p.c}x${p.h}x${p.w}`,
+    `w${p.weight.shape.join("x")}:${p.weight.strides.join(",")}`,
+    `s${p.strideH},${p.strideW}p${p.padTop},${p.padLeft}d${p.dilationH},${p.dilationW}g${p.groups}`,
+    p.bias ? "bias" : "",
+    `a${align}`,
+    flagsKey(selectionFlags()),
+  ].join("|");
+}
+
+/** The output [n, outC, outH, outW] in the input's memory format. */
+function output(p: Conv2dParams, layout: Layout): Tensor {
+  const opts = { dtype: p.dtype, device: p.input.device };
+  if (layout === "NCHW") return empty([p.n, p.outChannels, p.outH, p.outW], opts);
+  return empty([p.n, p.outH, p.outW, p.outChannels], opts).permute([0, 3, 1, 2]);
+}
+
+function pointers(d: Device, p: Conv2dParams, out: Tensor): Map<number, bigint> {
+  const m = new Map<number, bigint>([
+    [UID.X, d.ctx.address(p.input)],
+    [UID.W, d.ctx.address(p.weight)],
+    [UID.Y, d.ctx.address(out)],
+  ]);
+  if (p.bias) m.set(UID.BIAS, d.ctx.address(p.bias));
+  return m;
+}
+
+/** The plan for these inputs (cached); benchmark mode times candidates writing into `out`. */
+export function convPlan(d: Device, p: Conv2dParams, out: Tensor): CachedPlan {
+  const layout = layoutOf(p.input)!;
+  const flags = selectionFlags();
+  const handle = d.rt.handle(d.ctx, d.index);
+  const ptrs = pointers(d, p, out);
+  const align = { x: alignmentOf(p.input), w: alignmentOf(p.weight), bias: p.bias ? alignmentOf(p.bias) : undefined };
+  return d.rt.plan(
+    convKey(p, layout),
+    (b) => buildConvGraph(b, p, layout, align),
+    p.dtype,
+    flags,
+    handle,
+    planTimer(d, (plan) => d.rt.execute(d.ctx, d.index, plan, ptrs)),
+  );
+}
+
+function run(p: Conv2dParams): Tensor {
+  const d = deviceFor(p.input);
+  if (typeof d === "string") throw new DeviceError(`cudnn-conv2d: ${d}`);
+  const layout = layoutOf(p.input)!;
+  const out = output(p, layout);
+  if (out.numel === 0) return out;
+  const plan = convPlan(d, p, out);
+  d.rt.execute(d.ctx, d.index, plan, pointers(d, p, out));
+  return out;
+}
+
+export function convKernels(): KernelDefinition<Conv2dParams>[] {
+  return [
+    {
+      op: "conv2d",
+      name: "cudnn-conv2d",
+      device: "cuda",
+      dtypes: ["float32", "float16", "bfloat16"],
+      // Deterministic mode screens out the engines cuDNN notes as non-deterministic.
+      deterministic: true,
+      flags: ["cudnn.enabled"],
+      precision: "highest",
+      priority: 300,
+      verboseFlags: [],
+      supports: (p) => {
+        const d = deviceFor(p.input);
+        if (typeof d === "string") return d;
+        return convSupport(p, capability(d));
+      },
+      run,
+    },
+  ];
+}

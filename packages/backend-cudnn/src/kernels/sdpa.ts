@@ -1,0 +1,121 @@
+/**
+ * scaledDotProductAttention as torch's CUDNN_ATTENTION: the fused flash-attention graph of
+ * graph/sdpa.ts on float16/bfloat16, with causal, additive and boolean masks and the scale.
+ * supports() names the limit a call is outside of, so the dispatcher falls back to
+ * backend-cuda's kernels with that reason in explain().
+ */
+import { DeviceError, empty, type Tensor } from "@backplane/core";
+import type { KernelDefinition, SdpaParams } from "@backplane/core/backend";
+import { as4d, buildSdpaGraph, sdpaScalars } from "../graph/sdpa.ts";
+import { alignmentOf, UID } from "../graph/tensors.ts";
+import type { CachedPlan } from "../plan/cache.ts";
+import { libraryStatus } from "../state.ts";
+import { capability, type Device, deviceFor, flagsKey, planTimer, selectionFlags } from "./common.ts";
+
+/** cuDNN's fused attention: head dims up to 128, multiples of 8 (NVIDIA's support matrix). */
+export const MAX_HEAD_DIM = 128;
+/** Compute capability the fused attention engines need (Ampere and newer). */
+export const MIN_CAPABILITY = 80;
+/** The first cuDNN whose fused attention takes the graph this package builds (bf16, causal). */
+export const MIN_ATTENTION_VERSION = 90000;
+
+/** Why cuDNN's attention cannot take these inputs, or true. Static: no cuDNN call. */
+export function sdpaSupport(p: SdpaParams, facts: { cc?: number; version?: number }): true | string {
+  if (facts.version !== undefined && facts.version < MIN_ATTENTION_VERSION)
+    return `cuDNN attention needs cuDNN 9.0+; this is ${facts.version}`;
+  if (facts.cc !== undefined && facts.cc < MIN_CAPABILITY)
+    return `cuDNN attention needs compute capability 8.0+ (sm80); this device is ${Math.floor(facts.cc / 10)}.${facts.cc % 10}`;
+  for (const [name, t] of [["query", p.query], ["key", p.key], ["value", p.value]] as const) {
+    if (!as4d(t)) return `cuDNN attention takes 2-D to 4-D ${name}; got ${t.rank}-D (fold the batch dims)`;
+    if (t.strides[t.rank - 1] !== 1 && t.shape[t.rank - 1]! > 1)
+      return `cuDNN attention needs ${name}'s last dim contiguous (stride 1); it is ${t.strides[t.rank - 1]}`;
+  }
+  const [q4, k4, v4] = [as4d(p.query)!, as4d(p.key)!, as4d(p.value)!];
+  const out4 = [...Array(Math.max(0, 2 - p.batchShape.length)).fill(1), ...p.batchShape];
+  if (q4.dims[0] !== out4[0] || q4.dims[1] !== out4[1])
+    return `cuDNN attention does not broadcast the query: its batch dims [${q4.dims.slice(0, 2)}] must be the output's [${out4}]`;
+  if (k4.dims[0] !== q4.dims[0] || v4.dims[0] !== q4.dims[0] || k4.dims[1] !== v4.dims[1])
+    return "cuDNN attention needs key and value with the query's batch size and one head count between them";
+  if (p.attnMask && p.attnMask.rank > 4) return "cuDNN attention takes masks of at most 4 dims";
+  if (p.E > MAX_HEAD_DIM || p.Ev > MAX_HEAD_DIM)
+    return `cuDNN attention supports head dims up to ${MAX_HEAD_DIM}; got E=${p.E}, Ev=${p.Ev}`;
+  if (p.E % 8 !== 0 || p.Ev % 8 !== 0)
+    return `cuDNN attention needs head dims that are multiples of 8; got E=${p.E}, Ev=${p.Ev}`;
+  if (p.dropoutP > 0) return "cuDNN attention here runs without dropout (dropoutP must be 0)";
+  if (p.L === 0 || p.S === 0) return "cuDNN attention needs non-empty query and key sequences";
+  return true;
+}
+
+export function sdpaKey(p: SdpaParams): string {
+  const ts = [p.query, p.key, p.value, ...(p.attnMask ? [p.attnMask] : [])];
+  return [
+    "sdpa",
+    p.dtype,
+    ...ts.map((t) => `${t.shape.join("x")}:${t.strides.join(",")}@${alignmentOf(t)}`),
+    p.maskKind,
+    p.attnMask?.dtype ?? "",
+    p.isCausal ? "causal" : "",
+    flagsKey(selectionFlags()),
+  ].join("|");
+}
+
+function pointers(d: Device, p: SdpaParams, out: Tensor, scalars: Float32Array, uids: number[]): Map<number, bigint> {
+  const m = new Map<number, bigint>([
+    [UID.Q, d.ctx.address(p.query)],
+    [UID.K, d.ctx.address(p.key)],
+    [UID.V, d.ctx.address(p.value)],
+    [UID.O, d.ctx.address(out)],
+  ]);
+  if (p.attnMask) m.set(UID.MASK, d.ctx.address(p.attnMask));
+  // By-value scalars are read from host memory when the plan is enqueued.
+  uids.forEach((uid, i) => m.set(uid, d.rt.layer.addressOf(scalars.subarray(i, i + 1))));
+  return m;
+}
+
+export function sdpaPlan(d: Device, p: SdpaParams, out: Tensor): { plan: CachedPlan; ptrs: Map<number, bigint> } {
+  const values = sdpaScalars(p);
+  const uids = [...values.keys()];
+  const scalars = Float32Array.from(values.values());
+  const ptrs = pointers(d, p, out, scalars, uids);
+  const plan = d.rt.plan(
+    sdpaKey(p),
+    (b) => buildSdpaGraph(b, p),
+    p.dtype,
+    selectionFlags(),
+    d.rt.handle(d.ctx, d.index),
+    planTimer(d, (pl) => d.rt.execute(d.ctx, d.index, pl, ptrs)),
+  );
+  return { plan, ptrs };
+}
+
+function run(p: SdpaParams): Tensor {
+  const d = deviceFor(p.query);
+  if (typeof d === "string") throw new DeviceError(`cudnn-attention: ${d}`);
+  const out = empty([...p.batchShape, p.L, p.Ev], { dtype: p.dtype, device: p.query.device });
+  if (out.numel === 0) return out;
+  const { plan, ptrs } = sdpaPlan(d, p, out);
+  d.rt.execute(d.ctx, d.index, plan, ptrs);
+  return out;
+}
+
+export function sdpaKernels(): KernelDefinition<SdpaParams>[] {
+  return [
+    {
+      op: "scaledDotProductAttention",
+      name: "cudnn-attention",
+      family: "CUDNN_ATTENTION",
+      device: "cuda",
+      dtypes: ["float16", "bfloat16"],
+      deterministic: true,
+      flags: ["cuda.cudnnSdp", "cudnn.enabled"],
+      // After backend-cuda's flash kernel (300), before its memory-efficient one (200).
+      priority: 250,
+      supports: (p) => {
+        const d = deviceFor(p.query);
+        if (typeof d === "string") return d;
+        return sdpaSupport(p, { cc: capability(d), version: libraryStatus().version });
+      },
+      run,
+    },
+  ];
+}

@@ -1,0 +1,149 @@
+/**
+ * What the kernels run on: a cuDNN handle per device (bound to the device's stream from core's
+ * device contract), the plan cache, plan choice under the flags, and execution with a
+ * variant pack and a workspace borrowed from the device's memory.
+ */
+import type { DeviceContext } from "@backplane/core/backend";
+import type { DType } from "@backplane/core";
+import { CudnnError } from "./errors.ts";
+import { GraphBuilder } from "./graph/builder.ts";
+import { check, Descriptor } from "./graph/descriptor.ts";
+import type { CudnnLayer } from "./layer.ts";
+import { ATTR, STATUS } from "./native/api.ts";
+import { type CachedPlan, PlanCache } from "./plan/cache.ts";
+import { engineConfigs, type ExecutionPlan, executionPlan } from "./plan/engines.ts";
+import { benchmarkCount, fastest, type SelectionFlags, screen } from "./plan/select.ts";
+
+/** Times one plan on the device (ms): the benchmark mode's measure. */
+export type PlanTimer = (plan: ExecutionPlan) => number;
+
+export class CudnnRuntime {
+  readonly plans = new PlanCache();
+  private readonly handles = new Map<number, bigint>();
+
+  constructor(readonly layer: CudnnLayer) {}
+
+  get lib() {
+    return this.layer.symbols;
+  }
+
+  /** The device's cuDNN handle, created on first use and bound to the device's stream. */
+  handle(ctx: DeviceContext, device: number): bigint {
+    let h = this.handles.get(device);
+    if (h === undefined) {
+      ctx.activate(device);
+      const out = new BigUint64Array(1);
+      check(this.lib, "cudnnCreate", this.lib.cudnnCreate(out));
+      h = out[0]!;
+      this.handles.set(device, h);
+      check(this.lib, "cudnnSetStream", this.lib.cudnnSetStream(h, ctx.stream(device)));
+    }
+    return h;
+  }
+
+  /**
+   * The plan for `key`: from the cache, or built from the graph `build` adds, its engines
+   * screened by the flags, and either the first that cuDNN accepts or (benchmark) the
+   * fastest of up to benchmarkLimit of them.
+   */
+  plan(
+    key: string,
+    build: (b: GraphBuilder) => Descriptor,
+    dtype: DType,
+    flags: SelectionFlags,
+    handle: bigint,
+    time?: PlanTimer,
+  ): CachedPlan {
+    const cached = this.plans.get(key);
+    if (cached) return cached;
+    const b = new GraphBuilder(this.lib);
+    try {
+      const graph = build(b);
+      const candidates = engineConfigs(this.lib, graph);
+      const { allowed, excluded } = screen(candidates, dtype, flags);
+      const want = benchmarkCount(allowed.length, flags);
+      const built: ExecutionPlan[] = [];
+      const refused = [...excluded];
+      for (const c of allowed) {
+        if (built.length >= want) break;
+        try {
+          built.push(executionPlan(this.lib, c, handle));
+        } catch (e) {
+          refused.push({ index: c.index, reason: (e as Error).message });
+        }
+      }
+      for (const c of candidates) for (const d of [c.config, ...(c.owned ?? [])]) d.destroy();
+      if (built.length === 0) throw noPlan(candidates.length, refused);
+      const timings =
+        flags.benchmark && time && built.length > 1
+          ? built.map((p) => ({ engine: p.engine, ms: time(p), plan: p }))
+          : [];
+      const chosen = timings.length ? fastest(timings)!.plan : built[0]!;
+      for (const p of built) if (p !== chosen) p.descriptor.destroy();
+      const plan: CachedPlan = {
+        ...chosen,
+        chosenBy: timings.length ? "benchmark" : "heuristics",
+        excluded: refused,
+        timings: timings.map(({ engine, ms }) => ({ engine, ms })),
+      };
+      this.plans.set(key, plan);
+      return plan;
+    } finally {
+      b.dispose();
+    }
+  }
+
+  /** Enqueues the plan on the handle's stream with these device pointers (uid -> address). */
+  execute(
+    ctx: DeviceContext,
+    device: number,
+    plan: ExecutionPlan,
+    pointers: ReadonlyMap<number, bigint>,
+  ): void {
+    const handle = this.handle(ctx, device);
+    const workspace = plan.workspaceBytes > 0 ? ctx.allocate(device, plan.workspaceBytes) : undefined;
+    const pack = Descriptor.create(this.lib, "CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR");
+    try {
+      pack
+        .set("UNIQUE_IDS", ATTR.CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, {
+          type: "CUDNN_TYPE_INT64",
+          values: [...pointers.keys()],
+        })
+        .set("DATA_POINTERS", ATTR.CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, {
+          type: "CUDNN_TYPE_VOID_PTR",
+          values: [...pointers.values()],
+        })
+        .set("WORKSPACE", ATTR.CUDNN_ATTR_VARIANT_PACK_WORKSPACE, {
+          type: "CUDNN_TYPE_VOID_PTR",
+          values: [workspace?.ptr ?? 0n],
+        })
+        .finalize();
+      check(
+        this.lib,
+        "cudnnBackendExecute",
+        this.lib.cudnnBackendExecute(handle, plan.descriptor.handle, pack.handle),
+      );
+    } finally {
+      pack.destroy();
+      // Stream-ordered: later users of the memory are ordered after this work.
+      workspace?.free();
+    }
+  }
+
+  release(): void {
+    this.plans.clear();
+    for (const h of this.handles.values()) this.lib.cudnnDestroy(h);
+    this.handles.clear();
+  }
+}
+
+function noPlan(proposed: number, refused: readonly { index: number; reason: string }[]): CudnnError {
+  const why =
+    proposed === 0
+      ? "cuDNN's heuristics proposed no engine for this graph"
+      : `none of the ${proposed} engines cuDNN proposed can run: ${refused
+          .slice(0, 4)
+          .map((r) => `engine ${r.index}: ${r.reason}`)
+          .join("; ")}`;
+  return new CudnnError("choosing an execution plan", STATUS.CUDNN_STATUS_NOT_SUPPORTED, why);
+}
