@@ -8,10 +8,6 @@
  * values of the library table against library_types.h.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { describe, expect, it } from "vitest";
-import { CU, CUDART, CUDART_DECL, DRIVER_DECL } from "../src/native/driver-api.ts";
-import { LIBRARY_ENUMS } from "../src/native/library-api.ts";
-import { CU_RESULT_NAMES, CUDART_ERROR_NAMES } from "../src/native/status-names.ts";
 import {
   ACCEPTS,
   classify,
@@ -22,6 +18,10 @@ import {
   prototype,
   typedefs,
 } from "@backplane/testkit/c-header";
+import { describe, expect, it } from "vitest";
+import { CU, CUDART, CUDART_DECL, DRIVER_DECL } from "../src/native/driver-api.ts";
+import { LIBRARY_ENUMS } from "../src/native/library-api.ts";
+import { CU_RESULT_NAMES, CUDART_ERROR_NAMES } from "../src/native/status-names.ts";
 
 const env = (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env;
 const INCLUDE = env?.BACKPLANE_CUDA_INCLUDE ?? "/usr/local/cuda/include";

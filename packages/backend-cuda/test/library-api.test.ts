@@ -6,6 +6,8 @@
  * class of every argument and of the result, handles declared as addresses, and the
  * documented enumerator numbers (transcribed again below, independently of the table).
  */
+
+import { ACCEPTS, classify, pointerKind, prototype } from "@backplane/testkit/c-header";
 import { describe, expect, it } from "vitest";
 import {
   CUBLAS_DECL,
@@ -22,7 +24,6 @@ import {
   LIBRARY_ENUMS,
   LIBRARY_TYPES,
 } from "../src/native/library-api.ts";
-import { ACCEPTS, classify, pointerKind, prototype } from "@backplane/testkit/c-header";
 
 /** Types of the table's prototypes: the table's own, plus the library_types.h enums. */
 function definitions(): Map<string, string> {

@@ -35,7 +35,13 @@ export const cudnnBackend: BackendDefinition = defineBackend({
     return v === undefined ? undefined : versionText(v);
   },
   versionNumber: () => libraryStatus().version,
-  reads: ["cudnn.benchmark", "cudnn.benchmarkLimit", "cudnn.deterministic", "cudnn.allowTf32", "cudnn.enabled"],
+  reads: [
+    "cudnn.benchmark",
+    "cudnn.benchmarkLimit",
+    "cudnn.deterministic",
+    "cudnn.allowTf32",
+    "cudnn.enabled",
+  ],
   isBuilt: () => ({ available: true }),
   isAvailable: () => {
     const why = unavailableReason();

@@ -84,6 +84,7 @@ export class RecordingLayer implements CudnnLayer {
     return this.records.get(BigInt(h));
   }
 
+  // Long: one small function per cuDNN entry point, side by side.
   private bind(): CudnnSymbols {
     const self = this;
     const log = (name: string) => self.calls.push(name);
@@ -124,7 +125,8 @@ export class RecordingLayer implements CudnnLayer {
       cudnnBackendSetAttribute(h, attr, type, count, buf) {
         const r = self.record(h);
         if (!r) return self.fail(STATUS.CUDNN_STATUS_BAD_PARAM, "unknown descriptor");
-        if (r.finalized) return self.fail(STATUS.CUDNN_STATUS_BAD_PARAM, "descriptor already finalized");
+        if (r.finalized)
+          return self.fail(STATUS.CUDNN_STATUS_BAD_PARAM, "descriptor already finalized");
         r.attrs.set(attr, read(type, Number(count), buf!));
         return 0;
       },
@@ -133,11 +135,16 @@ export class RecordingLayer implements CudnnLayer {
         if (!r) return self.fail(STATUS.CUDNN_STATUS_BAD_PARAM, "unknown descriptor");
         if (r.type === DESC.CUDNN_BACKEND_ENGINE_DESCRIPTOR) r.engine = self.engineOf(r);
         if (r.type === DESC.CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)
-          r.engine ??= self.record(r.attrs.get(ATTR.CUDNN_ATTR_ENGINECFG_ENGINE)?.[0] ?? 0n)?.engine;
+          r.engine ??= self.record(
+            r.attrs.get(ATTR.CUDNN_ATTR_ENGINECFG_ENGINE)?.[0] ?? 0n,
+          )?.engine;
         if (r.type === DESC.CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR) {
-          const cfg = self.record(r.attrs.get(ATTR.CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG)?.[0] ?? 0n);
+          const cfg = self.record(
+            r.attrs.get(ATTR.CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG)?.[0] ?? 0n,
+          );
           r.engine = cfg?.engine;
-          if (r.engine?.refuse) return self.fail(STATUS.CUDNN_STATUS_NOT_SUPPORTED, r.engine.refuse);
+          if (r.engine?.refuse)
+            return self.fail(STATUS.CUDNN_STATUS_NOT_SUPPORTED, r.engine.refuse);
         }
         r.finalized = true;
         return 0;
@@ -168,7 +175,12 @@ export class RecordingLayer implements CudnnLayer {
   }
 
   /** Writes a GetAttribute answer into `buf`; returns the element count. */
-  private answer(r: DescriptorRecord, attr: number, requested: number, buf: ArrayBufferView): number {
+  private answer(
+    r: DescriptorRecord,
+    attr: number,
+    requested: number,
+    buf: ArrayBufferView,
+  ): number {
     const i32 = () => new Int32Array(buf.buffer, buf.byteOffset, requested);
     const i64 = () => new BigInt64Array(buf.buffer, buf.byteOffset, 1);
     const handles = () => new BigUint64Array(buf.buffer, buf.byteOffset, requested);
@@ -196,7 +208,8 @@ export class RecordingLayer implements CudnnLayer {
       case ATTR.CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE: {
         const e = r.engine ?? this.engineOf(r);
         const notes =
-          (attr === ATTR.CUDNN_ATTR_ENGINE_NUMERICAL_NOTE ? e?.numericalNotes : e?.behaviorNotes) ?? [];
+          (attr === ATTR.CUDNN_ATTR_ENGINE_NUMERICAL_NOTE ? e?.numericalNotes : e?.behaviorNotes) ??
+          [];
         i32().set(notes.slice(0, requested));
         return Math.min(notes.length, requested);
       }

@@ -3,15 +3,16 @@
  * device contract), the plan cache, plan choice under the flags, and execution with a
  * variant pack and a workspace borrowed from the device's memory.
  */
-import type { DeviceContext } from "@backplane/core/backend";
+
 import type { DType } from "@backplane/core";
+import type { DeviceContext } from "@backplane/core/backend";
 import { CudnnError } from "./errors.ts";
 import { GraphBuilder } from "./graph/builder.ts";
 import { check, Descriptor } from "./graph/descriptor.ts";
 import type { CudnnLayer } from "./layer.ts";
 import { ATTR, STATUS } from "./native/api.ts";
 import { type CachedPlan, PlanCache } from "./plan/cache.ts";
-import { engineConfigs, type ExecutionPlan, executionPlan } from "./plan/engines.ts";
+import { type ExecutionPlan, engineConfigs, executionPlan } from "./plan/engines.ts";
 import { benchmarkCount, fastest, type SelectionFlags, screen } from "./plan/select.ts";
 
 /** Times one plan on the device (ms): the benchmark mode's measure. */
@@ -101,7 +102,8 @@ export class CudnnRuntime {
     pointers: ReadonlyMap<number, bigint>,
   ): void {
     const handle = this.handle(ctx, device);
-    const workspace = plan.workspaceBytes > 0 ? ctx.allocate(device, plan.workspaceBytes) : undefined;
+    const workspace =
+      plan.workspaceBytes > 0 ? ctx.allocate(device, plan.workspaceBytes) : undefined;
     const pack = Descriptor.create(this.lib, "CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR");
     try {
       pack
@@ -137,7 +139,10 @@ export class CudnnRuntime {
   }
 }
 
-function noPlan(proposed: number, refused: readonly { index: number; reason: string }[]): CudnnError {
+function noPlan(
+  proposed: number,
+  refused: readonly { index: number; reason: string }[],
+): CudnnError {
   const why =
     proposed === 0
       ? "cuDNN's heuristics proposed no engine for this graph"

@@ -5,6 +5,7 @@
  * Availability adds what only holds at run time: a "cuda" device context (backend-cuda),
  * a driver and a device, and a cuDNN handle.
  */
+import { refreshAvailability } from "@backplane/core";
 import { deviceContext, hostInfo, openLibrary } from "@backplane/core/backend";
 import { FfiLayer } from "./ffi-layer.ts";
 import type { CudnnLayer } from "./layer.ts";
@@ -44,7 +45,12 @@ async function findCublasLt(cudnnPath: string): Promise<{ path?: string; reason?
   const root = cudnnPath.replace(/\/cudnn\/lib\/[^/]*$/, "");
   const dirs = [`${root}/cu13/lib`, `${root}/cublas/lib`];
   const r = await openLibrary(
-    { name: "cublasLt", candidates: ["cublasLt"], versions: ["13", "12"], env: "BACKPLANE_CUBLASLT_PATH" },
+    {
+      name: "cublasLt",
+      candidates: ["cublasLt"],
+      versions: ["13", "12"],
+      env: "BACKPLANE_CUBLASLT_PATH",
+    },
     { cublasLtGetVersion: { args: [], returns: "usize" } },
     { searchPaths: root === cudnnPath ? undefined : dirs },
   );
@@ -54,7 +60,11 @@ async function findCublasLt(cudnnPath: string): Promise<{ path?: string; reason?
 /** Opens libcudnn and reads its versions (never throws). */
 export async function probe(): Promise<LibraryStatus> {
   if (hostInfo().platform === "darwin") return { reason: "cuDNN does not exist for macOS" };
-  const r = await openCudnn().catch((e: unknown) => ({ ok: false as const, reason: String(e), tried: [] }));
+  const r = await openCudnn().catch((e: unknown) => ({
+    ok: false as const,
+    reason: String(e),
+    tried: [],
+  }));
   if (!r.ok) {
     const short = /^(\S+ not found)/.exec(r.reason)?.[1] ?? r.reason;
     return { reason: `${short}: cuDNN is not installed; ${INSTALL}`, detail: r.reason };
@@ -62,7 +72,9 @@ export async function probe(): Promise<LibraryStatus> {
   const s = r.lib.symbols;
   const version = Number(s.cudnnGetVersion());
   const cudartVersion = Number(s.cudnnGetCudartVersion());
-  const cublasLt = await findCublasLt(r.path).catch((e: unknown) => ({ reason: String(e) }));
+  const cublasLt: { path?: string; reason?: string } = await findCublasLt(r.path).catch(
+    (e: unknown) => ({ reason: String(e) }),
+  );
   const status: LibraryStatus = { path: r.path, version, cudartVersion, cublasLt };
   if (version < MIN_VERSION)
     status.reason = `cuDNN ${versionText(version)} at ${r.path} is older than 9.0, the graph API this package uses; ${INSTALL}`;
@@ -98,10 +110,17 @@ export function unavailableReason(): string | undefined {
 export function installLayer(layer: CudnnLayer): () => void {
   const saved = { runtime, library };
   runtime = new CudnnRuntime(layer);
-  library = { path: layer.path, version: 92400, cudartVersion: 13000, cublasLt: { path: "(recording)" } };
+  library = {
+    path: layer.path,
+    version: 92400,
+    cudartVersion: 13000,
+    cublasLt: { path: "(recording)" },
+  };
+  refreshAvailability();
   return () => {
     runtime?.release();
     ({ runtime, library } = saved);
+    refreshAvailability();
   };
 }
 

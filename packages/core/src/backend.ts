@@ -103,6 +103,14 @@ export { defineBackend, registerBackend } from "./registry/register.ts";
 export { readEnv } from "./runtime/detect.ts";
 export * from "./runtime/ffi/index.ts";
 export { builtinModule, type HostGlobals, host } from "./runtime/host.ts";
+export {
+  type DeviceBuffer,
+  type DeviceContext,
+  type DeviceProperties,
+  deviceContext,
+  provideDeviceContext,
+  withdrawDeviceContext,
+} from "./tensor/device-context.ts";
 // Device memory and the CPU's WASM memory
 export {
   bf16ToNumber,
@@ -115,14 +123,6 @@ export {
   viewOf,
   writeNumber,
 } from "./tensor/dtype.ts";
-export {
-  type DeviceBuffer,
-  type DeviceContext,
-  type DeviceProperties,
-  deviceContext,
-  provideDeviceContext,
-  withdrawDeviceContext,
-} from "./tensor/device-context.ts";
 export {
   allocateStorage,
   type DeviceMemory,

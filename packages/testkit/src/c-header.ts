@@ -59,7 +59,9 @@ export function enumerators(text: string, name: string): Map<string, number> {
       continue;
     }
     if (line.startsWith("#") || skipping > 0) continue;
-    for (const part of line.split(",")) {
+    for (const raw of line.split(",")) {
+      // An attribute macro after the name (cuDNN's CUDNN_DEPRECATED_ENUM) is not part of it.
+      const part = raw.replace(/^(\s*[A-Za-z_]\w*)\s+[A-Z_]*DEPRECATED[A-Z_]*\b/, "$1");
       const m = /^\s*([A-Za-z_]\w*)\s*(?:=\s*(.+?))?\s*$/.exec(part);
       if (!m) continue;
       const value = m[2] === undefined ? next : evaluate(m[2], out);

@@ -120,7 +120,11 @@ export class GraphBuilder {
         type: "CUDNN_TYPE_POINTWISE_MODE",
         values: [POINTWISE[mode]],
       })
-      .set("MATH_PREC", ATTR.CUDNN_ATTR_POINTWISE_MATH_PREC, dataType(opts.compute ?? "CUDNN_DATA_FLOAT"));
+      .set(
+        "MATH_PREC",
+        ATTR.CUDNN_ATTR_POINTWISE_MATH_PREC,
+        dataType(opts.compute ?? "CUDNN_DATA_FLOAT"),
+      );
     if (opts.axis !== undefined) pw.set("AXIS", ATTR.CUDNN_ATTR_POINTWISE_AXIS, i64([opts.axis]));
     pw.finalize();
     const op = this.make("CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR")
@@ -134,7 +138,12 @@ export class GraphBuilder {
   }
 
   /** c = a @ b over the last two dims, batched over the leading ones. */
-  matmul(a: Descriptor, b: Descriptor, c: Descriptor, compute: DataType = "CUDNN_DATA_FLOAT"): Descriptor {
+  matmul(
+    a: Descriptor,
+    b: Descriptor,
+    c: Descriptor,
+    compute: DataType = "CUDNN_DATA_FLOAT",
+  ): Descriptor {
     const mm = this.make("CUDNN_BACKEND_MATMUL_DESCRIPTOR")
       .set("COMP_TYPE", ATTR.CUDNN_ATTR_MATMUL_COMP_TYPE, dataType(compute))
       .finalize();
@@ -153,7 +162,9 @@ export class GraphBuilder {
     const red = this.make("CUDNN_BACKEND_REDUCTION_DESCRIPTOR")
       .set("OPERATOR", ATTR.CUDNN_ATTR_REDUCTION_OPERATOR, {
         type: "CUDNN_TYPE_REDUCTION_OPERATOR_TYPE",
-        values: [operator === "MAX" ? REDUCE.CUDNN_REDUCE_TENSOR_MAX : REDUCE.CUDNN_REDUCE_TENSOR_ADD],
+        values: [
+          operator === "MAX" ? REDUCE.CUDNN_REDUCE_TENSOR_MAX : REDUCE.CUDNN_REDUCE_TENSOR_ADD,
+        ],
       })
       .set("COMP_TYPE", ATTR.CUDNN_ATTR_REDUCTION_COMP_TYPE, dataType("CUDNN_DATA_FLOAT"))
       .finalize();

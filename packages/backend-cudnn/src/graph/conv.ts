@@ -4,9 +4,9 @@
  * real strides, so NCHW and channels-last (NHWC) tensors are both passed as they are.
  */
 import type { Conv2dParams } from "@backplane/core/backend";
-import type { Descriptor } from "./descriptor.ts";
 import type { DataType, GraphBuilder } from "./builder.ts";
-import { type Layout, dataTypeOf, UID } from "./tensors.ts";
+import type { Descriptor } from "./descriptor.ts";
+import { dataTypeOf, type Layout, UID } from "./tensors.ts";
 
 export interface ConvGraphOptions {
   /** Fuse a ReLU after the (biased) convolution. */
@@ -58,7 +58,13 @@ export function buildConvGraph(
   const y = b.tensor({ uid: UID.Y, dtype, dims: yDims, strides: yStrides });
   // With an epilogue the convolution writes a float32 intermediate that never reaches memory.
   const convOut = epilogue
-    ? b.tensor({ uid: UID.CONV_OUT, dtype: "CUDNN_DATA_FLOAT", dims: yDims, strides: yStrides, virtual: true })
+    ? b.tensor({
+        uid: UID.CONV_OUT,
+        dtype: "CUDNN_DATA_FLOAT",
+        dims: yDims,
+        strides: yStrides,
+        virtual: true,
+      })
     : y;
   b.convolution(x, w, convOut, {
     prePadding: [p.padTop, p.padLeft],
@@ -77,7 +83,13 @@ export function buildConvGraph(
       alignment: alignments.bias,
     });
     const biased = opts.relu
-      ? b.tensor({ uid: UID.BIAS_OUT, dtype: "CUDNN_DATA_FLOAT", dims: yDims, strides: yStrides, virtual: true })
+      ? b.tensor({
+          uid: UID.BIAS_OUT,
+          dtype: "CUDNN_DATA_FLOAT",
+          dims: yDims,
+          strides: yStrides,
+          virtual: true,
+        })
       : y;
     b.pointwise("CUDNN_POINTWISE_ADD", { x: last, b: bias, y: biased });
     last = biased;

@@ -70,7 +70,11 @@ export class Descriptor {
   /** cudnnBackendCreateDescriptor(type). */
   static create(lib: CudnnSymbols, type: keyof typeof DESC): Descriptor {
     const out = new BigUint64Array(1);
-    check(lib, `cudnnBackendCreateDescriptor(${type})`, lib.cudnnBackendCreateDescriptor(DESC[type], out));
+    check(
+      lib,
+      `cudnnBackendCreateDescriptor(${type})`,
+      lib.cudnnBackendCreateDescriptor(DESC[type], out),
+    );
     return new Descriptor(lib, DESC[type], out[0]!);
   }
 
@@ -97,7 +101,11 @@ export class Descriptor {
 
   /** cudnnBackendFinalize. */
   finalize(): this {
-    check(this.lib, `cudnnBackendFinalize(${this.typeName})`, this.lib.cudnnBackendFinalize(this.handle));
+    check(
+      this.lib,
+      `cudnnBackendFinalize(${this.typeName})`,
+      this.lib.cudnnBackendFinalize(this.handle),
+    );
     return this;
   }
 

@@ -5,9 +5,10 @@
  * O = P V with P in the input dtype. Tensors are 4-D [batch, heads, rows, cols] with their
  * real strides; a key/value with fewer heads than the query is grouped-query attention.
  */
+
+import type { Tensor } from "@backplane/core";
 import type { SdpaParams } from "@backplane/core/backend";
 import { leadingBroadcastStrides } from "@backplane/core/backend";
-import type { Tensor } from "@backplane/core";
 import type { DataType, GraphBuilder, TensorSpec } from "./builder.ts";
 import type { Descriptor } from "./descriptor.ts";
 import { alignmentOf, dataTypeOf, UID } from "./tensors.ts";
@@ -25,15 +26,21 @@ export function as4d(t: Tensor): { dims: number[]; strides: number[] } | undefin
 }
 
 /** The mask as a 4-D tensor over [B, H, L, S]: broadcast dims become size 1. */
-export function mask4d(mask: Tensor, full: readonly number[]): { dims: number[]; strides: number[] } {
+export function mask4d(
+  mask: Tensor,
+  full: readonly number[],
+): { dims: number[]; strides: number[] } {
   const st = leadingBroadcastStrides(mask.shape, mask.strides, full);
   const dims = full.map((d, i) => (st[i] === 0 ? 1 : d));
-  const strides = st.map((s, i) => (s === 0 ? (i === 3 ? 1 : dims.slice(i + 1).reduce((a, b) => a * b, 1)) : s));
+  const strides = st.map((s, i) =>
+    s === 0 ? (i === 3 ? 1 : dims.slice(i + 1).reduce((a, b) => a * b, 1)) : s,
+  );
   return { dims, strides };
 }
 
 const f32 = "CUDNN_DATA_FLOAT" as const;
 
+// Long: the attention pattern node by node, in the order cuDNN matches it.
 export function buildSdpaGraph(b: GraphBuilder, p: SdpaParams): Descriptor {
   const dtype: DataType = dataTypeOf(p.dtype);
   const q4 = as4d(p.query)!;
@@ -42,7 +49,8 @@ export function buildSdpaGraph(b: GraphBuilder, p: SdpaParams): Descriptor {
   const [B, H, L] = q4.dims as [number, number, number, number];
   const S = k4.dims[2]!;
   const Ev = v4.dims[3]!;
-  const packed = (dims: number[]) => dims.map((_, i) => dims.slice(i + 1).reduce((a, c) => a * c, 1));
+  const packed = (dims: number[]) =>
+    dims.map((_, i) => dims.slice(i + 1).reduce((a, c) => a * c, 1));
   const scoresDims = [B, H, L, S];
   const virt = (uid: number, dims: number[], type: DataType = f32): TensorSpec => ({
     uid,
@@ -96,11 +104,23 @@ export function buildSdpaGraph(b: GraphBuilder, p: SdpaParams): Descriptor {
   if (p.isCausal) {
     // torch's is_causal keeps key j for query i when j <= i (top-left aligned).
     const row = b.tensor(virt(UID.ROW, scoresDims, "CUDNN_DATA_INT32"));
-    b.pointwise("CUDNN_POINTWISE_GEN_INDEX", { x: s, y: row }, { axis: 2, compute: "CUDNN_DATA_INT32" });
+    b.pointwise(
+      "CUDNN_POINTWISE_GEN_INDEX",
+      { x: s, y: row },
+      { axis: 2, compute: "CUDNN_DATA_INT32" },
+    );
     const col = b.tensor(virt(UID.COL, scoresDims, "CUDNN_DATA_INT32"));
-    b.pointwise("CUDNN_POINTWISE_GEN_INDEX", { x: s, y: col }, { axis: 3, compute: "CUDNN_DATA_INT32" });
+    b.pointwise(
+      "CUDNN_POINTWISE_GEN_INDEX",
+      { x: s, y: col },
+      { axis: 3, compute: "CUDNN_DATA_INT32" },
+    );
     const keep = b.tensor(virt(UID.CAUSAL, scoresDims, "CUDNN_DATA_BOOLEAN"));
-    b.pointwise("CUDNN_POINTWISE_CMP_GE", { x: row, b: col, y: keep }, { compute: "CUDNN_DATA_INT32" });
+    b.pointwise(
+      "CUDNN_POINTWISE_CMP_GE",
+      { x: row, b: col, y: keep },
+      { compute: "CUDNN_DATA_INT32" },
+    );
     const out = b.tensor(virt(UID.CAUSAL_OUT, scoresDims));
     b.pointwise("CUDNN_POINTWISE_BINARY_SELECT", {
       x: s,

@@ -1,14 +1,15 @@
 /** What both kernels share: the flags that steer plan choice, the device, the plan timer. */
 import { getFlag, type Tensor } from "@backplane/core";
 import { type DeviceContext, deviceContext } from "@backplane/core/backend";
+import type { SelectionFlags } from "../plan/select.ts";
 import type { CudnnRuntime, PlanTimer } from "../runtime.ts";
 import { maybeRuntime, unavailableReason } from "../state.ts";
-import type { SelectionFlags } from "../plan/select.ts";
 
 /** The flags as they stand now (useDeterministicAlgorithms counts as cudnn.deterministic). */
 export function selectionFlags(): SelectionFlags {
   return {
-    deterministic: (getFlag("cudnn.deterministic") as boolean) || (getFlag("core.deterministic") as boolean),
+    deterministic:
+      (getFlag("cudnn.deterministic") as boolean) || (getFlag("core.deterministic") as boolean),
     allowTf32: getFlag("cudnn.allowTf32") as boolean,
     benchmark: getFlag("cudnn.benchmark") as boolean,
     benchmarkLimit: getFlag("cudnn.benchmarkLimit") as number,

@@ -8,7 +8,14 @@ import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
 import { buildConvGraph } from "../graph/conv.ts";
 import { alignmentOf, type Layout, layoutOf, UID } from "../graph/tensors.ts";
 import type { CachedPlan } from "../plan/cache.ts";
-import { capability, type Device, deviceFor, flagsKey, planTimer, selectionFlags } from "./common.ts";
+import {
+  capability,
+  type Device,
+  deviceFor,
+  flagsKey,
+  planTimer,
+  selectionFlags,
+} from "./common.ts";
 
 /** Why cuDNN cannot take these inputs, or true. Static: no cuDNN call. */
 export function convSupport(p: Conv2dParams, cc?: number): true | string {
@@ -64,7 +71,11 @@ export function convPlan(d: Device, p: Conv2dParams, out: Tensor): CachedPlan {
   const flags = selectionFlags();
   const handle = d.rt.handle(d.ctx, d.index);
   const ptrs = pointers(d, p, out);
-  const align = { x: alignmentOf(p.input), w: alignmentOf(p.weight), bias: p.bias ? alignmentOf(p.bias) : undefined };
+  const align = {
+    x: alignmentOf(p.input),
+    w: alignmentOf(p.weight),
+    bias: p.bias ? alignmentOf(p.bias) : undefined,
+  };
   return d.rt.plan(
     convKey(p, layout),
     (b) => buildConvGraph(b, p, layout, align),

@@ -10,7 +10,14 @@ import { as4d, buildSdpaGraph, sdpaScalars } from "../graph/sdpa.ts";
 import { alignmentOf, UID } from "../graph/tensors.ts";
 import type { CachedPlan } from "../plan/cache.ts";
 import { libraryStatus } from "../state.ts";
-import { capability, type Device, deviceFor, flagsKey, planTimer, selectionFlags } from "./common.ts";
+import {
+  capability,
+  type Device,
+  deviceFor,
+  flagsKey,
+  planTimer,
+  selectionFlags,
+} from "./common.ts";
 
 /** cuDNN's fused attention: head dims up to 128, multiples of 8 (NVIDIA's support matrix). */
 export const MAX_HEAD_DIM = 128;
@@ -20,13 +27,21 @@ export const MIN_CAPABILITY = 80;
 export const MIN_ATTENTION_VERSION = 90000;
 
 /** Why cuDNN's attention cannot take these inputs, or true. Static: no cuDNN call. */
-export function sdpaSupport(p: SdpaParams, facts: { cc?: number; version?: number }): true | string {
+export function sdpaSupport(
+  p: SdpaParams,
+  facts: { cc?: number; version?: number },
+): true | string {
   if (facts.version !== undefined && facts.version < MIN_ATTENTION_VERSION)
     return `cuDNN attention needs cuDNN 9.0+; this is ${facts.version}`;
   if (facts.cc !== undefined && facts.cc < MIN_CAPABILITY)
     return `cuDNN attention needs compute capability 8.0+ (sm80); this device is ${Math.floor(facts.cc / 10)}.${facts.cc % 10}`;
-  for (const [name, t] of [["query", p.query], ["key", p.key], ["value", p.value]] as const) {
-    if (!as4d(t)) return `cuDNN attention takes 2-D to 4-D ${name}; got ${t.rank}-D (fold the batch dims)`;
+  for (const [name, t] of [
+    ["query", p.query],
+    ["key", p.key],
+    ["value", p.value],
+  ] as const) {
+    if (!as4d(t))
+      return `cuDNN attention takes 2-D to 4-D ${name}; got ${t.rank}-D (fold the batch dims)`;
     if (t.strides[t.rank - 1] !== 1 && t.shape[t.rank - 1]! > 1)
       return `cuDNN attention needs ${name}'s last dim contiguous (stride 1); it is ${t.strides[t.rank - 1]}`;
   }
@@ -59,7 +74,13 @@ export function sdpaKey(p: SdpaParams): string {
   ].join("|");
 }
 
-function pointers(d: Device, p: SdpaParams, out: Tensor, scalars: Float32Array, uids: number[]): Map<number, bigint> {
+function pointers(
+  d: Device,
+  p: SdpaParams,
+  out: Tensor,
+  scalars: Float32Array,
+  uids: number[],
+): Map<number, bigint> {
   const m = new Map<number, bigint>([
     [UID.Q, d.ctx.address(p.query)],
     [UID.K, d.ctx.address(p.key)],
@@ -68,11 +89,16 @@ function pointers(d: Device, p: SdpaParams, out: Tensor, scalars: Float32Array, 
   ]);
   if (p.attnMask) m.set(UID.MASK, d.ctx.address(p.attnMask));
   // By-value scalars are read from host memory when the plan is enqueued.
-  uids.forEach((uid, i) => m.set(uid, d.rt.layer.addressOf(scalars.subarray(i, i + 1))));
+  for (const [i, uid] of uids.entries())
+    m.set(uid, d.rt.layer.addressOf(scalars.subarray(i, i + 1)));
   return m;
 }
 
-export function sdpaPlan(d: Device, p: SdpaParams, out: Tensor): { plan: CachedPlan; ptrs: Map<number, bigint> } {
+export function sdpaPlan(
+  d: Device,
+  p: SdpaParams,
+  out: Tensor,
+): { plan: CachedPlan; ptrs: Map<number, bigint> } {
   const values = sdpaScalars(p);
   const uids = [...values.keys()];
   const scalars = Float32Array.from(values.values());

@@ -35,7 +35,13 @@ export function pythonRoots(env: (k: string) => string | undefined = readEnv): s
   const fs = builtinModule<FsLike>("node:fs");
   const roots: string[] = [];
   for (const p of (env("PYTHONPATH") ?? "").split(":")) if (p) roots.push(p);
-  const prefixes = [env("VIRTUAL_ENV"), env("CONDA_PREFIX"), env("HOME") && `${env("HOME")}/.local`, "/usr/local", "/usr"];
+  const prefixes = [
+    env("VIRTUAL_ENV"),
+    env("CONDA_PREFIX"),
+    env("HOME") && `${env("HOME")}/.local`,
+    "/usr/local",
+    "/usr",
+  ];
   for (const prefix of prefixes) {
     if (!prefix || !fs) continue;
     const lib = `${prefix}/lib`;

@@ -55,9 +55,14 @@ export function engineConfigs(lib: CudnnSymbols, graph: Descriptor): Candidate<D
  * One candidate per engine of the graph that finalizes for it, with the engine's notes. Its
  * config is finalized too where cuDNN can (it needs the device's properties); where it
  * cannot, `configError` keeps cuDNN's reason and executionPlan() refuses with it.
+ * Only with a device: without one, cuDNN 9.24 crashes the process finalizing engine 5 of a
+ * float32 depthwise graph (found on this project's GPU-less CI machine).
  */
 export function enumeratedConfigs(lib: CudnnSymbols, graph: Descriptor): Candidate<Descriptor>[] {
-  const count = graph.getInt64("ENGINE_GLOBAL_COUNT", ATTR.CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT);
+  const count = graph.getInt64(
+    "ENGINE_GLOBAL_COUNT",
+    ATTR.CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
+  );
   const out: Candidate<Descriptor>[] = [];
   for (let index = 0; index < count; index++) {
     const engine = Descriptor.create(lib, "CUDNN_BACKEND_ENGINE_DESCRIPTOR");
@@ -67,7 +72,10 @@ export function enumeratedConfigs(lib: CudnnSymbols, graph: Descriptor): Candida
           type: "CUDNN_TYPE_BACKEND_DESCRIPTOR",
           values: [graph],
         })
-        .set("GLOBAL_INDEX", ATTR.CUDNN_ATTR_ENGINE_GLOBAL_INDEX, { type: "CUDNN_TYPE_INT64", values: [index] })
+        .set("GLOBAL_INDEX", ATTR.CUDNN_ATTR_ENGINE_GLOBAL_INDEX, {
+          type: "CUDNN_TYPE_INT64",
+          values: [index],
+        })
         .finalize();
     } catch {
       // This engine does not take the graph.
@@ -107,7 +115,10 @@ export function heuristicConfigs(lib: CudnnSymbols, graph: Descriptor): Candidat
           type: "CUDNN_TYPE_BACKEND_DESCRIPTOR",
           values: [graph],
         })
-        .set("MODE", ATTR.CUDNN_ATTR_ENGINEHEUR_MODE, { type: "CUDNN_TYPE_HEUR_MODE", values: [mode] })
+        .set("MODE", ATTR.CUDNN_ATTR_ENGINEHEUR_MODE, {
+          type: "CUDNN_TYPE_HEUR_MODE",
+          values: [mode],
+        })
         .finalize();
       n = heur.getDescriptors("RESULTS", ATTR.CUDNN_ATTR_ENGINEHEUR_RESULTS, configs);
     } catch {
@@ -123,7 +134,6 @@ export function heuristicConfigs(lib: CudnnSymbols, graph: Descriptor): Candidat
       }
       const info = notesOf(lib, config);
       if (seen.has(info.index)) config.destroy();
-
       else {
         seen.add(info.index);
         out.push({ ...info, config });
@@ -140,19 +150,29 @@ export interface ExecutionPlan {
 }
 
 /** The finalized execution plan of one engine config (throws cuDNN's reason when it refuses). */
-export function executionPlan(lib: CudnnSymbols, c: Candidate<Descriptor>, handle: bigint): ExecutionPlan {
+export function executionPlan(
+  lib: CudnnSymbols,
+  c: Candidate<Descriptor>,
+  handle: bigint,
+): ExecutionPlan {
   if (c.configError) throw new Error(c.configError);
   const plan = Descriptor.create(lib, "CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR");
   try {
     // The handle attribute is deprecated in cuDNN 9 but still selects the device's properties.
-    plan.set("HANDLE", ATTR.CUDNN_ATTR_EXECUTION_PLAN_HANDLE, { type: "CUDNN_TYPE_HANDLE", values: [handle] });
+    plan.set("HANDLE", ATTR.CUDNN_ATTR_EXECUTION_PLAN_HANDLE, {
+      type: "CUDNN_TYPE_HANDLE",
+      values: [handle],
+    });
     plan
       .set("ENGINE_CONFIG", ATTR.CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, {
         type: "CUDNN_TYPE_BACKEND_DESCRIPTOR",
         values: [c.config],
       })
       .finalize();
-    const workspaceBytes = plan.getInt64("WORKSPACE_SIZE", ATTR.CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE);
+    const workspaceBytes = plan.getInt64(
+      "WORKSPACE_SIZE",
+      ATTR.CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+    );
     return { descriptor: plan, workspaceBytes, engine: c.index };
   } catch (e) {
     plan.destroy();

@@ -54,7 +54,11 @@ export interface Screened<C> {
 }
 
 /** Splits the heuristics' configs (in their order) into allowed and excluded, with reasons. */
-export function screen<C>(list: readonly Candidate<C>[], dtype: DType, f: SelectionFlags): Screened<C> {
+export function screen<C>(
+  list: readonly Candidate<C>[],
+  dtype: DType,
+  f: SelectionFlags,
+): Screened<C> {
   const allowed: Candidate<C>[] = [];
   const excluded: { index: number; reason: string }[] = [];
   for (const c of list) {

@@ -1,0 +1,141 @@
+/**
+ * The package as a user meets it: importing it registers conv2d and attention kernels on
+ * "cuda"; on this machine explain() lists them with the reason they cannot run; with a
+ * device (a fake context over the recording layer) they are chosen, cudnn.enabled turns
+ * them off, and bad input is a typed error before any cuDNN call.
+ */
+import "@backplane/backend-cuda";
+import "../src/index.ts";
+import {
+  backends,
+  conv2d,
+  DeviceError,
+  DisposedError,
+  explain,
+  getFlag,
+  NoKernelError,
+  randn,
+  refreshAvailability,
+  scaledDotProductAttention,
+} from "@backplane/core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { RecordingLayer } from "../src/recording.ts";
+import { installLayer, libraryStatus } from "../src/state.ts";
+import { fakeAddress, fakeContext, hostCudaMemory } from "./helpers.ts";
+
+const memory = hostCudaMemory();
+afterAll(() => memory.restore());
+const cuda = (shape: number[], dtype: "float32" | "float16" = "float32") =>
+  randn(shape, { dtype }).to("cuda");
+
+describe("on this machine (no GPU)", () => {
+  it("registers both kernels; explain() lists them with the reason they cannot run", () => {
+    const conv = explain("conv2d", cuda([1, 8, 8, 8]), cuda([4, 8, 3, 3]));
+    const c = conv.candidates.find((k) => k.kernel === "cudnn-conv2d")!;
+    expect(c.backend).toBe("cudnn");
+    expect(c.reason).toMatch(/cudnn is not available: (CUDA is not available|libcudnn)/);
+    const q = cuda([1, 2, 16, 64], "float16");
+    const att = explain("scaledDotProductAttention", q, q, q);
+    expect(att.candidates.find((k) => k.kernel === "cudnn-attention")?.reason).toMatch(
+      /not available/,
+    );
+  });
+
+  it("status() gives a short reason with the fix; version() is torch's integer", () => {
+    const st = backends.cudnn.status();
+    expect(st.available).toBe(false);
+    expect(st.reason!.length).toBeLessThanOrEqual(300);
+    if (libraryStatus().version !== undefined)
+      expect(backends.cudnn.version()).toBe(libraryStatus().version);
+    else expect(st.reason).toMatch(/pip install nvidia-cudnn/);
+  });
+});
+
+describe("with a device (recording layer, fake context)", () => {
+  let layer: RecordingLayer;
+  let undo: () => void;
+  let device: ReturnType<typeof fakeContext>;
+  beforeAll(() => {
+    layer = new RecordingLayer([{ index: 2, numericalNotes: [], workspaceBytes: 256 }]);
+    undo = installLayer(layer);
+    device = fakeContext();
+    refreshAvailability();
+  });
+  afterAll(() => {
+    device.restore();
+    undo();
+    refreshAvailability();
+  });
+
+  it("conv2d runs on cuDNN: one execution binding x, w, y and the bias", () => {
+    const x = cuda([2, 8, 9, 9]);
+    const w = cuda([4, 8, 3, 3]);
+    const bias = cuda([4]);
+    expect(explain("conv2d", x, w, { bias, padding: 1 }).selected).toBe("cudnn-conv2d");
+    const y = conv2d(x, w, { bias, padding: 1 });
+    expect(y.shape).toEqual([2, 4, 9, 9]);
+    const e = layer.executions.at(-1)!;
+    expect(e.uids).toEqual([1, 2, 3, 4]);
+    expect(e.pointers).toEqual([fakeAddress(x), fakeAddress(w), fakeAddress(y), fakeAddress(bias)]);
+  });
+
+  it("channels-last input gives channels-last output", () => {
+    const x = randn([1, 6, 6, 8]).to("cuda").permute([0, 3, 1, 2]);
+    const w = randn([4, 3, 3, 8]).to("cuda").permute([0, 3, 1, 2]);
+    const y = conv2d(x, w, { padding: 1 });
+    expect(y.strides).toEqual([6 * 6 * 4, 1, 6 * 4, 4]);
+  });
+
+  it("attention runs as CUDNN_ATTENTION; cudnn.enabled = false and enableCudnnSdp(false) turn it off", () => {
+    const q = cuda([1, 2, 16, 64], "float16");
+    expect(explain("scaledDotProductAttention", q, q, q).selected).toBe("cudnn-attention");
+    scaledDotProductAttention(q, q, q, { isCausal: true });
+    expect(layer.executions.at(-1)!.uids).toEqual([11, 12, 13, 14, 15, 17]);
+    backends.cudnn.enabled = false;
+    try {
+      const why = explain("scaledDotProductAttention", q, q, q).candidates.find(
+        (k) => k.kernel === "cudnn-attention",
+      )!.reason;
+      expect(why).toMatch(/cudnn\.enabled/);
+      expect(() => conv2d(cuda([1, 8, 8, 8]), cuda([4, 8, 3, 3]))).toThrow(NoKernelError);
+    } finally {
+      backends.cudnn.enabled = true;
+    }
+    backends.cuda.enableCudnnSdp(false);
+    try {
+      expect(explain("scaledDotProductAttention", q, q, q).selected).not.toBe("cudnn-attention");
+    } finally {
+      backends.cuda.enableCudnnSdp(true);
+    }
+    expect(getFlag("cudnn.enabled")).toBe(true);
+  });
+
+  it("out of cuDNN's range: the reason, so the dispatcher can fall back", () => {
+    const q = cuda([1, 2, 16, 160], "float16");
+    const why = explain("scaledDotProductAttention", q, q, q).candidates.find(
+      (k) => k.kernel === "cudnn-attention",
+    )!.reason;
+    expect(why).toMatch(/head dims up to 128; got E=160/);
+    const odd = cuda([1, 2, 16, 20], "float16");
+    expect(
+      explain("scaledDotProductAttention", odd, odd, odd).candidates.find(
+        (k) => k.kernel === "cudnn-attention",
+      )!.reason,
+    ).toMatch(/multiples of 8/);
+  });
+
+  it("bad input is a typed error before any cuDNN call", () => {
+    const before = layer.calls.length + layer.executions.length;
+    const x = cuda([1, 8, 8, 8]);
+    const w = cuda([4, 8, 3, 3]);
+    x.dispose();
+    expect(() => conv2d(x, w)).toThrow(DisposedError);
+    expect(() => conv2d(cuda([1, 8, 8, 8]), randn([4, 8, 3, 3]))).toThrow(DeviceError);
+    expect(() => conv2d(cuda([1, 8, 8, 8]), cuda([4, 3, 3, 3]))).toThrow(/channels/);
+    const f64 = randn([1, 8, 8, 8], { dtype: "float64" }).to("cuda");
+    expect(() => conv2d(f64, randn([4, 8, 3, 3], { dtype: "float64" }).to("cuda"))).toThrow(
+      NoKernelError,
+    );
+    expect(layer.calls.length + layer.executions.length).toBe(before);
+  });
+});
