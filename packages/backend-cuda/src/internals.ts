@@ -15,6 +15,7 @@ export {
   cufftPlanCache,
   linalgLibraryStatus,
 } from "./backend.ts";
+export { cudaContext } from "./context.ts";
 export {
   CudaDriver,
   type DeviceInfo,

@@ -9,13 +9,11 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import {
-  ACCEPTS,
   classify,
+  declarationProblems,
   enumerators,
   enumValue,
   functionRenames,
-  pointerKind,
-  prototype,
   typedefs,
 } from "@backplane/testkit/c-header";
 import { describe, expect, it } from "vitest";
@@ -37,53 +35,6 @@ const runtimeH = read("cuda_runtime_api.h");
 const driverTypesH = read("driver_types.h");
 const libraryTypesH = read("library_types.h");
 
-interface Decl {
-  args: readonly string[];
-  returns: string;
-}
-
-function checkAgainst(
-  header: string,
-  defs: Map<string, string>,
-  symbol: string,
-  decl: Decl,
-  renames: Map<string, string>,
-): string[] {
-  const problems: string[] = [];
-  // The API name whose #define produces this symbol (or the symbol itself).
-  const apiName = [...renames].find(([, target]) => target === symbol)?.[0] ?? symbol;
-  const mapped = renames.get(symbol);
-  if (mapped) problems.push(`${symbol}: the header maps ${symbol} to ${mapped}; bind ${mapped}`);
-  const proto = prototype(header, apiName);
-  if (!proto) return [...problems, `${symbol}: no prototype for ${apiName} in the header`];
-  if (proto.params.length !== decl.args.length)
-    problems.push(
-      `${symbol}: ${decl.args.length} arguments declared, the prototype has ${proto.params.length} (${proto.params.map((p) => p.type).join(", ")})`,
-    );
-  proto.params.forEach((p, i) => {
-    const t = decl.args[i];
-    if (t === undefined) return;
-    const cls = classify(p.type, defs);
-    if (!ACCEPTS[cls].includes(t))
-      problems.push(`${symbol}: argument ${i} (${p.type} ${p.name}) is ${cls}, declared ${t}`);
-    const kind = pointerKind(p.type, defs);
-    if (kind === "handle" && t !== "usize")
-      problems.push(`${symbol}: argument ${i} (${p.type}) is an opaque handle: declare it usize`);
-    if (kind === "explicit" && t === "usize")
-      problems.push(`${symbol}: argument ${i} (${p.type}) is a host pointer: declare it buffer`);
-    if (t === "cstring" && !/char\s*\*$/.test(p.type.replace(/const\s+/g, "").trim()))
-      problems.push(`${symbol}: argument ${i} is declared cstring but is ${p.type}`);
-  });
-  const rc = classify(proto.returns, defs);
-  const returnOk =
-    decl.returns === "cstring"
-      ? /char\s*\*$/.test(proto.returns)
-      : ACCEPTS[rc].filter((x) => x !== "buffer").includes(decl.returns);
-  if (!returnOk)
-    problems.push(`${symbol}: returns ${proto.returns} (${rc}), declared ${decl.returns}`);
-  return problems;
-}
-
 describe(`FFI declarations against the installed CUDA headers${skipNote}`, () => {
   itHeaders(
     "every libcuda declaration matches cuda.h (versioned symbols, arity, size classes)",
@@ -91,7 +42,7 @@ describe(`FFI declarations against the installed CUDA headers${skipNote}`, () =>
       const renames = functionRenames(cudaH);
       const defs = typedefs(cudaH);
       const problems = Object.entries(DRIVER_DECL).flatMap(([name, d]) =>
-        checkAgainst(cudaH, defs, name, d, renames),
+        declarationProblems(cudaH, defs, name, d, renames),
       );
       expect(problems).toEqual([]);
     },
@@ -115,7 +66,7 @@ describe(`FFI declarations against the installed CUDA headers${skipNote}`, () =>
   itHeaders("every libcudart declaration matches cuda_runtime_api.h", () => {
     const defs = typedefs(`${driverTypesH}\n${runtimeH}`);
     const problems = Object.entries(CUDART_DECL).flatMap(([name, d]) =>
-      checkAgainst(runtimeH, defs, name, d, functionRenames(runtimeH)),
+      declarationProblems(runtimeH, defs, name, d, functionRenames(runtimeH)),
     );
     expect(problems).toEqual([]);
   });

@@ -12,7 +12,12 @@ import { check, Descriptor } from "./graph/descriptor.ts";
 import type { CudnnLayer } from "./layer.ts";
 import { ATTR, STATUS } from "./native/api.ts";
 import { type CachedPlan, PlanCache } from "./plan/cache.ts";
-import { type ExecutionPlan, engineConfigs, executionPlan } from "./plan/engines.ts";
+import {
+  destroyCandidate,
+  type ExecutionPlan,
+  engineConfigs,
+  executionPlan,
+} from "./plan/engines.ts";
 import { benchmarkCount, fastest, type SelectionFlags, screen } from "./plan/select.ts";
 
 /** Times one plan on the device (ms): the benchmark mode's measure. */
@@ -73,7 +78,7 @@ export class CudnnRuntime {
           refused.push({ index: c.index, reason: (e as Error).message });
         }
       }
-      for (const c of candidates) for (const d of [c.config, ...(c.owned ?? [])]) d.destroy();
+      for (const c of candidates) destroyCandidate(c);
       if (built.length === 0) throw noPlan(candidates.length, refused);
       const timings =
         flags.benchmark && time && built.length > 1

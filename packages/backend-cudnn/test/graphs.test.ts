@@ -13,7 +13,7 @@ import { buildConvGraph } from "../src/graph/conv.ts";
 import { buildSdpaGraph } from "../src/graph/sdpa.ts";
 import { layoutOf } from "../src/graph/tensors.ts";
 import { NUMERICAL_NOTE } from "../src/native/api.ts";
-import { enumeratedConfigs } from "../src/plan/engines.ts";
+import { destroyCandidate, enumeratedConfigs } from "../src/plan/engines.ts";
 import { screen } from "../src/plan/select.ts";
 import { maybeRuntime } from "../src/state.ts";
 import { haveLibrary, skipLine } from "./helpers.ts";
@@ -125,7 +125,7 @@ describe("conv2d graphs on the real cuDNN", () => {
         if (!/depthwise/.test(c.name)) {
           const engines = enumeratedConfigs(lib(), graph);
           counts[c.name] = engines.length;
-          for (const e of engines) for (const d of [e.config, ...(e.owned ?? [])]) d.destroy();
+          for (const e of engines) destroyCandidate(e);
         }
         b.dispose();
       }
@@ -151,7 +151,7 @@ describe("conv2d graphs on the real cuDNN", () => {
       e.numericalNotes.includes(NUMERICAL_NOTE.CUDNN_NUMERICAL_NOTE_NONDETERMINISTIC),
     );
     expect(det.allowed.length).toBe(engines.length - nondet.length);
-    for (const e of engines) for (const d of [e.config, ...(e.owned ?? [])]) d.destroy();
+    for (const e of engines) destroyCandidate(e);
     b.dispose();
   });
 
@@ -247,7 +247,7 @@ describe("attention graphs on the real cuDNN", () => {
               const graph = buildSdpaGraph(b, p);
               const engines = enumeratedConfigs(lib(), graph);
               expect(engines.length, `${c.name}, ${headsKV} kv heads`).toBeGreaterThan(0);
-              for (const e of engines) for (const d of [e.config, ...(e.owned ?? [])]) d.destroy();
+              for (const e of engines) destroyCandidate(e);
               b.dispose();
             }
           }

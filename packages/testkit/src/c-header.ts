@@ -283,3 +283,65 @@ export function pointerKind(
   if (classify(type, defs) !== "pointer") return undefined;
   return type.replace(DECORATIONS, " ").trim().endsWith("*") ? "explicit" : "handle";
 }
+
+/** An FFI declaration as checked here: the FFI type of each argument and of the result. */
+export interface CheckedDecl {
+  readonly args: readonly string[];
+  readonly returns: string;
+}
+
+/**
+ * What is wrong with one FFI declaration against the header's prototype (empty: nothing).
+ * `symbol` is the exported name bound; `renames` are the header's `#define API symbol`
+ * (cuMemAlloc -> cuMemAlloc_v2, cublasCreate -> cublasCreate_v2), so a symbol bound under
+ * its API name that the header renames is caught, and a versioned symbol is checked against
+ * its API's prototype. Checks: argument count, the size class of every argument and of the
+ * result, opaque handles carried as usize, explicit host pointers not as usize, cstrings.
+ */
+export function declarationProblems(
+  header: string,
+  defs: Map<string, string>,
+  symbol: string,
+  decl: CheckedDecl,
+  renames: Map<string, string> = new Map(),
+): string[] {
+  const problems: string[] = [];
+  // The API name whose #define produces this symbol (or the symbol itself).
+  const apiName = [...renames].find(([, target]) => target === symbol)?.[0] ?? symbol;
+  const mapped = renames.get(symbol);
+  if (mapped) problems.push(`${symbol}: the header maps ${symbol} to ${mapped}; bind ${mapped}`);
+  const proto = prototype(header, apiName);
+  if (!proto) return [...problems, `${symbol}: no prototype for ${apiName} in the header`];
+  if (proto.params.length !== decl.args.length)
+    problems.push(
+      `${symbol}: ${decl.args.length} arguments declared, the prototype has ${proto.params.length} (${proto.params.map((p) => p.type).join(", ")})`,
+    );
+  proto.params.forEach((p, i) => {
+    const t = decl.args[i];
+    if (t === undefined) return;
+    let cls: CClass;
+    try {
+      cls = classify(p.type, defs);
+    } catch (err) {
+      problems.push(`${symbol}: ${(err as Error).message}`);
+      return;
+    }
+    if (!ACCEPTS[cls].includes(t))
+      problems.push(`${symbol}: argument ${i} (${p.type} ${p.name}) is ${cls}, declared ${t}`);
+    const kind = pointerKind(p.type, defs);
+    if (kind === "handle" && t !== "usize")
+      problems.push(`${symbol}: argument ${i} (${p.type}) is an opaque handle: declare it usize`);
+    if (kind === "explicit" && t === "usize")
+      problems.push(`${symbol}: argument ${i} (${p.type}) is a host pointer: declare it buffer`);
+    if (t === "cstring" && !/char\s*\*$/.test(p.type.replace(/const\s+/g, "").trim()))
+      problems.push(`${symbol}: argument ${i} is declared cstring but is ${p.type}`);
+  });
+  const rc = classify(proto.returns, defs);
+  const returnOk =
+    decl.returns === "cstring"
+      ? /char\s*\*$/.test(proto.returns)
+      : ACCEPTS[rc].filter((x) => x !== "buffer").includes(decl.returns);
+  if (!returnOk)
+    problems.push(`${symbol}: returns ${proto.returns} (${rc}), declared ${decl.returns}`);
+  return problems;
+}

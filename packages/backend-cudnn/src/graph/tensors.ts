@@ -51,12 +51,11 @@ export type Layout = "NCHW" | "NHWC";
 /** The memory format of a 4-D tensor: packed NCHW, packed channels-last, or neither. */
 export function layoutOf(t: Tensor): Layout | undefined {
   if (t.rank !== 4) return undefined;
-  const [n, c, h, w] = t.shape as [number, number, number, number];
+  const [, c, h, w] = t.shape as [number, number, number, number];
   const s = t.strides;
   const same = (want: number[]) => want.every((v, i) => t.shape[i] === 1 || s[i] === v);
   if (same([c * h * w, h * w, w, 1])) return "NCHW";
   if (same([h * w * c, 1, w * c, c])) return "NHWC";
-  void n;
   return undefined;
 }
 

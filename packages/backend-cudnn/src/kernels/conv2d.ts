@@ -8,6 +8,7 @@ import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
 import { buildConvGraph } from "../graph/conv.ts";
 import { alignmentOf, type Layout, layoutOf, UID } from "../graph/tensors.ts";
 import type { CachedPlan } from "../plan/cache.ts";
+import type { SelectionFlags } from "../plan/select.ts";
 import {
   capability,
   type Device,
@@ -32,9 +33,19 @@ export function convSupport(p: Conv2dParams, cc?: number): true | string {
   return true;
 }
 
+interface Alignments {
+  x: number;
+  w: number;
+  bias?: number;
+}
+
 /** The plan key: everything that changes the graph or the choice. */
-export function convKey(p: Conv2dParams, layout: Layout): string {
-  const align = [p.input, p.weight, ...(p.bias ? [p.bias] : [])].map(alignmentOf).join(",");
+export function convKey(
+  p: Conv2dParams,
+  layout: Layout,
+  align: Alignments,
+  flags: SelectionFlags,
+): string {
   return [
     "conv2d",
     p.dtype,
@@ -43,8 +54,8 @@ export function convKey(p: Conv2dParams, layout: Layout): string {
     `w${p.weight.shape.join("x")}:${p.weight.strides.join(",")}`,
     `s${p.strideH},${p.strideW}p${p.padTop},${p.padLeft}d${p.dilationH},${p.dilationW}g${p.groups}`,
     p.bias ? "bias" : "",
-    `a${align}`,
-    flagsKey(selectionFlags()),
+    `a${align.x},${align.w},${align.bias ?? ""}`,
+    flagsKey(flags),
   ].join("|");
 }
 
@@ -65,25 +76,35 @@ function pointers(d: Device, p: Conv2dParams, out: Tensor): Map<number, bigint> 
   return m;
 }
 
-/** The plan for these inputs (cached); benchmark mode times candidates writing into `out`. */
-export function convPlan(d: Device, p: Conv2dParams, out: Tensor): CachedPlan {
+/**
+ * The plan for these inputs and the pointers to run it with. A cache hit costs the key and
+ * one lookup; on a miss the graph is built and (benchmark) candidates are timed writing `out`.
+ */
+export function convPlan(
+  d: Device,
+  p: Conv2dParams,
+  out: Tensor,
+): { plan: CachedPlan; ptrs: Map<number, bigint> } {
   const layout = layoutOf(p.input)!;
   const flags = selectionFlags();
-  const handle = d.rt.handle(d.ctx, d.index);
   const ptrs = pointers(d, p, out);
-  const align = {
+  const align: Alignments = {
     x: alignmentOf(p.input),
     w: alignmentOf(p.weight),
     bias: p.bias ? alignmentOf(p.bias) : undefined,
   };
-  return d.rt.plan(
-    convKey(p, layout),
-    (b) => buildConvGraph(b, p, layout, align),
-    p.dtype,
-    flags,
-    handle,
-    planTimer(d, (plan) => d.rt.execute(d.ctx, d.index, plan, ptrs)),
-  );
+  const key = convKey(p, layout, align, flags);
+  const plan =
+    d.rt.plans.get(key) ??
+    d.rt.plan(
+      key,
+      (b) => buildConvGraph(b, p, layout, align),
+      p.dtype,
+      flags,
+      d.rt.handle(d.ctx, d.index),
+      planTimer(d, (pl) => d.rt.execute(d.ctx, d.index, pl, ptrs)),
+    );
+  return { plan, ptrs };
 }
 
 function run(p: Conv2dParams): Tensor {
@@ -92,8 +113,8 @@ function run(p: Conv2dParams): Tensor {
   const layout = layoutOf(p.input)!;
   const out = output(p, layout);
   if (out.numel === 0) return out;
-  const plan = convPlan(d, p, out);
-  d.rt.execute(d.ctx, d.index, plan, pointers(d, p, out));
+  const { plan, ptrs } = convPlan(d, p, out);
+  d.rt.execute(d.ctx, d.index, plan, ptrs);
   return out;
 }
 

@@ -9,6 +9,7 @@ import type { KernelDefinition, SdpaParams } from "@backplane/core/backend";
 import { as4d, buildSdpaGraph, sdpaScalars } from "../graph/sdpa.ts";
 import { alignmentOf, UID } from "../graph/tensors.ts";
 import type { CachedPlan } from "../plan/cache.ts";
+import type { SelectionFlags } from "../plan/select.ts";
 import { libraryStatus } from "../state.ts";
 import {
   capability,
@@ -61,7 +62,7 @@ export function sdpaSupport(
   return true;
 }
 
-export function sdpaKey(p: SdpaParams): string {
+export function sdpaKey(p: SdpaParams, flags: SelectionFlags): string {
   const ts = [p.query, p.key, p.value, ...(p.attnMask ? [p.attnMask] : [])];
   return [
     "sdpa",
@@ -70,7 +71,7 @@ export function sdpaKey(p: SdpaParams): string {
     p.maskKind,
     p.attnMask?.dtype ?? "",
     p.isCausal ? "causal" : "",
-    flagsKey(selectionFlags()),
+    flagsKey(flags),
   ].join("|");
 }
 
@@ -103,14 +104,19 @@ export function sdpaPlan(
   const uids = [...values.keys()];
   const scalars = Float32Array.from(values.values());
   const ptrs = pointers(d, p, out, scalars, uids);
-  const plan = d.rt.plan(
-    sdpaKey(p),
-    (b) => buildSdpaGraph(b, p),
-    p.dtype,
-    selectionFlags(),
-    d.rt.handle(d.ctx, d.index),
-    planTimer(d, (pl) => d.rt.execute(d.ctx, d.index, pl, ptrs)),
-  );
+  const flags = selectionFlags();
+  const key = sdpaKey(p, flags);
+  // A cache hit costs the key and one lookup; the graph is built on a miss only.
+  const plan =
+    d.rt.plans.get(key) ??
+    d.rt.plan(
+      key,
+      (b) => buildSdpaGraph(b, p),
+      p.dtype,
+      flags,
+      d.rt.handle(d.ctx, d.index),
+      planTimer(d, (pl) => d.rt.execute(d.ctx, d.index, pl, ptrs)),
+    );
   return { plan, ptrs };
 }
 

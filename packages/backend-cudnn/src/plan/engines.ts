@@ -143,6 +143,11 @@ export function heuristicConfigs(lib: CudnnSymbols, graph: Descriptor): Candidat
   return out;
 }
 
+/** Destroys a candidate's config and the descriptors it depends on. */
+export function destroyCandidate(c: Candidate<Descriptor>): void {
+  for (const d of [c.config, ...(c.owned ?? [])]) d.destroy();
+}
+
 export interface ExecutionPlan {
   readonly descriptor: Descriptor;
   readonly workspaceBytes: number;
