@@ -6,7 +6,7 @@
  * a driver and a device, and a cuDNN handle.
  */
 import { refreshAvailability } from "@backplane/core";
-import { deviceContext, hostInfo, openLibrary } from "@backplane/core/backend";
+import { defaultSearchDirs, deviceContext, hostInfo, openLibrary } from "@backplane/core/backend";
 import { FfiLayer } from "./ffi-layer.ts";
 import type { CudnnLayer } from "./layer.ts";
 import { CUDNN_ENV, openCudnn } from "./native/load.ts";
@@ -40,19 +40,20 @@ export function versionText(v: number): string {
 
 const INSTALL = `pip install nvidia-cudnn-cu13 (or -cu12), or set ${CUDNN_ENV} to libcudnn.so.9`;
 
+/** libcublasLt where cuDNN's RUNPATH finds it (pip's layout beside nvidia/cudnn), pip, or the system. */
 async function findCublasLt(cudnnPath: string): Promise<{ path?: string; reason?: string }> {
-  // cuDNN's own RUNPATH: the pip layout of nvidia-cublas beside nvidia-cudnn.
   const root = cudnnPath.replace(/\/cudnn\/lib\/[^/]*$/, "");
-  const dirs = [`${root}/cu13/lib`, `${root}/cublas/lib`];
+  const beside = root === cudnnPath ? [] : [`${root}/cu13/lib`, `${root}/cublas/lib`];
   const r = await openLibrary(
     {
       name: "cublasLt",
       candidates: ["cublasLt"],
       versions: ["13", "12"],
       env: "BACKPLANE_CUBLASLT_PATH",
+      pip: ["nvidia/cu13/lib", "nvidia/cublas/lib"],
     },
     { cublasLtGetVersion: { args: [], returns: "usize" } },
-    { searchPaths: root === cudnnPath ? undefined : dirs },
+    { searchPaths: [...beside, ...defaultSearchDirs(hostInfo())] },
   );
   return r.ok ? { path: r.path } : { reason: "libcublasLt.so.13 not found" };
 }

@@ -14,6 +14,7 @@ import {
   ptrAddress,
   ptrFromAddress,
   ptrOf,
+  pythonSitePackages,
   readCString,
   readPointer,
   SEARCH_PATH_ENV,
@@ -135,6 +136,40 @@ describe("ffi: library search plan", () => {
       fakeHost("linux", { E: "/env/dir" }),
     );
     expect(dirEnv.attempts.map((a) => a.path)).toEqual(["/env/dir/libx.so"]);
+  });
+
+  it("finds pip wheels' directories in every Python environment, before the system's", async () => {
+    const dirs: Record<string, string[]> = {
+      "/venv/lib": ["python3.12", "pkgconfig"],
+      "/usr/lib": ["python3.9", "python3.11", "x86_64-linux-gnu"],
+    };
+    const host = {
+      ...fakeHost("linux", { PYTHONPATH: "/pp", VIRTUAL_ENV: "/venv" }),
+      listDir: (d: string) => dirs[d],
+    };
+    expect(pythonSitePackages(host)).toEqual([
+      "/pp",
+      "/venv/lib/python3.12/site-packages",
+      "/venv/lib/python3.12/dist-packages",
+      "/usr/lib/python3.11/site-packages",
+      "/usr/lib/python3.11/dist-packages",
+      "/usr/lib/python3.9/site-packages",
+      "/usr/lib/python3.9/dist-packages",
+    ]);
+    const plan = planSearch(
+      { name: "cudnn", candidates: ["cudnn"], versions: ["9"], pip: ["nvidia/cudnn/lib"] },
+      { searchPaths: ["/sys"], systemSearch: false },
+      host,
+    );
+    expect(plan.attempts.map((a) => a.path).slice(0, 3)).toEqual([
+      "/pp/nvidia/cudnn/lib/libcudnn.so.9",
+      "/venv/lib/python3.12/site-packages/nvidia/cudnn/lib/libcudnn.so.9",
+      "/venv/lib/python3.12/dist-packages/nvidia/cudnn/lib/libcudnn.so.9",
+    ]);
+    expect(plan.attempts.map((a) => a.path)).toContain("/sys/libcudnn.so.9");
+    await expect(
+      openLibrary({ name: "x", candidates: ["x"], pip: [""] }, { f: { args: [], returns: "i32" } }),
+    ).rejects.toThrow(/pip must be/);
   });
 
   it("can search nowhere", () => {

@@ -2,7 +2,9 @@
  * Finding and opening the CUDA libraries: the driver (libcuda.so.1 / nvcuda.dll), the runtime
  * (only to explain an unusable setup), and the math libraries with the sonames each CUDA
  * major version ships (cuBLAS 13 and 12; cuFFT and cuSOLVER 12 for CUDA 13, 11 for CUDA 12).
- * Each library may be pointed at with an environment variable (a file or a directory).
+ * Each library may be pointed at with an environment variable (a file or a directory); pip's
+ * NVIDIA wheels (nvidia-cublas, nvidia-cufft... : nvidia/cu13/lib, or nvidia/<lib>/lib for
+ * CUDA 12) are found in every Python environment.
  */
 import {
   hostInfo,
@@ -48,6 +50,7 @@ export function librarySpec(
         candidates: ["cudart"],
         versions: ["13", "12"],
         env: "BACKPLANE_CUDART_PATH",
+        pip: ["nvidia/cu13/lib", "nvidia/cuda_runtime/lib"],
       };
     case "cublas":
       return {
@@ -55,6 +58,7 @@ export function librarySpec(
         candidates: ["cublas"],
         versions: ["13", "12"],
         env: "BACKPLANE_CUBLAS_PATH",
+        pip: ["nvidia/cu13/lib", "nvidia/cublas/lib"],
       };
     case "cublasLt":
       return {
@@ -62,6 +66,7 @@ export function librarySpec(
         candidates: ["cublasLt"],
         versions: ["13", "12"],
         env: "BACKPLANE_CUBLASLT_PATH",
+        pip: ["nvidia/cu13/lib", "nvidia/cublas/lib"],
       };
     case "cufft":
       return {
@@ -69,6 +74,7 @@ export function librarySpec(
         candidates: ["cufft"],
         versions: ["12", "11"],
         env: "BACKPLANE_CUFFT_PATH",
+        pip: ["nvidia/cu13/lib", "nvidia/cufft/lib"],
       };
     case "cusolver":
       return {
@@ -76,6 +82,7 @@ export function librarySpec(
         candidates: ["cusolver"],
         versions: ["12", "11"],
         env: "BACKPLANE_CUSOLVER_PATH",
+        pip: ["nvidia/cu13/lib", "nvidia/cusolver/lib"],
       };
     case "cusparseLt":
       return {
@@ -83,6 +90,7 @@ export function librarySpec(
         candidates: ["cusparseLt"],
         versions: ["0"],
         env: "BACKPLANE_CUSPARSELT_PATH",
+        pip: ["nvidia/cusparselt/lib"],
       };
     case "magma":
       return { name: "magma", candidates: ["magma"], versions: ["2"], env: "BACKPLANE_MAGMA_PATH" };

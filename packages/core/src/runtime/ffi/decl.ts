@@ -102,7 +102,7 @@ export function validateSpec(spec: unknown): asserts spec is LibrarySpec {
   if (spec === null || typeof spec !== "object") {
     throw new ArgumentError(`library spec must be an object, got ${describe(spec)}`);
   }
-  const { name, candidates, versions, env } = spec as Record<string, unknown>;
+  const { name, candidates, versions, env, pip } = spec as Record<string, unknown>;
   if (typeof name !== "string" || name === "") {
     throw new ArgumentError("library spec: name must be a non-empty string");
   }
@@ -114,6 +114,9 @@ export function validateSpec(spec: unknown): asserts spec is LibrarySpec {
   }
   if (versions !== undefined && !strings(versions)) {
     throw new ArgumentError(`library spec ${name}: versions must be an array of non-empty strings`);
+  }
+  if (pip !== undefined && !strings(pip)) {
+    throw new ArgumentError(`library spec ${name}: pip must be an array of non-empty strings`);
   }
   if (env !== undefined && (typeof env !== "string" || env === "")) {
     throw new ArgumentError(`library spec ${name}: env must be a non-empty string`);

@@ -33,6 +33,7 @@ export {
   defaultSearchDirs,
   libraryFileNames,
   planSearch,
+  pythonSitePackages,
   SEARCH_PATH_ENV,
   type SearchPlan,
 } from "./search.ts";

@@ -1,4 +1,5 @@
 /** Which JS runtime we are on, and the host facts the library search needs. */
+import { builtinModule } from "../host.ts";
 import type { FfiRuntime } from "./types.ts";
 
 interface RuntimeGlobals {
@@ -32,6 +33,8 @@ export interface HostInfo {
   /** Node-style: "x64", "arm64"... */
   readonly arch: string;
   readonly env: (name: string) => string | undefined;
+  /** The entries of a directory, or undefined when it cannot be read (no filesystem access). */
+  readonly listDir?: (dir: string) => readonly string[] | undefined;
 }
 
 const DENO_OS: Record<string, string> = { windows: "win32" };
@@ -58,5 +61,17 @@ export function hostInfo(): HostInfo {
     platform: g.process?.platform ?? (os ? (DENO_OS[os] ?? os) : "unknown"),
     arch: g.process?.arch ?? (arch ? (DENO_ARCH[arch] ?? arch) : "unknown"),
     env: readEnv,
+    listDir,
   };
+}
+
+function listDir(dir: string): readonly string[] | undefined {
+  try {
+    const fs = builtinModule<{ readdirSync(p: string): string[] }>("node:fs");
+    if (fs) return fs.readdirSync(dir);
+    const deno = g.Deno as { readDirSync?(p: string): Iterable<{ name: string }> } | undefined;
+    return deno?.readDirSync ? [...deno.readDirSync(dir)].map((e) => e.name) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -1,6 +1,7 @@
 /**
  * Where to look for a native library: file names per OS, directories, and the ordered list
- * of attempts. Pure functions of (spec, options, host): nothing here touches the filesystem.
+ * of attempts. Pure functions of (spec, options, host): the filesystem is reached only
+ * through host.listDir (to find Python environments for pip-installed libraries).
  */
 import type { HostInfo } from "./runtime.ts";
 import type { LibrarySpec, OpenOptions } from "./types.ts";
@@ -140,8 +141,36 @@ export function defaultSearchDirs(host: HostInfo): string[] {
 }
 
 /**
+ * The site-packages directories of the Python environments on this host, most specific
+ * first: PYTHONPATH entries, then lib/python3.X/{site,dist}-packages of VIRTUAL_ENV,
+ * CONDA_PREFIX, ~/.local, /usr/local and /usr (newest Python first), where they exist.
+ */
+export function pythonSitePackages(host: HostInfo): string[] {
+  if (host.platform === "win32") return splitList(host.env("PYTHONPATH"), host.platform);
+  const roots = splitList(host.env("PYTHONPATH"), host.platform);
+  const home = host.env("HOME");
+  const prefixes = [
+    host.env("VIRTUAL_ENV"),
+    host.env("CONDA_PREFIX"),
+    home && `${home}/.local`,
+    "/usr/local",
+    "/usr",
+  ];
+  for (const prefix of prefixes) {
+    if (!prefix) continue;
+    const lib = joinPath(prefix, "lib", host.platform);
+    const pythons = (host.listDir?.(lib) ?? []).filter((d) => /^python3\.\d+$/.test(d));
+    pythons.sort((a, b) => Number(b.slice(8)) - Number(a.slice(8)));
+    for (const py of pythons)
+      for (const kind of ["site-packages", "dist-packages"]) roots.push(`${lib}/${py}/${kind}`);
+  }
+  return unique(roots);
+}
+
+/**
  * The ordered attempts for a spec: the spec's env variable (a file, or a directory searched
- * first), explicit paths among the candidates, then for each file name in preference order
+ * first), explicit paths among the candidates, the spec's pip directories in every Python
+ * environment, then for each file name in preference order
  * every directory followed by the bare name (OS loader search). Duplicates are dropped.
  */
 export function planSearch(spec: LibrarySpec, opts: OpenOptions, host: HostInfo): SearchPlan {
@@ -159,7 +188,11 @@ export function planSearch(spec: LibrarySpec, opts: OpenOptions, host: HostInfo)
     if (hasSeparator(c)) explicit.push(c);
     else names.push(...libraryFileNames(c, platform, spec.versions ?? []));
   }
-  const dirs = unique([...envDirs, ...(opts.searchPaths ?? defaultSearchDirs(host))]);
+  // pip wheels' directories come before the system's: a wheel is what the user installed for this.
+  const pipDirs = spec.pip?.length
+    ? pythonSitePackages(host).flatMap((root) => spec.pip!.map((d) => joinPath(root, d, platform)))
+    : [];
+  const dirs = unique([...envDirs, ...pipDirs, ...(opts.searchPaths ?? defaultSearchDirs(host))]);
   const system = opts.systemSearch !== false;
   const attempts: Attempt[] = explicit.map((path) => ({ path, system: false }));
   for (const name of unique(names)) {

@@ -67,6 +67,12 @@ export interface LibrarySpec {
    * e.g. "BACKPLANE_CUDART_PATH". It is tried before anything else.
    */
   readonly env?: string;
+  /**
+   * Directories inside a Python site-packages where a pip wheel installs the library
+   * ("nvidia/cudnn/lib", "nvidia/cu13/lib"), searched in every Python environment found:
+   * PYTHONPATH entries, VIRTUAL_ENV, CONDA_PREFIX, ~/.local, /usr/local and /usr.
+   */
+  readonly pip?: readonly string[];
 }
 
 /** Options of {@link openLibrary}. */
