@@ -42,7 +42,7 @@ describe(`FFI declarations against the installed CUDA headers${skipNote}`, () =>
       const renames = functionRenames(cudaH);
       const defs = typedefs(cudaH);
       const problems = Object.entries(DRIVER_DECL).flatMap(([name, d]) =>
-        declarationProblems(cudaH, defs, name, d, renames),
+        declarationProblems(cudaH, defs, name, d, { renames }),
       );
       expect(problems).toEqual([]);
     },
@@ -66,7 +66,7 @@ describe(`FFI declarations against the installed CUDA headers${skipNote}`, () =>
   itHeaders("every libcudart declaration matches cuda_runtime_api.h", () => {
     const defs = typedefs(`${driverTypesH}\n${runtimeH}`);
     const problems = Object.entries(CUDART_DECL).flatMap(([name, d]) =>
-      declarationProblems(runtimeH, defs, name, d, functionRenames(runtimeH)),
+      declarationProblems(runtimeH, defs, name, d, { renames: functionRenames(runtimeH) }),
     );
     expect(problems).toEqual([]);
   });

@@ -95,7 +95,7 @@ export interface Prototype {
 }
 
 const DECORATIONS =
-  /\b(?:extern|__host__|__device__|__cudart_builtin__|CUDARTAPI|CUDAAPI|CUBLASWINAPI|CUBLASAPI|CUFFTAPI|CUSOLVERAPI|CUSPARSEAPI|CUDNNWINAPI|CUDNN_DEPRECATED|__CUDA_DEPRECATED|CUDART_CB|CUDA_CB|__device_builtin__|inline|static)\b/g;
+  /\b(?:extern|__host__|__device__|__cudart_builtin__|CUDARTAPI|CUDAAPI|CUBLASWINAPI|CUBLASAPI|CUFFTAPI|CUSOLVERAPI|CUSPARSEAPI|CUSPARSELT_API|CUDNNWINAPI|CUDNN_DEPRECATED|__CUDA_DEPRECATED|CUDART_CB|CUDA_CB|__device_builtin__|inline|static)\b/g;
 
 const indexes = new Map<string, Map<string, Prototype>>();
 
@@ -292,25 +292,39 @@ export interface CheckedDecl {
 
 /**
  * What is wrong with one FFI declaration against the header's prototype (empty: nothing).
- * `symbol` is the exported name bound; `renames` are the header's `#define API symbol`
+ * `symbol` is the exported name bound; `opts.renames` are the header's `#define API symbol`
  * (cuMemAlloc -> cuMemAlloc_v2, cublasCreate -> cublasCreate_v2), so a symbol bound under
  * its API name that the header renames is caught, and a versioned symbol is checked against
  * its API's prototype. Checks: argument count, the size class of every argument and of the
- * result, opaque handles carried as usize, explicit host pointers not as usize, cstrings.
+ * result, opaque handles carried as usize, explicit host pointers not as usize (see
+ * CheckOptions), cstrings.
  */
+export interface CheckOptions {
+  /** The header's `#define API symbol` renames (functionRenames of the header that has them). */
+  renames?: Map<string, string>;
+  /**
+   * True (default) where a `T *` parameter is always host memory (the driver API, whose device
+   * pointers are CUdeviceptr): it must then not be declared usize. False for libraries whose
+   * `void *` may be a device pointer, carried as an address.
+   */
+  explicitPointersAreHost?: boolean;
+}
+
 export function declarationProblems(
   header: string,
   defs: Map<string, string>,
   symbol: string,
   decl: CheckedDecl,
-  renames: Map<string, string> = new Map(),
+  opts: CheckOptions = {},
 ): string[] {
+  const renames = opts.renames ?? new Map<string, string>();
   const problems: string[] = [];
   // The API name whose #define produces this symbol (or the symbol itself).
   const apiName = [...renames].find(([, target]) => target === symbol)?.[0] ?? symbol;
   const mapped = renames.get(symbol);
   if (mapped) problems.push(`${symbol}: the header maps ${symbol} to ${mapped}; bind ${mapped}`);
-  const proto = prototype(header, apiName);
+  // cuda.h declares the API name (#defined to the symbol); cublas_api.h declares the symbol.
+  const proto = prototype(header, apiName) ?? prototype(header, symbol);
   if (!proto) return [...problems, `${symbol}: no prototype for ${apiName} in the header`];
   if (proto.params.length !== decl.args.length)
     problems.push(
@@ -331,7 +345,7 @@ export function declarationProblems(
     const kind = pointerKind(p.type, defs);
     if (kind === "handle" && t !== "usize")
       problems.push(`${symbol}: argument ${i} (${p.type}) is an opaque handle: declare it usize`);
-    if (kind === "explicit" && t === "usize")
+    if (kind === "explicit" && t === "usize" && opts.explicitPointersAreHost !== false)
       problems.push(`${symbol}: argument ${i} (${p.type}) is a host pointer: declare it buffer`);
     if (t === "cstring" && !/char\s*\*$/.test(p.type.replace(/const\s+/g, "").trim()))
       problems.push(`${symbol}: argument ${i} is declared cstring but is ${p.type}`);

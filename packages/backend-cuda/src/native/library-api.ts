@@ -1,11 +1,11 @@
 /**
  * THE table of every cuBLAS, cuBLASLt, cuFFT, cuSOLVER, cuSPARSELt and MAGMA function this
- * package binds, with the types and enumerators it uses. Those headers are not installed
- * where this package is built and tested (the CUDA toolkit here has the driver and runtime
- * headers only), so each prototype below is transcribed from NVIDIA's documentation, and the
- * section it comes from (section name, then the URL path under https://docs.nvidia.com)
- * stands beside it. test/library-api.test.ts parses every `c` prototype and checks the FFI
- * declaration next to it: name (cublas_v2.h's _v2 exports), argument count, the size class
+ * package binds, with the types and enumerators it uses. Each prototype was transcribed from
+ * NVIDIA's documentation (the section it comes from stands beside it) before the libraries'
+ * headers were installable; test/library-headers.test.ts now holds every row, enumerator and
+ * status name to the real headers of NVIDIA's pip wheels, and loads the real libraries
+ * (MAGMA, which has no wheel, stays checked against its documentation only).
+ * test/library-api.test.ts still checks each row against its documented prototype: name (cublas_v2.h's _v2 exports), argument count, the size class
  * of every argument and of the result (pointers 64-bit, size_t usize, int64_t i64, enums
  * 4-byte ints), handle types being pointers (cufftHandle is the documented int), and the
  * documented enumerator numbers.
@@ -782,6 +782,20 @@ export const CUSOLVER_STATUS_NAMES: Readonly<Record<number, string>> = {
   9: "CUSOLVER_STATUS_NOT_SUPPORTED",
   10: "CUSOLVER_STATUS_ZERO_PIVOT",
   11: "CUSOLVER_STATUS_INVALID_LICENSE",
+  // The iterative-refinement (IRS) codes and INVALID_WORKSPACE, as cusolver_common.h numbers them.
+  12: "CUSOLVER_STATUS_IRS_PARAMS_NOT_INITIALIZED",
+  13: "CUSOLVER_STATUS_IRS_PARAMS_INVALID",
+  14: "CUSOLVER_STATUS_IRS_PARAMS_INVALID_PREC",
+  15: "CUSOLVER_STATUS_IRS_PARAMS_INVALID_REFINE",
+  16: "CUSOLVER_STATUS_IRS_PARAMS_INVALID_MAXITER",
+  20: "CUSOLVER_STATUS_IRS_INTERNAL_ERROR",
+  21: "CUSOLVER_STATUS_IRS_NOT_SUPPORTED",
+  22: "CUSOLVER_STATUS_IRS_OUT_OF_RANGE",
+  23: "CUSOLVER_STATUS_IRS_NRHS_NOT_SUPPORTED_FOR_REFINE_GMRES",
+  25: "CUSOLVER_STATUS_IRS_INFOS_NOT_INITIALIZED",
+  26: "CUSOLVER_STATUS_IRS_INFOS_NOT_DESTROYED",
+  30: "CUSOLVER_STATUS_IRS_MATRIX_SINGULAR",
+  31: "CUSOLVER_STATUS_INVALID_WORKSPACE",
 };
 
 /** cusparseStatus_t — /cuda/cusparselt/types.html#cusparsestatus-t */
