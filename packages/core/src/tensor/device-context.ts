@@ -6,6 +6,7 @@
  */
 
 import { DeviceError } from "../errors.ts";
+import { refreshAvailability } from "../registry/backends.ts";
 import type { Tensor } from "./tensor.ts";
 
 /** The facts about one device that libraries choose kernels by. */
@@ -51,11 +52,15 @@ export interface DeviceContext {
 
 const contexts = new Map<string, DeviceContext>();
 
-/** Makes `ctx` the context of its device type (the device's package does this when imported). */
+/**
+ * Makes `ctx` the context of its device type (the device's package does this when imported).
+ * Backends whose availability depends on it are asked again, whatever the import order.
+ */
 export function provideDeviceContext(ctx: DeviceContext): void {
   if (!ctx || typeof ctx.deviceType !== "string" || ctx.deviceType === "")
     throw new DeviceError("provideDeviceContext: the context needs a deviceType");
   contexts.set(ctx.deviceType, ctx);
+  refreshAvailability();
 }
 
 /** The context of a device type, or undefined when no imported package provides it. */
@@ -65,5 +70,7 @@ export function deviceContext(deviceType: string): DeviceContext | undefined {
 
 /** Removes a provided context (tests; a package that unloads). */
 export function withdrawDeviceContext(ctx: DeviceContext): void {
-  if (contexts.get(ctx.deviceType) === ctx) contexts.delete(ctx.deviceType);
+  if (contexts.get(ctx.deviceType) !== ctx) return;
+  contexts.delete(ctx.deviceType);
+  refreshAvailability();
 }
