@@ -15,6 +15,14 @@ import {
 } from "@backplane/core/backend";
 
 export const FALLBACK_FLAG = "mps.fallback";
+// Bumped by resetFallbackWarnings(): each op warns once per generation.
+let warningGeneration = 0;
+
+/** Makes every op warn again on its next fallback (tests; a long-lived app after a change). */
+export function resetFallbackWarnings(): void {
+  warningGeneration++;
+}
+
 const DTYPES = ["float32", "float64", "float16", "bfloat16", "int32", "int64", "bool"] as const;
 
 /** The same view of a copy of `t`'s whole storage on the CPU. */
@@ -54,7 +62,7 @@ function runOnCpu(opName: string, p: OpParams): unknown {
     Object.entries(p).map(([k, v]) => [k, mapTensors(v, toCpu)]),
   ) as unknown as OpParams;
   warnOnce(
-    `mps-fallback:${opName}`,
+    `mps-fallback:${warningGeneration}:${opName}`,
     `${opName} has no mps kernel for these inputs; it runs on the CPU (mps.fallback is on)`,
   );
   try {

@@ -64,6 +64,9 @@ export const mpsMemory: DeviceMemory<MpsHandle> = {
       throw new DeviceError("mps memory copy: the two storages belong to different helpers");
     src.helper.copy(src.id, srcOffset, dst.id, dstOffset, bytes);
   },
+  gather(src, offset, shape, strides, elementBytes, dst) {
+    src.helper.stridedCopy(elementBytes, src.id, offset, shape, strides, dst.id);
+  },
   async sync(device) {
     checkMpsDevice(device);
     currentHelper().synchronize();

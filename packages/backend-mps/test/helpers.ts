@@ -43,6 +43,9 @@ export function standin(): { path?: string; reason?: string } {
   }
   if (!built.path && EXPECT_STANDIN)
     throw new Error(`BACKPLANE_EXPECT_MPS_STANDIN=1 but ${built.reason}`);
-  if (!built.path) console.log(`[backend-mps] stand-in tests skipped: ${built.reason}; install a C compiler (apt-get install gcc)`);
+  if (!built.path)
+    console.log(
+      `[backend-mps] stand-in tests skipped: ${built.reason}; install a C compiler (apt-get install gcc)`,
+    );
   return built;
 }

@@ -103,8 +103,6 @@ export { defineBackend, registerBackend } from "./registry/register.ts";
 export { readEnv } from "./runtime/detect.ts";
 export * from "./runtime/ffi/index.ts";
 export { builtinModule, type HostGlobals, host } from "./runtime/host.ts";
-// Warnings a backend gives once (through setLogHandler's handler)
-export { warnOnce } from "./util/log.ts";
 export {
   type DeviceBuffer,
   type DeviceContext,
@@ -143,6 +141,8 @@ export {
   normalizeDim,
   sizeOf,
 } from "./tensor/tensor.ts";
+// Warnings a backend gives once (through setLogHandler's handler)
+export { warnOnce } from "./util/log.ts";
 export {
   loadWasmModule,
   loadWasmModuleSync,

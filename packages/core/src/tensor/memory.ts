@@ -37,6 +37,19 @@ export interface DeviceMemory<H = unknown> {
   sync(device: string): Promise<void>;
   /** Zero-copy bytes of a host-visible handle. */
   hostView?(handle: H, byteOffset: number, byteLength: number): Uint8Array;
+  /**
+   * On the device, dst[i] = src[offset + sum(index_d * strides[d])] for every row-major
+   * index of `shape` (offset and strides in elements of `elementBytes`): how contiguous()
+   * and to() copy a strided view of memory that is not host-visible.
+   */
+  gather?(
+    src: H,
+    offset: number,
+    shape: readonly number[],
+    strides: readonly number[],
+    elementBytes: number,
+    dst: H,
+  ): void;
 }
 
 /** One allocation, shared by a tensor and its views; freed when the last holder lets go. */

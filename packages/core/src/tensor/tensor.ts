@@ -288,9 +288,19 @@ export class Tensor implements Disposable {
     const dev = normalizeDevice(device);
     this.assertAlive();
     if (dev === this.device) return this.clone();
-    const bytes = new Uint8Array(this.dataSync().buffer.slice(0));
+    // The target first: a device nobody provides fails before anything is read back.
     const out = empty(this.shape, { dtype: this.dtype, device: dev });
-    out.storage.memory.upload(out.storage.handle, 0, bytes);
+    try {
+      const data = this.dataSync();
+      out.storage.memory.upload(
+        out.storage.handle,
+        0,
+        new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+      );
+    } catch (e) {
+      out.dispose();
+      throw e;
+    }
     return out;
   }
 
@@ -376,7 +386,21 @@ export function forEachIndex(
 }
 
 function copyStrided(t: Tensor): Tensor {
-  if (!t.storage.memory.hostView) {
+  const mem = t.storage.memory;
+  if (!mem.hostView && mem.gather) {
+    const out = empty(t.shape, { dtype: t.dtype, device: t.device });
+    if (out.numel > 0)
+      mem.gather(
+        t.storage.handle,
+        t.offset,
+        t.shape,
+        t.strides,
+        bytesPerElement(t.dtype),
+        out.storage.handle,
+      );
+    return out;
+  }
+  if (!mem.hostView) {
     throw new DeviceError(
       `a strided view on ${t.device} cannot be made contiguous by the core; call contiguous() before transposing`,
     );
