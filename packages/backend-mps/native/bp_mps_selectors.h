@@ -80,7 +80,6 @@
   X(reduceSum, "reductionSumWithTensor:axis:name:")                                            \
   X(reshape, "reshapeTensor:withShape:name:")                                                  \
   X(transpose, "transposeTensor:dimension:withDimension:name:")                                \
-  X(cast, "castTensor:toType:name:")                                                           \
   X(select, "selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor:name:")        \
   X(sdpa, "scaledDotProductAttentionWithQueryTensor:keyTensor:valueTensor:maskTensor:scale:name:") \
   X(run, "runWithMTLCommandQueue:feeds:targetOperations:resultsDictionary:")                   \

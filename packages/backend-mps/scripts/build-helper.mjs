@@ -53,11 +53,14 @@ function works(cmd, args = ["--version"]) {
   return spawnSync(cmd, args, { stdio: "ignore" }).status === 0;
 }
 
-/** Parses every shipped .metal file as C++ (Metal's language is C++14 with attributes). */
-function checkMsl() {
+/**
+ * Parses every .metal file of `dir` as C++ against native/msl-check (Metal's language is
+ * C++14 with attributes); throws with the compiler's message on the first that fails.
+ */
+export function checkMsl(dir = native) {
   const cxx = ["c++", "g++", "clang++"].find((c) => works(c));
   if (!cxx) throw new Error("no C++ compiler (c++, g++, clang++) to parse the MSL sources");
-  for (const f of readdirSync(native).filter((f) => f.endsWith(".metal")))
+  for (const f of readdirSync(dir).filter((f) => f.endsWith(".metal")))
     run(cxx, [
       "-std=c++17",
       "-fsyntax-only",
@@ -67,7 +70,7 @@ function checkMsl() {
       join(native, "msl-check"),
       "-x",
       "c++",
-      join(native, f),
+      join(dir, f),
     ]);
 }
 

@@ -4,9 +4,10 @@
  * bytes, results judged against the float64 reference), then the CPU fallback kernel on
  * every op with backends.mps.fallback on.
  */
-import { backends, runtime } from "@backplane/core";
+import { backends, runtime, setLogHandler } from "@backplane/core";
 import { runConformance } from "@backplane/testkit";
 import { beforeAll, describe, expect, it } from "vitest";
+import { resetFallbackWarnings } from "../src/fallback.ts";
 import { loadHelper, MPS_BACKEND, mpsKernels } from "../src/index.ts";
 import { standin } from "./helpers.ts";
 
@@ -55,6 +56,9 @@ describe("conformance (testkit) on mps, through the CPU stand-in helper", () => 
 
   it_("with mps.fallback on, every op runs on the CPU and passes too", async () => {
     backends.mps.fallback = true;
+    const warnings: string[] = [];
+    const prev = setLogHandler((_level, message) => warnings.push(message));
+    resetFallbackWarnings();
     try {
       const report = await runConformance(MPS_BACKEND, {
         kernels: ["mps-cpu-fallback"],
@@ -64,7 +68,16 @@ describe("conformance (testkit) on mps, through the CPU stand-in helper", () => 
       console.log(`[backend-mps] fallback: ${report}`);
       report.assertPassed();
       expect(report.passed).toBeGreaterThan(100);
+      // One warning per op, however many cases ran it.
+      const ops = new Set(report.results.filter((r) => r.status === "pass").map((r) => r.op));
+      expect(warnings.length).toBe(ops.size);
+      for (const op of ops)
+        expect(
+          warnings.filter((w) => w.startsWith(`${op} has no mps kernel`)),
+          op,
+        ).toHaveLength(1);
     } finally {
+      setLogHandler(prev);
       backends.mps.fallback = false;
     }
   });
