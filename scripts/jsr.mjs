@@ -18,7 +18,14 @@ function jsrOf(w) {
     version: w.pkg.version,
     license: w.pkg.license,
     exports: w.sourceExports,
-    publish: { include: ["src/**/*.ts", "README.md", "LICENSE", ...extra.map((f) => `${f}/**`)] },
+    publish: {
+      include: [
+        "src/**/*.ts",
+        "README.md",
+        "LICENSE",
+        ...extra.map((f) => (/\.[a-z]+$/.test(f) ? f : `${f}/**`)),
+      ],
+    },
   };
 }
 

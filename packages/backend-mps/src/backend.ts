@@ -7,7 +7,6 @@ import {
   type AnyKernelDefinition,
   type Availability,
   type BackendDefinition,
-  bool,
   defineBackend,
 } from "@backplane/core/backend";
 import { FALLBACK_FLAG, fallbackKernels } from "./fallback.ts";
@@ -119,14 +118,6 @@ export const mpsBackend: BackendDefinition = defineBackend({
       macos: macosVersion()?.join("."),
       package: VERSION,
     };
-  },
-  flags: {
-    mps: {
-      fallback: bool(false, {
-        env: ["PYTORCH_ENABLE_MPS_FALLBACK", "BACKPLANE_MPS_FALLBACK"],
-        doc: "ops without an mps kernel run on the CPU (warning once per op) instead of raising",
-      }),
-    },
   },
   reads: [FALLBACK_FLAG],
   kernels: [...mpsKernels, ...fallbackKernels(opNames())],

@@ -6,7 +6,7 @@
 import { ArgumentError, backends, DeviceError, explain, matmul, randn } from "@backplane/core";
 import { getOp, hostInfo } from "@backplane/core/backend";
 import { beforeAll, describe, expect, it } from "vitest";
-import { isMacosOrNewer, loadHelper } from "../src/index.ts";
+import { isMacosOrNewer, loadHelper, mpsApi } from "../src/index.ts";
 
 const host = hostInfo();
 const onMac = host.platform === "darwin";
@@ -60,7 +60,7 @@ d(`backend-mps on ${host.platform}-${host.arch}`, () => {
     const x = randn([2, 2]);
     expect(() => x.to("mps")).toThrow(DeviceError);
     expect(() => x.to("mps")).toThrow(/MPS is not available: MPS needs macOS 12\.3\+/);
-    expect(() => backends.mps.deviceName()).toThrow(DeviceError);
+    expect(() => mpsApi.deviceName()).toThrow(DeviceError);
     const why = explain("matmul", x, x).candidates.find((c) => c.kernel === "mps-matmul");
     // CPU inputs: the mps kernel is out because of the device (and the backend)
     expect(why?.reason).toMatch(/runs on mps|not available/);

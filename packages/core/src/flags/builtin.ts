@@ -22,6 +22,7 @@ const CUDNN = ["@backplane/backend-cudnn"];
 const NNPACK = ["@backplane/backend-nnpack"];
 const EINSUM = ["@backplane/backend-opt-einsum"];
 const WEBGPU = ["@backplane/backend-webgpu"];
+const MPS = ["@backplane/backend-mps"];
 
 /** The type of BUILTIN_FLAGS, spelled out (JSR publishes explicit types only). */
 export interface BuiltinFlagSchemas {
@@ -62,6 +63,9 @@ export interface BuiltinFlagSchemas {
   };
   mha: {
     fastpathEnabled: BoolSpec;
+  };
+  mps: {
+    fallback: BoolSpec;
   };
   mkl: {
     verbose: IntSpec;
@@ -191,6 +195,13 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
   },
   mha: {
     fastpathEnabled: bool(true, { torch: "torch.backends.mha.set_fastpath_enabled", readBy: CORE }),
+  },
+  mps: {
+    fallback: bool(false, {
+      env: ["PYTORCH_ENABLE_MPS_FALLBACK", "BACKPLANE_MPS_FALLBACK"],
+      doc: "ops without an mps kernel run on the CPU (warning once per op) instead of raising",
+      readBy: MPS,
+    }),
   },
   mkl: {
     verbose: int(0, {

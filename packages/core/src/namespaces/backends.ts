@@ -81,7 +81,7 @@ export interface Backends {
   cudnn: NS<"cudnn">;
   cusparselt: NamespaceBase;
   mha: NS<"mha"> & { getFastpathEnabled(): boolean; setFastpathEnabled(b: boolean): void };
-  mps: NamespaceBase & { isMacosOrNewer(major: number, minor: number): boolean };
+  mps: NS<"mps"> & { isMacosOrNewer(major: number, minor: number): boolean };
   mkl: NS<"mkl"> & typeof VERBOSE & { verbose(level: number): FlagScope; isEnabled(): boolean };
   mkldnn: NS<"mkldnn"> &
     typeof VERBOSE & { VERBOSE_ON_CREATION: 2; verbose(level: number): FlagScope };
