@@ -459,8 +459,12 @@ int32_t impl_sdpa(int32_t dtype, void *q, void *k, void *v, void *mask, int32_t 
       int64_t full[5] = {1, 1, 1, s[3], s[4]};
       tm = reshape(e, tm, full, 5);
     }
-    if (has_native_sdpa && s[1] == s[2] && mask_kind != BP_MPS_MASK_BOOL && mask_kind != BP_MPS_MASK_CAUSAL)
-      e->output = MSG(id, id, id, id, id, float, id)(e->graph, sel_sdpa, tq, tk, tv, tm, (float)scale, NULL);
+    int native = has_native_sdpa && s[1] == s[2];
+    if (native && mask_kind == BP_MPS_MASK_NONE)
+      e->output = MSG(id, id, id, id, float, id)(e->graph, sel_sdpa, tq, tk, tv, (float)scale, NULL);
+    else if (native && mask_kind == BP_MPS_MASK_ADDITIVE)
+      e->output =
+          MSG(id, id, id, id, id, float, id)(e->graph, sel_sdpaMasked, tq, tk, tv, tm, (float)scale, NULL);
     else
       e->output = composed_attention(e, tq, tk, tv, tm, mask_kind, s, scale, type);
   }

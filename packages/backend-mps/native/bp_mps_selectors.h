@@ -81,7 +81,9 @@
   X(reshape, "reshapeTensor:withShape:name:")                                                  \
   X(transpose, "transposeTensor:dimension:withDimension:name:")                                \
   X(select, "selectWithPredicateTensor:truePredicateTensor:falsePredicateTensor:name:")        \
-  X(sdpa, "scaledDotProductAttentionWithQueryTensor:keyTensor:valueTensor:maskTensor:scale:name:") \
+  X(sdpa, "scaledDotProductAttentionWithQueryTensor:keyTensor:valueTensor:scale:name:")        \
+  X(sdpaMasked,                                                                                \
+    "scaledDotProductAttentionWithQueryTensor:keyTensor:valueTensor:maskTensor:scale:name:")   \
   X(run, "runWithMTLCommandQueue:feeds:targetOperations:resultsDictionary:")                   \
   /* MPSGraphConvolution2DOpDescriptor */                                                      \
   X(convDescriptor, "descriptorWithStrideInX:strideInY:dilationRateInX:dilationRateInY:"      \

@@ -21,10 +21,13 @@ const api = JSON.parse(readFileSync(join(here, "apple-api.json"), "utf8")) as {
 const body = (macro: string) => {
   const start = table.indexOf(`#define ${macro}(X)`);
   const end = table.indexOf("\n\n", start);
-  return table.slice(start, end < 0 ? undefined : end).replace(/\/\*[\s\S]*?\*\//g, "");
+  return table
+    .slice(start, end < 0 ? undefined : end)
+    .replace(/\/\*[\s\S]*?\*\//g, "")
+    .replace(/\\\n/g, " "); // line continuations
 };
 const selectors = new Map(
-  [...body("BP_MPS_SELECTORS").matchAll(/X\((\w+),\s*((?:"[^"]*"\s*(?:\\\s*)?)+)\)/g)].map((m) => [
+  [...body("BP_MPS_SELECTORS").matchAll(/X\((\w+),\s*((?:"[^"]*"\s*)+)\)/g)].map((m) => [
     m[1]!,
     [...m[2]!.matchAll(/"([^"]*)"/g)].map((s) => s[1]).join(""),
   ]),
