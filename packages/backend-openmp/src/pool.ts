@@ -141,7 +141,7 @@ export class WorkerPool implements ParallelService {
   readonly canBlock: boolean = threadCanBlock();
   private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
   private startFailures = 0;
-  /** Workers the pool grows to (it never shrinks). */
+  /** Workers the pool keeps: ensure() raises it, resize() sets it. */
   private target = 0;
   /** Resolves when the next scheduled worker start has run. */
   private spawnTick: Promise<void> | undefined;
@@ -317,6 +317,27 @@ export class WorkerPool implements ParallelService {
     }
   }
 
+  /**
+   * Sets the pool to `threads - 1` workers: grows as ensure() does, and stops the newest
+   * workers past that (so a thread-count scope ends with the workers it started with).
+   * Call it between runs, as the openmp.numThreads hook does.
+   */
+  resize(threads: number): void {
+    if (this.closed) return;
+    const want = Math.min(this.maxWorkers, Math.max(0, Math.floor(threads) - 1));
+    this.target = want;
+    for (const s of this.slots.slice(want).reverse()) this.stop(s);
+    this.ensure(threads);
+  }
+
+  /** Asks a worker to exit and forgets it (no replacement). */
+  private stop(slot: Slot): void {
+    Atomics.store(slot.ctl, L.S_STATE, L.STOPPING);
+    Atomics.add(slot.ctl, L.S_WAKE, 1);
+    Atomics.notify(slot.ctl, L.S_WAKE);
+    this.retire(slot, "stopped", false);
+  }
+
   private needsWorkers(): boolean {
     return (
       !this.closed && this.slots.length < this.target && this.startFailures < MAX_START_FAILURES
@@ -428,13 +449,7 @@ export class WorkerPool implements ParallelService {
 
   /** Stops every worker; the pool starts new ones when it is used again. */
   async shutdown(): Promise<void> {
-    const slots = [...this.slots];
-    for (const s of slots) {
-      Atomics.store(s.ctl, L.S_STATE, L.STOPPING);
-      Atomics.add(s.ctl, L.S_WAKE, 1);
-      Atomics.notify(s.ctl, L.S_WAKE);
-      this.retire(s, "stopped", false);
-    }
+    for (const s of [...this.slots]) this.stop(s);
     this.startFailures = 0;
     this.target = 0;
     await new Promise((r) => setTimeout(r, 0));
