@@ -42,6 +42,11 @@ export function cholesky(
   const info = int(0);
   if (n > 0) lp.dpotrf_(U, int(n), l, int(n), info, 1n);
   for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) l[i * n + j] = 0;
+  // Reference LAPACK stops at a NaN pivot (DISNAN); OpenBLAS's own potrf does not and
+  // returns info 0 with NaNs in L. Report the first NaN pivot as LAPACK would.
+  if (info[0] === 0) {
+    for (let j = 0; j < n; j++) if (Number.isNaN(l[j * n + j])) return { l, info: j + 1 };
+  }
   return { l, info: info[0] };
 }
 
