@@ -237,9 +237,10 @@ describe("flash-cpu (fused attention, WASM SIMD)", () => {
       kernels: ["flash-cpu"],
     });
     report.assertPassed();
-    expect(
-      report.results.filter((r) => r.status === "pass" && r.kernel === "flash-cpu").length,
-    ).toBe(7);
+    const passed = report.results.filter((r) => r.status === "pass" && r.kernel === "flash-cpu");
+    expect(passed.filter((r) => !r.case.endsWith(" view)")).length).toBe(7);
+    // The views the fused kernel reads in place (it refuses a strided last dim, with the reason).
+    expect(passed.filter((r) => r.case.endsWith(" view)")).length).toBeGreaterThanOrEqual(2);
   });
 
   it("reproduces the reference's seeded dropout", async () => {

@@ -27,6 +27,7 @@ import {
   worst,
 } from "./compare.ts";
 import { makeRng } from "./random.ts";
+import { VIEW_KINDS, type ViewKind, viewOf, viewOnDevice } from "./views.ts";
 
 export interface ConformanceOptions {
   /** Ops to test (default: every op the backend has a kernel for and the testkit has cases for). */
@@ -41,6 +42,11 @@ export interface ConformanceOptions {
   seed?: number;
   /** Also check that bad inputs throw typed errors (default true). */
   badInputs?: boolean;
+  /**
+   * Also run each op's typical cases with every tensor argument as an offset, transposed,
+   * expanded (stride 0) and overlapping view (default true).
+   */
+  views?: boolean;
 }
 
 export type CaseStatus = "pass" | "fail" | "refused" | "skipped";
@@ -205,6 +211,8 @@ export interface RunCaseOptions extends ConformanceOptions {
   backend?: string;
   /** Device the inputs are moved to (default "cpu"). */
   device?: string;
+  /** Pass every tensor argument as this kind of view (views.ts). */
+  view?: ViewKind;
 }
 
 /**
@@ -219,20 +227,38 @@ export async function runCase(
 ): Promise<CaseResult> {
   const device = opts.device ?? "cpu";
   const forced = opts.kernel;
-  const base: CaseResult = { op, kernel: forced ?? "-", dtype, case: c.name, status: "pass" };
+  const caseName = opts.view ? `${c.name} (${opts.view} view)` : c.name;
+  const base: CaseResult = { op, kernel: forced ?? "-", dtype, case: caseName, status: "pass" };
   if (c.sameRngOnly && forced && opts.backend !== "reference") {
     return { ...base, status: "skipped", message: "draws random numbers its own way" };
   }
   const rec = getOp(op)!;
-  const args = c.make(dtype, makeRng((opts.seed ?? 1234) ^ hash(`${op}/${c.name}/${dtype}`)));
-  const owned: Tensor[] = tensorsIn(args);
+  const made = c.make(dtype, makeRng((opts.seed ?? 1234) ^ hash(`${op}/${c.name}/${dtype}`)));
+  const owned: Tensor[] = tensorsIn(made);
+  const view = opts.view;
+  const args = view ? mapTensors(made, (t) => viewOf(op, t, view) ?? t) : made;
+  if (view) {
+    const views = tensorsIn(args).filter((t) => !owned.includes(t));
+    if (views.length === 0) {
+      for (const t of owned) t.dispose();
+      return {
+        ...base,
+        status: "skipped",
+        message: `no argument takes ${view === "transposed" ? "a" : "an"} ${view} view`,
+      };
+    }
+    owned.push(...views);
+  }
   const forcing = <R>(fn: () => R): R => (forced ? withKernelPriority(op, [forced], fn) : fn());
   try {
     const args64 = mapTensors(args, (t) => (isFloat(t.dtype) ? t.astype("float64") : t));
     owned.push(...tensorsIn(args64));
     const ref = rec.kernels.find((k) => k.backend === "reference")!.run(rec.prepare(...args64));
     owned.push(...tensorsIn(ref));
-    const devArgs = device === "cpu" ? args : mapTensors(args, (t) => t.to(device));
+    const devArgs =
+      device === "cpu"
+        ? args
+        : mapTensors(args, (t) => (view ? viewOnDevice(t, device) : t.to(device)));
     if (devArgs !== args) owned.push(...tensorsIn(devArgs));
     const why = forcing(() => explain(op, ...devArgs));
     if (forced && why.selected !== forced) {
@@ -353,6 +379,24 @@ export async function runConformance(
               device: k.device,
             }),
           );
+      }
+      if (opts.views !== false) {
+        const dtype = dtypes.includes("float32") ? "float32" : dtypes[0];
+        const typical = CASES[k.op].filter((c) => c.typical);
+        // Matrix ops take stride 0 only along a batch dim: their batched cases too.
+        const batched = CASES[k.op].filter((c) => !c.typical && /^batch/.test(c.name));
+        for (const c of [...(typical.length ? typical : CASES[k.op].slice(0, 1)), ...batched])
+          for (const view of VIEW_KINDS)
+            if (dtype && (view === "expanded" || !batched.includes(c)))
+              results.push(
+                await runCase(k.op, c, dtype, {
+                  ...opts,
+                  kernel: k.name,
+                  backend: backendName,
+                  device: k.device,
+                  view,
+                }),
+              );
       }
     } finally {
       restore();

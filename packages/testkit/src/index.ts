@@ -26,3 +26,4 @@ export {
 } from "./conformance.ts";
 export { registerHostBackedDevice } from "./host-device.ts";
 export { boolMask, makeRng, type Rng, randomTensor, spdTensor } from "./random.ts";
+export { VIEW_KINDS, type ViewKind, viewOf, viewOnDevice } from "./views.ts";
