@@ -5,7 +5,7 @@
  * every op with backends.mps.fallback on.
  */
 import { backends, runtime, setLogHandler } from "@backplane/core";
-import { runConformance } from "@backplane/testkit";
+import { runConformance, runDeterminism } from "@backplane/testkit";
 import { beforeAll, describe, expect, it } from "vitest";
 import { resetFallbackWarnings } from "../src/fallback.ts";
 import { loadHelper, MPS_BACKEND, mpsKernels } from "../src/index.ts";
@@ -52,6 +52,16 @@ describe("conformance (testkit) on mps, through the CPU stand-in helper", () => 
         report.results.some((r) => r.dtype === d && r.status === "pass"),
         d,
       ).toBe(true);
+  });
+
+  it_("every mps kernel is bit-identical across runs (runDeterminism)", async () => {
+    const report = await runDeterminism(MPS_BACKEND, {
+      kernels: mpsKernels.map((k) => k.name),
+      dtypes: ["float32", "float16"],
+    });
+    console.log(`[backend-mps] ${report}`);
+    report.assertPassed();
+    expect(report.results.filter((r) => r.status === "same").length).toBeGreaterThan(30);
   });
 
   it_("with mps.fallback on, every op runs on the CPU and passes too", async () => {

@@ -215,6 +215,25 @@ export interface RunCaseOptions extends ConformanceOptions {
   view?: ViewKind;
 }
 
+/** The arguments with their tensors as `view`s (added to `owned`), or undefined (all disposed) when none takes one. */
+function asViews(
+  op: string,
+  made: unknown[],
+  view: ViewKind,
+  owned: Tensor[],
+): unknown[] | undefined {
+  const args = mapTensors(made, (t) => viewOf(op, t, view) ?? t);
+  const views = tensorsIn(args).filter((t) => !owned.includes(t));
+  if (views.length === 0) {
+    for (const t of owned) t.dispose();
+    return undefined;
+  }
+  owned.push(...views);
+  return args;
+}
+
+const article = (view: ViewKind) => `${view === "transposed" ? "a" : "an"} ${view}`;
+
 /**
  * Runs one case of an op and judges it against the float64 reference, on the kernel
  * given or on the one the dispatcher picks. The result names the kernel that ran and its time.
@@ -236,19 +255,9 @@ export async function runCase(
   const made = c.make(dtype, makeRng((opts.seed ?? 1234) ^ hash(`${op}/${c.name}/${dtype}`)));
   const owned: Tensor[] = tensorsIn(made);
   const view = opts.view;
-  const args = view ? mapTensors(made, (t) => viewOf(op, t, view) ?? t) : made;
-  if (view) {
-    const views = tensorsIn(args).filter((t) => !owned.includes(t));
-    if (views.length === 0) {
-      for (const t of owned) t.dispose();
-      return {
-        ...base,
-        status: "skipped",
-        message: `no argument takes ${view === "transposed" ? "a" : "an"} ${view} view`,
-      };
-    }
-    owned.push(...views);
-  }
+  const args = view ? asViews(op, made, view, owned) : made;
+  if (!args)
+    return { ...base, status: "skipped", message: `no argument takes ${article(view!)} view` };
   const forcing = <R>(fn: () => R): R => (forced ? withKernelPriority(op, [forced], fn) : fn());
   try {
     const args64 = mapTensors(args, (t) => (isFloat(t.dtype) ? t.astype("float64") : t));
@@ -344,6 +353,34 @@ function runBadCalls(op: string, device: string, dtype: DType, seed: number): Ca
   });
 }
 
+/** Each op's typical cases (and batched ones, for stride 0 on matrix ops) with view arguments. */
+async function viewResults(
+  k: { op: string; name: string; device: string },
+  dtypes: DType[],
+  backendName: string,
+  opts: ConformanceOptions,
+): Promise<CaseResult[]> {
+  const out: CaseResult[] = [];
+  const dtype = dtypes.includes("float32") ? "float32" : dtypes[0];
+  if (!dtype) return out;
+  const typical = CASES[k.op].filter((c) => c.typical);
+  // Matrix ops take stride 0 only along a batch dim: their batched cases too.
+  const batched = CASES[k.op].filter((c) => !c.typical && /^batch/.test(c.name));
+  for (const c of [...(typical.length ? typical : CASES[k.op].slice(0, 1)), ...batched])
+    for (const view of VIEW_KINDS)
+      if (view === "expanded" || !batched.includes(c))
+        out.push(
+          await runCase(k.op, c, dtype, {
+            ...opts,
+            kernel: k.name,
+            backend: backendName,
+            device: k.device,
+            view,
+          }),
+        );
+  return out;
+}
+
 /** Runs the conformance suite for one registered backend. */
 export async function runConformance(
   backendName: string,
@@ -380,24 +417,7 @@ export async function runConformance(
             }),
           );
       }
-      if (opts.views !== false) {
-        const dtype = dtypes.includes("float32") ? "float32" : dtypes[0];
-        const typical = CASES[k.op].filter((c) => c.typical);
-        // Matrix ops take stride 0 only along a batch dim: their batched cases too.
-        const batched = CASES[k.op].filter((c) => !c.typical && /^batch/.test(c.name));
-        for (const c of [...(typical.length ? typical : CASES[k.op].slice(0, 1)), ...batched])
-          for (const view of VIEW_KINDS)
-            if (dtype && (view === "expanded" || !batched.includes(c)))
-              results.push(
-                await runCase(k.op, c, dtype, {
-                  ...opts,
-                  kernel: k.name,
-                  backend: backendName,
-                  device: k.device,
-                  view,
-                }),
-              );
-      }
+      if (opts.views !== false) results.push(...(await viewResults(k, dtypes, backendName, opts)));
     } finally {
       restore();
     }

@@ -24,6 +24,12 @@ export {
   runCase,
   runConformance,
 } from "./conformance.ts";
+export {
+  type DeterminismOptions,
+  type DeterminismReport,
+  type DeterminismResult,
+  runDeterminism,
+} from "./determinism.ts";
 export { registerHostBackedDevice } from "./host-device.ts";
 export { boolMask, makeRng, type Rng, randomTensor, spdTensor } from "./random.ts";
 export { VIEW_KINDS, type ViewKind, viewOf, viewOnDevice } from "./views.ts";

@@ -36,6 +36,11 @@ export interface ParallelService {
   threads(): number;
   /** Runs the task to completion; throws a WorkerError if a worker fails or dies. */
   run(task: ParallelTask, threads: number): void;
+  /**
+   * Resolves once `threads` threads are up (workers start asynchronously), with the count
+   * that could start. Tests and benchmarks await it before relying on a thread count.
+   */
+  ready?(threads: number): Promise<number>;
 }
 
 /** A worker failed or died while running a parallel task. */
