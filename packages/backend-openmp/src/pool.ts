@@ -318,15 +318,18 @@ export class WorkerPool implements ParallelService {
   }
 
   /**
-   * Sets the pool to `threads - 1` workers: grows as ensure() does, and stops the newest
-   * workers past that (so a thread-count scope ends with the workers it started with).
+   * Follows a new thread setting: grows as ensure() does, and stops the newest workers past
+   * both the setting and the machine's cores, so a scope that asked for more threads than
+   * the machine has ends with the workers it started with. Workers within the core count
+   * stay (idle ones sleep): a 1-thread scope around an op must not cost a worker restart.
    * Call it between runs, as the openmp.numThreads hook does.
    */
   resize(threads: number): void {
     if (this.closed) return;
     const want = Math.min(this.maxWorkers, Math.max(0, Math.floor(threads) - 1));
-    this.target = want;
-    for (const s of this.slots.slice(want).reverse()) this.stop(s);
+    const keep = Math.max(want, Math.min(this.maxWorkers, runtime().hardwareConcurrency - 1));
+    this.target = Math.min(this.target, keep);
+    for (const s of this.slots.slice(keep).reverse()) this.stop(s);
     this.ensure(threads);
   }
 

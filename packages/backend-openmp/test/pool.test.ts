@@ -585,6 +585,14 @@ describe("stallTimeoutMs", () => {
         expect(await pool.ready(4)).toBe(4);
       }
       expect(pool.readyWorkers()).toBe(before);
+      // A 1-thread scope keeps the workers (no restart per op): they just sleep.
+      const ids = pool.slots.map((w) => w.id).join();
+      {
+        using _ = backends.openmp.numThreadsScope(1);
+        parallelFor({ ...task, args: [buf.ptr, 0, 6] }, 1);
+      }
+      expect(pool.readyWorkers()).toBe(before);
+      expect(pool.slots.map((w) => w.id).join()).toBe(ids);
     } finally {
       buf.free();
     }
