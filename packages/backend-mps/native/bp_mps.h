@@ -74,7 +74,7 @@ BP_MPS_API int32_t bp_mps_device_name(char *out, int32_t capacity);
 BP_MPS_API int32_t bp_mps_device_info(uint64_t *out);
 /* macOS product version into out[3] (major, minor, patch); BP_MPS_E_UNSUPPORTED off macOS. */
 BP_MPS_API int32_t bp_mps_os_version(int32_t *out);
-/* Caps the bytes held by live buffers (0: no cap beyond the device's own). */
+/* Caps the bytes held by live buffers (default 1.7 x the working set; 0: no cap). */
 BP_MPS_API int32_t bp_mps_set_memory_limit(uint64_t bytes);
 /* Bytes held by live buffers into out[0], the cap into out[1], live buffers into out[2]. */
 BP_MPS_API int32_t bp_mps_memory_stats(uint64_t *out);

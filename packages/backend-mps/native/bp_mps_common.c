@@ -118,7 +118,8 @@ int32_t bp_mps_init(void) {
   int32_t status = initialized ? BP_MPS_OK : impl_init();
   if (status == BP_MPS_OK && !initialized) {
     uint64_t info[4];
-    if (impl_device_info(info) == BP_MPS_OK) memory_cap = info[0];
+    /* PyTorch's default high watermark: 1.7 x Metal's recommended working set. */
+    if (impl_device_info(info) == BP_MPS_OK) memory_cap = info[0] / 10 * 17;
     initialized = 1;
   }
   pthread_mutex_unlock(&lock);
@@ -141,9 +142,7 @@ int32_t bp_mps_device_info(uint64_t *out) {
 
 int32_t bp_mps_set_memory_limit(uint64_t bytes) {
   ENTER();
-  uint64_t info[4] = {0};
-  impl_device_info(info);
-  memory_cap = bytes ? bytes : info[0];
+  memory_cap = bytes; /* 0: no cap beyond what Metal refuses */
   LEAVE();
 }
 

@@ -43,6 +43,7 @@ export interface MpsApi {
   /**
    * torch.mps.set_per_process_memory_fraction(f): caps the bytes live mps tensors may hold
    * at f x the device's recommended working set (0: no cap beyond Metal's own; at most 2).
+   * The default is PyTorch's high watermark, 1.7.
    */
   setPerProcessMemoryFraction(fraction: number): void;
   /** torch.mps.current_allocated_memory(): bytes held by live mps buffers. */

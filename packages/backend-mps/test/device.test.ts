@@ -75,6 +75,8 @@ d("mps device through the CPU stand-in helper", () => {
   });
 
   it("is available, names the stand-in, and reports its device", () => {
+    const ws = mpsApi.recommendedMaxMemory();
+    expect(mpsApi.memoryStats().capBytes).toBe(Math.floor(ws / 10) * 17);
     expect(backends.mps.isAvailable()).toBe(true);
     expect(mpsApi.deviceName()).toBe("Backplane CPU stand-in (not Metal)");
     const diag = mpsApi.diagnostics();
@@ -145,6 +147,8 @@ d("mps device through the CPU stand-in helper", () => {
     } finally {
       mpsApi.setPerProcessMemoryFraction(0);
     }
+    // 0 lifts the cap; the default is PyTorch's high watermark, 1.7 x the working set.
+    expect(mpsApi.memoryStats().capBytes).toBe(0);
     expect(() => mpsApi.setPerProcessMemoryFraction(3)).toThrow(ArgumentError);
     expect(() => mpsApi.setPerProcessMemoryFraction(Number.NaN)).toThrow(ArgumentError);
   });
