@@ -329,16 +329,16 @@ export class WorkerPool implements ParallelService {
     const want = Math.min(this.maxWorkers, Math.max(0, Math.floor(threads) - 1));
     const keep = Math.max(want, Math.min(this.maxWorkers, runtime().hardwareConcurrency - 1));
     this.target = Math.min(this.target, keep);
-    for (const s of this.slots.slice(keep).reverse()) this.stop(s);
+    for (const s of this.slots.slice(keep).reverse()) this.stop(s, false);
     this.ensure(threads);
   }
 
   /** Asks a worker to exit and forgets it (no replacement). */
-  private stop(slot: Slot): void {
+  private stop(slot: Slot, terminateNow = true): void {
     Atomics.store(slot.ctl, L.S_STATE, L.STOPPING);
     Atomics.add(slot.ctl, L.S_WAKE, 1);
     Atomics.notify(slot.ctl, L.S_WAKE);
-    this.retire(slot, "stopped", false);
+    this.retire(slot, "stopped", false, terminateNow);
   }
 
   private needsWorkers(): boolean {
@@ -416,7 +416,7 @@ export class WorkerPool implements ParallelService {
   }
 
   /** Takes a dead (or stopped) worker out of the pool; a replacement starts at once. */
-  private retire(slot: Slot, reason: string, replace = true): void {
+  private retire(slot: Slot, reason: string, replace = true, terminateNow = true): void {
     if (slot.retired) return;
     slot.retired = true;
     if (this.state(slot) !== L.STOPPING) {
@@ -434,10 +434,20 @@ export class WorkerPool implements ParallelService {
     const i = this.slots.indexOf(slot);
     if (i >= 0) this.slots.splice(i, 1);
     slot.settle();
-    try {
-      slot.handle?.terminate();
-    } catch {
-      // already gone
+    const terminate = () => {
+      try {
+        slot.handle?.terminate();
+      } catch {
+        // already gone
+      }
+    };
+    // A worker asked to stop leaves by itself when it wakes; terminating it while it is
+    // still inside Atomics.wait left Deno's threads misbehaving, so that is a late fallback.
+    if (terminateNow) terminate();
+    else {
+      const timer = setTimeout(terminate, 1000);
+      (timer as { unref?(): void }).unref?.();
+      if (typeof timer === "number") host.Deno?.unrefTimer?.(timer);
     }
     if (replace) this.ensure();
   }
