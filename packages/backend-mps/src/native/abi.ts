@@ -3,7 +3,7 @@
  * enumerations. test/abi.test.ts holds these to the header: every prototype, every
  * #define, nothing missing and nothing extra.
  */
-import { defineLibrary } from "@backplane/core/backend";
+import { defineLibrary, type FfiType, type LibraryDecl } from "@backplane/core/backend";
 
 /** BP_MPS_ABI_VERSION: a helper answering another number is refused. */
 export const ABI_VERSION = 1;
@@ -39,7 +39,49 @@ export const MASK = { NONE: 0, BOOL: 1, ADDITIVE: 2, CAUSAL: 3 } as const;
 /** BP_MPS_MAX_RANK. */
 export const MAX_RANK = 8;
 
-export const MPS_DECL = defineLibrary({
+type Fn<A extends readonly FfiType[], R extends FfiType> = {
+  readonly args: A;
+  readonly returns: R;
+};
+
+/** The declaration's type, written out (JSR's public API wants explicit types). */
+export interface MpsDecl extends LibraryDecl {
+  readonly bp_mps_abi_version: Fn<readonly [], "i32">;
+  readonly bp_mps_implementation: Fn<readonly [], "cstring">;
+  readonly bp_mps_last_error: Fn<readonly [], "cstring">;
+  readonly bp_mps_init: Fn<readonly [], "i32">;
+  readonly bp_mps_device_name: Fn<readonly ["buffer", "i32"], "i32">;
+  readonly bp_mps_device_info: Fn<readonly ["buffer"], "i32">;
+  readonly bp_mps_os_version: Fn<readonly ["buffer"], "i32">;
+  readonly bp_mps_set_memory_limit: Fn<readonly ["u64"], "i32">;
+  readonly bp_mps_memory_stats: Fn<readonly ["buffer"], "i32">;
+  readonly bp_mps_buffer_alloc: Fn<readonly ["u64", "buffer"], "i32">;
+  readonly bp_mps_buffer_free: Fn<readonly ["u64"], "i32">;
+  readonly bp_mps_buffer_write: Fn<readonly ["u64", "u64", "buffer", "u64"], "i32">;
+  readonly bp_mps_buffer_read: Fn<readonly ["u64", "u64", "buffer", "u64"], "i32">;
+  readonly bp_mps_buffer_copy: Fn<readonly ["u64", "u64", "u64", "u64", "u64"], "i32">;
+  readonly bp_mps_synchronize: Fn<readonly [], "i32">;
+  readonly bp_mps_strided_copy: Fn<
+    readonly ["i32", "u64", "i64", "i32", "buffer", "buffer", "u64"],
+    "i32"
+  >;
+  readonly bp_mps_matmul: Fn<
+    readonly ["i32", "u64", "u64", "u64", "i64", "i64", "i64", "i64", "i32", "i32"],
+    "i32"
+  >;
+  readonly bp_mps_conv2d: Fn<readonly ["i32", "u64", "u64", "u64", "u64", "buffer"], "i32">;
+  readonly bp_mps_softmax: Fn<readonly ["i32", "u64", "u64", "i64", "i64", "i64", "i32"], "i32">;
+  readonly bp_mps_sdpa: Fn<
+    readonly ["i32", "u64", "u64", "u64", "u64", "i32", "u64", "buffer", "f64"],
+    "i32"
+  >;
+  readonly bp_mps_elementwise: Fn<
+    readonly ["i32", "i32", "u64", "u64", "u64", "i32", "buffer", "buffer", "buffer"],
+    "i32"
+  >;
+}
+
+export const MPS_DECL: MpsDecl = defineLibrary({
   bp_mps_abi_version: { args: [], returns: "i32" },
   bp_mps_implementation: { args: [], returns: "cstring" },
   bp_mps_last_error: { args: [], returns: "cstring" },
@@ -74,4 +116,3 @@ export const MPS_DECL = defineLibrary({
     returns: "i32",
   },
 });
-export type MpsDecl = typeof MPS_DECL;
