@@ -129,10 +129,13 @@ describe("the pool", () => {
     );
     const id = `backend-openmp/test-late-${Math.random().toString(36).slice(2)}`;
     registerWasmModule(id, mod, new WebAssembly.Instance(mod, wasmKernelImports(id)));
-    const n = 50_000;
-    const buf = f64Buffer(n);
+    // Each attempt gives the worker more work to join (on a loaded machine the caller can
+    // finish a small task alone before a sleeping worker wakes).
+    const most = 50_000 * 16;
+    const buf = f64Buffer(most);
     try {
-      const ok = await eventually(() => {
+      const ok = await eventually((effort) => {
+        const n = 50_000 * Math.min(effort, 16);
         const before = pool.stats().workerChunks;
         buf.view().fill(0);
         pool.run(
