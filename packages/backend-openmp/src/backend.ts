@@ -55,10 +55,9 @@ export function installPool(): WorkerPool | undefined {
   if (!openmpAvailability().available) return undefined;
   const p = new WorkerPool({ memory: cpuMemory().memory, ...waitPolicy() });
   pool = p;
-  // The pool follows the setting both ways: a scope that asked for more threads than the
-  // machine has ends with the workers it started with.
+  // The pool grows when the setting does (it never shrinks: idle workers just sleep).
   onFlagChange("openmp.numThreads", (v) => {
-    p.resize((v as number) || runtime().hardwareConcurrency);
+    p.ensure((v as number) || runtime().hardwareConcurrency);
   });
   setParallelService(p);
   return p;
