@@ -13,6 +13,7 @@ import {
   withKernelPriority,
 } from "@backplane/core";
 import { dispatch, getBackend, getOp, setAllocationHook } from "@backplane/core/backend";
+import { hash, mapTensors, tensorsIn } from "./args.ts";
 import { BAD_CALLS } from "./bad-inputs.ts";
 import { CASES, type OpCase } from "./cases.ts";
 import {
@@ -78,31 +79,6 @@ export interface ConformanceReport {
   toString(): string;
   /** Throws an Error listing every failure. */
   assertPassed(): void;
-}
-
-function hash(s: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
-  return h >>> 0;
-}
-
-function mapTensors(args: unknown[], f: (t: Tensor) => Tensor): unknown[] {
-  return args.map((a) => {
-    if (a instanceof Tensor) return f(a);
-    if (a && typeof a === "object" && !Array.isArray(a)) {
-      return Object.fromEntries(
-        Object.entries(a).map(([k, v]) => [k, v instanceof Tensor ? f(v) : v]),
-      );
-    }
-    return a;
-  });
-}
-
-function tensorsIn(x: unknown): Tensor[] {
-  if (x instanceof Tensor) return [x];
-  if (Array.isArray(x)) return x.flatMap(tensorsIn);
-  if (x && typeof x === "object") return Object.values(x).flatMap(tensorsIn);
-  return [];
 }
 
 /** Outputs as named float64 arrays, read back from any device. */

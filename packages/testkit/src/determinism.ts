@@ -14,6 +14,7 @@ import {
   withKernelPriority,
 } from "@backplane/core";
 import { dispatch, getBackend, getOp, parallelService } from "@backplane/core/backend";
+import { hash, mapTensors, tensorsIn } from "./args.ts";
 import { CASES } from "./cases.ts";
 import { makeRng } from "./random.ts";
 
@@ -48,24 +49,6 @@ export interface DeterminismReport {
   assertPassed(): void;
 }
 
-function tensorsIn(x: unknown): Tensor[] {
-  if (x instanceof Tensor) return [x];
-  if (Array.isArray(x)) return x.flatMap(tensorsIn);
-  if (x && typeof x === "object") return Object.values(x).flatMap(tensorsIn);
-  return [];
-}
-
-function mapTensors(args: unknown[], f: (t: Tensor) => Tensor): unknown[] {
-  return args.map((a) => {
-    if (a instanceof Tensor) return f(a);
-    if (a && typeof a === "object" && !Array.isArray(a))
-      return Object.fromEntries(
-        Object.entries(a).map(([k, v]) => [k, v instanceof Tensor ? f(v) : v]),
-      );
-    return a;
-  });
-}
-
 /** The output's bytes (every tensor, in a fixed order), or the error it threw. */
 async function fingerprint(run: () => unknown): Promise<string> {
   let out: unknown;
@@ -88,12 +71,6 @@ async function fingerprint(run: () => unknown): Promise<string> {
     t.dispose();
   }
   return parts.join("|");
-}
-
-function hash(s: string): number {
-  let h = 2166136261;
-  for (let i = 0; i < s.length; i++) h = Math.imul(h ^ s.charCodeAt(i), 16777619);
-  return h >>> 0;
 }
 
 /** Runs the determinism check for one registered backend. */
