@@ -55,9 +55,10 @@ export function installPool(): WorkerPool | undefined {
   if (!openmpAvailability().available) return undefined;
   const p = new WorkerPool({ memory: cpuMemory().memory, ...waitPolicy() });
   pool = p;
-  // The pool grows when the setting does (it never shrinks: idle workers just sleep).
+  // The pool follows the setting both ways: a scope that asked for more threads than the
+  // machine has ends with the workers it started with.
   onFlagChange("openmp.numThreads", (v) => {
-    p.ensure((v as number) || runtime().hardwareConcurrency);
+    p.resize((v as number) || runtime().hardwareConcurrency);
   });
   setParallelService(p);
   return p;

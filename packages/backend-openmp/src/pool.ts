@@ -141,7 +141,7 @@ export class WorkerPool implements ParallelService {
   readonly canBlock: boolean = threadCanBlock();
   private readonly sleeper = new Int32Array(new SharedArrayBuffer(4));
   private startFailures = 0;
-  /** Workers the pool grows to (it never shrinks). */
+  /** Workers the pool keeps: ensure() raises it, resize() sets it. */
   private target = 0;
   /** Resolves when the next scheduled worker start has run. */
   private spawnTick: Promise<void> | undefined;
@@ -317,6 +317,30 @@ export class WorkerPool implements ParallelService {
     }
   }
 
+  /**
+   * Follows a new thread setting: grows as ensure() does, and stops the newest workers past
+   * both the setting and the machine's cores, so a scope that asked for more threads than
+   * the machine has ends with the workers it started with. Workers within the core count
+   * stay (idle ones sleep): a 1-thread scope around an op must not cost a worker restart.
+   * Call it between runs, as the openmp.numThreads hook does.
+   */
+  resize(threads: number): void {
+    if (this.closed) return;
+    const want = Math.min(this.maxWorkers, Math.max(0, Math.floor(threads) - 1));
+    const keep = Math.max(want, Math.min(this.maxWorkers, runtime().hardwareConcurrency - 1));
+    this.target = Math.min(this.target, keep);
+    for (const s of this.slots.slice(keep).reverse()) this.stop(s, false);
+    this.ensure(threads);
+  }
+
+  /** Asks a worker to exit and forgets it (no replacement). */
+  private stop(slot: Slot, terminateNow = true): void {
+    Atomics.store(slot.ctl, L.S_STATE, L.STOPPING);
+    Atomics.add(slot.ctl, L.S_WAKE, 1);
+    Atomics.notify(slot.ctl, L.S_WAKE);
+    this.retire(slot, "stopped", false, terminateNow);
+  }
+
   private needsWorkers(): boolean {
     return (
       !this.closed && this.slots.length < this.target && this.startFailures < MAX_START_FAILURES
@@ -392,7 +416,7 @@ export class WorkerPool implements ParallelService {
   }
 
   /** Takes a dead (or stopped) worker out of the pool; a replacement starts at once. */
-  private retire(slot: Slot, reason: string, replace = true): void {
+  private retire(slot: Slot, reason: string, replace = true, terminateNow = true): void {
     if (slot.retired) return;
     slot.retired = true;
     if (this.state(slot) !== L.STOPPING) {
@@ -410,10 +434,20 @@ export class WorkerPool implements ParallelService {
     const i = this.slots.indexOf(slot);
     if (i >= 0) this.slots.splice(i, 1);
     slot.settle();
-    try {
-      slot.handle?.terminate();
-    } catch {
-      // already gone
+    const terminate = () => {
+      try {
+        slot.handle?.terminate();
+      } catch {
+        // already gone
+      }
+    };
+    // A worker asked to stop leaves by itself when it wakes; terminating it while it is
+    // still inside Atomics.wait left Deno's threads misbehaving, so that is a late fallback.
+    if (terminateNow) terminate();
+    else {
+      const timer = setTimeout(terminate, 1000);
+      (timer as { unref?(): void }).unref?.();
+      if (typeof timer === "number") host.Deno?.unrefTimer?.(timer);
     }
     if (replace) this.ensure();
   }
@@ -428,13 +462,7 @@ export class WorkerPool implements ParallelService {
 
   /** Stops every worker; the pool starts new ones when it is used again. */
   async shutdown(): Promise<void> {
-    const slots = [...this.slots];
-    for (const s of slots) {
-      Atomics.store(s.ctl, L.S_STATE, L.STOPPING);
-      Atomics.add(s.ctl, L.S_WAKE, 1);
-      Atomics.notify(s.ctl, L.S_WAKE);
-      this.retire(s, "stopped", false);
-    }
+    for (const s of [...this.slots]) this.stop(s);
     this.startFailures = 0;
     this.target = 0;
     await new Promise((r) => setTimeout(r, 0));

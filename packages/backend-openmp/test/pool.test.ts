@@ -556,4 +556,48 @@ describe("stallTimeoutMs", () => {
       await pool.close();
     }
   });
+
+  it("a thread-count scope ends with exactly the workers it started with (issue 21)", async () => {
+    const pool = await readyPool(2);
+    const before = pool.readyWorkers();
+    const buf = f64Buffer(40_000);
+    const task: ParallelTask = {
+      module: RUNTIME_MODULE,
+      fn: "fillF64",
+      args: [buf.ptr, 0, 3],
+      step: [8, 0, 0],
+      countArg: 1,
+      items: 40_000,
+      schedule: "dynamic",
+      chunk: 400,
+    };
+    try {
+      await backends.withFlags({ openmp: { numThreads: 12 } }, async () => {
+        // More threads than cores: the pool grows to 11 workers for the scope...
+        expect(await pool.ready(12)).toBe(12);
+        parallelFor(task, 12);
+        expect(buf.view().every((x) => x === 3)).toBe(true);
+      });
+      // ...and is back to what it had when the scope closes, and still runs right.
+      expect(pool.readyWorkers()).toBe(before);
+      expect(pool.stats().starting).toBe(0);
+      parallelFor({ ...task, args: [buf.ptr, 0, 5] }, 2);
+      expect(buf.view().every((x) => x === 5)).toBe(true);
+      {
+        using _ = backends.openmp.numThreadsScope(4);
+        expect(await pool.ready(4)).toBe(4);
+      }
+      expect(pool.readyWorkers()).toBe(before);
+      // A 1-thread scope keeps the workers (no restart per op): they just sleep.
+      const ids = pool.slots.map((w) => w.id).join();
+      {
+        using _ = backends.openmp.numThreadsScope(1);
+        parallelFor({ ...task, args: [buf.ptr, 0, 6] }, 1);
+      }
+      expect(pool.readyWorkers()).toBe(before);
+      expect(pool.slots.map((w) => w.id).join()).toBe(ids);
+    } finally {
+      buf.free();
+    }
+  });
 });
