@@ -103,6 +103,7 @@ export { defineBackend, registerBackend } from "./registry/register.ts";
 export { readEnv } from "./runtime/detect.ts";
 export * from "./runtime/ffi/index.ts";
 export { builtinModule, type HostGlobals, host } from "./runtime/host.ts";
+export { readCacheFile, userCacheDir, writeCacheFile } from "./runtime/user-cache.ts";
 export {
   type DeviceBuffer,
   type DeviceContext,

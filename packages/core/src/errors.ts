@@ -101,6 +101,8 @@ export interface CandidateReport {
   backend: string;
   accepted: boolean;
   reason: string;
+  /** What calibration measured for this kernel at the size nearest the call (explain()). */
+  measured?: { ms: number; case: string };
 }
 
 /** No kernel is left for an op: carries every candidate and why it refused. */

@@ -9,6 +9,7 @@
 import "./wasm/memory.ts";
 import "./reference/index.ts";
 
+export { CALIBRATION_BUDGET_MS, type CalibrationReport } from "./dispatch/calibrate.ts";
 export {
   clearAutotuneCache,
   type Explanation,
@@ -16,6 +17,7 @@ export {
   setVerboseSink,
 } from "./dispatch/dispatcher.ts";
 export { opNames } from "./dispatch/kernels.ts";
+export type { KernelFigure, Measurement } from "./dispatch/measured.ts";
 export { kernelPriority, setKernelPriority, withKernelPriority } from "./dispatch/priority.ts";
 export { formatCalls, type Recorded, record } from "./dispatch/record.ts";
 export {

@@ -56,6 +56,11 @@ onFlagChange("cpu.preferredBlasLibrary", (v) => {
 const NO_BLAS =
   "no BLAS library found; install OpenBLAS (apt install libopenblas0-pthread / brew install openblas) or set BACKPLANE_OPENBLAS_PATH=/path/to/libopenblas.so";
 
+function formatMeasured(m: Record<string, number>): string {
+  const parts = Object.entries(m).map(([core, gf]) => `${core} ${gf.toFixed(1)}`);
+  return parts.length ? ` (sgemm 256, 1 thread, GFLOP/s: ${parts.join(", ")})` : "";
+}
+
 const hasFfi = (): boolean => ["bun", "deno", "node"].includes(runtime().name);
 
 function mklStatus(): NamespaceStatus {
@@ -99,6 +104,11 @@ export const nativeBackend: BackendDefinition = defineBackend({
       path: state.lib.path,
       lapack: state.lib.lapackPath ?? null,
       threads: state.lib.getThreads(),
+      // OpenBLAS: the core it runs, and the one it picked itself when that was below the CPU.
+      ...(state.lib.core && {
+        corename: state.lib.core.name,
+        coreCheck: `${state.lib.core.summary}; ${state.lib.core.how}${formatMeasured(state.lib.core.measured)}`,
+      }),
     },
   kernels: [...nativeKernels(), ...flashBlasKernels()].map((k) => ({
     ...k,

@@ -12,6 +12,7 @@ import {
   type NativeLibrary,
   openLibrary,
 } from "@backplane/core/backend";
+import { chooseCore } from "./core-choice.ts";
 
 export type BlasName = "mkl" | "openblas" | "blis" | "reference";
 export const BLAS_ORDER: readonly BlasName[] = ["mkl", "openblas", "blis", "reference"];
@@ -34,6 +35,7 @@ export const BLAS_DECL = defineLibrary({
   openblas_set_num_threads: f(["i32"], "void", true),
   openblas_get_num_threads: f([], "i32", true),
   openblas_get_config: f([], "cstring", true),
+  openblas_get_corename: f([], "cstring", true),
   MKL_Set_Num_Threads: f(["i32"], "void", true),
   MKL_Get_Max_Threads: f([], "i32", true),
   MKL_Get_Version_String: f(["buffer", "i32"], "void", true),
@@ -70,6 +72,14 @@ export interface LoadedBlas {
   setThreads(n: number): void;
   /** The library's thread count, where it can tell. */
   getThreads(): number | undefined;
+  /** OpenBLAS: the core it runs, and how it was chosen (openblas-core.ts, core-choice.ts). */
+  core?: {
+    name: string;
+    loaded: string;
+    summary: string;
+    how: string;
+    measured: Record<string, number>;
+  };
 }
 
 /** Where each library is looked for: base names (expanded per OS) and sonames versions. */
@@ -128,6 +138,24 @@ async function tryLoad(name: BlasName, given: SearchOptions): Promise<LoadedBlas
     opts,
   );
   if (!b.ok) return b.reason;
+  let blasLib = b.lib;
+  let blasPath = b.path;
+  let core: LoadedBlas["core"];
+  if (name === "openblas") {
+    const choice = await chooseCore(b.path, b.lib, async (path) => {
+      const r = await openLibrary({ name, candidates: [path] }, BLAS_DECL, { systemSearch: false });
+      return r.ok ? r.lib : undefined;
+    });
+    blasLib = choice.lib;
+    blasPath = choice.path;
+    core = {
+      name: choice.core,
+      loaded: choice.check.loaded,
+      summary: choice.check.summary,
+      how: choice.how,
+      measured: choice.measured,
+    };
+  }
   let lapack: LapackSymbols | undefined;
   let lapackPath: string | undefined;
   if (name !== "blis") {
@@ -138,13 +166,13 @@ async function tryLoad(name: BlasName, given: SearchOptions): Promise<LoadedBlas
           LAPACK_DECL,
           opts,
         )
-      : await openLibrary({ name, candidates: [b.path] }, LAPACK_DECL, opts);
+      : await openLibrary({ name, candidates: [blasPath] }, LAPACK_DECL, opts);
     if (l.ok) {
       lapack = l.lib.symbols;
       lapackPath = l.path;
     }
   }
-  const s = b.lib.symbols;
+  const s = blasLib.symbols;
   let version = "";
   if (name === "openblas") version = s.openblas_get_config?.() ?? "OpenBLAS";
   else if (name === "mkl" && s.MKL_Get_Version_String) {
@@ -157,7 +185,8 @@ async function tryLoad(name: BlasName, given: SearchOptions): Promise<LoadedBlas
   else version = "reference BLAS/LAPACK";
   return {
     name,
-    path: b.path,
+    path: blasPath,
+    core,
     lapackPath,
     blas: s,
     lapack,

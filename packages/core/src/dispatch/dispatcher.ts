@@ -26,6 +26,7 @@ import { show } from "../util/format.ts";
 import { warnOnce } from "../util/log.ts";
 import { splitReason } from "../util/reason.ts";
 import { getOp, type Kernel, type OpParams, type OpRecord } from "./kernels.ts";
+import { classFor, type SizeClass, sizeClasses } from "./measured.ts";
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
 
@@ -44,6 +45,8 @@ interface Entry {
   winners: Map<string, Kernel>;
   /** Strict mode with a user priority: the kernels or families allowed to run. */
   wanted: readonly string[] | undefined;
+  /** The kernels reordered by measurement, per size class (calibrate.ts), when measured. */
+  classes: SizeClass[] | undefined;
 }
 
 function flagOf(state: FlagState, key: string): unknown {
@@ -115,6 +118,7 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
       flagOf(state, "core.strict") === true && (state.priorities[op.name]?.length ?? 0) > 0
         ? state.priorities[op.name]
         : undefined,
+    classes: undefined,
   };
   const coreVerbose = flagOf(state, "core.verbose") === true;
   for (const k of orderFor(op, state)) {
@@ -128,7 +132,23 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     if (coreVerbose || (k.verboseFlags ?? []).some((f) => Number(flagOf(state, f) ?? 0) > 0))
       e.verbose = true;
   }
+  // Measured order: not over the user's own priority, and not in deterministic mode (the
+  // kernel must not depend on a timing, as torch asks of cudnn.benchmark).
+  if (
+    op.work !== undefined &&
+    flagOf(state, "cpu.calibrate") === true &&
+    !deterministic &&
+    (state.priorities[op.name]?.length ?? 0) === 0
+  )
+    e.classes = sizeClasses(op.name, deviceType, dtype, e.kernels);
   return e;
+}
+
+/** The kernels to try, in order, for these params. */
+function kernelsFor(op: OpRecord, e: Entry, params: OpParams): Kernel[] {
+  return e.classes === undefined
+    ? e.kernels
+    : classFor(e.classes, (op.work as (p: OpParams) => number)(params)).kernels;
 }
 
 function entryFor(op: OpRecord, state: FlagState, deviceType: string, dtype: DType): Entry {
@@ -152,7 +172,7 @@ export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): unknow
   const frame = currentFrame();
   const e = entryFor(op, frame.state, params.deviceType, params.dtype);
   if (e.autotune) return runAutotuned(op, e, params);
-  const ks = e.kernels;
+  const ks = kernelsFor(op, e, params);
   for (let i = 0; i < ks.length; i++) {
     const k = ks[i];
     if (k.supports === undefined || k.supports(params) === true) {
@@ -261,9 +281,15 @@ function candidates(op: OpRecord, e: Entry, params: OpParams): Explanation {
     });
     selected ??= k.name;
   };
-  for (const k of e.kernels) consider(k, false);
+  for (const k of kernelsFor(op, e, params)) consider(k, false);
   for (const k of e.heldBack) consider(k, true);
   out.push(...e.refused);
+  const measured = e.classes && classFor(e.classes, (op.work as (p: OpParams) => number)(params));
+  for (const c of out) {
+    const f = measured?.measurement.figures.find((x) => x.kernel === c.kernel);
+    if (f && measured)
+      c.measured = { ms: f.ms, case: `${measured.measurement.case} ${measured.measurement.dtype}` };
+  }
   return {
     op: op.name,
     selected,
@@ -272,7 +298,7 @@ function candidates(op: OpRecord, e: Entry, params: OpParams): Explanation {
       const w = Math.max(6, ...out.map((c) => c.kernel.length + c.backend.length + 3));
       const rows = out.map(
         (c) =>
-          `${c.accepted ? (c.kernel === selected ? "=>" : "ok") : "  "} ${`${c.kernel} (${c.backend})`.padEnd(w)}  ${c.reason}`,
+          `${c.accepted ? (c.kernel === selected ? "=>" : "ok") : "  "} ${`${c.kernel} (${c.backend})`.padEnd(w)}  ${c.reason}${c.measured ? ` [measured ${c.measured.ms.toFixed(3)} ms at ${c.measured.case}]` : ""}`,
       );
       return [
         `${op.name}: ${selected ? `runs ${selected}` : "no kernel can run these inputs"}`,

@@ -53,6 +53,11 @@ export interface OpDefinition<P extends OpParams, A extends unknown[]> {
   prepare(...args: A): P;
   /** A string naming the input sizes, for the autotune cache and verbose lines. */
   shapeKey(params: P): string;
+  /**
+   * The work of a call (floating-point operations), for ops whose kernels are ranked by
+   * measurement: a call runs the order measured at the nearest size.
+   */
+  work?(params: P): number;
 }
 
 /** A kernel of any op, in lists that mix ops (its params type is the op's, erased here). */
@@ -74,7 +79,7 @@ export function defineOp<P extends OpParams, A extends unknown[]>(
   const existing = ops.get(def.name);
   if (existing) {
     // An op may be declared by a kernel first; the real definition fills it in.
-    Object.assign(existing, { prepare: def.prepare, shapeKey: def.shapeKey });
+    Object.assign(existing, { prepare: def.prepare, shapeKey: def.shapeKey, work: def.work });
     return existing as OpRecord<P, A>;
   }
   const rec: OpRecord<P, A> = { ...def, kernels: [], cache: new WeakMap(), cacheGeneration: -1 };

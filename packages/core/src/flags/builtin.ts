@@ -36,6 +36,7 @@ export interface BuiltinFlagSchemas {
   };
   cpu: {
     preferredBlasLibrary: EnumSpec<"auto" | "mkl" | "openblas" | "blis" | "wasm">;
+    calibrate: BoolSpec;
   };
   cuda: {
     matmul: {
@@ -130,6 +131,11 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
     preferredBlasLibrary: oneOf(["auto", "mkl", "openblas", "blis", "wasm"], "auto", {
       env: "BACKPLANE_BLAS",
       readBy: MKL,
+    }),
+    calibrate: bool(true, {
+      env: "BACKPLANE_CALIBRATE",
+      doc: "rank the CPU backends' kernels by timing them at ready() (cached per machine; backends.cpu.calibrate() redoes it)",
+      readBy: CORE,
     }),
   },
   cuda: {

@@ -4,6 +4,8 @@
  * An unknown namespace throws a message naming the known ones; has() never throws.
  */
 
+import type { CalibrationReport } from "../dispatch/calibrate.ts";
+import { ensureCalibrated } from "../dispatch/calibrate.ts";
 import { record } from "../dispatch/record.ts";
 import type {
   canUseCudnnAttention,
@@ -28,7 +30,7 @@ import {
   runWithState,
   warnIfInert,
 } from "../flags/state.ts";
-import { listBackends, ready } from "../registry/backends.ts";
+import { getBackend, listBackends, ready } from "../registry/backends.ts";
 import type { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
 import { show } from "../util/format.ts";
 import { didYouMean } from "../util/suggest.ts";
@@ -62,6 +64,10 @@ export interface Backends {
   cpu: NS<"cpu"> & {
     getCpuCapability(): string;
     getCpuCapabilityInfo(): ReturnType<typeof cpuCapabilityInfo>;
+    /** Times the CPU backends' kernels anew, ranks them by the figures and caches them. */
+    calibrate(): Promise<CalibrationReport>;
+    /** The figures the CPU kernels are ranked by (undefined before the first ready()). */
+    calibration(): CalibrationReport | undefined;
   };
   cuda: NS<"cuda"> &
     typeof sdpSwitches & {
@@ -151,7 +157,12 @@ const root: BackendsRoot = {
     return runWithState((s) => s.with(flat), fn);
   },
   flags: (changes) => openScope(flatten(changes as Record<string, unknown>)),
-  ready: (...names) => ready(...names),
+  ready: async (...names) => {
+    await ready(...names);
+    // Rank the CPU kernels by measurement once their backends are up (a file read when cached).
+    if (names.length === 0 || names.some((n) => getBackend(n)?.def.devices.includes("cpu")))
+      ensureCalibrated();
+  },
   registered: () => listBackends().map((b) => b.def.name),
   namespace: (name) => {
     if (typeof name !== "string" || !hasNamespace(name)) {

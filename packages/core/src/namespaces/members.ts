@@ -3,6 +3,8 @@
  * cuda's SDP switches, mkl.verbose(level), openmp.setNumThreads...). Flags come from the
  * schemas; a backend package adds or replaces members through registerBackend({ api }).
  */
+
+import { calibrate, calibration } from "../dispatch/calibrate.ts";
 import {
   canUseCudnnAttention,
   canUseEfficientAttention,
@@ -17,6 +19,7 @@ import {
 } from "../dispatch/sdpa-select.ts";
 import { ArgumentError, UnknownNamespaceError } from "../errors.ts";
 import { checkChanges, flagChoices, getFlag, openScope, setFlag } from "../flags/state.ts";
+import { ready } from "../registry/backends.ts";
 import { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
 import { runtime } from "../runtime/detect.ts";
 import { show } from "../util/format.ts";
@@ -42,6 +45,12 @@ extendNamespace("cpu", {
   getCpuCapability: () => cpuCapabilityInfo().capability,
   /** Every feature behind the answer. */
   getCpuCapabilityInfo: () => cpuCapabilityInfo(),
+  /** Times the CPU backends' kernels anew (after their init) and ranks them by the figures. */
+  calibrate: async () => {
+    await ready();
+    return calibrate();
+  },
+  calibration: () => calibration(),
 });
 extendNamespace("cuda", {
   cufftPlanCache: planCacheRegistry(),

@@ -157,6 +157,7 @@ export const sdpaOp: OpRecord<
   prepare,
   shapeKey: (p: SdpaParams) =>
     `${p.batchShape.join("x")},L${p.L},S${p.S},E${p.E},Ev${p.Ev},${p.maskKind}${p.isCausal ? ",causal" : ""}`,
+  work: (p: SdpaParams) => 2 * p.L * p.S * (p.E + p.Ev) * p.batchShape.reduce((a, b) => a * b, 1),
 });
 
 /** softmax(q k^T * scale + mask) v, with dropout on the attention weights. */

@@ -11,6 +11,8 @@ export interface CpuCapability {
   /** torch's string: "AVX512", "AVX2", "DEFAULT", "NO AVX", "VSX", "Z VECTOR", or a WASM level. */
   capability: string;
   arch: string;
+  /** The processor's name as the OS reports it ("AMD EPYC 9B45"), empty when unknown. */
+  model: string;
   /** Feature flags as the OS reports them (lower case), empty when unknown. */
   features: string[];
   wasmSimd: boolean;
@@ -39,6 +41,7 @@ export function cpuCapabilityInfo(): CpuCapability {
     return (cached = {
       capability: wasmLevel,
       arch: "wasm32",
+      model: "",
       features: [],
       wasmSimd: rt.wasmSimd,
       source: "wasm",
@@ -48,6 +51,8 @@ export function cpuCapabilityInfo(): CpuCapability {
   const text = rt.platform === "linux" ? readCpuinfo() : undefined;
   const line = text?.split("\n").find((l) => /^(flags|Features)\s*:/.test(l));
   const features = line ? line.split(":")[1].trim().split(/\s+/) : [];
+  const modelLine = text?.split("\n").find((l) => /^(model name|Model|cpu model)\s*:/.test(l));
+  const model = modelLine ? modelLine.slice(modelLine.indexOf(":") + 1).trim() : "";
   const has = (f: string) => features.includes(f);
   let capability = "DEFAULT";
   if (arch === "x64" || arch === "x86_64") {
@@ -61,6 +66,7 @@ export function cpuCapabilityInfo(): CpuCapability {
   return (cached = {
     capability,
     arch,
+    model,
     features,
     wasmSimd: rt.wasmSimd,
     source: features.length > 0 ? "cpuinfo" : "unknown",

@@ -1,0 +1,165 @@
+/**
+ * CPU kernels ranked by measurement (issue 22): the order between backends follows what
+ * they measured (with a margin), per size class; the user's priority, deterministic mode
+ * and cpu.calibrate = false keep the authors' order; the figures are cached per machine.
+ * Two test backends implement matmul for small sizes: "calib-slow" (priority 200, a
+ * millisecond of extra work per call) and "calib-fast" (priority 150).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  backends,
+  explain,
+  randn,
+  type Tensor,
+  useDeterministicAlgorithms,
+  withKernelPriority,
+} from "@backplane/core";
+import {
+  defineBackend,
+  getKernel,
+  type MatmulParams,
+  registerBackend,
+} from "@backplane/core/backend";
+import { afterAll, describe, expect, it } from "vitest";
+import { calibration, ensureCalibrated, forgetCalibration } from "../src/dispatch/calibrate.ts";
+import type { Kernel } from "../src/dispatch/kernels.ts";
+import { classFor, MARGIN, sizeClasses, useMeasurements } from "../src/dispatch/measured.ts";
+
+let active = false;
+const fake = (backend: string, priority: number, extraMs: number) =>
+  registerBackend(
+    defineBackend({
+      name: backend,
+      devices: ["cpu"],
+      isAvailable: () => ({ available: true }),
+      kernels: [
+        {
+          op: "matmul",
+          name: backend,
+          device: "cpu",
+          dtypes: ["float32"],
+          deterministic: true,
+          priority,
+          supports: (p: MatmulParams) =>
+            !active ? "inactive" : p.m <= 64 && p.n <= 64 ? true : "small sizes only",
+          run: (p: MatmulParams) => {
+            const end = performance.now() + extraMs;
+            while (performance.now() < end) {}
+            return getKernel("matmul", "reference")!.run(p);
+          },
+        },
+      ],
+    }),
+  );
+fake("calib-slow", 200, 1);
+fake("calib-fast", 150, 0);
+
+const k = (name: string, backend: string, priority: number) =>
+  ({ name, backend, priority }) as unknown as Kernel;
+
+describe("measured order", () => {
+  const a = k("a1", "A", 100);
+  const a2 = k("a2", "A", 90);
+  const b = k("b1", "B", 50);
+  const ref = k("reference", "reference", 0);
+  const m = (work: number, msA: number, msB: number) => ({
+    op: "matmul",
+    case: `w${work}`,
+    dtype: "float32" as const,
+    deviceType: "cpu",
+    work,
+    figures: [
+      { kernel: "a1", backend: "A", ms: msA },
+      { kernel: "b1", backend: "B", ms: msB },
+    ],
+  });
+  afterAll(() => useMeasurements([]));
+
+  it("moves whole backends, keeps each backend's own order and the unmeasured in place", () => {
+    useMeasurements([m(1000, 2, 1)]);
+    const [c] = sizeClasses("matmul", "cpu", "float32", [a, a2, b, ref]) ?? [];
+    expect(c.kernels.map((x) => x.name)).toEqual(["b1", "a1", "a2", "reference"]);
+  });
+
+  it(`needs ${MARGIN}x to pass a backend ranked above (noise never flips a close call)`, () => {
+    useMeasurements([m(1000, 1.05, 1)]);
+    const [c] = sizeClasses("matmul", "cpu", "float32", [a, a2, b, ref]) ?? [];
+    expect(c.kernels.map((x) => x.name)).toEqual(["a1", "a2", "b1", "reference"]);
+  });
+
+  it("picks the class measured nearest the call's work, on a log scale", () => {
+    useMeasurements([m(1e3, 2, 1), m(1e6, 1, 2)]);
+    const cs = sizeClasses("matmul", "cpu", "float32", [a, b]) ?? [];
+    expect(classFor(cs, 10).kernels[0].name).toBe("b1");
+    expect(classFor(cs, 2e4).kernels[0].name).toBe("b1");
+    expect(classFor(cs, 5e4).kernels[0].name).toBe("a1");
+    expect(classFor(cs, 1e9).kernels[0].name).toBe("a1");
+    expect(sizeClasses("matmul", "cpu", "float64", [a, b])).toBeUndefined();
+  });
+});
+
+describe("calibration", () => {
+  const dir = mkdtempSync(join(tmpdir(), "bp-calibration-"));
+  const saved = process.env.BACKPLANE_CACHE_DIR;
+  process.env.BACKPLANE_CACHE_DIR = dir;
+  afterAll(async () => {
+    active = false;
+    await backends.cpu.calibrate(); // figures without the test backends
+    if (saved === undefined) delete process.env.BACKPLANE_CACHE_DIR;
+    else process.env.BACKPLANE_CACHE_DIR = saved;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("ranks the faster backend first, shows the figures in explain(), and caches them", async () => {
+    active = true;
+    const a: Tensor = randn([64, 64], { seed: 1 });
+    const b: Tensor = randn([64, 64], { seed: 2 });
+    const rep = await backends.cpu.calibrate();
+    expect(rep.source).toBe("measured");
+    expect(rep.cacheFile).toBe(`${dir}/calibration-v1.json`);
+    const m = rep.measurements.find((x) => x.op === "matmul" && x.case === "64x64x64");
+    const ms = (name: string) => m?.figures.find((f) => f.kernel === name)?.ms ?? Number.NaN;
+    expect(ms("calib-slow")).toBeGreaterThan(ms("calib-fast") * MARGIN);
+    const e = explain("matmul", a, b);
+    expect(e.selected).toBe("calib-fast");
+    expect(e.candidates.find((c) => c.kernel === "calib-slow")?.measured?.case).toBe(
+      "64x64x64 float32",
+    );
+    expect(e.toString()).toMatch(
+      /calib-fast \(calib-fast\)\s+selected \[measured [\d.]+ ms at 64x64x64 float32\]/,
+    );
+    // The user's priority, deterministic mode and cpu.calibrate = false keep the authors' order.
+    expect(
+      withKernelPriority("matmul", ["calib-slow"], () => explain("matmul", a, b).selected),
+    ).toBe("calib-slow");
+    useDeterministicAlgorithms(true);
+    try {
+      expect(explain("matmul", a, b).selected).toBe("calib-slow");
+    } finally {
+      useDeterministicAlgorithms(false);
+    }
+    expect(
+      backends.withFlags({ cpu: { calibrate: false } }, () => explain("matmul", a, b).selected),
+    ).toBe("calib-slow");
+    // A new start on the same machine reads the figures instead of measuring.
+    forgetCalibration();
+    const warm = ensureCalibrated();
+    expect(warm.source).toBe("cache");
+    expect(warm.fingerprint).toBe(rep.fingerprint);
+    expect(warm.measurements).toEqual(JSON.parse(JSON.stringify(rep.measurements)));
+    expect(explain("matmul", a, b).selected).toBe("calib-fast");
+    expect(calibration()).toBe(warm);
+    // A different machine (here: another thread count) does not use them.
+    {
+      using _ = backends.openmp.numThreadsScope(7);
+      forgetCalibration();
+      const other = ensureCalibrated();
+      expect(other.fingerprint).not.toBe(rep.fingerprint);
+      expect(other.source).toBe("measured");
+    }
+    a.dispose();
+    b.dispose();
+  });
+});
