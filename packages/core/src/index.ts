@@ -63,6 +63,7 @@ export {
   backends,
   type CufftPlanCache,
   type FlagDescription,
+  readyAndRanked as ready,
 } from "./namespaces/backends.ts";
 export type { Namespace, NamespaceBase, NamespaceStatus } from "./namespaces/namespace.ts";
 export { fromTorchName, TORCH_NAMES, type TorchName } from "./namespaces/torch-names.ts";
@@ -75,7 +76,7 @@ export { matmul } from "./ops/matmul.ts";
 export { type MhaOptions, multiHeadAttention } from "./ops/mha.ts";
 export { type SdpaOptions, scaledDotProductAttention } from "./ops/sdpa.ts";
 export { logSoftmax, softmax } from "./ops/softmax.ts";
-export { ready, refreshAvailability } from "./registry/backends.ts";
+export { refreshAvailability } from "./registry/backends.ts";
 export { type CpuCapability, cpuCapabilityInfo } from "./runtime/cpu-capability.ts";
 export { type RuntimeInfo, type RuntimeName, runtime } from "./runtime/detect.ts";
 export {

@@ -41,6 +41,7 @@ import {
 } from "@backplane/core";
 import { builtinModule, getKernel, readEnv } from "@backplane/core/backend";
 import type { Harness } from "../harness.ts";
+import { NO_TORCH, torchPythons } from "../peers/torch-python.ts";
 import { reason } from "../peers/types.ts";
 
 const SIZES = [512, 1024, 2048, 4096] as const;
@@ -127,8 +128,15 @@ function relDiff(a: Tensor, b: Tensor): number {
 
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
 
-/** torch's numbers: { "sdpa|1|512": ms, "math|1|512": ms, ... }, or why there are none. */
-function runTorch(threads: number[]): { ms: Record<string, number>; info: string } | string {
+interface TorchRun {
+  /** "torch" for the newest torch found, "torch1.13" for an older one beside it. */
+  label: string;
+  ms: Record<string, number>;
+  info: string;
+}
+
+/** Each torch's numbers ({ "sdpa|1|512": ms, "math|1|512": ms, ... }), or why there are none. */
+function runTorch(threads: number[]): TorchRun[] | string {
   const cp = builtinModule<typeof import("node:child_process")>("node:child_process");
   if (!cp) return "no node:child_process in this runtime";
   const script = `
@@ -161,16 +169,18 @@ with torch.no_grad():
             out["math|%d|%d" % (th, n)] = median(lambda: torch.softmax((q @ k.transpose(-2, -1)) * ${1 / Math.sqrt(D)}, -1) @ v, reps)
 print(json.dumps({"ms": out, "info": "torch %s, %s, %s" % (torch.__version__, name, torch.__config__.parallel_info().splitlines()[-1].strip())}))
 `;
-  for (const py of ["/usr/bin/python3", "python3"]) {
-    const r = cp.spawnSync(py, ["-c", script], { encoding: "utf8", timeout: 180_000 });
+  const runs: TorchRun[] = [];
+  for (const [i, { python, version }] of torchPythons().entries()) {
+    const r = cp.spawnSync(python, ["-c", script], { encoding: "utf8", timeout: 600_000 });
     if (r.error || r.status !== 0) continue;
     try {
       const res = JSON.parse(String(r.stdout).trim().split("\n").pop()!);
       if (res.error) continue;
-      return { ms: res.ms, info: `${py}: ${res.info}` };
+      const label = i === 0 ? "torch" : `torch${version.split(".").slice(0, 2).join(".")}`;
+      runs.push({ label, ms: res.ms, info: `${label} = ${python}: ${res.info}` });
     } catch {}
   }
-  return "python3 with torch is not available (Debian: apt-get install python3-torch)";
+  return runs.length > 0 ? runs : NO_TORCH;
 }
 
 export default {
@@ -300,23 +310,25 @@ export default {
       `targets: fused >= 2x math at N=2048: ${s2048.toFixed(2)}x on 1 thread${Number.isFinite(s2048t2) ? `, ${s2048t2.toFixed(2)}x on 2` : ""}; fused peak extra <= 1/8 of math at N=4096: 1/${m4096.toFixed(0)}`,
     );
 
-    const torch = runTorch(threads);
-    if (typeof torch === "string") h.note(`pytorch: not available: ${torch}`);
-    else {
-      h.note(`pytorch: ${torch.info}`);
-      for (const [key, x] of Object.entries(torch.ms)) {
-        const [impl, t, n] = key.split("|");
-        h.results.push({
-          case: `N=${n} ${t}T`,
-          impl: `torch-${impl}`,
-          median_ms: x,
-          gflops: (4 * B * H * Number(n) ** 2 * D) / (x * 1e6),
-          samples: Number(n) >= 4096 ? 3 : 5,
-        });
-        const ours = ms[`fused|${t}|${n}`];
-        if (ours !== undefined) h.ratio(`fused_speedup_over_torch_${impl}_N${n}_${t}T`, x / ours);
+    const torchRuns = runTorch(threads);
+    if (typeof torchRuns === "string") h.note(`pytorch: not available: ${torchRuns}`);
+    else
+      for (const torch of torchRuns) {
+        h.note(`pytorch: ${torch.info}`);
+        for (const [key, x] of Object.entries(torch.ms)) {
+          const [impl, t, n] = key.split("|");
+          h.results.push({
+            case: `N=${n} ${t}T`,
+            impl: `${torch.label}-${impl}`,
+            median_ms: x,
+            gflops: (4 * B * H * Number(n) ** 2 * D) / (x * 1e6),
+            samples: Number(n) >= 4096 ? 3 : 5,
+          });
+          const ours = ms[`fused|${t}|${n}`];
+          if (ours !== undefined)
+            h.ratio(`fused_speedup_over_${torch.label}_${impl}_N${n}_${t}T`, x / ours);
+        }
       }
-    }
     scale.dispose();
   },
 };

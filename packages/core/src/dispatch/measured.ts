@@ -29,6 +29,8 @@ export interface Measurement {
   /** The op's work for these sizes (op.work(params), floating-point operations). */
   work: number;
   figures: KernelFigure[];
+  /** How many measurements (one per process start) the figures are the best of. */
+  runs: number;
 }
 
 /** The kernels to try for calls near `work`, and the figures behind that order. */

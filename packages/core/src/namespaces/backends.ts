@@ -143,6 +143,16 @@ export interface BackendsRoot {
   record: typeof record;
 }
 
+/**
+ * ready(): waits for the backends' initialisation, then ranks the CPU kernels by
+ * measurement (calibrate.ts; a file read when this machine's figures are cached).
+ */
+export async function readyAndRanked(...names: string[]): Promise<void> {
+  await ready(...names);
+  if (names.length === 0 || names.some((n) => getBackend(n)?.def.devices.includes("cpu")))
+    ensureCalibrated();
+}
+
 const root: BackendsRoot = {
   has: (name) => typeof name === "string" && hasNamespace(name),
   names: () => namespaceNames(),
@@ -157,12 +167,7 @@ const root: BackendsRoot = {
     return runWithState((s) => s.with(flat), fn);
   },
   flags: (changes) => openScope(flatten(changes as Record<string, unknown>)),
-  ready: async (...names) => {
-    await ready(...names);
-    // Rank the CPU kernels by measurement once their backends are up (a file read when cached).
-    if (names.length === 0 || names.some((n) => getBackend(n)?.def.devices.includes("cpu")))
-      ensureCalibrated();
-  },
+  ready: (...names) => readyAndRanked(...names),
   registered: () => listBackends().map((b) => b.def.name),
   namespace: (name) => {
     if (typeof name !== "string" || !hasNamespace(name)) {

@@ -1,0 +1,60 @@
+/**
+ * The Pythons that can import torch, newest torch first: BACKPLANE_TORCH_PYTHON, the venv
+ * `npm run bench:torch` makes (PyTorch 2.13's CPU wheel in ~/.cache/backplane/torch-venv),
+ * then the system's python3 (Debian's python3-torch is 1.13). The suites time the first as
+ * "torch" and keep an older one as a second column when it is installed.
+ */
+import { builtinModule, host } from "@backplane/core/backend";
+
+export interface TorchPython {
+  python: string;
+  /** torch.__version__, e.g. "2.13.0+cpu". */
+  version: string;
+}
+
+type ChildProcess = typeof import("node:child_process");
+
+const env = (name: string): string | undefined =>
+  host.Deno ? host.Deno.env.get(name) : host.process?.env[name];
+
+/** Where `npm run bench:torch` puts its venv. */
+export function torchVenvPython(): string | undefined {
+  const home = env("HOME");
+  const base = env("BACKPLANE_CACHE_DIR") ?? (home ? `${home}/.cache/backplane` : undefined);
+  return base ? `${base}/torch-venv/bin/python` : undefined;
+}
+
+let found: TorchPython[] | undefined;
+
+/** Every distinct torch found, newest first (empty when none). */
+export function torchPythons(): TorchPython[] {
+  if (found) return found;
+  const cp = builtinModule<ChildProcess>("node:child_process");
+  const out: TorchPython[] = [];
+  const candidates = [
+    env("BACKPLANE_TORCH_PYTHON"),
+    torchVenvPython(),
+    "/usr/bin/python3",
+    "python3",
+  ];
+  for (const python of candidates) {
+    if (!python || !cp) continue;
+    const r = cp.spawnSync(python, ["-c", "import torch; print(torch.__version__)"], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    const version = r.status === 0 ? String(r.stdout).trim().split("\n").pop() : undefined;
+    if (version && !out.some((t) => t.version === version)) out.push({ python, version });
+  }
+  const major = (v: string) => v.split(/[.+]/).map((x) => Number.parseInt(x, 10) || 0);
+  out.sort((a, b) => {
+    const [x, y] = [major(a.version), major(b.version)];
+    return y[0] - x[0] || y[1] - x[1] || y[2] - x[2];
+  });
+  found = out;
+  return out;
+}
+
+/** Why no torch is found, with the command that installs one. */
+export const NO_TORCH =
+  "no Python with torch found; `npm run bench:torch` installs PyTorch 2.13 (CPU wheel) into ~/.cache/backplane/torch-venv";
