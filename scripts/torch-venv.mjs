@@ -29,7 +29,9 @@ function run(cmd, args, opts = {}) {
 }
 
 const torchVersion = () => {
-  const r = spawnSync(python, ["-c", "import torch; print(torch.__version__)"], { encoding: "utf8" });
+  const r = spawnSync(python, ["-c", "import torch; print(torch.__version__)"], {
+    encoding: "utf8",
+  });
   return r.status === 0 ? r.stdout.trim() : undefined;
 };
 
@@ -41,7 +43,8 @@ if (process.getuid?.() === 0 && existsSync("/usr/bin/apt-get")) {
   run("apt-get", ["install", "-y", "-q", ...DEBIAN], {
     env: { ...process.env, DEBIAN_FRONTEND: "noninteractive" },
   });
-} else console.log(`(not root: make sure these Debian packages are installed: ${DEBIAN.join(" ")})`);
+} else
+  console.log(`(not root: make sure these Debian packages are installed: ${DEBIAN.join(" ")})`);
 const ok =
   (existsSync(python) || run("/usr/bin/python3", ["-m", "venv", "--system-site-packages", venv])) &&
   run(python, ["-m", "pip", "install", "-q", "--no-deps", wheel]) &&

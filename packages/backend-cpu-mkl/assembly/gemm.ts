@@ -18,10 +18,20 @@
 // the A block streams from L2). Edges are zero-padded in the packed panels; partial
 // tiles go through a small tile buffer in the workspace.
 //
-// Only plain mul + add (no fused/relaxed madd). Every element of C is summed in the
-// same order (KC blocks in order; within a block sequentially from zero, then added to
-// C) whatever m, n, the edges or the sub-block split, so the results are deterministic
-// and bit-identical however a caller splits the rows or columns of C over threads.
+// The f32 micro-kernel's multiply-adds are madd(): mul + add, or in the relaxed-SIMD
+// build (gemm.relaxed.wasm) f32x4.relaxed_madd, which V8 emits as one FMA (one rounding
+// instead of two) and JSC as mul + add. Every element of C is summed in the same order
+// (KC blocks in order; within a block sequentially from zero, then added to C) whatever
+// m, n, the edges or the sub-block split, and every element by the same instruction, so
+// the results are deterministic and bit-identical however a caller splits the rows or
+// columns of C over threads.
+
+/** c + a * b: fused where the relaxed-SIMD build runs on an engine that fuses. */
+// @ts-ignore: decorator
+@inline function madd(a: v128, b: v128, c: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, c);
+  return f32x4.add(c, f32x4.mul(a, b));
+}
 
 // ---------------------------------------------------------------- f32 parameters
 // micro-tile: 5 rows x 8 columns = 10 f32x4 accumulators
@@ -238,82 +248,82 @@ function skernel(kc: i32, pa: usize, pb: usize, c: usize, ldcBytes: usize, accum
     b0 = v128.load(pb, 0);
     b1 = v128.load(pb, 16);
     a = v128.load(pa, 0);
-    c00 = f32x4.add(c00, f32x4.mul(a, b0));
-    c01 = f32x4.add(c01, f32x4.mul(a, b1));
+    c00 = madd(a, b0, c00);
+    c01 = madd(a, b1, c01);
     a = v128.load(pa, 16);
-    c10 = f32x4.add(c10, f32x4.mul(a, b0));
-    c11 = f32x4.add(c11, f32x4.mul(a, b1));
+    c10 = madd(a, b0, c10);
+    c11 = madd(a, b1, c11);
     if (rem == -2) break;
     a = v128.load(pa, 32);
-    c20 = f32x4.add(c20, f32x4.mul(a, b0));
-    c21 = f32x4.add(c21, f32x4.mul(a, b1));
+    c20 = madd(a, b0, c20);
+    c21 = madd(a, b1, c21);
     a = v128.load(pa, 48);
-    c30 = f32x4.add(c30, f32x4.mul(a, b0));
-    c31 = f32x4.add(c31, f32x4.mul(a, b1));
+    c30 = madd(a, b0, c30);
+    c31 = madd(a, b1, c31);
     if (rem == -4) break;
     a = v128.load(pa, 64);
-    c40 = f32x4.add(c40, f32x4.mul(a, b0));
-    c41 = f32x4.add(c41, f32x4.mul(a, b1));
+    c40 = madd(a, b0, c40);
+    c41 = madd(a, b1, c41);
     if (rem == 1) break;
     b0 = v128.load(pb, 32);
     b1 = v128.load(pb, 48);
     a = v128.load(pa, 80);
-    c00 = f32x4.add(c00, f32x4.mul(a, b0));
-    c01 = f32x4.add(c01, f32x4.mul(a, b1));
+    c00 = madd(a, b0, c00);
+    c01 = madd(a, b1, c01);
     a = v128.load(pa, 96);
-    c10 = f32x4.add(c10, f32x4.mul(a, b0));
-    c11 = f32x4.add(c11, f32x4.mul(a, b1));
+    c10 = madd(a, b0, c10);
+    c11 = madd(a, b1, c11);
     if (rem == -7) break;
     a = v128.load(pa, 112);
-    c20 = f32x4.add(c20, f32x4.mul(a, b0));
-    c21 = f32x4.add(c21, f32x4.mul(a, b1));
+    c20 = madd(a, b0, c20);
+    c21 = madd(a, b1, c21);
     a = v128.load(pa, 128);
-    c30 = f32x4.add(c30, f32x4.mul(a, b0));
-    c31 = f32x4.add(c31, f32x4.mul(a, b1));
+    c30 = madd(a, b0, c30);
+    c31 = madd(a, b1, c31);
     if (rem == -9) break;
     a = v128.load(pa, 144);
-    c40 = f32x4.add(c40, f32x4.mul(a, b0));
-    c41 = f32x4.add(c41, f32x4.mul(a, b1));
+    c40 = madd(a, b0, c40);
+    c41 = madd(a, b1, c41);
     if (rem == 2) break;
     b0 = v128.load(pb, 64);
     b1 = v128.load(pb, 80);
     a = v128.load(pa, 160);
-    c00 = f32x4.add(c00, f32x4.mul(a, b0));
-    c01 = f32x4.add(c01, f32x4.mul(a, b1));
+    c00 = madd(a, b0, c00);
+    c01 = madd(a, b1, c01);
     a = v128.load(pa, 176);
-    c10 = f32x4.add(c10, f32x4.mul(a, b0));
-    c11 = f32x4.add(c11, f32x4.mul(a, b1));
+    c10 = madd(a, b0, c10);
+    c11 = madd(a, b1, c11);
     if (rem == -12) break;
     a = v128.load(pa, 192);
-    c20 = f32x4.add(c20, f32x4.mul(a, b0));
-    c21 = f32x4.add(c21, f32x4.mul(a, b1));
+    c20 = madd(a, b0, c20);
+    c21 = madd(a, b1, c21);
     a = v128.load(pa, 208);
-    c30 = f32x4.add(c30, f32x4.mul(a, b0));
-    c31 = f32x4.add(c31, f32x4.mul(a, b1));
+    c30 = madd(a, b0, c30);
+    c31 = madd(a, b1, c31);
     if (rem == -14) break;
     a = v128.load(pa, 224);
-    c40 = f32x4.add(c40, f32x4.mul(a, b0));
-    c41 = f32x4.add(c41, f32x4.mul(a, b1));
+    c40 = madd(a, b0, c40);
+    c41 = madd(a, b1, c41);
     if (rem == 3) break;
     b0 = v128.load(pb, 96);
     b1 = v128.load(pb, 112);
     a = v128.load(pa, 240);
-    c00 = f32x4.add(c00, f32x4.mul(a, b0));
-    c01 = f32x4.add(c01, f32x4.mul(a, b1));
+    c00 = madd(a, b0, c00);
+    c01 = madd(a, b1, c01);
     a = v128.load(pa, 256);
-    c10 = f32x4.add(c10, f32x4.mul(a, b0));
-    c11 = f32x4.add(c11, f32x4.mul(a, b1));
+    c10 = madd(a, b0, c10);
+    c11 = madd(a, b1, c11);
     if (rem == -17) break;
     a = v128.load(pa, 272);
-    c20 = f32x4.add(c20, f32x4.mul(a, b0));
-    c21 = f32x4.add(c21, f32x4.mul(a, b1));
+    c20 = madd(a, b0, c20);
+    c21 = madd(a, b1, c21);
     a = v128.load(pa, 288);
-    c30 = f32x4.add(c30, f32x4.mul(a, b0));
-    c31 = f32x4.add(c31, f32x4.mul(a, b1));
+    c30 = madd(a, b0, c30);
+    c31 = madd(a, b1, c31);
     if (rem == -19) break;
     a = v128.load(pa, 304);
-    c40 = f32x4.add(c40, f32x4.mul(a, b0));
-    c41 = f32x4.add(c41, f32x4.mul(a, b1));
+    c40 = madd(a, b0, c40);
+    c41 = madd(a, b1, c41);
     pa += 320;
     pb += 128;
     rem -= 4;

@@ -11,6 +11,10 @@ export const GEMM_WASM: WasmModuleFiles = {
   id: "backend-cpu-mkl/gemm",
   threads: new URL("../wasm/gemm.wasm", import.meta.url),
   plain: new URL("../wasm/gemm.nothreads.wasm", import.meta.url),
+  relaxed: {
+    threads: new URL("../wasm/gemm.relaxed.wasm", import.meta.url),
+    plain: new URL("../wasm/gemm.relaxed.nothreads.wasm", import.meta.url),
+  },
 };
 export const KERNELS_WASM: WasmModuleFiles = {
   id: "backend-cpu-mkl/kernels",

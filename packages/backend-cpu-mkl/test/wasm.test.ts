@@ -1,8 +1,17 @@
+import { fileURLToPath } from "node:url";
 import { backends, explain, kernelPriority, matmul, randn, ready } from "@backplane/core";
-import { getBackend } from "@backplane/core/backend";
+import {
+  builtinModule,
+  cpuMemory,
+  getBackend,
+  host,
+  relaxedSimdEnabled,
+  wasmModuleUrl,
+} from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
+import { GEMM_WASM } from "../src/wasm-files.ts";
 import { itNative } from "./native-helpers.ts";
 
 describe("WASM SIMD kernels", () => {
@@ -11,6 +20,27 @@ describe("WASM SIMD kernels", () => {
     expect(getBackend(WASM_BACKEND)!.initState).toBe("ready");
     expect(backends.mkldnn.isAvailable()).toBe(true);
     expect((backends.mkldnn.capability() as { isa: string }).isa).toBe("WASM_SIMD128");
+  });
+
+  it("load the relaxed-SIMD GEMM where the runtime validates relaxed SIMD (Bun, Deno), else the plain one", () => {
+    const relaxed = relaxedSimdEnabled();
+    // Node 20 validates relaxed SIMD only with --experimental-wasm-relaxed-simd.
+    const flagged = (host.process?.execArgv ?? []).some((a) => a.includes("relaxed-simd"));
+    if (host.Bun || host.Deno || flagged) expect(relaxed).toBe(true);
+    else if (host.process?.versions?.node?.startsWith("20.")) expect(relaxed).toBe(false);
+    const url = wasmModuleUrl(GEMM_WASM).href;
+    const shared = cpuMemory().shared;
+    expect(url.endsWith(`gemm${relaxed ? ".relaxed" : ""}${shared ? "" : ".nothreads"}.wasm`)).toBe(
+      true,
+    );
+    // The relaxed build validates exactly where the probe does; the plain build everywhere.
+    const fs = builtinModule<typeof import("node:fs")>("node:fs")!;
+    const bytes = (u: URL) => new Uint8Array(fs.readFileSync(fileURLToPath(u)));
+    expect(WebAssembly.validate(bytes(GEMM_WASM.relaxed!.threads))).toBe(relaxed);
+    expect(WebAssembly.validate(bytes(GEMM_WASM.threads))).toBe(true);
+    // The tolerance is the same: FMA rounds once where mul + add rounds twice, so the
+    // relaxed build is at least as close to the float64 product (conformance holds both
+    // to the float32 tolerance, 2e-5 relative).
   });
 
   it("pass the conformance suite", async () => {

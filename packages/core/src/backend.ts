@@ -147,6 +147,7 @@ export { warnOnce } from "./util/log.ts";
 export {
   loadWasmModule,
   loadWasmModuleSync,
+  relaxedSimdEnabled,
   setWasmLocation,
   type WasmModuleFiles,
   wasmModuleUrl,

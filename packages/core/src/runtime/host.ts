@@ -30,6 +30,7 @@ interface ProcessLike {
   arch: string;
   execPath: string;
   argv: string[];
+  execArgv?: string[];
   env: Record<string, string | undefined>;
   /** A Node built-in module (node:fs, node:worker_threads...), typed by the caller. */
   getBuiltinModule?(id: string): unknown;

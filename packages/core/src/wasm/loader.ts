@@ -12,7 +12,7 @@ import { cpuMemory, wasmKernelImports } from "./memory.ts";
 import { registerWasmModule } from "./modules.ts";
 import { claimStaticMemory, dataExtent } from "./static.ts";
 
-/** One WASM kernel module of a package: its id and its two builds. */
+/** One WASM kernel module of a package: its id and its builds. */
 export interface WasmModuleFiles {
   /** "<package without scope>/<module>", e.g. "backend-nnpack/conv": the file is wasm/<module>.wasm. */
   id: string;
@@ -20,6 +20,43 @@ export interface WasmModuleFiles {
   threads: URL;
   /** The plain-memory build, for pages that are not cross-origin isolated. */
   plain: URL;
+  /**
+   * Builds with relaxed SIMD (f32x4.relaxed_madd: one fused multiply-add where the engine
+   * emits FMA), loaded where the runtime validates relaxed SIMD; the others stay the fallback.
+   */
+  relaxed?: { threads: URL; plain: URL };
+}
+
+// A module whose one function is f32x4.relaxed_madd of three constants (validates only
+// where relaxed SIMD is enabled: Bun, Deno, Chrome 114+, Node 20 with a flag).
+const RELAXED_PROBE = new Uint8Array([
+  0, 97, 115, 109, 1, 0, 0, 0, 1, 5, 1, 96, 0, 1, 123, 3, 2, 1, 0, 10, 61, 1, 59, 0, 253, 12, 0, 0,
+  0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+  253, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 253, 133, 2, 11,
+]);
+
+let relaxedOk: boolean | undefined;
+/** Whether this runtime runs relaxed SIMD (and BACKPLANE_WASM_RELAXED_SIMD is not 0). */
+export function relaxedSimdEnabled(): boolean {
+  if (relaxedOk === undefined) {
+    let off = false;
+    try {
+      const v = host.Deno
+        ? host.Deno.env.get("BACKPLANE_WASM_RELAXED_SIMD")
+        : host.process?.env.BACKPLANE_WASM_RELAXED_SIMD;
+      off = v === "0" || v === "false";
+    } catch {
+      off = false; // no permission to read the environment
+    }
+    let valid = false;
+    try {
+      valid = WebAssembly.validate(RELAXED_PROBE);
+    } catch {
+      valid = false;
+    }
+    relaxedOk = valid && !off;
+  }
+  return relaxedOk;
 }
 
 type WasmResolver = (file: string, id: string) => URL | string | undefined;
@@ -37,11 +74,16 @@ export function setWasmLocation(resolve: WasmResolver | null): void {
   if (resolve) overrides.push(resolve);
 }
 
-/** The build this CPU memory needs (threads when it is shared), after any override. */
+/**
+ * The build this CPU memory needs (threads when it is shared; relaxed SIMD where it
+ * validates and the module has such a build), after any override.
+ */
 export function wasmModuleUrl(files: WasmModuleFiles): URL {
   const shared = cpuMemory().shared;
-  const url = shared ? files.threads : files.plain;
-  const name = `${files.id.slice(files.id.indexOf("/") + 1)}${shared ? "" : ".nothreads"}.wasm`;
+  const relaxed = files.relaxed !== undefined && relaxedSimdEnabled();
+  const builds = relaxed ? (files.relaxed as { threads: URL; plain: URL }) : files;
+  const url = shared ? builds.threads : builds.plain;
+  const name = `${files.id.slice(files.id.indexOf("/") + 1)}${relaxed ? ".relaxed" : ""}${shared ? "" : ".nothreads"}.wasm`;
   for (const o of overrides) {
     const r = o(name, files.id);
     if (r !== undefined) return new URL(r, url);
