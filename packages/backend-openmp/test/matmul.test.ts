@@ -1,5 +1,14 @@
 import "@backplane/backend-cpu-mkl";
-import { backends, explain, kernelPriority, matmul, randn, ready } from "@backplane/core";
+import {
+  backends,
+  explain,
+  kernelPriority,
+  matmul,
+  randn,
+  ready,
+  scaledDotProductAttention,
+} from "@backplane/core";
+import { getBackend } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { openmpPool } from "../src/index.ts";
 import { eventually } from "./helpers.ts";
@@ -43,5 +52,29 @@ describe("with @backplane/backend-cpu-mkl", () => {
       a.dispose();
       b.dispose();
     }
+  });
+
+  it("flash-cpu-blas runs on one thread: no pool run, the BLAS back at its count after (no oversubscription)", async () => {
+    await ready();
+    const pool = openmpPool()!;
+    const blas = getBackend("cpu-blas");
+    if (blas?.initState !== "ready") {
+      console.log(
+        `[backend-openmp] flash-cpu-blas thread test skipped: ${blas?.initError ?? "no cpu-blas"}`,
+      );
+      return;
+    }
+    const threads = () => (blas.def.capability?.() as { threads?: number } | undefined)?.threads;
+    using _t = backends.openmp.numThreadsScope(2);
+    await pool.ready(2);
+    using _p = kernelPriority("scaledDotProductAttention", ["flash-cpu-blas"]);
+    const q = randn([1, 2, 300, 64], { seed: 21 });
+    expect(explain("scaledDotProductAttention", q, q, q).selected).toBe("flash-cpu-blas");
+    const before = pool.stats().parallelRuns;
+    const out = scaledDotProductAttention(q, q, q);
+    expect(pool.stats().parallelRuns).toBe(before);
+    expect(threads()).toBe(2);
+    out.dispose();
+    q.dispose();
   });
 });

@@ -53,7 +53,7 @@ function traced<T>(routine: string, sizes: string, call: () => T): T {
  * differ in the last bits between 1 and 2 threads (4 of 20 shapes on a Zen 4 here):
  * deterministic mode pins one thread, so the bits do not depend on openmp.numThreads.
  */
-function onLibraryThreads<T>(oneThread: boolean, call: () => T): T {
+export function onLibraryThreads<T>(oneThread: boolean, call: () => T): T {
   const l = lib();
   const threads = oneThread ? (l.getThreads() ?? 1) : 1;
   if (threads <= 1) return call();

@@ -9,8 +9,14 @@
  *   O /= l                                      WASM SIMD (flash_block_finish)
  *
  * The output rows are the accumulator, so the extra memory is one score block and the
- * row statistics (about 0.5 MiB), whatever the sequence lengths. The softmax steps split
- * their rows over backend-openmp's threads; the BLAS follows the same thread setting.
+ * row statistics (about 0.5 MiB), whatever the sequence lengths.
+ *
+ * It runs on one thread, BLAS included. Its products are small (256 x 512 x 64) and come
+ * between softmax steps: split over OpenBLAS's threads, over the pool's, or both, it was
+ * slower on 2 threads than on 1 (N = 2048 on 2 cores: 87 ms on one thread; 106-142 ms
+ * for every split, as both thread sets spin while the other works). Pool workers cannot
+ * call the BLAS, so there is no split by heads either; on more threads the calibration
+ * weighs it against flash-cpu, which splits its rows over the pool.
  * Masks other than causal, and dropout, are left to flash-cpu (supports() says so).
  */
 import { empty, type Tensor } from "@backplane/core";
@@ -21,7 +27,7 @@ import {
   type SdpaParams,
 } from "@backplane/core/backend";
 import { addressOf } from "../wasm/scratch.ts";
-import { state } from "./blas-lapack.ts";
+import { onLibraryThreads, state } from "./blas-lapack.ts";
 import { attentionModule, flashOperandProblem, flashOutput, layoutOf } from "./wasm-attention.ts";
 
 /** Query rows per block and keys per block (the score block, 512 KiB, stays in L2). */
@@ -62,8 +68,12 @@ export function flashBlasSupports(p: SdpaParams): true | string {
   return true;
 }
 
-// Long: one FlashAttention-2 tile loop; its two BLAS products and the online softmax share the running max, sum and output tile.
 export function flashBlasRun(p: SdpaParams): Tensor {
+  return onLibraryThreads(true, () => flashBlasTiles(p));
+}
+
+// Long: one FlashAttention-2 tile loop; its two BLAS products and the online softmax share the running max, sum and output tile.
+function flashBlasTiles(p: SdpaParams): Tensor {
   const mod = attentionModule.current!;
   const blas = state.lib!.blas;
   const { L, S, E, Ev } = p;
@@ -122,15 +132,18 @@ export function flashBlasRun(p: SdpaParams): Tensor {
             sView,
             BK,
           );
-          parallelFor({
-            module: "backend-cpu-mkl/attention",
-            fn: "flash_block_softmax",
-            args: [sAddr, BK, rows, cols, mAddr, lAddr, oBlk * 4, Ev, Ev, causal, i0 - j0],
-            step: [BK * 4, 0, 0, 0, 4, 8, Ev * 4, 0, 0, 0, 1],
-            countArg: 2,
-            items: rows,
-            label: "flash-cpu-blas softmax rows",
-          });
+          parallelFor(
+            {
+              module: "backend-cpu-mkl/attention",
+              fn: "flash_block_softmax",
+              args: [sAddr, BK, rows, cols, mAddr, lAddr, oBlk * 4, Ev, Ev, causal, i0 - j0],
+              step: [BK * 4, 0, 0, 0, 4, 8, Ev * 4, 0, 0, 0, 1],
+              countArg: 2,
+              items: rows,
+              label: "flash-cpu-blas softmax rows",
+            },
+            1,
+          );
           blas.cblas_sgemm(
             ROW_MAJOR,
             NO_TRANS,
