@@ -8,8 +8,7 @@
  * The dispatcher prefers native, then WASM, then the core's reference kernels.
  * Native loading is asynchronous: `await backends.ready()` before timing anything.
  */
-import { ready } from "@backplane/core";
-import { registerBackend } from "@backplane/core/backend";
+import { initBackends, registerBackend } from "@backplane/core/backend";
 import { NATIVE_BACKEND, nativeBackend } from "./native/backend.ts";
 import { WASM_BACKEND, wasmBackend } from "./wasm/backend.ts";
 
@@ -17,7 +16,7 @@ registerBackend(wasmBackend);
 registerBackend(nativeBackend);
 // Start initialising now (WASM is ready at once on servers; the native library loads in
 // the background), so both are usually ready by first use.
-void ready(WASM_BACKEND, NATIVE_BACKEND).catch(() => {});
+void initBackends(WASM_BACKEND, NATIVE_BACKEND).catch(() => {});
 
 export { configureNativeSearch, NATIVE_BACKEND } from "./native/backend.ts";
 export { WASM_BACKEND } from "./wasm/backend.ts";

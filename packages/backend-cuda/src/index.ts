@@ -11,8 +11,7 @@
  * Without a GPU every answer is a reason: backends.cuda.status().reason says why.
  * The math libraries load asynchronously: `await backends.ready()` before timing anything.
  */
-import { ready } from "@backplane/core";
-import { provideDeviceContext, registerBackend } from "@backplane/core/backend";
+import { initBackends, provideDeviceContext, registerBackend } from "@backplane/core/backend";
 import { CUDA_BACKEND, cudaBackend, cusparseltBackend } from "./backend.ts";
 import { cudaContext } from "./context.ts";
 
@@ -20,7 +19,7 @@ registerBackend(cudaBackend);
 registerBackend(cusparseltBackend);
 // Libraries on CUDA devices (backend-cudnn) reach devices, streams and memory through it.
 provideDeviceContext(cudaContext);
-void ready(CUDA_BACKEND).catch(() => {});
+void initBackends(CUDA_BACKEND).catch(() => {});
 
 export {
   CUDA_BACKEND,

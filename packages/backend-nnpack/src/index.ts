@@ -6,12 +6,11 @@
  * The GEMM stages call the core's matmul, so native BLAS (backend-cpu-mkl) serves them
  * where it is loaded. Work is split with the core's parallelFor (backend-openmp's threads).
  */
-import { ready } from "@backplane/core";
-import { registerBackend } from "@backplane/core/backend";
+import { initBackends, registerBackend } from "@backplane/core/backend";
 import { NNPACK_BACKEND, nnpackBackend } from "./backend.ts";
 
 registerBackend(nnpackBackend);
-void ready(NNPACK_BACKEND).catch(() => {});
+void initBackends(NNPACK_BACKEND).catch(() => {});
 
 export { algorithmFor, NNPACK_BACKEND, nnpackBackend, VERSION } from "./backend.ts";
 export {

@@ -3,13 +3,13 @@
  * The WebGPU backend's definition: the device state, the kernels, the namespace's API.
  * index.ts registers it.
  */
-import { ready } from "@backplane/core";
 import {
   type AnyKernelDefinition,
   type Availability,
   type BackendDefinition,
   bool,
   defineBackend,
+  initBackends,
   restartInit,
 } from "@backplane/core/backend";
 import { getPools, pipelineCount } from "./exec.ts";
@@ -133,7 +133,7 @@ export function configureWebGPU(c: WebGPUConfig): void {
 export async function reinitialize(): Promise<Availability> {
   closeDevice();
   restartInit(WEBGPU_BACKEND);
-  await ready(WEBGPU_BACKEND).catch(() => {});
+  await initBackends(WEBGPU_BACKEND).catch(() => {});
   return probe();
 }
 

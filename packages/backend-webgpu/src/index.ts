@@ -14,13 +14,12 @@
  * The GPU comes from navigator.gpu (browsers, Deno) or the optional `webgpu` package
  * (Dawn) on Node and Bun, imported lazily.
  */
-import { ready } from "@backplane/core";
-import { registerBackend } from "@backplane/core/backend";
+import { initBackends, registerBackend } from "@backplane/core/backend";
 import { WEBGPU_BACKEND, webgpuBackend } from "./backend.ts";
 
 registerBackend(webgpuBackend);
 // Open the device in the background, so it is usually ready by first use.
-void ready(WEBGPU_BACKEND).catch(() => {});
+void initBackends(WEBGPU_BACKEND).catch(() => {});
 
 export * from "./backend.ts";
 

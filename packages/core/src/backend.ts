@@ -9,6 +9,7 @@
 import "./index.ts";
 
 // Registering a backend and its kernels
+export { forgetCalibration } from "./dispatch/calibrate.ts";
 export { dispatch, emitVerbose, getKernel } from "./dispatch/dispatcher.ts";
 export {
   type AnyKernelDefinition,
@@ -96,6 +97,8 @@ export {
   type InitState,
   listBackends,
   type RegisteredBackend,
+  /** Starts (and awaits) backends' initialisation without ranking the CPU kernels: a backend package's own background start. */
+  ready as initBackends,
   restartInit,
 } from "./registry/backends.ts";
 export { defineBackend, registerBackend } from "./registry/register.ts";

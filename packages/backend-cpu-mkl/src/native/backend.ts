@@ -97,6 +97,10 @@ export const nativeBackend: BackendDefinition = defineBackend({
     state.lib = r;
     applyThreads();
   },
+  performanceKey: () =>
+    state.lib
+      ? `${state.lib.name} ${state.lib.path} ${state.lib.version}${state.lib.core ? ` core ${state.lib.core.name}` : ""}`
+      : "not loaded",
   capability: () =>
     state.lib && {
       library: state.lib.name,

@@ -146,7 +146,13 @@ function machineText(): string {
   const names = [...new Set(CASES.flatMap(backendsOf))].sort();
   const backends = names.map((n) => {
     const def = getBackend(n)?.def;
-    return `${n}@${def?.version?.() ?? "?"}${stableFacts(def?.capability)}`;
+    let extra = "";
+    try {
+      extra = def?.performanceKey?.() ?? "";
+    } catch {
+      extra = "?";
+    }
+    return `${n}@${def?.version?.() ?? "?"}${extra ? ` ${extra}` : ""}`;
   });
   return [
     `core ${coreVersion}`,
@@ -155,24 +161,6 @@ function machineText(): string {
     `threads ${threads}`,
     ...backends,
   ].join("\n");
-}
-
-/**
- * The plain facts of a backend's capability (library, path, ISA...): nested objects are
- * statistics that change as it runs, and the thread count is in the fingerprint already.
- */
-function stableFacts(capability: (() => unknown) | undefined): string {
-  let cap: unknown;
-  try {
-    cap = capability?.();
-  } catch {
-    return " ?";
-  }
-  if (typeof cap !== "object" || cap === null) return cap === undefined ? "" : ` ${String(cap)}`;
-  const facts = Object.entries(cap).filter(
-    ([k, v]) => k !== "threads" && k !== "coreCheck" && (v === null || typeof v !== "object"),
-  );
-  return facts.map(([k, v]) => ` ${k}=${String(v)}`).join("");
 }
 
 /** FNV-1a, 32 bits, as hex: a short key for a long text. */
@@ -193,12 +181,14 @@ function hash(text: string): string {
 function timeKernels(
   ks: Kernel[],
   params: OpParams,
-  deadline: number,
+  limits: { start: number; end: number },
   skipped: string[],
   key: string,
-): KernelFigure[] {
+): KernelFigure[] | "late" {
   const best = new Map<Kernel, number>();
+  let round = 0; // the duration of the last round
   for (const k of ks) {
+    if (now() > limits.start) return "late"; // a case is measured whole or not at all
     try {
       disposeAll(k.run(params));
       best.set(k, Number.POSITIVE_INFINITY);
@@ -206,14 +196,20 @@ function timeKernels(
       skipped.push(`${key}: ${k.name} threw ${(e as Error).message}`);
     }
   }
-  for (let round = 0; round < 3; round++) {
+  // The first round runs if the warm-ups ended in time (a warm-up can take far longer
+  // than a run: a JIT's first tier); the others only if they are expected to end in time.
+  let rounds = 0;
+  while (rounds < 3 && (rounds === 0 ? now() <= limits.end : now() + round <= limits.end)) {
+    const t0 = now();
     for (const k of best.keys()) {
-      const t0 = now();
+      const t = now();
       disposeAll(k.run(params));
-      best.set(k, Math.min(best.get(k) as number, now() - t0));
+      best.set(k, Math.min(best.get(k) as number, now() - t));
     }
-    if (now() > deadline) break;
+    round = now() - t0;
+    rounds++;
   }
+  if (rounds === 0) return "late";
   return [...best].map(([k, ms]) => ({ kernel: k.name, backend: k.backend, ms }));
 }
 
@@ -235,18 +231,20 @@ const caseKey = (c: CalibrationCase): string => `${c.op} ${c.case} ${c.dtype}`;
 /** The case's figures; null when there is nothing to rank; "late" when the budget ran out. */
 function measureCase(
   c: CalibrationCase,
-  deadline: number,
+  limits: { start: number; end: number },
   skipped: string[],
 ): Measurement | null | "late" {
   const op = getOp(c.op);
   if (!op?.work) return null;
+  if (now() > limits.start) return "late";
   const inputs = c.inputs();
   try {
     const params = op.prepare(...c.args(inputs));
     const ks = firstPerBackend(runnable(c.op, c.dtype), params);
     if (ks.length < 2) return null; // nothing to rank
-    if (now() > deadline) return "late";
-    const figures = timeKernels(ks, params, deadline, skipped, caseKey(c));
+    const t0 = now();
+    const figures = timeKernels(ks, params, limits, skipped, caseKey(c));
+    if (figures === "late") return "late";
     return {
       op: c.op,
       case: c.case,
@@ -255,6 +253,7 @@ function measureCase(
       work: op.work(params),
       figures,
       runs: 1,
+      costMs: now() - t0,
     };
   } finally {
     for (const t of inputs) t.dispose();
@@ -283,11 +282,12 @@ function measure(
   const skipped: string[] = [];
   const pending: string[] = [];
   const measurements = [...(earlier?.measurements ?? [])];
-  // The last timing round may run past the deadline: stop early enough to stay in budget.
-  const deadline = t0 + CALIBRATION_BUDGET_MS * 0.85;
+  // A kernel starts its warm-up before `start`; a timing round runs only if it is
+  // expected to end before `end` (the budget, the cache read and the rest included).
+  const limits = { start: t0 + CALIBRATION_BUDGET_MS * 0.7, end: t0 + CALIBRATION_BUDGET_MS * 0.9 };
   for (const c of CASES) {
     if ((only && !only.includes(caseKey(c))) || backendsOf(c).length < 2) continue;
-    const m = measureCase(c, deadline, skipped);
+    const m = measureCase(c, limits, skipped);
     if (m === "late") pending.push(caseKey(c));
     else if (m) {
       const i = measurements.findIndex((x) => `${x.op} ${x.case} ${x.dtype}` === caseKey(c));

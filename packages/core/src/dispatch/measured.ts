@@ -31,6 +31,8 @@ export interface Measurement {
   figures: KernelFigure[];
   /** How many measurements (one per process start) the figures are the best of. */
   runs: number;
+  /** Milliseconds the last measurement of this case took, warm-up runs included. */
+  costMs?: number;
 }
 
 /** The kernels to try for calls near `work`, and the figures behind that order. */

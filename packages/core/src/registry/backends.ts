@@ -39,6 +39,12 @@ export interface BackendDefinition {
   isAvailable(): Availability;
   /** What the hardware or library offers: a summary string or structured facts. */
   capability?(): unknown;
+  /**
+   * What this backend's speed depends on besides its version and the machine (the native
+   * library's path, version and kernels, say): part of the key the CPU kernel
+   * calibration is cached under, so a new library is measured again.
+   */
+  performanceKey?(): string;
   /** Flags per namespace, merged into `backends.<namespace>`. */
   flags?: Record<string, FlagSchema>;
   kernels?: AnyKernelDefinition[];
