@@ -15,7 +15,8 @@
  *   SIMD, one thread), NHWC: inputs and filters are transposed before timing;
  * - ort-web: onnxruntime-web's wasm EP, numThreads 1, a one-node Conv model built in code
  *   (bench/peers/onnx-model.ts); run() copies X and W into the wasm heap and Y out;
- * - torch: torch.nn.functional.conv2d of Debian's python3-torch (torch.set_num_threads(1)),
+ * - torch: torch.nn.functional.conv2d of the newest torch found (PyTorch 2.13 from
+ *   `npm run bench:torch`, else Debian's python3-torch 1.13; torch.set_num_threads(1)),
  *   timed in a python3 subprocess on the same inputs (so not interleaved with the rest).
  * A peer that cannot be loaded is a note, never a crash. Every output is checked before
  * timing: against float64 sums at 256 sampled outputs, and in full against another impl
@@ -38,6 +39,7 @@ import {
 import { readEnv } from "@backplane/core/backend";
 import type { Harness } from "../harness.ts";
 import { convModel } from "../peers/onnx-model.ts";
+import { NO_TORCH, torchPythons } from "../peers/torch-python.ts";
 import { reason } from "../peers/types.ts";
 
 /** The members backend-nnpack adds to backends.nnpack that this suite uses. */
@@ -453,14 +455,9 @@ async function runTorch(
   const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
-  const python = ["/usr/bin/python3", "python3"].find(
-    (p) => spawnSync(p, ["-c", "import torch"], { encoding: "utf8" }).status === 0,
-  );
-  if (!python) {
-    const policy = spawnSync("apt-cache", ["policy", "python3-torch"], { encoding: "utf8" });
-    const installed = /Installed: (.*)/.exec(policy.stdout ?? "")?.[1] ?? "?";
-    return `python3 cannot import torch (apt-cache policy python3-torch: Installed: ${installed}); apt-get install python3-torch to compare`;
-  }
+  // The newest torch found (PyTorch 2.13 from `npm run bench:torch`, else Debian's 1.13).
+  const python = torchPythons()[0]?.python;
+  if (!python) return NO_TORCH;
   const dir = mkdtempSync(join(tmpdir(), "backplane-conv2d-"));
   try {
     const spec = {

@@ -40,7 +40,12 @@ import {
   type Tensor,
   tensor,
 } from "@backplane/core";
-import { forgetCalibration, getBackend, readEnv } from "@backplane/core/backend";
+import {
+  forgetCalibration,
+  getBackend,
+  readEnv,
+  relaxedSimdEnabled,
+} from "@backplane/core/backend";
 import { type Harness, type Impl, listArg, sizesArg } from "../harness.ts";
 import { type GemmCase, type GemmPeer, reason } from "../peers/types.ts";
 
@@ -353,6 +358,9 @@ export default {
       mkl = `@backplane/backend-cpu-mkl did not load: ${reason(err)}`;
     }
     if (!mkl) await reportCalibration(h);
+    h.note(
+      `backplane-wasm: ${relaxedSimdEnabled() ? "relaxed-SIMD build (gemm.relaxed.wasm: f32x4.relaxed_madd)" : "SIMD128 build (relaxed SIMD does not validate here)"}`,
+    );
     const native = mkl ?? backplanePeer("blas-gemm");
     if (typeof native === "string") unavailable("backplane-native", native);
     else peers.set("backplane-native", native);
