@@ -41,9 +41,16 @@ describe("measured ranking against a slow native BLAS", () => {
     await backends.ready();
     const cap = getBackend(NATIVE_BACKEND)?.def.capability?.() as { library?: string };
     expect(cap?.library).toBe("reference");
-    const rep = backends.cpu.calibration();
-    expect(rep?.source).toBe("measured");
-    const m = rep?.measurements.find((x) => x.op === "matmul" && x.case === "256x256x256");
+    // A case the first budget did not reach is measured at the next ready().
+    const find = () =>
+      backends.cpu
+        .calibration()
+        ?.measurements.find(
+          (x) => x.op === "matmul" && x.case === "256x256x256" && x.dtype === "float32",
+        );
+    for (let i = 0; i < 3 && !find(); i++) await backends.ready();
+    expect(backends.cpu.calibration()?.source).toBe("measured");
+    const m = find();
     const ms = (k: string) => m?.figures.find((f) => f.kernel === k)?.ms ?? Number.NaN;
     console.log(
       `[backend-cpu-mkl] matmul 256 float32: netlib blas-gemm ${ms("blas-gemm").toFixed(2)} ms, wasm-gemm ${ms("wasm-gemm").toFixed(2)} ms`,

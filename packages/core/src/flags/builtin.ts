@@ -74,6 +74,7 @@ export interface BuiltinFlagSchemas {
   mkldnn: {
     enabled: BoolSpec;
     verbose: IntSpec;
+    deterministic: BoolSpec;
   };
   nnpack: {
     enabled: BoolSpec;
@@ -225,6 +226,11 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
       max: 2,
       env: ["ONEDNN_VERBOSE", "DNNL_VERBOSE"],
       torch: "torch.backends.mkldnn.verbose",
+      readBy: MKL,
+    }),
+    deterministic: bool(false, {
+      torch: "torch.backends.mkldnn.deterministic",
+      doc: "oneDNN kernels that are not bit-reproducible step aside (the fp32 forward convolution is: it runs either way)",
       readBy: MKL,
     }),
   },

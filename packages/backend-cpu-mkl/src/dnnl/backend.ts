@@ -1,0 +1,147 @@
+/**
+ * backends.mkldnn: oneDNN, as in torch. Its kernels run where libdnnl.so.2 loads (Bun,
+ * Deno, Node with koffi); `mkldnn.enabled = false` sets them aside; `mkldnn.verbose(level)`
+ * and ONEDNN_VERBOSE / DNNL_VERBOSE reach oneDNN's own verbose output; isAvailable() says
+ * what to install when the library is missing.
+ */
+import { getFlag, onFlagChange, runtime } from "@backplane/core";
+import {
+  type AnyKernelDefinition,
+  type BackendDefinition,
+  type Conv2dParams,
+  defineBackend,
+  getBackend,
+  initFfi,
+  readEnv,
+  statusOf,
+} from "@backplane/core/backend";
+import { dnnlConv, planFor } from "./conv.ts";
+import { loadDnnl } from "./library.ts";
+import { dnnlState } from "./state.ts";
+
+export const DNNL_BACKEND = "cpu-dnnl";
+const PACKAGE = "@backplane/backend-cpu-mkl";
+
+let searchPaths: readonly string[] | undefined;
+const envPath = readEnv("BACKPLANE_DNNL_SEARCH_PATH");
+if (envPath !== undefined) searchPaths = envPath.split(/[:;]/).filter(Boolean);
+
+/** Where to look for libdnnl (tests: [] looks nowhere); takes effect at the next ready(). */
+export function configureDnnlSearch(paths: readonly string[] | undefined): void {
+  searchPaths = paths;
+  dnnlState.lib = undefined;
+  dnnlState.weightCache.clear();
+}
+
+function applyVerbose(): void {
+  dnnlState.lib?.dnnl.dnnl_set_verbose(Number(getFlag("mkldnn.verbose") ?? 0));
+}
+onFlagChange("mkldnn.verbose", applyVerbose);
+
+const hasFfi = (): boolean => ["bun", "deno", "node"].includes(runtime().name);
+
+/** Why oneDNN's conv refuses these inputs, or true (the plan is made and cached here). */
+function convSupports(p: Conv2dParams): true | string {
+  if (!dnnlState.lib) return "oneDNN is not loaded";
+  for (const [name, t] of [
+    ["input", p.input],
+    ["weight", p.weight],
+    ["bias", p.bias],
+  ] as const) {
+    if (t && !t.isContiguous)
+      return `${name} is a strided view: cpu-dnnl takes contiguous NCHW tensors (contiguous() first)`;
+  }
+  const plan = planFor(p);
+  return typeof plan === "string" ? plan : true;
+}
+
+function dnnlKernels(): AnyKernelDefinition[] {
+  return [
+    {
+      op: "conv2d",
+      name: "onednn-conv",
+      device: "cpu",
+      dtypes: ["float32"],
+      deterministic: true,
+      flags: ["mkldnn.enabled"],
+      verboseFlags: ["mkldnn.verbose"],
+      priority: 70,
+      supports: convSupports as (p: never) => true | string,
+      run: dnnlConv as (p: never) => unknown,
+    },
+  ];
+}
+
+export const dnnlBackend: BackendDefinition = defineBackend({
+  name: DNNL_BACKEND,
+  namespaces: ["mkldnn"],
+  packageName: PACKAGE,
+  devices: ["cpu"],
+  version: () => {
+    const v = dnnlState.lib?.version;
+    return v ? `${v.major}.${v.minor}.${v.patch}` : undefined;
+  },
+  versionNumber: () => {
+    const v = dnnlState.lib?.version;
+    return v ? v.major * 10000 + v.minor * 100 + v.patch : undefined;
+  },
+  isAvailable: () =>
+    hasFfi()
+      ? { available: true }
+      : {
+          available: false,
+          reason: `no FFI in ${runtime().name} (oneDNN needs Bun, Deno or Node)`,
+        },
+  async init() {
+    const ffi = await initFfi();
+    if (!ffi.ok) throw new Error(ffi.reason);
+    const r = await loadDnnl(searchPaths);
+    if (typeof r === "string") throw new Error(r);
+    const d = r.dnnl;
+    const engine = new BigUint64Array(1);
+    if (d.dnnl_engine_create(engine, 1, 0) !== 0) throw new Error("dnnl_engine_create failed");
+    const stream = new BigUint64Array(1);
+    if (d.dnnl_stream_create(stream, engine[0], 1) !== 0)
+      throw new Error("dnnl_stream_create failed");
+    await dnnlState.openLibc();
+    dnnlState.lib = { ...r, engine: engine[0], stream: stream[0] };
+    applyVerbose();
+  },
+  performanceKey: () =>
+    dnnlState.lib
+      ? `${dnnlState.lib.path} ${dnnlState.lib.version.major}.${dnnlState.lib.version.minor}`
+      : "not loaded",
+  capability: () =>
+    dnnlState.lib && {
+      library: "oneDNN",
+      path: dnnlState.lib.path,
+      threads: dnnlState.lib.setThreads ? "OpenMP (follows openmp.numThreads)" : "oneDNN's default",
+      weightCache: {
+        entries: dnnlState.weightCache.size,
+        hits: dnnlState.weightCache.hits,
+        misses: dnnlState.weightCache.misses,
+      },
+    },
+  kernels: dnnlKernels(),
+  api: {
+    mkldnn: {
+      /** oneDNN's version as torch gives it: major * 10000 + minor * 100 + patch (20603). */
+      version: () => {
+        const v = dnnlState.lib?.version;
+        return v ? v.major * 10000 + v.minor * 100 + v.patch : undefined;
+      },
+      isAvailable: () => mkldnnStatus().available,
+      status: () => mkldnnStatus(),
+    },
+  },
+});
+
+function mkldnnStatus(): ReturnType<typeof statusOf> {
+  const s = statusOf("mkldnn");
+  if (!s.available) return s;
+  const b = getBackend(DNNL_BACKEND);
+  if (b?.initState === "failed") return { ...s, available: false, reason: b.initError };
+  if (!dnnlState.lib)
+    return { ...s, available: false, reason: "oneDNN has not loaded yet (await backends.ready())" };
+  return s;
+}

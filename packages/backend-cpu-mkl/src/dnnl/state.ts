@@ -1,0 +1,124 @@
+/**
+ * oneDNN's process-wide state: the library, one CPU engine and one in-order stream, the
+ * thread count it runs with, and the cache of weights reordered to its layouts.
+ */
+import { empty, getFlag, runtime, type Tensor } from "@backplane/core";
+import {
+  defineLibrary,
+  type NativeLibrary,
+  openLibrary,
+  type Pointer,
+  readCString,
+} from "@backplane/core/backend";
+import type { LoadedDnnl } from "./library.ts";
+
+const LIBC = defineLibrary({
+  memcmp: { args: ["pointer", "pointer", "usize"], returns: "i32" },
+  memcpy: { args: ["pointer", "pointer", "usize"], returns: "pointer" },
+});
+type Libc = NativeLibrary<typeof LIBC>["symbols"];
+
+interface Ready extends LoadedDnnl {
+  engine: bigint;
+  stream: bigint;
+}
+
+/** A weight tensor's oneDNN layout, valid while the weights equal `copy`. */
+interface CachedWeights {
+  copy: Tensor;
+  reordered: Tensor;
+  key: string;
+}
+
+/** Recently reordered weights, by weight tensor (least recently used first out). */
+class WeightCache {
+  private readonly entries = new Map<Tensor, CachedWeights>();
+  limit = 32;
+  hits = 0;
+  misses = 0;
+
+  /** The weights reordered by `fill`, reused while they are byte-for-byte unchanged. */
+  get(weight: Tensor, bytes: number, impl: string, fill: (into: Tensor) => void): Tensor {
+    const key = `${bytes}:${impl}:${weight.shape.join("x")}`;
+    const e = this.entries.get(weight);
+    const libc = dnnlState.libc;
+    const wData = weight.hostData();
+    if (e && e.key === key && !weight.disposed && libc) {
+      if (libc.memcmp(e.copy.hostData(), wData, BigInt(wData.byteLength)) === 0) {
+        this.entries.delete(weight);
+        this.entries.set(weight, e); // most recent last
+        this.hits++;
+        return e.reordered;
+      }
+    }
+    this.misses++;
+    if (e) this.drop(weight, e);
+    const reordered = empty([Math.max(1, Math.ceil(bytes / 4))], { dtype: "float32" });
+    try {
+      fill(reordered);
+    } catch (err) {
+      reordered.dispose();
+      throw err;
+    }
+    if (libc) {
+      const copy = empty([wData.length], { dtype: "float32" });
+      (copy.hostData() as Float32Array).set(wData as Float32Array);
+      this.entries.set(weight, { copy, reordered, key });
+      while (this.entries.size > this.limit) {
+        const [k, old] = this.entries.entries().next().value as [Tensor, CachedWeights];
+        this.drop(k, old);
+      }
+    }
+    return reordered;
+  }
+
+  private drop(k: Tensor, e: CachedWeights): void {
+    this.entries.delete(k);
+    e.copy.dispose();
+    e.reordered.dispose();
+  }
+
+  clear(): void {
+    for (const [k, e] of [...this.entries]) this.drop(k, e);
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+}
+
+class DnnlState {
+  lib: Ready | undefined;
+  libc: Libc | undefined;
+  readonly weightCache = new WeightCache();
+  private threads = 0;
+
+  /** The loaded library (the backend's init made it; kernels run only after). */
+  ready(): Ready {
+    if (!this.lib) throw new Error("oneDNN is not loaded (await backends.ready())");
+    return this.lib;
+  }
+
+  /** oneDNN's OpenMP threads follow backends.openmp (torch.set_num_threads). */
+  applyThreads(): void {
+    const n = (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency;
+    if (n !== this.threads && this.lib?.setThreads) {
+      this.lib.setThreads(n);
+      this.threads = n;
+    }
+  }
+
+  cString(p: Pointer): string {
+    return readCString(p);
+  }
+
+  async openLibc(): Promise<void> {
+    const r = await openLibrary(
+      { name: "libc", candidates: ["libc.so.6", "/usr/lib/libSystem.B.dylib"] },
+      LIBC,
+    );
+    this.libc = r.ok ? r.lib.symbols : undefined;
+  }
+}
+
+export const dnnlState: DnnlState = new DnnlState();

@@ -1,0 +1,175 @@
+/**
+ * backends.mkldnn is oneDNN (issue 23): conv2d through libdnnl.so.2 over FFI, checked
+ * against the float64 reference (testkit conformance: odd shapes, groups, depthwise,
+ * dilation, padding, empty batches, views it refuses with the reason), the weight reorder
+ * cache (reused, and redone when the weights change in place), the flags, the version,
+ * and the reason when the library is missing. Skips with one line where libdnnl is not
+ * installed; .ci/run installs it and requires it (BACKPLANE_EXPECT_DNNL=1).
+ */
+import {
+  backends,
+  conv2d,
+  explain,
+  kernelPriority,
+  randn,
+  ready,
+  type Tensor,
+} from "@backplane/core";
+import { builtinModule, getBackend, readEnv, restartInit } from "@backplane/core/backend";
+import { runConformance } from "@backplane/testkit";
+import { describe, expect, it } from "vitest";
+import { dnnlState } from "../src/dnnl/state.ts";
+import { configureDnnlSearch, DNNL_BACKEND } from "../src/index.ts";
+
+await ready(DNNL_BACKEND).catch(() => {});
+const loaded = getBackend(DNNL_BACKEND)?.initState === "ready";
+const required = readEnv("BACKPLANE_EXPECT_DNNL") === "1";
+if (!loaded && !required)
+  console.log(
+    `[backend-cpu-mkl] oneDNN tests skipped: ${getBackend(DNNL_BACKEND)?.initError ?? "not registered"}`,
+  );
+const itDnnl = (loaded || required ? it : it.skip) as typeof it.skip;
+
+function maxRelErr(a: Tensor, b: Tensor): number {
+  const x = a.toFloat64();
+  const y = b.toFloat64();
+  let err = 0;
+  let scale = 1e-30;
+  for (let i = 0; i < y.length; i++) {
+    err = Math.max(err, Math.abs(x[i] - y[i]));
+    scale = Math.max(scale, Math.abs(y[i]));
+  }
+  return err / scale;
+}
+
+function reference(x: Tensor, w: Tensor, opts: object): Tensor {
+  using _ = kernelPriority("conv2d", ["reference"]);
+  return conv2d(x, w, opts);
+}
+
+describe("oneDNN (cpu-dnnl)", () => {
+  itDnnl("answers backends.mkldnn: available, version as an integer, the library named", () => {
+    expect(backends.mkldnn.isAvailable()).toBe(true);
+    const version = (backends.mkldnn as unknown as { version(): number }).version();
+    expect(version).toBeGreaterThanOrEqual(20000);
+    expect(version).toBeLessThan(30000);
+    expect(backends.mkldnn.status().version).toBe(
+      `${Math.floor(version / 10000)}.${Math.floor(version / 100) % 100}.${version % 100}`,
+    );
+  });
+
+  itDnnl(
+    "passes the conformance suite on conv2d (fp32 tolerance), refusing views with the reason",
+    async () => {
+      const report = await runConformance(DNNL_BACKEND);
+      report.assertPassed();
+      expect(report.passed).toBeGreaterThan(10);
+    },
+  );
+
+  itDnnl("matches the float64 reference on ResNet/MobileNet-like and odd layers", () => {
+    const layers: [number[], number[], object][] = [
+      [[1, 3, 37, 41], [16, 3, 7, 7], { stride: 2, padding: 3 }],
+      [[2, 16, 15, 15], [16, 16, 3, 3], { padding: 1 }],
+      [[1, 24, 9, 9], [24, 1, 3, 3], { padding: 1, groups: 24 }],
+      [[1, 24, 10, 10], [24, 1, 3, 3], { stride: 2, padding: 1, groups: 24 }],
+      [[1, 32, 7, 7], [64, 32, 1, 1], {}],
+      [[1, 12, 11, 13], [18, 4, 3, 3], { groups: 3, padding: 2, dilation: 2 }],
+      [[1, 5, 6, 6], [7, 5, 5, 5], { padding: 4 }], // padding > kernel / 2
+      [[3, 1, 1, 1], [1, 1, 1, 1], {}],
+      [[1, 8, 13, 17], [5, 8, 3, 2], { stride: [2, 3], padding: [1, 0] }],
+    ];
+    for (const [xs, ws, opts] of layers) {
+      const x = randn(xs, { seed: xs[1] });
+      const w = randn(ws, { seed: ws[0] + 100 });
+      const b = randn([ws[0]], { seed: 7 });
+      const o = { ...opts, bias: b };
+      expect(explain("conv2d", x, w, o).selected, JSON.stringify(ws)).toBe("onednn-conv");
+      const y = conv2d(x, w, o);
+      const r = reference(x, w, o);
+      expect(y.shape).toEqual(r.shape);
+      expect(maxRelErr(y, r), `${xs} * ${ws} ${JSON.stringify(opts)}`).toBeLessThan(2e-5);
+      for (const t of [x, w, b, y, r]) t.dispose();
+    }
+    // An empty batch: an empty result of the right shape.
+    const e = conv2d(randn([0, 4, 5, 5]), randn([3, 4, 3, 3]), { padding: 1 });
+    expect(e.shape).toEqual([0, 3, 5, 5]);
+  });
+
+  itDnnl("reorders a weight tensor once, and again when it changes in place", () => {
+    const x = randn([1, 16, 12, 12], { seed: 1 });
+    const w = randn([32, 16, 3, 3], { seed: 2 });
+    const cache = dnnlState.weightCache;
+    const misses = cache.misses;
+    const first = conv2d(x, w, { padding: 1 });
+    const again = conv2d(x, w, { padding: 1 });
+    expect(cache.misses).toBe(misses + 1);
+    expect(cache.hits).toBeGreaterThan(0);
+    expect(maxRelErr(again, first)).toBe(0);
+    (w.hostData() as Float32Array)[5] += 1; // the same tensor, new weights
+    const changed = conv2d(x, w, { padding: 1 });
+    expect(cache.misses).toBe(misses + 2);
+    expect(maxRelErr(changed, reference(x, w, { padding: 1 }))).toBeLessThan(2e-5);
+    for (const t of [x, w, first, again, changed]) t.dispose();
+  });
+
+  itDnnl("mkldnn.enabled = false: no oneDNN kernel is chosen, and explain() says why", () => {
+    const x = randn([1, 4, 8, 8]);
+    const w = randn([4, 4, 3, 3]);
+    using _ = backends.mkldnn.flags({ enabled: false });
+    const e = explain("conv2d", x, w);
+    expect(e.selected).not.toBe("onednn-conv");
+    expect(e.candidates.find((c) => c.kernel === "onednn-conv")?.reason).toBe(
+      "disabled by flag mkldnn.enabled = false",
+    );
+  });
+
+  itDnnl("ONEDNN_VERBOSE reaches oneDNN's own verbose output (Node)", () => {
+    const cp = builtinModule<typeof import("node:child_process")>("node:child_process");
+    if (
+      !cp ||
+      typeof (globalThis as { Deno?: unknown }).Deno !== "undefined" ||
+      "Bun" in globalThis
+    )
+      return; // the child is run with Node's tsx
+    const script = `import "@backplane/backend-cpu-mkl"; import { backends, conv2d, randn } from "@backplane/core"; await backends.ready(); conv2d(randn([1, 2, 5, 5]), randn([2, 2, 3, 3]));`;
+    const r = cp.spawnSync(
+      process.execPath,
+      ["--import", "tsx", "--input-type=module", "-e", script],
+      {
+        encoding: "utf8",
+        env: { ...process.env, ONEDNN_VERBOSE: "1", BACKPLANE_CALIBRATE: "0" },
+        timeout: 60_000,
+      },
+    );
+    expect(r.stdout).toMatch(/onednn_verbose,.*exec,cpu,convolution/);
+  });
+
+  itDnnl(
+    "without libdnnl: isAvailable() is false with a short reason naming the package; conv2d still runs",
+    async () => {
+      configureDnnlSearch([]);
+      restartInit(DNNL_BACKEND);
+      const saved = process.env.BACKPLANE_DNNL_PATH;
+      delete process.env.BACKPLANE_DNNL_PATH;
+      try {
+        await ready(DNNL_BACKEND).catch(() => {});
+        expect(backends.mkldnn.isAvailable()).toBe(false);
+        const reason = backends.mkldnn.status().reason ?? "";
+        expect(reason).toMatch(/libdnnl2/);
+        expect(reason.length).toBeLessThanOrEqual(300);
+        const x = randn([1, 3, 6, 6]);
+        const w = randn([2, 3, 3, 3]);
+        const e = explain("conv2d", x, w);
+        expect(e.selected).not.toBe("onednn-conv");
+        expect(conv2d(x, w).shape).toEqual([1, 2, 4, 4]);
+      } finally {
+        if (saved !== undefined) process.env.BACKPLANE_DNNL_PATH = saved;
+        configureDnnlSearch(undefined);
+        restartInit(DNNL_BACKEND);
+        await ready(DNNL_BACKEND);
+      }
+      expect(backends.mkldnn.isAvailable()).toBe(true);
+    },
+  );
+});
