@@ -97,18 +97,22 @@ describe("oneDNN (cpu-dnnl)", () => {
   });
 
   itDnnl("reorders a weight tensor once, and again when it changes in place", () => {
-    const x = randn([1, 16, 12, 12], { seed: 1 });
-    const w = randn([32, 16, 3, 3], { seed: 2 });
+    // A 3x3 layer with 64 channels: oneDNN's blocked layouts (with a weight reorder) win
+    // here by about 1.4x over its NCHW kernel.
+    const x = randn([1, 64, 28, 28], { seed: 1 });
+    const w = randn([64, 64, 3, 3], { seed: 2 });
     const cache = dnnlState.weightCache;
-    const misses = cache.misses;
+    // The first call of a shape makes its plan (timing oneDNN's two layouts on these weights).
     const first = conv2d(x, w, { padding: 1 });
+    const misses = cache.misses;
+    const hits = cache.hits;
     const again = conv2d(x, w, { padding: 1 });
-    expect(cache.misses).toBe(misses + 1);
-    expect(cache.hits).toBeGreaterThan(0);
+    expect(cache.misses).toBe(misses);
+    expect(cache.hits).toBe(hits + 1);
     expect(maxRelErr(again, first)).toBe(0);
     (w.hostData() as Float32Array)[5] += 1; // the same tensor, new weights
     const changed = conv2d(x, w, { padding: 1 });
-    expect(cache.misses).toBe(misses + 2);
+    expect(cache.misses).toBe(misses + 1);
     expect(maxRelErr(changed, reference(x, w, { padding: 1 }))).toBeLessThan(2e-5);
     for (const t of [x, w, first, again, changed]) t.dispose();
   });

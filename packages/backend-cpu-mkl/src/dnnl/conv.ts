@@ -112,7 +112,7 @@ function memory(d: DnnlSymbols, engine: bigint, desc: Pointer | Uint8Array): big
 
 /** The primitive oneDNN picks for these sizes, with "any" layouts (its fastest). */
 // Long: the descriptors of one convolution (user and "any" layouts, strides, dilations, paddings), the primitive and its three reorders.
-function makePlan(p: Conv2dParams): Plan {
+function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
   const { dnnl: d, engine } = dnnlState.ready();
   const g = p.groups;
   const oc = p.outChannels;
@@ -121,6 +121,9 @@ function makePlan(p: Conv2dParams): Plan {
   const w = g === 1 ? [oc, p.c, p.kh, p.kw] : [g, oc / g, p.c / g, p.kh, p.kw];
   const wTag = g === 1 ? E.dnnl_format_tag_t.dnnl_abcd : E.dnnl_format_tag_t.dnnl_abcde;
   const any = E.dnnl_format_tag_t.dnnl_format_tag_any;
+  // "blocked": oneDNN picks the activations' layout (its direct kernels, reorders around
+  // them); "plain": NCHW in and out (its GEMM-based kernels, no reorders).
+  const act = layout === "plain" ? E.dnnl_format_tag_t.dnnl_abcd : any;
   const userSrc = md(d, x, E.dnnl_format_tag_t.dnnl_abcd);
   const userDst = md(d, y, E.dnnl_format_tag_t.dnnl_abcd);
   const userW = md(d, w, wTag);
@@ -135,10 +138,10 @@ function makePlan(p: Conv2dParams): Plan {
       desc,
       E.dnnl_prop_kind_t.dnnl_forward_inference,
       E.dnnl_alg_kind_t.dnnl_convolution_direct,
-      md(d, x, any),
+      md(d, x, act),
       md(d, w, any),
       biasMd,
-      md(d, y, any),
+      md(d, y, act),
       dims([p.strideH, p.strideW]),
       dims([p.dilationH - 1, p.dilationW - 1]), // oneDNN counts dilation from 0
       dims([p.padTop, p.padLeft]),
@@ -200,15 +203,42 @@ function makePlan(p: Conv2dParams): Plan {
   }
 }
 
-/** The plan for these params, or why oneDNN refuses them (cached either way). */
+/** The best time of a few runs of `plan` on these params (a warm-up first). */
+function timePlan(plan: Plan, p: Conv2dParams): number {
+  runPlan(plan, p).dispose();
+  let best = Number.POSITIVE_INFINITY;
+  for (let i = 0; i < 2; i++) {
+    const t0 = performance.now();
+    runPlan(plan, p).dispose();
+    best = Math.min(best, performance.now() - t0);
+  }
+  return best;
+}
+
+/**
+ * The plan for these params, or why oneDNN refuses them (cached either way). oneDNN's
+ * blocked-layout kernels win on most layers, its NCHW (GEMM) kernels on some 1x1 ones
+ * (3x on a 1x1 96>24 at 56x56 here): both are made at the first call of a shape and the
+ * faster one is kept.
+ */
 export function planFor(p: Conv2dParams): Plan | string {
   const key = keyOf(p);
   let plan = plans.get(key);
   if (plan === undefined) {
-    try {
-      plan = makePlan(p);
-    } catch (e) {
-      plan = `oneDNN refused this convolution: ${(e as Error).message}`;
+    const made: Plan[] = [];
+    const reasons: string[] = [];
+    for (const layout of ["blocked", "plain"] as const) {
+      try {
+        made.push(makePlan(p, layout));
+      } catch (e) {
+        reasons.push(`${layout}: ${(e as Error).message}`);
+      }
+    }
+    if (made.length === 0) plan = `oneDNN refused this convolution (${reasons.join("; ")})`;
+    else if (made.length === 1 || p.n === 0) plan = made[0];
+    else {
+      const [a, b] = made.map((m) => timePlan(m, p));
+      plan = b < a ? made[1] : made[0];
     }
     if (plans.size >= PLAN_LIMIT) plans.delete(plans.keys().next().value as string);
     plans.set(key, plan);
@@ -251,9 +281,12 @@ function weightsFor(p: Conv2dParams, plan: Plan): Tensor {
 }
 
 /** conv2d on oneDNN; params already accepted by dnnlConvSupports (plan made). */
-// Long: one call: threads, the input's reorder, the convolution, the output's reorder, each on CPU-device tensors freed in finally.
 export function dnnlConv(p: Conv2dParams): Tensor {
-  const plan = planFor(p) as Plan;
+  return runPlan(planFor(p) as Plan, p);
+}
+
+// Long: one call: threads, the input's reorder, the convolution, the output's reorder, each on CPU-device tensors freed in finally.
+function runPlan(plan: Plan, p: Conv2dParams): Tensor {
   const { dnnl: d } = dnnlState.ready();
   dnnlState.applyThreads();
   const y = empty([p.n, p.outChannels, p.outH, p.outW], { dtype: "float32" });

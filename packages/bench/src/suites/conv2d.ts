@@ -1,6 +1,9 @@
 /**
  * conv2d: float32 forward convolution on ResNet-50 and MobileNet-v2 layer shapes, batch 1,
- * ONE thread in every implementation, random inputs (uniform in [-1, 1)), no bias:
+ * ONE thread in every implementation (--threads=2: Backplane and torch on two, the WASM
+ * peers left out), random inputs (uniform in [-1, 1)), no bias:
+ * - backplane-dispatch: conv2d() on whatever the dispatcher picks (oneDNN where libdnnl is
+ *   installed, else nnpack), with the calibration's ranking;
  * - backplane-auto: conv2d() on backend-nnpack's "auto" kernel (NNPACK's rules), after
  *   backends.openmp.setNumThreads(1) and await backends.ready(); the GEMM stages run on
  *   the fastest matmul the dispatcher has (backend-cpu-mkl's native BLAS here);
@@ -23,8 +26,9 @@
  * (max |y - y_ref| / max |y_ref| < 1e-3); a wrong impl posts no number. Ratios are speed
  * ratios other_ms / ours_ms (> 1: Backplane faster); _geomean over the layers.
  *
- *   npm run bench -- conv2d [--quick] [--only=<text>]
- * (--quick: 5 samples per impl instead of 11; --only: the layers whose name contains text)
+ *   npm run bench -- conv2d [--quick] [--only=<text>] [--threads=2] [--impls=a,b]
+ * (--quick: 5 samples per impl instead of 11; --only: the layers whose name contains text;
+ * --impls: only these Backplane impls and peers, torch always)
  */
 import {
   backends,
@@ -49,7 +53,8 @@ interface NnpackMembers {
 }
 const nnpackMembers = () => backends.namespace("nnpack") as unknown as NnpackMembers;
 
-const THREADS = 1;
+/** Threads of every impl (--threads=N; the WASM peers run only at 1). */
+let THREADS = 1;
 const TOLERANCE = 1e-3;
 
 interface Layer {
@@ -287,11 +292,29 @@ function refusal(
   return c ? `${c.kernel} (${c.backend}): ${c.reason}` : `no ${kernel} among conv2d's candidates`;
 }
 
+/** A Backplane impl: `kernel` forced, or "" for whatever the dispatcher picks. */
 function backplane(kernel: string, opts: { wasmGemm?: boolean; uncached?: boolean } = {}): Peer {
   return async (l, xa, wa) => {
     const x = tensor(xa, { shape: l.x });
     const w = tensor(wa, { shape: l.w });
     const o = convOptions(l);
+    if (!kernel) {
+      const picked = explain("conv2d", x, w, o).selected;
+      return {
+        picked,
+        run: () => conv2d(x, w, o).dispose(),
+        result: async () => {
+          const y = conv2d(x, w, o);
+          const out = Float32Array.from(y.dataSync() as Float32Array);
+          y.dispose();
+          return out;
+        },
+        dispose: () => {
+          x.dispose();
+          w.dispose();
+        },
+      };
+    }
     const why = refusal(kernel, x, w, o, opts.wasmGemm === true);
     if (why) {
       x.dispose();
@@ -409,12 +432,12 @@ import json, sys, time
 import numpy as np
 import torch
 import torch.nn.functional as F
-torch.set_num_threads(1)
+spec = json.load(open(sys.argv[1]))
+torch.set_num_threads(spec["threads"])
 try:
     torch.set_num_interop_threads(1)
 except RuntimeError:
     pass
-spec = json.load(open(sys.argv[1]))
 try:
     import torch.backends.nnpack
     nnpack = torch.backends.nnpack.is_available()
@@ -450,6 +473,7 @@ interface TorchRun {
 async function runTorch(
   layers: { l: Layer; x: Float32Array; w: Float32Array }[],
   samples: number,
+  threads: number,
 ): Promise<TorchRun | string> {
   const { spawnSync } = await import("node:child_process");
   const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
@@ -461,6 +485,7 @@ async function runTorch(
   const dir = mkdtempSync(join(tmpdir(), "backplane-conv2d-"));
   try {
     const spec = {
+      threads,
       samples,
       sampleMs: 20,
       layers: layers.map(({ l, x, w }, i) => {
@@ -484,7 +509,7 @@ async function runTorch(
     const r = spawnSync(python, [join(dir, "run.py"), join(dir, "spec.json")], {
       encoding: "utf8",
       timeout: 180_000,
-      env: { ...process.env, OMP_NUM_THREADS: "1", MKL_NUM_THREADS: "1" },
+      env: { ...process.env, OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
     });
     if (r.status !== 0)
       return `python3 failed: ${(r.stderr || r.error?.message || "").slice(-300)}`;
@@ -518,6 +543,7 @@ function implsFor(l: Layer, peers: Map<string, Peer>): Map<string, Peer> {
   const out = new Map<string, Peer>();
   const bp = (name: string, kernel: string, opts?: Parameters<typeof backplane>[1]) =>
     out.set(name, backplane(kernel, opts));
+  bp("backplane-dispatch", "");
   bp("backplane-auto", "auto");
   bp("backplane-auto[wasm-gemm]", "auto", { wasmGemm: true });
   if (isDense3x3s1(l)) {
@@ -548,6 +574,11 @@ export default {
   // Long: the suite's script: open every peer, time every layer, print the ratios.
   async run(h: Harness, args: string[] = []) {
     const quick = args.includes("--quick");
+    THREADS = Number(args.find((a) => a.startsWith("--threads="))?.slice("--threads=".length) ?? 1);
+    const implsWanted = args
+      .find((a) => a.startsWith("--impls="))
+      ?.slice("--impls=".length)
+      .split(",");
     const only = args.find((a) => a.startsWith("--only="))?.slice("--only=".length);
     const samples = quick ? 5 : 11;
     for (const v of ["OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE"]) {
@@ -570,10 +601,12 @@ export default {
     );
 
     const peers = new Map<string, Peer>();
-    for (const [impl, open] of [
-      ["tfjs-wasm", openTfjs],
-      ["ort-web", openOrt],
-    ] as const) {
+    for (const [impl, open] of (THREADS === 1
+      ? [
+          ["tfjs-wasm", openTfjs],
+          ["ort-web", openOrt],
+        ]
+      : []) as [string, () => Promise<Peer | string>][]) {
       try {
         const p = await open();
         if (typeof p === "string") h.note(`${impl}: unavailable: ${p}`);
@@ -596,7 +629,7 @@ export default {
     }));
     let torch: TorchRun | undefined;
     try {
-      const t = await runTorch(data, samples);
+      const t = await runTorch(data, samples, THREADS);
       if (typeof t === "string") h.note(`torch: unavailable: ${t}`);
       else {
         torch = t;
@@ -618,8 +651,11 @@ export default {
       const outputs = new Map<string, Float32Array>();
       try {
         for (const [impl, peer] of implsFor(l, peers)) {
+          if (implsWanted && !implsWanted.includes(impl)) continue;
           try {
             const c = await peer(l, x, w);
+            if (impl === "backplane-dispatch")
+              h.note(`${l.name}: the dispatcher runs ${(c as { picked?: string }).picked}`);
             cases.set(impl, c);
             outputs.set(impl, await c.result());
           } catch (err) {
@@ -676,6 +712,7 @@ export default {
         ratio("auto_over_tfjs_wasm", l.name, r("backplane-auto", "tfjs-wasm"));
         ratio("auto_over_ort_web", l.name, r("backplane-auto", "ort-web"));
         ratio("auto_over_torch", l.name, r("backplane-auto", "torch"));
+        ratio("dispatch_over_torch", l.name, r("backplane-dispatch", "torch"));
         ratio("auto_wasm_gemm_over_tfjs_wasm", l.name, r("backplane-auto[wasm-gemm]", "tfjs-wasm"));
         if (isDense3x3s1(l) && l.x[1] >= 64) {
           ratio(

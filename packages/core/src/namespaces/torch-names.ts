@@ -84,6 +84,7 @@ export const TORCH_NAMES = {
   "torch.backends.mkldnn.is_available": "backends.mkldnn.isAvailable",
   "torch.backends.mkldnn.enabled": "backends.mkldnn.enabled",
   "torch.backends.mkldnn.verbose": "backends.mkldnn.verbose",
+  "torch.backends.mkldnn.deterministic": "backends.mkldnn.deterministic",
   "torch.backends.mkldnn.VERBOSE_OFF": "backends.mkldnn.VERBOSE_OFF",
   "torch.backends.mkldnn.VERBOSE_ON": "backends.mkldnn.VERBOSE_ON",
   "torch.backends.mkldnn.VERBOSE_ON_CREATION": "backends.mkldnn.VERBOSE_ON_CREATION",
