@@ -18,6 +18,7 @@ import {
 import { builtinModule, getBackend, readEnv, restartInit } from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
+import { setDnnlLayouts } from "../src/dnnl/conv.ts";
 import { dnnlState } from "../src/dnnl/state.ts";
 import { configureDnnlSearch, DNNL_BACKEND } from "../src/index.ts";
 
@@ -97,25 +98,50 @@ describe("oneDNN (cpu-dnnl)", () => {
   });
 
   itDnnl("reorders a weight tensor once, and again when it changes in place", () => {
-    // A 3x3 layer with 64 channels: oneDNN's blocked layouts (with a weight reorder) win
-    // here by about 1.4x over its NCHW kernel.
-    const x = randn([1, 64, 28, 28], { seed: 1 });
-    const w = randn([64, 64, 3, 3], { seed: 2 });
-    const cache = dnnlState.weightCache;
-    // The first call of a shape makes its plan (timing oneDNN's two layouts on these weights).
-    const first = conv2d(x, w, { padding: 1 });
-    const misses = cache.misses;
-    const hits = cache.hits;
-    const again = conv2d(x, w, { padding: 1 });
-    expect(cache.misses).toBe(misses);
-    expect(cache.hits).toBe(hits + 1);
-    expect(maxRelErr(again, first)).toBe(0);
-    (w.hostData() as Float32Array)[5] += 1; // the same tensor, new weights
-    const changed = conv2d(x, w, { padding: 1 });
-    expect(cache.misses).toBe(misses + 1);
-    expect(maxRelErr(changed, reference(x, w, { padding: 1 }))).toBeLessThan(2e-5);
-    for (const t of [x, w, first, again, changed]) t.dispose();
+    // oneDNN's blocked layouts (the ones with a weight reorder), whatever the timing says.
+    setDnnlLayouts("blocked");
+    try {
+      const x = randn([1, 64, 28, 28], { seed: 1 });
+      const w = randn([64, 64, 3, 3], { seed: 2 });
+      const cache = dnnlState.weightCache;
+      // The first call of a shape makes its plan (timing oneDNN's two layouts on these weights).
+      const first = conv2d(x, w, { padding: 1 });
+      const misses = cache.misses;
+      const hits = cache.hits;
+      const again = conv2d(x, w, { padding: 1 });
+      expect(cache.misses).toBe(misses);
+      expect(cache.hits).toBe(hits + 1);
+      expect(maxRelErr(again, first)).toBe(0);
+      (w.hostData() as Float32Array)[5] += 1; // the same tensor, new weights
+      const changed = conv2d(x, w, { padding: 1 });
+      expect(cache.misses).toBe(misses + 1);
+      expect(maxRelErr(changed, reference(x, w, { padding: 1 }))).toBeLessThan(2e-5);
+      for (const t of [x, w, first, again, changed]) t.dispose();
+    } finally {
+      setDnnlLayouts("auto");
+    }
   });
+
+  itDnnl(
+    "bfloat16 where the CPU has AVX-512 BF16 or AMX (within bfloat16's tolerance), else refused with the reason",
+    () => {
+      const x = randn([1, 32, 14, 14], { seed: 5, dtype: "bfloat16" });
+      const w = randn([32, 32, 3, 3], { seed: 6, dtype: "bfloat16" });
+      const e = explain("conv2d", x, w, { padding: 1 });
+      const f = backends.cpu.getCpuCapabilityInfo().features;
+      if (!(f.includes("avx512_bf16") || f.includes("amx_bf16"))) {
+        expect(e.candidates.find((c) => c.kernel === "onednn-conv")?.reason).toMatch(
+          /AVX-512 BF16/,
+        );
+        return;
+      }
+      expect(e.selected).toBe("onednn-conv");
+      const y = conv2d(x, w, { padding: 1 });
+      expect(y.dtype).toBe("bfloat16");
+      // bfloat16 output (8 bits of mantissa) against the float64 sum of the same bf16 inputs.
+      expect(maxRelErr(y, reference(x, w, { padding: 1 }))).toBeLessThan(3e-2);
+    },
+  );
 
   itDnnl("mkldnn.enabled = false: no oneDNN kernel is chosen, and explain() says why", () => {
     const x = randn([1, 4, 8, 8]);

@@ -4,7 +4,7 @@
  * and ONEDNN_VERBOSE / DNNL_VERBOSE reach oneDNN's own verbose output; isAvailable() says
  * what to install when the library is missing.
  */
-import { getFlag, onFlagChange, runtime } from "@backplane/core";
+import { backends, getFlag, onFlagChange, runtime } from "@backplane/core";
 import {
   type AnyKernelDefinition,
   type BackendDefinition,
@@ -41,8 +41,16 @@ onFlagChange("mkldnn.verbose", applyVerbose);
 const hasFfi = (): boolean => ["bun", "deno", "node"].includes(runtime().name);
 
 /** Why oneDNN's conv refuses these inputs, or true (the plan is made and cached here). */
+/** bfloat16 runs where the CPU computes it natively (AVX-512 BF16 or AMX), as in torch. */
+function bf16Native(): boolean {
+  const f = backends.cpu.getCpuCapabilityInfo().features;
+  return f.includes("avx512_bf16") || f.includes("amx_bf16");
+}
+
 function convSupports(p: Conv2dParams): true | string {
   if (!dnnlState.lib) return "oneDNN is not loaded";
+  if (p.dtype === "bfloat16" && !bf16Native())
+    return "bfloat16 needs a CPU with AVX-512 BF16 or AMX (oneDNN would emulate it slowly); this one has neither";
   for (const [name, t] of [
     ["input", p.input],
     ["weight", p.weight],
@@ -61,7 +69,7 @@ function dnnlKernels(): AnyKernelDefinition[] {
       op: "conv2d",
       name: "onednn-conv",
       device: "cpu",
-      dtypes: ["float32"],
+      dtypes: ["float32", "bfloat16"],
       deterministic: true,
       flags: ["mkldnn.enabled"],
       verboseFlags: ["mkldnn.verbose"],

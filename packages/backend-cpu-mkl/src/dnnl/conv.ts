@@ -41,11 +41,11 @@ const handleOf = (o: BigUint64Array): bigint => o[0];
 const dims = (xs: number[]) =>
   new BigInt64Array([...xs.map(BigInt), ...Array(12 - xs.length).fill(0n)]);
 
-function md(d: DnnlSymbols, shape: number[], tag: number): Uint8Array {
+function md(d: DnnlSymbols, shape: number[], tag: number, type: number): Uint8Array {
   const m = new Uint8Array(MEMORY_DESC_BYTES);
   check(
     "dnnl_memory_desc_init_by_tag",
-    d.dnnl_memory_desc_init_by_tag(m, shape.length, dims(shape), E.dnnl_data_type_t.dnnl_f32, tag),
+    d.dnnl_memory_desc_init_by_tag(m, shape.length, dims(shape), type, tag),
   );
   return m;
 }
@@ -70,10 +70,16 @@ interface Plan {
 }
 
 const plans = new Map<string, Plan | string>();
+
+/** Which of oneDNN's layouts a plan may use ("auto": the faster, timed); tests pin one. */
+let layouts: "auto" | "blocked" | "plain" = "auto";
+export function setDnnlLayouts(mode: "auto" | "blocked" | "plain"): void {
+  layouts = mode;
+}
 const PLAN_LIMIT = 64;
 
 function keyOf(p: Conv2dParams): string {
-  return `${p.n},${p.c},${p.h},${p.w},${p.outChannels},${p.kh},${p.kw},${p.strideH},${p.strideW},${p.padTop},${p.padLeft},${p.dilationH},${p.dilationW},${p.groups},${p.outH},${p.outW},${p.bias ? 1 : 0}`;
+  return `${p.dtype},${p.n},${p.c},${p.h},${p.w},${p.outChannels},${p.kh},${p.kw},${p.strideH},${p.strideW},${p.padTop},${p.padLeft},${p.dilationH},${p.dilationW},${p.groups},${p.outH},${p.outW},${p.bias ? 1 : 0}`;
 }
 
 function queryMd(d: DnnlSymbols, pd: bigint, what: number): Pointer {
@@ -124,10 +130,11 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
   // "blocked": oneDNN picks the activations' layout (its direct kernels, reorders around
   // them); "plain": NCHW in and out (its GEMM-based kernels, no reorders).
   const act = layout === "plain" ? E.dnnl_format_tag_t.dnnl_abcd : any;
-  const userSrc = md(d, x, E.dnnl_format_tag_t.dnnl_abcd);
-  const userDst = md(d, y, E.dnnl_format_tag_t.dnnl_abcd);
-  const userW = md(d, w, wTag);
-  const biasMd = p.bias ? md(d, [oc], E.dnnl_format_tag_t.dnnl_a) : null;
+  const t = p.dtype === "bfloat16" ? E.dnnl_data_type_t.dnnl_bf16 : E.dnnl_data_type_t.dnnl_f32;
+  const userSrc = md(d, x, E.dnnl_format_tag_t.dnnl_abcd, t);
+  const userDst = md(d, y, E.dnnl_format_tag_t.dnnl_abcd, t);
+  const userW = md(d, w, wTag, t);
+  const biasMd = p.bias ? md(d, [oc], E.dnnl_format_tag_t.dnnl_a, t) : null;
   // oneDNN's padding on the right/bottom: what makes its output size formula give outH/outW.
   const padB = (p.outH - 1) * p.strideH + (p.kh - 1) * p.dilationH + 1 - p.h - p.padTop;
   const padR = (p.outW - 1) * p.strideW + (p.kw - 1) * p.dilationW + 1 - p.w - p.padLeft;
@@ -138,10 +145,10 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
       desc,
       E.dnnl_prop_kind_t.dnnl_forward_inference,
       E.dnnl_alg_kind_t.dnnl_convolution_direct,
-      md(d, x, act),
-      md(d, w, any),
+      md(d, x, act, t),
+      md(d, w, any, t),
       biasMd,
-      md(d, y, act),
+      md(d, y, act, t),
       dims([p.strideH, p.strideW]),
       dims([p.dilationH - 1, p.dilationW - 1]), // oneDNN counts dilation from 0
       dims([p.padTop, p.padLeft]),
@@ -222,12 +229,13 @@ function timePlan(plan: Plan, p: Conv2dParams): number {
  * faster one is kept.
  */
 export function planFor(p: Conv2dParams): Plan | string {
-  const key = keyOf(p);
+  const key = `${layouts}:${keyOf(p)}`;
   let plan = plans.get(key);
   if (plan === undefined) {
     const made: Plan[] = [];
     const reasons: string[] = [];
-    for (const layout of ["blocked", "plain"] as const) {
+    const tried = layouts === "auto" ? (["blocked", "plain"] as const) : [layouts];
+    for (const layout of tried) {
       try {
         made.push(makePlan(p, layout));
       } catch (e) {
@@ -264,7 +272,7 @@ function execute(d: DnnlSymbols, prim: bigint, args: [number, bigint][]): void {
   );
 }
 
-const data = (t: Tensor): Float32Array => t.hostData() as Float32Array;
+const data = (t: Tensor): ArrayBufferView => t.hostData();
 
 /** The weights in oneDNN's layout: from the cache when unchanged, else reordered now. */
 function weightsFor(p: Conv2dParams, plan: Plan): Tensor {
@@ -289,7 +297,7 @@ export function dnnlConv(p: Conv2dParams): Tensor {
 function runPlan(plan: Plan, p: Conv2dParams): Tensor {
   const { dnnl: d } = dnnlState.ready();
   dnnlState.applyThreads();
-  const y = empty([p.n, p.outChannels, p.outH, p.outW], { dtype: "float32" });
+  const y = empty([p.n, p.outChannels, p.outH, p.outW], { dtype: p.dtype });
   if (y.numel === 0) return y;
   const temps: Tensor[] = [];
   const temp = (bytes: number) => {

@@ -88,7 +88,7 @@ export const EXEC_ARG_BYTES = 16;
 /** Enumerators of dnnl_types.h that the kernels use (checked against the header). */
 export const ENUMS = {
   dnnl_status_t: { dnnl_success: 0, dnnl_unimplemented: 3 },
-  dnnl_data_type_t: { dnnl_f32: 3 },
+  dnnl_data_type_t: { dnnl_bf16: 2, dnnl_f32: 3 },
   dnnl_format_tag_t: { dnnl_format_tag_any: 1, dnnl_a: 2, dnnl_abcd: 5, dnnl_abcde: 7 },
   dnnl_prop_kind_t: { dnnl_forward_inference: 96 },
   dnnl_alg_kind_t: { dnnl_convolution_direct: 1, dnnl_eltwise_relu: 31 },

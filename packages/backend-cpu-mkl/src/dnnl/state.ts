@@ -61,8 +61,8 @@ class WeightCache {
       throw err;
     }
     if (libc) {
-      const copy = empty([wData.length], { dtype: "float32" });
-      (copy.hostData() as Float32Array).set(wData as Float32Array);
+      const copy = empty([wData.length], { dtype: weight.dtype });
+      (copy.hostData() as Float32Array).set(wData as Float32Array); // same type: a byte copy
       this.entries.set(weight, { copy, reordered, key });
       while (this.entries.size > this.limit) {
         const [k, old] = this.entries.entries().next().value as [Tensor, CachedWeights];
