@@ -17,6 +17,7 @@ import {
   DNNL_DECL,
   ENUMS,
   EXEC_ARG_BYTES,
+  MATMUL_DESC_BYTES,
   MEMORY_DESC_BYTES,
 } from "../src/dnnl/library.ts";
 
@@ -106,14 +107,16 @@ describe("oneDNN declarations against the installed headers", () => {
       try {
         writeFileSync(
           join(dir, "s.c"),
-          `#include <stdio.h>\n#include <oneapi/dnnl/dnnl.h>\nint main(void){printf("%zu %zu %zu", sizeof(dnnl_memory_desc_t), sizeof(dnnl_convolution_desc_t), sizeof(dnnl_exec_arg_t));return 0;}\n`,
+          `#include <stdio.h>\n#include <oneapi/dnnl/dnnl.h>\nint main(void){printf("%zu %zu %zu %zu", sizeof(dnnl_memory_desc_t), sizeof(dnnl_convolution_desc_t), sizeof(dnnl_exec_arg_t), sizeof(dnnl_matmul_desc_t));return 0;}\n`,
         );
         const c = cp.spawnSync("cc", [join(dir, "s.c"), "-o", join(dir, "s")], {
           encoding: "utf8",
         });
         expect(c.status, c.stderr).toBe(0);
         const r = cp.spawnSync(join(dir, "s"), [], { encoding: "utf8" });
-        expect(r.stdout.trim()).toBe(`${MEMORY_DESC_BYTES} ${CONV_DESC_BYTES} ${EXEC_ARG_BYTES}`);
+        expect(r.stdout.trim()).toBe(
+          `${MEMORY_DESC_BYTES} ${CONV_DESC_BYTES} ${EXEC_ARG_BYTES} ${MATMUL_DESC_BYTES}`,
+        );
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }

@@ -11,6 +11,7 @@ import {
   conv2d,
   explain,
   kernelPriority,
+  matmul,
   randn,
   ready,
   type Tensor,
@@ -96,6 +97,37 @@ describe("oneDNN (cpu-dnnl)", () => {
     const e = conv2d(randn([0, 4, 5, 5]), randn([3, 4, 3, 3]), { padding: 1 });
     expect(e.shape).toEqual([0, 3, 5, 5]);
   });
+
+  itDnnl(
+    "matmul: 2-D products and transposed views, within float32's tolerance; batches refused with the reason",
+    () => {
+      using _ = kernelPriority("matmul", ["onednn-matmul"]);
+      for (const [m, k, n] of [
+        [1, 1, 1],
+        [7, 13, 5],
+        [64, 96, 31],
+        [129, 257, 65],
+      ]) {
+        const a = randn([m, k], { seed: m });
+        const b = randn([n, k], { seed: n + 1 }).transpose(0, 1); // a transposed view
+        expect(explain("matmul", a, b).selected).toBe("onednn-matmul");
+        const c = matmul(a, b);
+        let r: Tensor;
+        {
+          using _r = kernelPriority("matmul", ["reference"]);
+          r = matmul(a, b);
+        }
+        expect(maxRelErr(c, r), `${m}x${k}x${n}`).toBeLessThan(2e-5);
+        for (const t of [a, b, c, r]) t.dispose();
+      }
+      const batched = randn([2, 3, 4]);
+      expect(
+        explain("matmul", batched, batched.transpose(1, 2)).candidates.find(
+          (c) => c.kernel === "onednn-matmul",
+        )?.reason,
+      ).toMatch(/batched matmul/);
+    },
+  );
 
   itDnnl("reorders a weight tensor once, and again when it changes in place", () => {
     // oneDNN's blocked layouts (the ones with a weight reorder), whatever the timing says.

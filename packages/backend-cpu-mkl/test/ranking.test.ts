@@ -9,9 +9,14 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { backends, explain, randn, ready } from "@backplane/core";
-import { getBackend, readEnv } from "@backplane/core/backend";
+import { getBackend, readEnv, restartInit } from "@backplane/core/backend";
 import { afterAll, describe, expect, it } from "vitest";
-import { configureNativeSearch, NATIVE_BACKEND } from "../src/index.ts";
+import {
+  configureDnnlSearch,
+  configureNativeSearch,
+  DNNL_BACKEND,
+  NATIVE_BACKEND,
+} from "../src/index.ts";
 
 const NETLIB_DIRS = ["/usr/lib/x86_64-linux-gnu/blas", "/usr/lib/aarch64-linux-gnu/blas"];
 const dir = NETLIB_DIRS.find((d) => existsSync(join(d, "libblas.so.3")));
@@ -27,7 +32,9 @@ describe("measured ranking against a slow native BLAS", () => {
   const saved = process.env.BACKPLANE_CACHE_DIR;
   afterAll(async () => {
     configureNativeSearch({});
-    await ready(NATIVE_BACKEND);
+    configureDnnlSearch(undefined);
+    restartInit(DNNL_BACKEND);
+    await ready(NATIVE_BACKEND, DNNL_BACKEND).catch(() => {});
     if (saved === undefined) delete process.env.BACKPLANE_CACHE_DIR;
     else process.env.BACKPLANE_CACHE_DIR = saved;
     await backends.cpu.calibrate();
@@ -38,6 +45,9 @@ describe("measured ranking against a slow native BLAS", () => {
     expect(dir, "libblas3 is required here (BACKPLANE_EXPECT_NETLIB=1)").toBeDefined();
     process.env.BACKPLANE_CACHE_DIR = cache;
     configureNativeSearch({ searchPaths: [dir as string], systemSearch: false });
+    // That machine has no oneDNN either (its matmul would otherwise be a third candidate).
+    configureDnnlSearch([]);
+    restartInit(DNNL_BACKEND);
     await backends.ready();
     const cap = getBackend(NATIVE_BACKEND)?.def.capability?.() as { library?: string };
     expect(cap?.library).toBe("reference");

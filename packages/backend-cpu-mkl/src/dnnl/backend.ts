@@ -15,8 +15,9 @@ import {
   readEnv,
   statusOf,
 } from "@backplane/core/backend";
-import { dnnlConv, planFor } from "./conv.ts";
+import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { loadDnnl } from "./library.ts";
+import { dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
 import { dnnlState } from "./state.ts";
 
 export const DNNL_BACKEND = "cpu-dnnl";
@@ -29,8 +30,15 @@ if (envPath !== undefined) searchPaths = envPath.split(/[:;]/).filter(Boolean);
 /** Where to look for libdnnl (tests: [] looks nowhere); takes effect at the next ready(). */
 export function configureDnnlSearch(paths: readonly string[] | undefined): void {
   searchPaths = paths;
+  forget();
+}
+
+/** Drops the library and everything made with its engine (plans, reordered weights). */
+function forget(): void {
   dnnlState.lib = undefined;
   dnnlState.weightCache.clear();
+  resetConvPlans();
+  resetMatmulPlans();
 }
 
 function applyVerbose(): void {
@@ -77,6 +85,26 @@ function dnnlKernels(): AnyKernelDefinition[] {
       supports: convSupports as (p: never) => true | string,
       run: dnnlConv as (p: never) => unknown,
     },
+    {
+      op: "matmul",
+      name: "onednn-matmul",
+      device: "cpu",
+      dtypes: ["float32"],
+      // Its threads split the product's blocks the same way every run at a given count,
+      // but oneDNN gives no guarantee across thread counts: deterministic mode sets it aside.
+      deterministic: false,
+      flags: ["mkldnn.enabled"],
+      verboseFlags: ["mkldnn.verbose"],
+      // Below the native BLAS and above the WASM GEMM; the calibration reorders by measurement.
+      priority: 75,
+      // A BLAS library asked for by name (or the WASM GEMM) is what matmul should run.
+      enabled: (flag: (key: string) => unknown) =>
+        flag("cpu.preferredBlasLibrary") === "auto"
+          ? true
+          : `cpu.preferredBlasLibrary is ${JSON.stringify(flag("cpu.preferredBlasLibrary"))}`,
+      supports: dnnlMatmulSupports as (p: never) => true | string,
+      run: dnnlMatmul as (p: never) => unknown,
+    },
   ];
 }
 
@@ -101,6 +129,7 @@ export const dnnlBackend: BackendDefinition = defineBackend({
           reason: `no FFI in ${runtime().name} (oneDNN needs Bun, Deno or Node)`,
         },
   async init() {
+    forget();
     const ffi = await initFfi();
     if (!ffi.ok) throw new Error(ffi.reason);
     const r = await loadDnnl(searchPaths);

@@ -71,6 +71,11 @@ interface Plan {
 
 const plans = new Map<string, Plan | string>();
 
+/** Forgets every plan (they belong to the engine of the library loaded before). */
+export function resetConvPlans(): void {
+  plans.clear();
+}
+
 /** Which of oneDNN's layouts a plan may use ("auto": the faster, timed); tests pin one. */
 let layouts: "auto" | "blocked" | "plain" = "auto";
 export function setDnnlLayouts(mode: "auto" | "blocked" | "plain"): void {

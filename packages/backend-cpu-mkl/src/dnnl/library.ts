@@ -35,6 +35,8 @@ export const DNNL_DECL = defineLibrary({
   dnnl_stream_create: f(["buffer", H, "u32"]),
   dnnl_stream_wait: f([H]),
   dnnl_memory_desc_init_by_tag: f([P, "i32", "buffer", "i32", "i32"]),
+  dnnl_memory_desc_init_by_strides: f([P, "i32", "buffer", "i32", "buffer"]),
+  dnnl_matmul_desc_init: f([P, P, P, P, P]),
   dnnl_memory_desc_get_size: fr([P], "usize"),
   dnnl_memory_desc_equal: f([P, P]),
   dnnl_memory_create: f(["buffer", P, H, P]),
@@ -83,6 +85,7 @@ export type DnnlSymbols = NativeLibrary<typeof DNNL_DECL>["symbols"];
 /** Sizes of the 2.x structs (dnnl_types.h; the header test compiles sizeof where cc exists). */
 export const MEMORY_DESC_BYTES = 696;
 export const CONV_DESC_BYTES = 5976;
+export const MATMUL_DESC_BYTES = 2800;
 export const EXEC_ARG_BYTES = 16;
 
 /** Enumerators of dnnl_types.h that the kernels use (checked against the header). */
