@@ -54,6 +54,8 @@ function md(d: DnnlSymbols, shape: number[], tag: number, type: number): Uint8Ar
 interface Plan {
   conv: bigint;
   impl: string;
+  /** 1 when one thread measured faster than the setting (small layers), else the setting. */
+  oneThread: boolean;
   /** Reorders user -> oneDNN (src, weights) and oneDNN -> user (dst); 0n when the layouts agree. */
   srcReorder: bigint;
   weightReorder: bigint;
@@ -191,6 +193,7 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
     check("dnnl_primitive_create", d.dnnl_primitive_create(prim, pd));
     return {
       conv: handleOf(prim),
+      oneThread: false,
       impl: implPtr ? dnnlState.cString(implPtr) : "?",
       srcReorder: reorder(d, engine, userSrc, src),
       weightReorder: reorder(d, engine, userW, wts),
@@ -215,6 +218,12 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
   }
 }
 
+/** Below this many flops a layer may run on one thread (depthwise 3x3 576 @14: 2 M). */
+const SMALL_LAYER_FLOPS = 8e6;
+
+const convWork = (p: Conv2dParams): number =>
+  (2 * p.n * p.outChannels * p.outH * p.outW * p.c * p.kh * p.kw) / p.groups;
+
 /** The best time of a few runs of `plan` on these params (a warm-up first). */
 function timePlan(plan: Plan, p: Conv2dParams): number {
   runPlan(plan, p).dispose();
@@ -231,10 +240,11 @@ function timePlan(plan: Plan, p: Conv2dParams): number {
  * The plan for these params, or why oneDNN refuses them (cached either way). oneDNN's
  * blocked-layout kernels win on most layers, its NCHW (GEMM) kernels on some 1x1 ones
  * (3x on a 1x1 96>24 at 56x56 here): both are made at the first call of a shape and the
- * faster one is kept.
+ * faster one is kept, and on more than one thread, one thread if that is faster still.
+ * The thread setting is part of the key: a new setting measures again.
  */
 export function planFor(p: Conv2dParams): Plan | string {
-  const key = `${layouts}:${keyOf(p)}`;
+  const key = `${layouts}:${dnnlState.threadsWanted()}:${keyOf(p)}`;
   let plan = plans.get(key);
   if (plan === undefined) {
     const made: Plan[] = [];
@@ -248,10 +258,19 @@ export function planFor(p: Conv2dParams): Plan | string {
       }
     }
     if (made.length === 0) plan = `oneDNN refused this convolution (${reasons.join("; ")})`;
-    else if (made.length === 1 || p.n === 0) plan = made[0];
+    else if (p.n === 0) plan = made[0];
     else {
-      const [a, b] = made.map((m) => timePlan(m, p));
-      plan = b < a ? made[1] : made[0];
+      const times = made.map((m) => timePlan(m, p));
+      const best = times[1] !== undefined && times[1] < times[0] ? 1 : 0;
+      plan = made[best];
+      // A small layer can lose more to waking the OpenMP threads (three parallel regions a
+      // call) than it gains from them: keep one thread when that measured faster.
+      // Only for layers this small (a first-call timing is noisy; a wrong choice sticks),
+      // and only when clearly faster.
+      if (dnnlState.threadsWanted() > 1 && convWork(p) < SMALL_LAYER_FLOPS) {
+        plan.oneThread = true;
+        if (!(timePlan(plan, p) * 1.1 < times[best])) plan.oneThread = false;
+      }
     }
     if (plans.size >= PLAN_LIMIT) plans.delete(plans.keys().next().value as string);
     plans.set(key, plan);
@@ -301,7 +320,7 @@ export function dnnlConv(p: Conv2dParams): Tensor {
 // Long: one call: threads, the input's reorder, the convolution, the output's reorder, each on CPU-device tensors freed in finally.
 function runPlan(plan: Plan, p: Conv2dParams): Tensor {
   const { dnnl: d } = dnnlState.ready();
-  dnnlState.applyThreads();
+  dnnlState.applyThreads(plan.oneThread ? 1 : undefined);
   const y = empty([p.n, p.outChannels, p.outH, p.outW], { dtype: p.dtype });
   if (y.numel === 0) return y;
   const temps: Tensor[] = [];

@@ -99,9 +99,14 @@ class DnnlState {
     return this.lib;
   }
 
-  /** oneDNN's OpenMP threads follow backends.openmp (torch.set_num_threads). */
-  applyThreads(): void {
-    const n = (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency;
+  /** The thread setting: backends.openmp (torch.set_num_threads), else the cores. */
+  threadsWanted(): number {
+    return (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency;
+  }
+
+  /** oneDNN's OpenMP threads follow the setting (or `override`, for a plan that runs on one). */
+  applyThreads(override?: number): void {
+    const n = override ?? this.threadsWanted();
     if (n !== this.threads && this.lib?.setThreads) {
       this.lib.setThreads(n);
       this.threads = n;
