@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
   backends,
+  conv2d,
   empty,
   explain,
   randn,
@@ -17,7 +18,12 @@ import {
   useDeterministicAlgorithms,
   withKernelPriority,
 } from "@backplane/core";
-import { defineBackend, type MatmulParams, registerBackend } from "@backplane/core/backend";
+import {
+  type Conv2dParams,
+  defineBackend,
+  type MatmulParams,
+  registerBackend,
+} from "@backplane/core/backend";
 import { afterAll, describe, expect, it } from "vitest";
 import { calibration, ensureCalibrated, forgetCalibration } from "../src/dispatch/calibrate.ts";
 import type { Kernel } from "../src/dispatch/kernels.ts";
@@ -183,5 +189,72 @@ describe("calibration", () => {
     }
     a.dispose();
     b.dispose();
+  });
+});
+
+describe("conv2d: ranked per shape at its first call", () => {
+  let on = false;
+  const slowFor = new Set<number>(); // input channels on which "shape-a" is slow
+  const conv = (backend: string, priority: number, slow: (c: number) => boolean) =>
+    registerBackend(
+      defineBackend({
+        name: backend,
+        devices: ["cpu"],
+        isAvailable: () => ({ available: true }),
+        kernels: [
+          {
+            op: "conv2d",
+            name: backend,
+            device: "cpu",
+            dtypes: ["float32"],
+            deterministic: true,
+            priority: priority + 1000,
+            supports: () => (on ? true : "inactive"),
+            // Timing fixtures: a tensor of the right shape, 2 ms slower on "its" shapes.
+            run: (p: Conv2dParams) => {
+              const end = performance.now() + (slow(p.c) ? 2 : 0);
+              while (performance.now() < end) {}
+              const out = empty([p.n, p.outChannels, p.outH, p.outW], { dtype: "float32" });
+              (out.hostData() as Float32Array).fill(0);
+              return out;
+            },
+          },
+        ],
+      }),
+    );
+  conv("shape-a", 20, (c) => slowFor.has(c));
+  conv("shape-b", 10, (c) => !slowFor.has(c));
+
+  it("runs the backend that measured faster on each shape, and explain() shows the figures", () => {
+    on = true;
+    slowFor.add(4);
+    try {
+      const w3 = randn([2, 3, 3, 3], { seed: 1 });
+      const w4 = randn([2, 4, 3, 3], { seed: 2 });
+      const x3 = randn([1, 3, 8, 8], { seed: 3 });
+      const x4 = randn([1, 4, 8, 8], { seed: 4 });
+      // Before the first call, explain() (which runs nothing) shows the authors' order.
+      expect(explain("conv2d", x4, w4).selected).toBe("shape-a");
+      const run = (x: Tensor, w: Tensor) => backends.record(() => conv2d(x, w).dispose()).calls;
+      run(x4, w4); // measured here
+      expect(run(x4, w4)[0].kernel).toBe("shape-b");
+      expect(run(x3, w3)[0].kernel).toBe("shape-a");
+      const e = explain("conv2d", x4, w4);
+      expect(e.selected).toBe("shape-b");
+      expect(e.candidates.find((c) => c.kernel === "shape-a")?.measured?.case).toMatch(/^1x4x8x8/);
+      // The user's priority and deterministic mode keep the authors' order.
+      expect(
+        withKernelPriority("conv2d", ["shape-a"], () => explain("conv2d", x4, w4).selected),
+      ).toBe("shape-a");
+      useDeterministicAlgorithms(true);
+      try {
+        expect(run(x4, w4)[0].kernel).toBe("shape-a");
+      } finally {
+        useDeterministicAlgorithms(false);
+      }
+      for (const t of [w3, w4, x3, x4]) t.dispose();
+    } finally {
+      on = false;
+    }
   });
 });

@@ -299,7 +299,9 @@ function backplane(kernel: string, opts: { wasmGemm?: boolean; uncached?: boolea
     const w = tensor(wa, { shape: l.w });
     const o = convOptions(l);
     if (!kernel) {
-      const picked = explain("conv2d", x, w, o).selected;
+      // The first call of a shape ranks the backends on it (per-shape measurement): the
+      // kernel that runs is the one a recorded call shows.
+      const picked = backends.record(() => conv2d(x, w, o).dispose()).calls[0]?.kernel;
       return {
         picked,
         run: () => conv2d(x, w, o).dispose(),

@@ -4,7 +4,8 @@
  * BLAS, must not win over the WASM GEMM because it is native.
  *
  * At ready() (and at backends.cpu.calibrate()), each op with kernels from two or more CPU
- * backends runs a few representative sizes once per backend, in a bounded budget (50 ms),
+ * backends (matmul, SDPA; conv2d is ranked per shape, per-shape.ts) runs a few
+ * representative sizes once per backend, in a bounded budget (50 ms),
  * and measured.ts reorders the backends per size class. The figures are cached in the
  * user's cache directory under a fingerprint of everything they depend on (CPU model and
  * features, runtime, thread count, each backend's version and library), so a warm start
@@ -59,7 +60,10 @@ function gemmCase(n: number, dtype: DType, seed: number): CalibrationCase {
   };
 }
 
-/** Representative sizes, most telling first (the budget may stop the list). */
+/**
+ * Representative sizes, most telling first (the budget may stop the list). conv2d is
+ * ranked per shape at its first call instead (per-shape.ts).
+ */
 const CASES: readonly CalibrationCase[] = [
   gemmCase(256, "float32", 1),
   {
@@ -71,13 +75,6 @@ const CASES: readonly CalibrationCase[] = [
   },
   gemmCase(64, "float32", 3),
   gemmCase(128, "float64", 5),
-  {
-    op: "conv2d",
-    case: "1x32x28x28, 32x3x3 pad 1",
-    dtype: "float32",
-    inputs: () => [r([1, 32, 28, 28], "float32", 20), r([32, 32, 3, 3], "float32", 21)],
-    args: (t) => [t[0], t[1], { padding: 1 }],
-  },
 ];
 
 export interface CalibrationReport {

@@ -26,7 +26,8 @@ import { show } from "../util/format.ts";
 import { warnOnce } from "../util/log.ts";
 import { splitReason } from "../util/reason.ts";
 import { getOp, type Kernel, type OpParams, type OpRecord } from "./kernels.ts";
-import { classFor, type SizeClass, sizeClasses } from "./measured.ts";
+import { classFor, type Measurement, type SizeClass, sizeClasses } from "./measured.ts";
+import { type ShapeOrder, shapeOrder } from "./per-shape.ts";
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
 
@@ -47,6 +48,8 @@ interface Entry {
   wanted: readonly string[] | undefined;
   /** The kernels reordered by measurement, per size class (calibrate.ts), when measured. */
   classes: SizeClass[] | undefined;
+  /** Orders measured per input shape (ops with rankPerShape), by shape key. */
+  perShape: Map<string, ShapeOrder> | undefined;
 }
 
 function flagOf(state: FlagState, key: string): unknown {
@@ -119,6 +122,7 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
         ? state.priorities[op.name]
         : undefined,
     classes: undefined,
+    perShape: undefined,
   };
   const coreVerbose = flagOf(state, "core.verbose") === true;
   for (const k of orderFor(op, state)) {
@@ -139,16 +143,27 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     flagOf(state, "cpu.calibrate") === true &&
     !deterministic &&
     (state.priorities[op.name]?.length ?? 0) === 0
-  )
-    e.classes = sizeClasses(op.name, deviceType, dtype, e.kernels);
+  ) {
+    if (op.rankPerShape && deviceType === "cpu") e.perShape = new Map();
+    else e.classes = sizeClasses(op.name, deviceType, dtype, e.kernels);
+  }
   return e;
 }
 
-/** The kernels to try, in order, for these params. */
-function kernelsFor(op: OpRecord, e: Entry, params: OpParams): Kernel[] {
+/** The kernels to try, in order, for these params (measuring a new shape when allowed). */
+function kernelsFor(op: OpRecord, e: Entry, params: OpParams, mayMeasure = true): Kernel[] {
+  if (e.perShape !== undefined)
+    return shapeOrder(op, e.perShape, e.kernels, params, mayMeasure)?.kernels ?? e.kernels;
   return e.classes === undefined
     ? e.kernels
     : classFor(e.classes, (op.work as (p: OpParams) => number)(params)).kernels;
+}
+
+/** The figures behind the order for these params, when they were measured. */
+function measurementFor(op: OpRecord, e: Entry, params: OpParams): Measurement | undefined {
+  if (e.perShape !== undefined)
+    return shapeOrder(op, e.perShape, e.kernels, params, false)?.measurement;
+  return e.classes && classFor(e.classes, (op.work as (p: OpParams) => number)(params)).measurement;
 }
 
 function entryFor(op: OpRecord, state: FlagState, deviceType: string, dtype: DType): Entry {
@@ -281,14 +296,14 @@ function candidates(op: OpRecord, e: Entry, params: OpParams): Explanation {
     });
     selected ??= k.name;
   };
-  for (const k of kernelsFor(op, e, params)) consider(k, false);
+  // explain() runs nothing: a shape not yet measured shows the authors' order.
+  for (const k of kernelsFor(op, e, params, false)) consider(k, false);
   for (const k of e.heldBack) consider(k, true);
   out.push(...e.refused);
-  const measured = e.classes && classFor(e.classes, (op.work as (p: OpParams) => number)(params));
+  const measured = measurementFor(op, e, params);
   for (const c of out) {
-    const f = measured?.measurement.figures.find((x) => x.kernel === c.kernel);
-    if (f && measured)
-      c.measured = { ms: f.ms, case: `${measured.measurement.case} ${measured.measurement.dtype}` };
+    const f = measured?.figures.find((x) => x.kernel === c.kernel);
+    if (f && measured) c.measured = { ms: f.ms, case: `${measured.case} ${measured.dtype}` };
   }
   return {
     op: op.name,

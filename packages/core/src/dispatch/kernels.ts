@@ -58,6 +58,11 @@ export interface OpDefinition<P extends OpParams, A extends unknown[]> {
    * measurement: a call runs the order measured at the nearest size.
    */
   work?(params: P): number;
+  /**
+   * Rank the CPU backends per input shape, measured at a shape's first call (conv2d:
+   * layers of one size favour different backends), instead of per size class.
+   */
+  rankPerShape?: boolean;
 }
 
 /** A kernel of any op, in lists that mix ops (its params type is the op's, erased here). */
@@ -79,7 +84,12 @@ export function defineOp<P extends OpParams, A extends unknown[]>(
   const existing = ops.get(def.name);
   if (existing) {
     // An op may be declared by a kernel first; the real definition fills it in.
-    Object.assign(existing, { prepare: def.prepare, shapeKey: def.shapeKey, work: def.work });
+    Object.assign(existing, {
+      prepare: def.prepare,
+      shapeKey: def.shapeKey,
+      work: def.work,
+      rankPerShape: def.rankPerShape,
+    });
     return existing as OpRecord<P, A>;
   }
   const rec: OpRecord<P, A> = { ...def, kernels: [], cache: new WeakMap(), cacheGeneration: -1 };

@@ -54,7 +54,7 @@ export function measurementsInUse(): readonly Measurement[] {
 }
 
 /** `kernels` (priority order) with the measured backends' kernels reordered by speed. */
-function reorder(kernels: readonly Kernel[], m: Measurement): Kernel[] {
+export function reorderByMeasurement(kernels: readonly Kernel[], m: Measurement): Kernel[] {
   const msOf = new Map(m.figures.map((f) => [f.backend, f.ms]));
   const order: string[] = [];
   for (const k of kernels)
@@ -86,7 +86,7 @@ export function sizeClasses(
   );
   if (ms.length === 0) return undefined;
   return ms
-    .map((m) => ({ work: m.work, kernels: reorder(kernels, m), measurement: m }))
+    .map((m) => ({ work: m.work, kernels: reorderByMeasurement(kernels, m), measurement: m }))
     .sort((a, b) => a.work - b.work);
 }
 

@@ -183,6 +183,7 @@ export const conv2dOp: OpRecord<
     `${p.n}x${p.c}x${p.h}x${p.w},${p.outChannels}x${p.kh}x${p.kw},s${p.strideH}x${p.strideW},p${p.padTop}x${p.padLeft},d${p.dilationH}x${p.dilationW},g${p.groups}`,
   work: (p: Conv2dParams) =>
     (2 * p.n * p.outChannels * p.outH * p.outW * p.c * p.kh * p.kw) / p.groups,
+  rankPerShape: true,
 });
 
 /** 2-D convolution (cross-correlation, as in torch) of input [N, C, H, W] with weight [O, C/groups, kH, kW]. */
