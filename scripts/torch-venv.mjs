@@ -8,7 +8,10 @@ import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { homedir } from "node:os";
 
-const base = process.env.BACKPLANE_CACHE_DIR ?? `${homedir()}/.cache/backplane`;
+// The same directory as the core's userCacheDir() on Linux (the benchmarks look there).
+const base =
+  process.env.BACKPLANE_CACHE_DIR ??
+  `${process.env.XDG_CACHE_HOME ?? `${homedir()}/.cache`}/backplane`;
 const venv = `${base}/torch-venv`;
 const python = `${venv}/bin/python`;
 const wheel = process.env.TORCH_WHEEL ?? "torch==2.13.*";

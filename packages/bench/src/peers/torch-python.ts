@@ -4,7 +4,7 @@
  * then the system's python3 (Debian's python3-torch is 1.13). The suites time the first as
  * "torch" and keep an older one as a second column when it is installed.
  */
-import { builtinModule, host } from "@backplane/core/backend";
+import { builtinModule, readEnv, userCacheDir } from "@backplane/core/backend";
 
 export interface TorchPython {
   python: string;
@@ -14,13 +14,9 @@ export interface TorchPython {
 
 type ChildProcess = typeof import("node:child_process");
 
-const env = (name: string): string | undefined =>
-  host.Deno ? host.Deno.env.get(name) : host.process?.env[name];
-
 /** Where `npm run bench:torch` puts its venv. */
 export function torchVenvPython(): string | undefined {
-  const home = env("HOME");
-  const base = env("BACKPLANE_CACHE_DIR") ?? (home ? `${home}/.cache/backplane` : undefined);
+  const base = userCacheDir();
   return base ? `${base}/torch-venv/bin/python` : undefined;
 }
 
@@ -32,7 +28,7 @@ export function torchPythons(): TorchPython[] {
   const cp = builtinModule<ChildProcess>("node:child_process");
   const out: TorchPython[] = [];
   const candidates = [
-    env("BACKPLANE_TORCH_PYTHON"),
+    readEnv("BACKPLANE_TORCH_PYTHON"),
     torchVenvPython(),
     "/usr/bin/python3",
     "python3",

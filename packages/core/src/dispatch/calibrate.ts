@@ -20,8 +20,9 @@ import { readCacheFile, userCacheDir, writeCacheFile } from "../runtime/user-cac
 import type { DType } from "../tensor/dtype.ts";
 import { empty, type Tensor } from "../tensor/tensor.ts";
 import { version as coreVersion } from "../version.ts";
-import { getOp, type Kernel, type OpParams } from "./kernels.ts";
-import { type KernelFigure, MARGIN, type Measurement, useMeasurements } from "./measured.ts";
+import { getOp, type Kernel } from "./kernels.ts";
+import { MARGIN, type Measurement, useMeasurements } from "./measured.ts";
+import { firstPerBackend, now, timeInterleaved } from "./timing.ts";
 
 /** The most a cold calibration may spend, in milliseconds. */
 export const CALIBRATION_BUDGET_MS = 50;
@@ -98,13 +99,6 @@ export interface CalibrationReport {
   cacheFile: string | undefined;
 }
 
-const now = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
-
-function disposeAll(x: unknown): void {
-  if (x && typeof (x as Tensor).dispose === "function") (x as Tensor).dispose();
-  else if (x && typeof x === "object") for (const v of Object.values(x)) disposeAll(v);
-}
-
 /** Kernels of an op calibration may run: CPU, a backend that is available and initialised. */
 function runnable(op: string, dtype: DType): Kernel[] {
   return (getOp(op)?.kernels ?? []).filter((k) => {
@@ -113,22 +107,6 @@ function runnable(op: string, dtype: DType): Kernel[] {
     if (!b || !availabilityOf(b).available) return false;
     return b.initState !== "running" && b.initState !== "failed";
   });
-}
-
-/** Per backend, the first kernel (its own order) that accepts the params. */
-function firstPerBackend(kernels: Kernel[], params: OpParams): Kernel[] {
-  const out = new Map<string, Kernel>();
-  for (const k of kernels) {
-    if (out.has(k.backend)) continue;
-    let ok: true | string = true;
-    try {
-      ok = k.supports ? k.supports(params as never) : true;
-    } catch {
-      ok = "threw";
-    }
-    if (ok === true) out.set(k.backend, k);
-  }
-  return [...out.values()];
 }
 
 function backendsOf(c: CalibrationCase): string[] {
@@ -171,46 +149,6 @@ function hash(text: string): string {
 }
 
 /**
- * Times the kernels interleaved (a warm-up each, then rounds of one run each, up to three
- * rounds while the budget lasts) and keeps each one's best: a burst of load (a JIT
- * compiling in the background, another process) then slows them alike.
- */
-function timeKernels(
-  ks: Kernel[],
-  params: OpParams,
-  limits: { start: number; end: number },
-  skipped: string[],
-  key: string,
-): KernelFigure[] | "late" {
-  const best = new Map<Kernel, number>();
-  let round = 0; // the duration of the last round
-  for (const k of ks) {
-    if (now() > limits.start) return "late"; // a case is measured whole or not at all
-    try {
-      disposeAll(k.run(params));
-      best.set(k, Number.POSITIVE_INFINITY);
-    } catch (e) {
-      skipped.push(`${key}: ${k.name} threw ${(e as Error).message}`);
-    }
-  }
-  // The first round runs if the warm-ups ended in time (a warm-up can take far longer
-  // than a run: a JIT's first tier); the others only if they are expected to end in time.
-  let rounds = 0;
-  while (rounds < 3 && (rounds === 0 ? now() <= limits.end : now() + round <= limits.end)) {
-    const t0 = now();
-    for (const k of best.keys()) {
-      const t = now();
-      disposeAll(k.run(params));
-      best.set(k, Math.min(best.get(k) as number, now() - t));
-    }
-    round = now() - t0;
-    rounds++;
-  }
-  if (rounds === 0) return "late";
-  return [...best].map(([k, ms]) => ({ kernel: k.name, backend: k.backend, ms }));
-}
-
-/**
  * Whether the figures put another backend ahead of the one the authors rank first: such
  * a case is measured again at the next starts (up to CONFIRMATIONS runs), keeping each
  * kernel's best, before it is trusted.
@@ -240,7 +178,9 @@ function measureCase(
     const ks = firstPerBackend(runnable(c.op, c.dtype), params);
     if (ks.length < 2) return null; // nothing to rank
     const t0 = now();
-    const figures = timeKernels(ks, params, limits, skipped, caseKey(c));
+    const figures = timeInterleaved(ks, params, { rounds: 3, ...limits }, (k, e) =>
+      skipped.push(`${caseKey(c)}: ${k.name} threw ${(e as Error).message}`),
+    );
     if (figures === "late") return "late";
     return {
       op: c.op,

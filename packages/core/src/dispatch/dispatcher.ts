@@ -26,8 +26,15 @@ import { show } from "../util/format.ts";
 import { warnOnce } from "../util/log.ts";
 import { splitReason } from "../util/reason.ts";
 import { getOp, type Kernel, type OpParams, type OpRecord } from "./kernels.ts";
-import { classFor, type Measurement, type SizeClass, sizeClasses } from "./measured.ts";
+import {
+  classFor,
+  type KernelFigure,
+  type Measurement,
+  type SizeClass,
+  sizeClasses,
+} from "./measured.ts";
 import { type ShapeOrder, shapeOrder } from "./per-shape.ts";
+import { now, timeInterleaved } from "./timing.ts";
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
 
@@ -356,8 +363,6 @@ export function emitVerbose(line: string): void {
   verboseSink(line);
 }
 
-const now = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
-
 /** Runs a kernel timed: for the verbose trace and for record() scopes. */
 function traced(op: OpRecord, k: Kernel, params: OpParams, verbose: boolean): unknown {
   const t0 = now();
@@ -385,17 +390,6 @@ function traced(op: OpRecord, k: Kernel, params: OpParams, verbose: boolean): un
 
 // ---- autotune ----
 
-type Disposable = { dispose(): void };
-const isDisposable = (x: unknown): x is Disposable =>
-  typeof x === "object" && x !== null && typeof (x as Disposable).dispose === "function";
-
-/** Frees a trial run's result: a tensor, or the tensors of a tuple/record result. */
-function disposeResult(x: unknown): void {
-  if (isDisposable(x)) x.dispose();
-  else if (x && typeof x === "object")
-    for (const v of Object.values(x)) if (isDisposable(v)) v.dispose();
-}
-
 function runAutotuned(op: OpRecord, e: Entry, params: OpParams): unknown {
   const key = op.shapeKey(params);
   const won = e.winners.get(key);
@@ -408,18 +402,17 @@ function runAutotuned(op: OpRecord, e: Entry, params: OpParams): unknown {
   );
   if (fit.length === 0) return runHeldBack(op, e, params);
   const trial = e.autotuneLimit > 0 ? fit.slice(0, e.autotuneLimit) : fit;
+  const figures = timeInterleaved(trial, params, { rounds: 1 }, (_, err) => {
+    throw err;
+  }) as KernelFigure[];
   let best: Kernel = trial[0];
   let bestMs = Number.POSITIVE_INFINITY;
-  for (const k of trial) {
-    disposeResult(k.run(params)); // warm-up
-    const t0 = now();
-    disposeResult(k.run(params));
-    const ms = now() - t0;
-    if (ms < bestMs) {
-      bestMs = ms;
-      best = k;
+  figures.forEach((f, i) => {
+    if (f.ms < bestMs) {
+      bestMs = f.ms;
+      best = trial[i];
     }
-  }
+  });
   e.winners.set(key, best);
   if (e.verbose)
     verboseSink(

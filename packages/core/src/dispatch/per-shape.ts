@@ -6,7 +6,8 @@
  * order, with measured.ts's margin; later calls of the shape only look it up.
  */
 import type { Kernel, OpParams, OpRecord } from "./kernels.ts";
-import { type Measurement, reorderByMeasurement } from "./measured.ts";
+import { type KernelFigure, type Measurement, reorderByMeasurement } from "./measured.ts";
+import { firstPerBackend, timeInterleaved } from "./timing.ts";
 
 export interface ShapeOrder {
   kernels: Kernel[];
@@ -16,46 +17,17 @@ export interface ShapeOrder {
 /** Shapes remembered per dispatcher entry (the oldest forgotten first). */
 const LIMIT = 256;
 
-const now = (): number => (typeof performance !== "undefined" ? performance.now() : Date.now());
-
-function disposeAll(x: unknown): void {
-  if (x && typeof (x as { dispose?: unknown }).dispose === "function")
-    (x as { dispose(): void }).dispose();
-  else if (x && typeof x === "object") for (const v of Object.values(x)) disposeAll(v);
-}
-
-function accepts(k: Kernel, params: OpParams): boolean {
-  try {
-    return k.supports === undefined || k.supports(params as never) === true;
-  } catch {
-    return false;
-  }
-}
-
 function measure(op: OpRecord, kernels: Kernel[], params: OpParams): ShapeOrder {
-  const first = new Map<string, Kernel>();
-  for (const k of kernels)
-    if (k.backend !== "reference" && !first.has(k.backend) && accepts(k, params))
-      first.set(k.backend, k);
-  if (first.size < 2) return { kernels, measurement: undefined };
-  const best = new Map<Kernel, number>();
-  for (const k of first.values()) {
-    disposeAll(k.run(params as never));
-    best.set(k, Number.POSITIVE_INFINITY);
-  }
-  for (let round = 0; round < 2; round++)
-    for (const k of best.keys()) {
-      const t0 = now();
-      disposeAll(k.run(params as never));
-      best.set(k, Math.min(best.get(k) as number, now() - t0));
-    }
+  const first = firstPerBackend(kernels, params);
+  if (first.length < 2) return { kernels, measurement: undefined };
+  const figures = timeInterleaved(first, params, { rounds: 2 }) as KernelFigure[];
   const measurement: Measurement = {
     op: op.name,
     case: op.shapeKey(params),
     dtype: params.dtype,
     deviceType: params.deviceType,
     work: op.work?.(params) ?? 0,
-    figures: [...best].map(([k, ms]) => ({ kernel: k.name, backend: k.backend, ms })),
+    figures,
     runs: 1,
   };
   return { kernels: reorderByMeasurement(kernels, measurement), measurement };

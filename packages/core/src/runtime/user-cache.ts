@@ -5,8 +5,8 @@
  * no file system (browsers) nothing is stored. Never throws: a cache that cannot be read
  * or written is simply empty.
  */
-import { runtime } from "./detect.ts";
-import { builtinModule, host } from "./host.ts";
+import { readEnv, runtime } from "./detect.ts";
+import { builtinModule } from "./host.ts";
 
 interface FsLike {
   readFileSync(path: string, encoding: "utf8"): string;
@@ -15,26 +15,18 @@ interface FsLike {
   renameSync(from: string, to: string): void;
 }
 
-function env(name: string): string | undefined {
-  try {
-    return host.Deno ? host.Deno.env.get(name) : host.process?.env[name];
-  } catch {
-    return undefined; // Deno without --allow-env
-  }
-}
-
 /** The directory, or undefined where there is none (a browser, no HOME). */
 export function userCacheDir(): string | undefined {
-  const own = env("BACKPLANE_CACHE_DIR");
+  const own = readEnv("BACKPLANE_CACHE_DIR");
   if (own) return own;
   const platform = runtime().platform;
   if (platform === "win32" || platform === "windows") {
-    const local = env("LOCALAPPDATA");
+    const local = readEnv("LOCALAPPDATA");
     return local ? `${local}\\backplane` : undefined;
   }
-  const home = env("HOME");
+  const home = readEnv("HOME");
   if (platform === "darwin") return home ? `${home}/Library/Caches/backplane` : undefined;
-  const xdg = env("XDG_CACHE_HOME");
+  const xdg = readEnv("XDG_CACHE_HOME");
   if (xdg) return `${xdg}/backplane`;
   return home ? `${home}/.cache/backplane` : undefined;
 }

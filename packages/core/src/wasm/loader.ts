@@ -6,7 +6,7 @@
  * read and compile synchronously, so kernels are ready at import; browsers fetch.
  */
 import { DeviceError } from "../errors.ts";
-import { runtime } from "../runtime/detect.ts";
+import { readEnv, runtime } from "../runtime/detect.ts";
 import { builtinModule, host } from "../runtime/host.ts";
 import { cpuMemory, wasmKernelImports } from "./memory.ts";
 import { registerWasmModule } from "./modules.ts";
@@ -39,15 +39,8 @@ let relaxedOk: boolean | undefined;
 /** Whether this runtime runs relaxed SIMD (and BACKPLANE_WASM_RELAXED_SIMD is not 0). */
 export function relaxedSimdEnabled(): boolean {
   if (relaxedOk === undefined) {
-    let off = false;
-    try {
-      const v = host.Deno
-        ? host.Deno.env.get("BACKPLANE_WASM_RELAXED_SIMD")
-        : host.process?.env.BACKPLANE_WASM_RELAXED_SIMD;
-      off = v === "0" || v === "false";
-    } catch {
-      off = false; // no permission to read the environment
-    }
+    const v = readEnv("BACKPLANE_WASM_RELAXED_SIMD");
+    const off = v === "0" || v === "false";
     let valid = false;
     try {
       valid = WebAssembly.validate(RELAXED_PROBE);

@@ -1,0 +1,87 @@
+/**
+ * Timing kernels against each other, shared by the calibration at ready(), the per-shape
+ * ranking and the autotuner: each backend's first accepting kernel, timed in interleaved
+ * rounds (a burst of load slows them alike) with the best run of each kept.
+ */
+import type { Kernel, OpParams } from "./kernels.ts";
+import type { KernelFigure } from "./measured.ts";
+
+export const now = (): number =>
+  typeof performance !== "undefined" ? performance.now() : Date.now();
+
+type Disposable = { dispose(): void };
+const isDisposable = (x: unknown): x is Disposable =>
+  typeof x === "object" && x !== null && typeof (x as Disposable).dispose === "function";
+
+/** Frees a trial run's result: a tensor, or the tensors of a tuple/record result. */
+export function disposeResult(x: unknown): void {
+  if (isDisposable(x)) x.dispose();
+  else if (x && typeof x === "object")
+    for (const v of Object.values(x)) if (isDisposable(v)) v.dispose();
+}
+
+/** Per backend (the core's reference aside), the first kernel in `kernels` that accepts. */
+export function firstPerBackend(kernels: readonly Kernel[], params: OpParams): Kernel[] {
+  const out = new Map<string, Kernel>();
+  for (const k of kernels) {
+    if (k.backend === "reference" || out.has(k.backend)) continue;
+    let ok: true | string;
+    try {
+      ok = k.supports ? k.supports(params as never) : true;
+    } catch {
+      ok = "threw";
+    }
+    if (ok === true) out.set(k.backend, k);
+  }
+  return [...out.values()];
+}
+
+export interface TimingLimits {
+  /** Rounds of one run per kernel after the warm-ups. */
+  rounds: number;
+  /** No warm-up starts after this time (performance.now()): the case is "late". */
+  start?: number;
+  /**
+   * The first round runs if the warm-ups ended by this time (a warm-up can take far longer
+   * than a run: a JIT's first tier), the others only if expected to end by it.
+   */
+  end?: number;
+}
+
+/**
+ * A warm-up of each kernel, then interleaved rounds; each kernel's best run. A kernel that
+ * throws is left out (`onError` hears why); "late" when the limits stopped it first.
+ */
+export function timeInterleaved(
+  ks: readonly Kernel[],
+  params: OpParams,
+  limits: TimingLimits,
+  onError: (k: Kernel, e: unknown) => void = () => {},
+): KernelFigure[] | "late" {
+  const start = limits.start ?? Number.POSITIVE_INFINITY;
+  const end = limits.end ?? Number.POSITIVE_INFINITY;
+  const best = new Map<Kernel, number>();
+  for (const k of ks) {
+    if (now() > start) return "late"; // measured whole or not at all
+    try {
+      disposeResult(k.run(params as never));
+      best.set(k, Number.POSITIVE_INFINITY);
+    } catch (e) {
+      onError(k, e);
+    }
+  }
+  let rounds = 0;
+  let last = 0; // the duration of the last round
+  while (rounds < limits.rounds && (rounds === 0 ? now() <= end : now() + last <= end)) {
+    const t0 = now();
+    for (const k of best.keys()) {
+      const t = now();
+      disposeResult(k.run(params as never));
+      best.set(k, Math.min(best.get(k) as number, now() - t));
+    }
+    last = now() - t0;
+    rounds++;
+  }
+  if (rounds === 0) return "late";
+  return [...best].map(([k, ms]) => ({ kernel: k.name, backend: k.backend, ms }));
+}
