@@ -15,6 +15,7 @@ import {
   readEnv,
   statusOf,
 } from "@backplane/core/backend";
+import { hasFfi } from "../native/backend.ts";
 import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { loadDnnl } from "./library.ts";
 import { dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
@@ -45,8 +46,6 @@ function applyVerbose(): void {
   dnnlState.lib?.dnnl.dnnl_set_verbose(Number(getFlag("mkldnn.verbose") ?? 0));
 }
 onFlagChange("mkldnn.verbose", applyVerbose);
-
-const hasFfi = (): boolean => ["bun", "deno", "node"].includes(runtime().name);
 
 /** Why oneDNN's conv refuses these inputs, or true (the plan is made and cached here). */
 /** bfloat16 runs where the CPU computes it natively (AVX-512 BF16 or AMX), as in torch. */

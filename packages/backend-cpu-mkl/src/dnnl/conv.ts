@@ -8,47 +8,22 @@
  * the scratchpad and the blocked copies of input and output are tensors of the CPU device.
  */
 import { empty, type Tensor } from "@backplane/core";
+import { type Conv2dParams, type Pointer, readCString, readPointer } from "@backplane/core/backend";
 import {
-  type Conv2dParams,
-  type Pointer,
-  ptrAddress,
-  ptrOf,
-  readPointer,
-} from "@backplane/core/backend";
-import {
-  ARG,
-  CONV_DESC_BYTES,
-  type DnnlSymbols,
-  ENUMS,
-  EXEC_ARG_BYTES,
-  MEMORY_DESC_BYTES,
-  STATUS_NAMES,
-} from "./library.ts";
+  check,
+  dims,
+  execute,
+  handle,
+  memory,
+  primitive,
+  primitiveDesc,
+  queryMd,
+  taggedMd,
+} from "./call.ts";
+import { ARG, CONV_DESC_BYTES, ENUMS } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
 const E = ENUMS;
-
-/** A oneDNN call that failed: the function and oneDNN's status name. */
-export class DnnlCallError extends Error {}
-
-function check(fn: string, status: number): void {
-  if (status !== E.dnnl_status_t.dnnl_success)
-    throw new DnnlCallError(`${fn} returned ${STATUS_NAMES[status] ?? status}`);
-}
-
-const out = () => new BigUint64Array(1);
-const handleOf = (o: BigUint64Array): bigint => o[0];
-const dims = (xs: number[]) =>
-  new BigInt64Array([...xs.map(BigInt), ...Array(12 - xs.length).fill(0n)]);
-
-function md(d: DnnlSymbols, shape: number[], tag: number, type: number): Uint8Array {
-  const m = new Uint8Array(MEMORY_DESC_BYTES);
-  check(
-    "dnnl_memory_desc_init_by_tag",
-    d.dnnl_memory_desc_init_by_tag(m, shape.length, dims(shape), type, tag),
-  );
-  return m;
-}
 
 /** What one input shape needs: the primitive, its layouts, the reorders, the memories. */
 interface Plan {
@@ -72,16 +47,23 @@ interface Plan {
 }
 
 const plans = new Map<string, Plan | string>();
+/** The plan of the last params asked for (supports() then run() ask for the same). */
+let last: { params: Conv2dParams | undefined; plan: Plan | string | undefined } = {
+  params: undefined,
+  plan: undefined,
+};
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetConvPlans(): void {
   plans.clear();
+  last = { params: undefined, plan: undefined };
 }
 
 /** Which of oneDNN's layouts a plan may use ("auto": the faster, timed); tests pin one. */
 let layouts: "auto" | "blocked" | "plain" = "auto";
 export function setDnnlLayouts(mode: "auto" | "blocked" | "plain"): void {
   layouts = mode;
+  last = { params: undefined, plan: undefined };
 }
 const PLAN_LIMIT = 64;
 
@@ -89,44 +71,24 @@ function keyOf(p: Conv2dParams): string {
   return `${p.dtype},${p.n},${p.c},${p.h},${p.w},${p.outChannels},${p.kh},${p.kw},${p.strideH},${p.strideW},${p.padTop},${p.padLeft},${p.dilationH},${p.dilationW},${p.groups},${p.outH},${p.outW},${p.bias ? 1 : 0}`;
 }
 
-function queryMd(d: DnnlSymbols, pd: bigint, what: number): Pointer {
-  const p = d.dnnl_primitive_desc_query_md(pd, what, 0);
-  if (!p) throw new DnnlCallError(`dnnl_primitive_desc_query_md(${what}) returned NULL`);
-  return p;
-}
-
-function reorder(
-  d: DnnlSymbols,
-  engine: bigint,
-  from: Pointer | Uint8Array,
-  to: Pointer | Uint8Array,
-): bigint {
+/** A reorder primitive between two layouts, or 0n when they are the same. */
+function reorder(from: Pointer | Uint8Array, to: Pointer | Uint8Array): bigint {
+  const { dnnl: d, engine } = dnnlState.ready();
   if (d.dnnl_memory_desc_equal(from, to) === 1) return 0n;
-  const o = out();
-  check(
-    "dnnl_reorder_primitive_desc_create",
+  const pd = handle("dnnl_reorder_primitive_desc_create", (o) =>
     d.dnnl_reorder_primitive_desc_create(o, from, engine, to, engine, 0n),
   );
-  const pd = handleOf(o);
   try {
-    const p = out();
-    check("dnnl_primitive_create", d.dnnl_primitive_create(p, pd));
-    return handleOf(p);
+    return primitive(pd);
   } finally {
     d.dnnl_primitive_desc_destroy(pd);
   }
 }
 
-function memory(d: DnnlSymbols, engine: bigint, desc: Pointer | Uint8Array): bigint {
-  const o = out();
-  check("dnnl_memory_create", d.dnnl_memory_create(o, desc, engine, null));
-  return handleOf(o);
-}
-
 /** The primitive oneDNN picks for these sizes, with "any" layouts (its fastest). */
 // Long: the descriptors of one convolution (user and "any" layouts, strides, dilations, paddings), the primitive and its three reorders.
 function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
-  const { dnnl: d, engine } = dnnlState.ready();
+  const d = dnnlState.ready().dnnl;
   const g = p.groups;
   const oc = p.outChannels;
   const x = [p.n, p.c, p.h, p.w];
@@ -138,10 +100,10 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
   // them); "plain": NCHW in and out (its GEMM-based kernels, no reorders).
   const act = layout === "plain" ? E.dnnl_format_tag_t.dnnl_abcd : any;
   const t = p.dtype === "bfloat16" ? E.dnnl_data_type_t.dnnl_bf16 : E.dnnl_data_type_t.dnnl_f32;
-  const userSrc = md(d, x, E.dnnl_format_tag_t.dnnl_abcd, t);
-  const userDst = md(d, y, E.dnnl_format_tag_t.dnnl_abcd, t);
-  const userW = md(d, w, wTag, t);
-  const biasMd = p.bias ? md(d, [oc], E.dnnl_format_tag_t.dnnl_a, t) : null;
+  const userSrc = taggedMd(x, E.dnnl_format_tag_t.dnnl_abcd, t);
+  const userDst = taggedMd(y, E.dnnl_format_tag_t.dnnl_abcd, t);
+  const userW = taggedMd(w, wTag, t);
+  const biasMd = p.bias ? taggedMd([oc], E.dnnl_format_tag_t.dnnl_a, t) : null;
   // oneDNN's padding on the right/bottom: what makes its output size formula give outH/outW.
   const padB = (p.outH - 1) * p.strideH + (p.kh - 1) * p.dilationH + 1 - p.h - p.padTop;
   const padR = (p.outW - 1) * p.strideW + (p.kw - 1) * p.dilationW + 1 - p.w - p.padLeft;
@@ -152,65 +114,45 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
       desc,
       E.dnnl_prop_kind_t.dnnl_forward_inference,
       E.dnnl_alg_kind_t.dnnl_convolution_direct,
-      md(d, x, act, t),
-      md(d, w, any, t),
+      taggedMd(x, act, t),
+      taggedMd(w, any, t),
       biasMd,
-      md(d, y, act, t),
+      taggedMd(y, act, t),
       dims([p.strideH, p.strideW]),
       dims([p.dilationH - 1, p.dilationW - 1]), // oneDNN counts dilation from 0
       dims([p.padTop, p.padLeft]),
       dims([padB, padR]),
     ),
   );
-  const attr = out();
-  check("dnnl_primitive_attr_create", d.dnnl_primitive_attr_create(attr));
-  const pdOut = out();
+  const pd = primitiveDesc(desc);
   try {
-    check(
-      "dnnl_primitive_attr_set_scratchpad_mode",
-      d.dnnl_primitive_attr_set_scratchpad_mode(
-        handleOf(attr),
-        E.dnnl_scratchpad_mode_t.dnnl_scratchpad_mode_user,
-      ),
-    );
-    check(
-      "dnnl_primitive_desc_create",
-      d.dnnl_primitive_desc_create(pdOut, ptrAddress(ptrOf(desc)), handleOf(attr), engine, 0n),
-    );
-  } finally {
-    d.dnnl_primitive_attr_destroy(handleOf(attr));
-  }
-  const pd = handleOf(pdOut);
-  try {
-    const src = queryMd(d, pd, E.dnnl_query_t.dnnl_query_src_md);
-    const wts = queryMd(d, pd, E.dnnl_query_t.dnnl_query_weights_md);
-    const dst = queryMd(d, pd, E.dnnl_query_t.dnnl_query_dst_md);
-    const scratch = queryMd(d, pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
+    const src = queryMd(pd, E.dnnl_query_t.dnnl_query_src_md);
+    const wts = queryMd(pd, E.dnnl_query_t.dnnl_query_weights_md);
+    const dst = queryMd(pd, E.dnnl_query_t.dnnl_query_dst_md);
+    const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
     const implOut = new BigUint64Array(1);
     d.dnnl_primitive_desc_query(pd, E.dnnl_query_t.dnnl_query_impl_info_str, 0, implOut);
     const implPtr = readPointer(implOut);
-    const prim = out();
-    check("dnnl_primitive_create", d.dnnl_primitive_create(prim, pd));
     return {
-      conv: handleOf(prim),
+      conv: primitive(pd),
       oneThread: false,
-      impl: implPtr ? dnnlState.cString(implPtr) : "?",
-      srcReorder: reorder(d, engine, userSrc, src),
-      weightReorder: reorder(d, engine, userW, wts),
-      dstReorder: reorder(d, engine, dst, userDst),
+      impl: implPtr ? readCString(implPtr) : "?",
+      srcReorder: reorder(userSrc, src),
+      weightReorder: reorder(userW, wts),
+      dstReorder: reorder(dst, userDst),
       srcBytes: Number(d.dnnl_memory_desc_get_size(src)),
       weightBytes: Number(d.dnnl_memory_desc_get_size(wts)),
       dstBytes: Number(d.dnnl_memory_desc_get_size(dst)),
       scratchBytes: Number(d.dnnl_memory_desc_get_size(scratch)),
       mem: {
-        userSrc: memory(d, engine, userSrc),
-        src: memory(d, engine, src),
-        userWeights: memory(d, engine, userW),
-        weights: memory(d, engine, wts),
-        userDst: memory(d, engine, userDst),
-        dst: memory(d, engine, dst),
-        bias: biasMd ? memory(d, engine, biasMd) : 0n,
-        scratch: memory(d, engine, scratch),
+        userSrc: memory(userSrc),
+        src: memory(src),
+        userWeights: memory(userW),
+        weights: memory(wts),
+        userDst: memory(userDst),
+        dst: memory(dst),
+        bias: biasMd ? memory(biasMd) : 0n,
+        scratch: memory(scratch),
       },
     };
   } finally {
@@ -244,6 +186,13 @@ function timePlan(plan: Plan, p: Conv2dParams): number {
  * The thread setting is part of the key: a new setting measures again.
  */
 export function planFor(p: Conv2dParams): Plan | string {
+  if (last.params === p && last.plan !== undefined) return last.plan;
+  const plan = lookUpPlan(p);
+  last = { params: p, plan };
+  return plan;
+}
+
+function lookUpPlan(p: Conv2dParams): Plan | string {
   const key = `${layouts}:${dnnlState.threadsWanted()}:${keyOf(p)}`;
   let plan = plans.get(key);
   if (plan === undefined) {
@@ -278,24 +227,6 @@ export function planFor(p: Conv2dParams): Plan | string {
   return plan;
 }
 
-/** Runs `prim` with (arg, memory) pairs. */
-function execute(d: DnnlSymbols, prim: bigint, args: [number, bigint][]): void {
-  const buf = new DataView(new ArrayBuffer(args.length * EXEC_ARG_BYTES));
-  args.forEach(([arg, m], i) => {
-    buf.setInt32(i * EXEC_ARG_BYTES, arg, true);
-    buf.setBigUint64(i * EXEC_ARG_BYTES + 8, m, true);
-  });
-  check(
-    "dnnl_primitive_execute",
-    d.dnnl_primitive_execute(
-      prim,
-      dnnlState.ready().stream,
-      args.length,
-      new Uint8Array(buf.buffer),
-    ),
-  );
-}
-
 const data = (t: Tensor): ArrayBufferView => t.hostData();
 
 /** The weights in oneDNN's layout: from the cache when unchanged, else reordered now. */
@@ -305,7 +236,7 @@ function weightsFor(p: Conv2dParams, plan: Plan): Tensor {
   return dnnlState.weightCache.get(p.weight, plan.weightBytes, plan.impl, (into) => {
     d.dnnl_memory_set_data_handle(plan.mem.userWeights, data(p.weight));
     d.dnnl_memory_set_data_handle(plan.mem.weights, data(into));
-    execute(d, plan.weightReorder, [
+    execute(plan.weightReorder, [
       [ARG.FROM, plan.mem.userWeights],
       [ARG.TO, plan.mem.weights],
     ]);
@@ -337,7 +268,7 @@ function runPlan(plan: Plan, p: Conv2dParams): Tensor {
     if (plan.srcReorder) {
       d.dnnl_memory_set_data_handle(plan.mem.userSrc, data(p.input));
       d.dnnl_memory_set_data_handle(plan.mem.src, data(src));
-      execute(d, plan.srcReorder, [
+      execute(plan.srcReorder, [
         [ARG.FROM, plan.mem.userSrc],
         [ARG.TO, plan.mem.src],
       ]);
@@ -356,10 +287,10 @@ function runPlan(plan: Plan, p: Conv2dParams): Tensor {
       d.dnnl_memory_set_data_handle(plan.mem.bias, data(p.bias));
       args.push([ARG.BIAS, plan.mem.bias]);
     }
-    execute(d, plan.conv, args);
+    execute(plan.conv, args);
     if (plan.dstReorder) {
       d.dnnl_memory_set_data_handle(plan.mem.userDst, data(y));
-      execute(d, plan.dstReorder, [
+      execute(plan.dstReorder, [
         [ARG.FROM, plan.mem.dst],
         [ARG.TO, plan.mem.userDst],
       ]);

@@ -11,7 +11,6 @@ import {
   type FfiType,
   type NativeLibrary,
   openLibrary,
-  readCString,
   toArrayBuffer,
 } from "@backplane/core/backend";
 
@@ -170,5 +169,3 @@ export async function loadDnnl(searchPaths?: readonly string[]): Promise<LoadedD
     setThreads: gomp.ok ? (n) => gomp.lib.symbols.omp_set_num_threads(n) : undefined,
   };
 }
-
-export { readCString };

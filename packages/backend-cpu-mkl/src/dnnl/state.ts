@@ -3,20 +3,8 @@
  * thread count it runs with, and the cache of weights reordered to its layouts.
  */
 import { empty, getFlag, runtime, type Tensor } from "@backplane/core";
-import {
-  defineLibrary,
-  type NativeLibrary,
-  openLibrary,
-  type Pointer,
-  readCString,
-} from "@backplane/core/backend";
+import { type Libc, libc } from "../native/libc.ts";
 import type { LoadedDnnl } from "./library.ts";
-
-const LIBC = defineLibrary({
-  memcmp: { args: ["pointer", "pointer", "usize"], returns: "i32" },
-  memcpy: { args: ["pointer", "pointer", "usize"], returns: "pointer" },
-});
-type Libc = NativeLibrary<typeof LIBC>["symbols"];
 
 interface Ready extends LoadedDnnl {
   engine: bigint;
@@ -113,16 +101,8 @@ class DnnlState {
     }
   }
 
-  cString(p: Pointer): string {
-    return readCString(p);
-  }
-
   async openLibc(): Promise<void> {
-    const r = await openLibrary(
-      { name: "libc", candidates: ["libc.so.6", "/usr/lib/libSystem.B.dylib"] },
-      LIBC,
-    );
-    this.libc = r.ok ? r.lib.symbols : undefined;
+    this.libc = await libc();
   }
 }
 

@@ -61,7 +61,8 @@ function formatMeasured(m: Record<string, number>): string {
   return parts.length ? ` (sgemm 256, 1 thread, GFLOP/s: ${parts.join(", ")})` : "";
 }
 
-const hasFfi = (): boolean => ["bun", "deno", "node"].includes(runtime().name);
+/** Whether this runtime can open native libraries (the native and oneDNN families need it). */
+export const hasFfi = (): boolean => ["bun", "deno", "node"].includes(runtime().name);
 
 function mklStatus(): NamespaceStatus {
   const s = statusOf("mkl");

@@ -9,13 +9,11 @@
 import { backends } from "@backplane/core";
 import {
   builtinModule,
-  defineLibrary,
-  type NativeLibrary,
-  openLibrary,
   readCacheFile,
   userCacheDir,
   writeCacheFile,
 } from "@backplane/core/backend";
+import { type Libc, libc } from "./libc.ts";
 import { type CoreCheck, checkCore } from "./openblas-core.ts";
 
 interface Fs {
@@ -26,13 +24,6 @@ interface Fs {
   copyFileSync(from: string, to: string): void;
   renameSync(from: string, to: string): void;
 }
-
-const LIBC_DECL = defineLibrary({
-  setenv: { args: ["buffer", "buffer", "i32"], returns: "i32" },
-  unsetenv: { args: ["buffer"], returns: "i32" },
-  getenv: { args: ["buffer"], returns: "cstring" },
-});
-type Libc = NativeLibrary<typeof LIBC_DECL>["symbols"];
 
 const cstr = (s: string): Uint8Array => new TextEncoder().encode(`${s}\0`);
 
@@ -106,14 +97,6 @@ export async function loadCopyWithCore<L>(
   if (!c || !copy) return undefined;
   const lib = await loadWithCore(c, copy, core, open);
   return lib && { lib, path: copy };
-}
-
-async function libc(): Promise<Libc | undefined> {
-  const r = await openLibrary(
-    { name: "libc", candidates: ["libc.so.6", "/usr/lib/libSystem.B.dylib"] },
-    LIBC_DECL,
-  );
-  return r.ok ? r.lib.symbols : undefined;
 }
 
 /** A private copy of `path` for `core`, made once per library file. */

@@ -1,0 +1,103 @@
+/**
+ * The oneDNN calls both kernels make, once: status checks, dims arrays, memory
+ * descriptors and objects, a primitive descriptor with a user scratchpad, a primitive,
+ * and execution with (argument, memory) pairs.
+ */
+import { type Pointer, ptrAddress, ptrOf } from "@backplane/core/backend";
+import { ENUMS, EXEC_ARG_BYTES, MEMORY_DESC_BYTES, STATUS_NAMES } from "./library.ts";
+import { dnnlState } from "./state.ts";
+
+const E = ENUMS;
+
+/** A oneDNN call that failed: the function and oneDNN's status name. */
+export class DnnlCallError extends Error {}
+
+export function check(fn: string, status: number): void {
+  if (status !== E.dnnl_status_t.dnnl_success)
+    throw new DnnlCallError(`${fn} returned ${STATUS_NAMES[status] ?? status}`);
+}
+
+/** A dnnl_dims_t (int64_t[12]) holding `xs`. */
+export const dims = (xs: number[]): BigInt64Array =>
+  new BigInt64Array([...xs.map(BigInt), ...Array(12 - xs.length).fill(0n)]);
+
+/** A handle made by `create(out)` (an out-parameter), or a DnnlCallError. */
+export function handle(fn: string, create: (out: BigUint64Array) => number): bigint {
+  const o = new BigUint64Array(1);
+  check(fn, create(o));
+  return o[0];
+}
+
+/** A memory descriptor by format tag (`dnnl_format_tag_any`: oneDNN chooses). */
+export function taggedMd(shape: number[], tag: number, type: number): Uint8Array {
+  const m = new Uint8Array(MEMORY_DESC_BYTES);
+  const d = dnnlState.ready().dnnl;
+  check(
+    "dnnl_memory_desc_init_by_tag",
+    d.dnnl_memory_desc_init_by_tag(m, shape.length, dims(shape), type, tag),
+  );
+  return m;
+}
+
+/** A memory descriptor by strides (a view, transposed or not). */
+export function stridedMd(shape: number[], strides: number[], type: number): Uint8Array {
+  const m = new Uint8Array(MEMORY_DESC_BYTES);
+  const d = dnnlState.ready().dnnl;
+  check(
+    "dnnl_memory_desc_init_by_strides",
+    d.dnnl_memory_desc_init_by_strides(m, shape.length, dims(shape), type, dims(strides)),
+  );
+  return m;
+}
+
+/** A memory object without data (its data handle is set per call). */
+export function memory(desc: Pointer | Uint8Array): bigint {
+  const { dnnl: d, engine } = dnnlState.ready();
+  return handle("dnnl_memory_create", (o) => d.dnnl_memory_create(o, desc, engine, null));
+}
+
+/** The primitive descriptor of an op descriptor, its scratchpad left to the caller. */
+export function primitiveDesc(opDesc: Uint8Array): bigint {
+  const { dnnl: d, engine } = dnnlState.ready();
+  const attr = handle("dnnl_primitive_attr_create", (o) => d.dnnl_primitive_attr_create(o));
+  try {
+    check(
+      "dnnl_primitive_attr_set_scratchpad_mode",
+      d.dnnl_primitive_attr_set_scratchpad_mode(
+        attr,
+        E.dnnl_scratchpad_mode_t.dnnl_scratchpad_mode_user,
+      ),
+    );
+    return handle("dnnl_primitive_desc_create", (o) =>
+      d.dnnl_primitive_desc_create(o, ptrAddress(ptrOf(opDesc)), attr, engine, 0n),
+    );
+  } finally {
+    d.dnnl_primitive_attr_destroy(attr);
+  }
+}
+
+export function primitive(pd: bigint): bigint {
+  const d = dnnlState.ready().dnnl;
+  return handle("dnnl_primitive_create", (o) => d.dnnl_primitive_create(o, pd));
+}
+
+/** A descriptor the primitive descriptor chose (a dnnl_query_t), or a DnnlCallError. */
+export function queryMd(pd: bigint, what: number): Pointer {
+  const p = dnnlState.ready().dnnl.dnnl_primitive_desc_query_md(pd, what, 0);
+  if (!p) throw new DnnlCallError(`dnnl_primitive_desc_query_md(${what}) returned NULL`);
+  return p;
+}
+
+/** Runs `prim` with (argument, memory) pairs on the stream. */
+export function execute(prim: bigint, args: [number, bigint][]): void {
+  const { dnnl: d, stream } = dnnlState.ready();
+  const buf = new DataView(new ArrayBuffer(args.length * EXEC_ARG_BYTES));
+  args.forEach(([arg, m], i) => {
+    buf.setInt32(i * EXEC_ARG_BYTES, arg, true);
+    buf.setBigUint64(i * EXEC_ARG_BYTES + 8, m, true);
+  });
+  check(
+    "dnnl_primitive_execute",
+    d.dnnl_primitive_execute(prim, stream, args.length, new Uint8Array(buf.buffer)),
+  );
+}
