@@ -16,21 +16,13 @@ import {
   ready,
   type Tensor,
 } from "@backplane/core";
-import { builtinModule, getBackend, readEnv, restartInit } from "@backplane/core/backend";
+import { builtinModule, restartInit } from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
-import { describe, expect, it } from "vitest";
+import { describe, expect } from "vitest";
 import { setDnnlLayouts } from "../src/dnnl/conv.ts";
 import { dnnlState } from "../src/dnnl/state.ts";
 import { configureDnnlSearch, DNNL_BACKEND } from "../src/index.ts";
-
-await ready(DNNL_BACKEND).catch(() => {});
-const loaded = getBackend(DNNL_BACKEND)?.initState === "ready";
-const required = readEnv("BACKPLANE_EXPECT_DNNL") === "1";
-if (!loaded && !required)
-  console.log(
-    `[backend-cpu-mkl] oneDNN tests skipped: ${getBackend(DNNL_BACKEND)?.initError ?? "not registered"}`,
-  );
-const itDnnl = (loaded || required ? it : it.skip) as typeof it.skip;
+import { itDnnl } from "./dnnl-helpers.ts";
 
 function maxRelErr(a: Tensor, b: Tensor): number {
   const x = a.toFloat64();

@@ -1,3 +1,7 @@
+/**
+ * The FlashAttention-2 tile kernels on a native GEMM: flash-cpu-blas (the BLAS's
+ * cblas_sgemm) and flash-cpu-dnnl (oneDNN's dnnl_sgemm) are held to the same cases.
+ */
 import {
   backends,
   explain,
@@ -19,12 +23,12 @@ import {
   runConformance,
 } from "@backplane/testkit";
 import { describe, expect } from "vitest";
-import { NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
+import { DNNL_BACKEND, NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
 import { f32, perm, poisoned, qkv } from "./attention-helpers.ts";
+import { itDnnl } from "./dnnl-helpers.ts";
 import { itNative } from "./native-helpers.ts";
 
 const OP = "scaledDotProductAttention";
-const KERNEL = "flash-cpu-blas";
 /** Worst error relative to the float64 reference's largest magnitude (the testkit's float32 default). */
 const TOLERANCE = 2e-5;
 /** Time limit of the reference-heavy tests (bun's default is 5 s; these machines are shared). */
@@ -96,34 +100,21 @@ const CASES: OpCase[] = [
   ),
 ];
 
-const reasonOf = (q: Tensor, k: Tensor, v: Tensor, opts?: object) => {
-  using _ = kernelPriority(OP, [KERNEL]);
-  const e = explain(OP, q, k, v, opts);
-  return e.selected === KERNEL ? "selected" : e.candidates.find((c) => c.kernel === KERNEL)!.reason;
-};
+/** The tests both tile kernels pass: `gate` skips them where the library is missing. */
+function tileKernelTests(KERNEL: string, BACKEND: string, gate: typeof itNative): void {
+  const reasonOf = (q: Tensor, k: Tensor, v: Tensor, opts?: object) => {
+    using _ = kernelPriority(OP, [KERNEL]);
+    const e = explain(OP, q, k, v, opts);
+    return e.selected === KERNEL
+      ? "selected"
+      : e.candidates.find((c) => c.kernel === KERNEL)!.reason;
+  };
+  const loaded = async () => {
+    await ready(WASM_BACKEND);
+    await ready(BACKEND);
+  };
 
-const loaded = async () => {
-  await ready(WASM_BACKEND);
-  await ready(NATIVE_BACKEND);
-};
-
-describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
-  itNative("is registered as FLASH_ATTENTION on cpu and ranks above flash-cpu", async () => {
-    await loaded();
-    const k = getKernel(OP, KERNEL)!;
-    expect(k.backend).toBe(NATIVE_BACKEND);
-    expect(k.family).toBe("FLASH_ATTENTION");
-    expect(k.priority).toBeGreaterThan(getKernel(OP, "flash-cpu")!.priority);
-    const q = f32([1, 2, 8, 16], 1);
-    // The authors' order (calibration may put the faster kernel first on a given machine).
-    using _ = backends.cpu.flags({ calibrate: false });
-    expect(explain(OP, q, q, q).selected).toBe(KERNEL);
-    // With a mask it steps aside, and flash-cpu serves.
-    const mask = boolMask([8, 8], () => 0.3);
-    expect(explain(OP, q, q, q, { attnMask: mask }).selected).toBe("flash-cpu");
-  });
-
-  itNative(
+  gate(
     "matches the float64 reference (blocks, tails, causal, GQA, layouts, head dims)",
     async () => {
       await loaded();
@@ -133,7 +124,7 @@ describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
           out.push(
             await runCase(OP, c, "float32", {
               kernel: KERNEL,
-              backend: NATIVE_BACKEND,
+              backend: BACKEND,
               tolerances: { float32: TOLERANCE },
               seed: 91,
             }),
@@ -154,44 +145,42 @@ describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
     SLOW,
   );
 
-  itNative(
+  gate(
     "passes the testkit's scaledDotProductAttention cases it takes (runConformance)",
     async () => {
       await loaded();
-      const report = await runConformance(NATIVE_BACKEND, { ops: [OP], kernels: [KERNEL] });
+      const report = await runConformance(BACKEND, { ops: [OP], kernels: [KERNEL] });
       report.assertPassed();
       expect(report.results.some((r) => r.status === "pass" && r.kernel === KERNEL)).toBe(true);
     },
+    SLOW,
   );
 
-  itNative(
-    "supports() refuses masks, dropout, float64 and strided rows, and says why",
-    async () => {
-      await loaded();
-      const q = f32([1, 2, 5, 16], 6);
-      expect(reasonOf(q, q, q, { attnMask: boolMask([5, 5], () => 0.7) })).toBe(
-        "bool attn_mask: flash-cpu-blas takes causal masking only (flash-cpu takes masks)",
-      );
-      expect(reasonOf(q, q, q, { dropoutP: 0.1 })).toBe(
-        "dropout_p > 0: flash-cpu-blas has no dropout (flash-cpu has)",
-      );
-      const d = q.astype("float64");
-      expect(reasonOf(d, d, d)).toBe("dtype float64 not supported (supports float32)");
-      const t = f32([1, 2, 16, 5], 7).transpose(-2, -1);
-      expect(reasonOf(t, q, q)).toMatch(/^query's last dimension is strided \(stride 5/);
-      {
-        using _ = sdpaKernel([SDPBackend.MATH]);
-        expect(reasonOf(q, q, q)).toBe("disabled by flag cuda.flashSdp = false");
-      }
-      {
-        using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
-        expect(reasonOf(q, q, q)).toBe('cpu.preferredBlasLibrary is "wasm"');
-        expect(explain(OP, q, q, q).selected).toBe("flash-cpu");
-      }
-    },
-  );
+  gate("supports() refuses masks, dropout, float64 and strided rows, and says why", async () => {
+    await loaded();
+    const q = f32([1, 2, 5, 16], 6);
+    expect(reasonOf(q, q, q, { attnMask: boolMask([5, 5], () => 0.7) })).toBe(
+      `bool attn_mask: ${KERNEL} takes causal masking only (flash-cpu takes masks)`,
+    );
+    expect(reasonOf(q, q, q, { dropoutP: 0.1 })).toBe(
+      `dropout_p > 0: ${KERNEL} has no dropout (flash-cpu has)`,
+    );
+    const d = q.astype("float64");
+    expect(reasonOf(d, d, d)).toBe("dtype float64 not supported (supports float32)");
+    const t = f32([1, 2, 16, 5], 7).transpose(-2, -1);
+    expect(reasonOf(t, q, q)).toMatch(/^query's last dimension is strided \(stride 5/);
+    {
+      using _ = sdpaKernel([SDPBackend.MATH]);
+      expect(reasonOf(q, q, q)).toBe("disabled by flag cuda.flashSdp = false");
+    }
+    {
+      using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
+      expect(reasonOf(q, q, q)).toBe('cpu.preferredBlasLibrary is "wasm"');
+      expect(explain(OP, q, q, q).selected).toBe("flash-cpu");
+    }
+  });
 
-  itNative("needs memory independent of the sequence length: no L x S scores", async () => {
+  gate("needs memory independent of the sequence length: no L x S scores", async () => {
     await loaded();
     const extra = (n: number) => {
       using _ = kernelPriority(OP, [KERNEL]);
@@ -211,9 +200,9 @@ describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
     expect(large).toBeLessThan((3000 * 3000 * 4) / 16);
   });
 
-  // Not across thread counts: OpenBLAS splits a product differently for 2 threads, so the
-  // last bits move (as they do for blas-gemm); flash-cpu is the thread-count invariant one.
-  itNative("gives the same bits run after run", async () => {
+  // Not across thread counts: a GEMM library splits a product differently for 2 threads,
+  // so the last bits move (as they do for blas-gemm); flash-cpu is the invariant one.
+  gate("gives the same bits run after run", async () => {
     await loaded();
     const q = f32([1, 4, 300, 32], 10);
     const k = f32([1, 4, 700, 32], 11);
@@ -223,4 +212,48 @@ describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
     };
     expect(Array.from(run())).toEqual(Array.from(run()));
   });
+}
+
+describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
+  itNative("is registered as FLASH_ATTENTION on cpu and ranks above flash-cpu", async () => {
+    await ready(WASM_BACKEND);
+    await ready(NATIVE_BACKEND);
+    const k = getKernel(OP, "flash-cpu-blas")!;
+    expect(k.backend).toBe(NATIVE_BACKEND);
+    expect(k.family).toBe("FLASH_ATTENTION");
+    expect(k.priority).toBeGreaterThan(getKernel(OP, "flash-cpu")!.priority);
+    const q = f32([1, 2, 8, 16], 1);
+    // The authors' order (calibration may put the faster kernel first on a given machine).
+    using _ = backends.cpu.flags({ calibrate: false });
+    expect(explain(OP, q, q, q).selected).toBe("flash-cpu-blas");
+    // With a mask it steps aside, and flash-cpu serves.
+    const mask = boolMask([8, 8], () => 0.3);
+    expect(explain(OP, q, q, q, { attnMask: mask }).selected).toBe("flash-cpu");
+  });
+  tileKernelTests("flash-cpu-blas", NATIVE_BACKEND, itNative);
+});
+
+describe("flash-cpu-dnnl (fused attention, oneDNN's sgemm tiles)", () => {
+  itDnnl(
+    "is FLASH_ATTENTION on cpu under backends.mkldnn, set aside by mkldnn.enabled",
+    async () => {
+      await ready(WASM_BACKEND);
+      await ready(DNNL_BACKEND);
+      const k = getKernel(OP, "flash-cpu-dnnl")!;
+      expect(k.backend).toBe(DNNL_BACKEND);
+      expect(k.family).toBe("FLASH_ATTENTION");
+      const q = f32([1, 2, 8, 16], 2);
+      const reason = () => {
+        using _ = kernelPriority(OP, ["flash-cpu-dnnl"]);
+        const e = explain(OP, q, q, q);
+        return e.selected === "flash-cpu-dnnl"
+          ? "selected"
+          : e.candidates.find((c) => c.kernel === "flash-cpu-dnnl")!.reason;
+      };
+      expect(reason()).toBe("selected");
+      using _ = backends.mkldnn.flags({ enabled: false });
+      expect(reason()).toBe("disabled by flag mkldnn.enabled = false");
+    },
+  );
+  tileKernelTests("flash-cpu-dnnl", DNNL_BACKEND, itDnnl);
 });

@@ -15,7 +15,7 @@ import { describe, expect, it } from "vitest";
 const SLOW = 300_000;
 
 describe("determinism (testkit) with the worker pool", () => {
-  for (const backend of ["cpu-wasm", "cpu-blas", "nnpack"]) {
+  for (const backend of ["cpu-wasm", "cpu-blas", "cpu-dnnl", "nnpack"]) {
     it(
       `${backend}: every deterministic kernel is bit-identical across thread counts and runs`,
       async () => {

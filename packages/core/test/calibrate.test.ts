@@ -133,6 +133,9 @@ describe("calibration", () => {
       rep = backends.cpu.calibration() ?? rep;
     }
     expect(rep.source).toBe("measured");
+    // Each backend's kernels are part of the fingerprint: a kernel added to a backend of
+    // the same version is measured, not hidden behind the old figures.
+    expect(rep.machine).toMatch(/^calib-fast@\S+ \[calib-fast\]$/m);
     expect(rep.cacheFile).toBe(`${dir}/calibration-v1.json`);
     const m = rep.measurements.find((x) => x.op === "matmul" && x.case === "64x64x64");
     const ms = (name: string) => m?.figures.find((f) => f.kernel === name)?.ms ?? Number.NaN;

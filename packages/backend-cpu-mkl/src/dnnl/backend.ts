@@ -17,6 +17,7 @@ import {
 } from "@backplane/core/backend";
 import { hasFfi } from "../native/backend.ts";
 import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
+import { dnnlFlashKernel } from "./flash.ts";
 import { loadDnnl } from "./library.ts";
 import { dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
 import { dnnlState } from "./state.ts";
@@ -104,6 +105,7 @@ function dnnlKernels(): AnyKernelDefinition[] {
       supports: dnnlMatmulSupports as (p: never) => true | string,
       run: dnnlMatmul as (p: never) => unknown,
     },
+    dnnlFlashKernel(),
   ];
 }
 

@@ -70,6 +70,22 @@ export const DNNL_DECL = defineLibrary({
   dnnl_post_ops_destroy: f([H]),
   dnnl_post_ops_append_eltwise: f([H, "f32", "i32", "f32", "f32"]),
   dnnl_set_verbose: f(["i32"]),
+  // Row-major BLAS-style product (transa, transb as 'N'/'T'), on oneDNN's own threads.
+  dnnl_sgemm: f([
+    "i8",
+    "i8",
+    "i64",
+    "i64",
+    "i64",
+    "f32",
+    "buffer",
+    "i64",
+    "buffer",
+    "i64",
+    "f32",
+    "buffer",
+    "i64",
+  ]),
   dnnl_version: fr([], "pointer"),
 });
 

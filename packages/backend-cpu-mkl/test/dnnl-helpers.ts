@@ -1,0 +1,19 @@
+/**
+ * Tests of oneDNN need libdnnl.so.2. Where it does not load they skip, with one line
+ * saying why; where CI installed it (BACKPLANE_EXPECT_DNNL=1, set by .ci/run) they fail.
+ */
+import { ready } from "@backplane/core";
+import { getBackend, readEnv } from "@backplane/core/backend";
+import { it } from "vitest";
+import { DNNL_BACKEND } from "../src/index.ts";
+
+await ready(DNNL_BACKEND).catch(() => {});
+const loaded = getBackend(DNNL_BACKEND)?.initState === "ready";
+const required = readEnv("BACKPLANE_EXPECT_DNNL") === "1";
+if (!loaded && !required)
+  console.log(
+    `[backend-cpu-mkl] oneDNN tests skipped: ${getBackend(DNNL_BACKEND)?.initError ?? "not registered"}`,
+  );
+
+/** `it` where oneDNN loaded (or CI requires it); `it.skip` on a machine without. */
+export const itDnnl = (loaded || required ? it : it.skip) as typeof it.skip;
