@@ -7,7 +7,7 @@
  * conv run again with the same weights pays it once. Bias is fused into the primitive;
  * the scratchpad and the blocked copies of input and output are tensors of the CPU device.
  */
-import { empty, type Tensor } from "@backplane/core";
+import { empty, runtime, type Tensor } from "@backplane/core";
 import { type Conv2dParams, type Pointer, readCString, readPointer } from "@backplane/core/backend";
 import {
   check,
@@ -166,16 +166,49 @@ const SMALL_LAYER_FLOPS = 8e6;
 const convWork = (p: Conv2dParams): number =>
   (2 * p.n * p.outChannels * p.outH * p.outW * p.c * p.kh * p.kw) / p.groups;
 
-/** The best time of a few runs of `plan` on these params (a warm-up first). */
-function timePlan(plan: Plan, p: Conv2dParams): number {
-  runPlan(plan, p).dispose();
+/**
+ * The best milliseconds of a call of `plan` in the steady state of back-to-back calls:
+ * `rounds` batches of 3 timed calls, each batch after one call that is not counted (it
+ * pays for switching the OpenMP thread count, or for the first run). The best, not the
+ * median: a VM's other threads (V8's compilers at start-up) can stall a two-thread
+ * barrier for milliseconds, and a median of a few calls once picked oneDNN's NCHW GEMM
+ * (0.7 ms) over its depthwise kernel (0.2 ms) that way.
+ */
+function steadyMs(plan: Plan, p: Conv2dParams): number {
   let best = Number.POSITIVE_INFINITY;
-  for (let i = 0; i < 2; i++) {
+  runPlan(plan, p).dispose();
+  for (let i = 0; i < 3; i++) {
     const t0 = performance.now();
     runPlan(plan, p).dispose();
     best = Math.min(best, performance.now() - t0);
   }
   return best;
+}
+
+/**
+ * Whether these params run clearly faster (1.1x) on one thread than on the setting's,
+ * each in the steady state of back-to-back calls (single calls alternating between the
+ * settings found the OpenMP threads awake each time and favoured them).
+ */
+function oneThreadFaster(plan: Plan, p: Conv2dParams): boolean {
+  const best = { one: Number.POSITIVE_INFINITY, all: Number.POSITIVE_INFINITY };
+  for (let round = 0; round < 3; round++) {
+    for (const which of ["all", "one"] as const) {
+      plan.oneThread = which === "one";
+      best[which] = Math.min(best[which], steadyMs(plan, p));
+    }
+  }
+  return best.one * 1.1 < best.all;
+}
+
+/**
+ * Threads a primitive is made for: the machine's cores at least, whatever the setting.
+ * oneDNN sizes a primitive's blocking when it is made: a depthwise primitive made for one
+ * thread ran 0.38-0.48 ms a call on one thread, the same layer made for two 0.21 ms
+ * (3x3/2, 144 channels @56 here).
+ */
+function creationThreads(): number {
+  return Math.max(dnnlState.threadsWanted(), runtime().hardwareConcurrency);
 }
 
 /**
@@ -199,6 +232,7 @@ function lookUpPlan(p: Conv2dParams): Plan | string {
     const made: Plan[] = [];
     const reasons: string[] = [];
     const tried = layouts === "auto" ? (["blocked", "plain"] as const) : [layouts];
+    dnnlState.applyThreads(creationThreads());
     for (const layout of tried) {
       try {
         made.push(makePlan(p, layout));
@@ -209,17 +243,15 @@ function lookUpPlan(p: Conv2dParams): Plan | string {
     if (made.length === 0) plan = `oneDNN refused this convolution (${reasons.join("; ")})`;
     else if (p.n === 0) plan = made[0];
     else {
-      const times = made.map((m) => timePlan(m, p));
+      const times = made.map((m) => steadyMs(m, p));
       const best = times[1] !== undefined && times[1] < times[0] ? 1 : 0;
       plan = made[best];
       // A small layer can lose more to waking the OpenMP threads (three parallel regions a
       // call) than it gains from them: keep one thread when that measured faster.
       // Only for layers this small (a first-call timing is noisy; a wrong choice sticks),
       // and only when clearly faster.
-      if (dnnlState.threadsWanted() > 1 && convWork(p) < SMALL_LAYER_FLOPS) {
-        plan.oneThread = true;
-        if (!(timePlan(plan, p) * 1.1 < times[best])) plan.oneThread = false;
-      }
+      if (dnnlState.threadsWanted() > 1 && convWork(p) < SMALL_LAYER_FLOPS)
+        plan.oneThread = oneThreadFaster(plan, p);
     }
     if (plans.size >= PLAN_LIMIT) plans.delete(plans.keys().next().value as string);
     plans.set(key, plan);

@@ -13,6 +13,7 @@ import {
   openLibrary,
   toArrayBuffer,
 } from "@backplane/core/backend";
+import { pinLibrary } from "../native/libc.ts";
 
 /** A function returning dnnl_status_t (an int). */
 const f = <const A extends readonly FfiType[]>(args: A) => ({
@@ -178,6 +179,8 @@ export async function loadDnnl(searchPaths?: readonly string[]): Promise<LoadedD
     { name: "gomp", candidates: ["gomp"], versions: ["1"] },
     GOMP_DECL,
   );
+  // oneDNN's OpenMP threads outlive every call: neither library may be unmapped at exit.
+  for (const path of [r.path, gomp.ok ? gomp.path : "libgomp.so.1"]) await pinLibrary(path);
   return {
     dnnl: r.lib.symbols,
     path: r.path,

@@ -1,7 +1,7 @@
 /**
  * conv2d: float32 forward convolution on ResNet-50 and MobileNet-v2 layer shapes, batch 1,
- * ONE thread in every implementation (--threads=2: Backplane and torch on two, the WASM
- * peers left out), random inputs (uniform in [-1, 1)), no bias:
+ * ONE thread in every implementation (--threads=2: Backplane, with backend-openmp's pool
+ * for its WASM kernels, and torch on two; the WASM peers left out), random inputs (uniform in [-1, 1)), no bias:
  * - backplane-dispatch: conv2d() on whatever the dispatcher picks (oneDNN where libdnnl is
  *   installed, else nnpack), with the calibration's ranking;
  * - backplane-auto: conv2d() on backend-nnpack's "auto" kernel (NNPACK's rules), after
@@ -300,8 +300,11 @@ function backplane(kernel: string, opts: { wasmGemm?: boolean; uncached?: boolea
     const o = convOptions(l);
     if (!kernel) {
       // The first call of a shape ranks the backends on it (per-shape measurement): the
-      // kernel that runs is the one a recorded call shows.
-      const picked = backends.record(() => conv2d(x, w, o).dispose()).calls[0]?.kernel;
+      // kernel that runs is the conv2d of a recorded call after it (the calls inside it,
+      // such as a GEMM stage's matmul, are recorded too).
+      conv2d(x, w, o).dispose();
+      const calls = backends.record(() => conv2d(x, w, o).dispose()).calls;
+      const picked = calls.find((c) => c.op === "conv2d")?.kernel;
       return {
         picked,
         run: () => conv2d(x, w, o).dispose(),
@@ -540,6 +543,19 @@ async function runTorch(
 
 const geomean = (xs: number[]) => Math.exp(xs.reduce((a, b) => a + Math.log(b), 0) / xs.length);
 
+/** Imports backend-openmp's worker pool: what the WASM kernels run on, or why one thread. */
+async function openPool(): Promise<string> {
+  try {
+    await import("@backplane/backend-openmp");
+    await backends.ready();
+  } catch (err) {
+    return `one thread, @backplane/backend-openmp did not load: ${reason(err)}`;
+  }
+  return backends.openmp.isEnabled()
+    ? "the backend-openmp pool"
+    : `one thread (${backends.openmp.status().reason})`;
+}
+
 /** The impls that apply to a layer: name -> peer. */
 function implsFor(l: Layer, peers: Map<string, Peer>): Map<string, Peer> {
   const out = new Map<string, Peer>();
@@ -597,9 +613,12 @@ export default {
       h.note(`backend-nnpack or backend-cpu-mkl did not load: ${reason(err)}`);
       return;
     }
+    // The worker pool, so that the WASM kernels (nnpack's) run on THREADS threads as the
+    // native libraries do; without it they run on one.
+    const pool = THREADS > 1 ? await openPool() : "one thread";
     const native = backends.mkl.capability?.() as Record<string, unknown> | undefined;
     h.note(
-      `backplane: openmp.numThreads ${backends.openmp.getNumThreads()}; native GEMM: ${native ? `${native.library} ${native.version} (${native.path})` : "none loaded"}; weight transforms cached (NNPACK's precompute strategy; [uncached] turns it off)`,
+      `backplane: openmp.numThreads ${backends.openmp.getNumThreads()} (WASM kernels: ${pool}); native GEMM: ${native ? `${native.library} ${native.version} (${native.path})` : "none loaded"}; weight transforms cached (NNPACK's precompute strategy; [uncached] turns it off)`,
     );
 
     const peers = new Map<string, Peer>();
