@@ -16,6 +16,7 @@ import {
   statusOf,
 } from "@backplane/core/backend";
 import { hasFfi } from "../native/backend.ts";
+import { limitNativeSpinning } from "../native/spin-env.ts";
 import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel } from "./flash.ts";
 import { loadDnnl } from "./library.ts";
@@ -133,6 +134,7 @@ export const dnnlBackend: BackendDefinition = defineBackend({
     forget();
     const ffi = await initFfi();
     if (!ffi.ok) throw new Error(ffi.reason);
+    await limitNativeSpinning(); // before libgomp starts
     const r = await loadDnnl(searchPaths);
     if (typeof r === "string") throw new Error(r);
     const d = r.dnnl;

@@ -16,6 +16,7 @@ import {
 import { nativeKernels, state } from "../kernels/blas-lapack.ts";
 import { flashBlasKernels } from "../kernels/flash-blas.ts";
 import { type BlasName, loadBlas, type SearchOptions } from "./library.ts";
+import { limitNativeSpinning } from "./spin-env.ts";
 
 export const NATIVE_BACKEND = "cpu-blas";
 const PACKAGE = "@backplane/backend-cpu-mkl";
@@ -93,6 +94,7 @@ export const nativeBackend: BackendDefinition = defineBackend({
   async init() {
     const ffi = await initFfi();
     if (!ffi.ok) throw new Error(ffi.reason); // "koffi is not available ...; npm install koffi"
+    await limitNativeSpinning(); // before the library starts its threads
     const r = await loadBlas(preferred(), search);
     if (typeof r === "string") throw Object.assign(new Error(NO_BLAS), { detail: r }); // detail: every path and error
     state.lib = r;

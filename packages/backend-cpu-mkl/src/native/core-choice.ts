@@ -13,7 +13,7 @@ import {
   userCacheDir,
   writeCacheFile,
 } from "@backplane/core/backend";
-import { type Libc, libc } from "./libc.ts";
+import { cstr, type Libc, libc } from "./libc.ts";
 import { type CoreCheck, checkCore } from "./openblas-core.ts";
 
 interface Fs {
@@ -24,8 +24,6 @@ interface Fs {
   copyFileSync(from: string, to: string): void;
   renameSync(from: string, to: string): void;
 }
-
-const cstr = (s: string): Uint8Array => new TextEncoder().encode(`${s}\0`);
 
 /** What each sgemm-capable instance needs for the timing. */
 export interface GemmSymbols {

@@ -17,6 +17,11 @@ const LIBC_DECL = defineLibrary({
 });
 export type Libc = NativeLibrary<typeof LIBC_DECL>["symbols"];
 
+/** A NUL-terminated C string. */
+export function cstr(s: string): Uint8Array {
+  return new TextEncoder().encode(`${s}\0`);
+}
+
 let opened: Promise<Libc | undefined> | undefined;
 
 export function libc(): Promise<Libc | undefined> {
@@ -40,5 +45,5 @@ const RTLD_NODELETE = 0x1000; // glibc's value
 export async function pinLibrary(path: string): Promise<boolean> {
   const c = await libc();
   if (!c?.dlopen) return false;
-  return Boolean(c.dlopen(new TextEncoder().encode(`${path}\0`), RTLD_NOW | RTLD_NODELETE));
+  return Boolean(c.dlopen(cstr(path), RTLD_NOW | RTLD_NODELETE));
 }

@@ -121,10 +121,6 @@ export interface SearchOptions {
   systemSearch?: boolean;
 }
 
-function cstr(s: string): Uint8Array {
-  return new TextEncoder().encode(`${s}\0`);
-}
-
 async function tryLoad(name: BlasName, given: SearchOptions): Promise<LoadedBlas | string> {
   const spec = SPECS[name];
   // The defaults plus the libraries' own directories, unless the caller chose the directories.
@@ -217,5 +213,3 @@ export async function loadBlas(
   }
   return `no BLAS library found (${reasons.join("; ")})`;
 }
-
-export { cstr };

@@ -24,6 +24,10 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Suite
     summary: "sgemm n = 256..2048: WASM, native BLAS, 2 threads, against tfjs-wasm, onnxruntime",
     load: async () => (await import("./gemm.ts")).default,
   },
+  interleave: {
+    summary: "a oneDNN conv2d and an OpenBLAS matmul alternating on 2 threads, against each alone",
+    load: async () => (await import("./interleave.ts")).default,
+  },
   sdpa: {
     summary: "attention N = 512..4096: math path against the fused flash kernels, time and memory",
     load: async () => (await import("./sdpa.ts")).default,
