@@ -54,7 +54,7 @@ describe("with @backplane/backend-cpu-mkl", () => {
     }
   });
 
-  it("flash-cpu-blas runs on one thread: no pool run, the BLAS back at its count after (no oversubscription)", async () => {
+  it("flash-cpu-blas splits its softmax rows over the pool, its products over the BLAS's threads", async () => {
     await ready();
     const pool = openmpPool()!;
     const blas = getBackend("cpu-blas");
@@ -72,7 +72,14 @@ describe("with @backplane/backend-cpu-mkl", () => {
     expect(explain("scaledDotProductAttention", q, q, q).selected).toBe("flash-cpu-blas");
     const before = pool.stats().parallelRuns;
     const out = scaledDotProductAttention(q, q, q);
-    expect(pool.stats().parallelRuns).toBe(before);
+    // One softmax step per (head, query block): 2 heads x 2 blocks of 256 rows.
+    expect(pool.stats().parallelRuns - before).toBe(4);
+    expect(threads()).toBe(2);
+    // Deterministic mode: the products on one BLAS thread, the count restored after.
+    {
+      using _d = backends.core.flags({ deterministic: true });
+      scaledDotProductAttention(q, q, q).dispose();
+    }
     expect(threads()).toBe(2);
     out.dispose();
     q.dispose();

@@ -11,17 +11,21 @@
  *   O /= l                                      WASM SIMD (flash_block_finish)
  *
  * The output rows are the accumulator, so the extra memory is one score block and the
- * row statistics (about 0.5 MiB), whatever the sequence lengths.
+ * row statistics (about 2 MiB), whatever the sequence lengths.
  *
- * It runs on one thread, the GEMM library included. Its products are small (256 x 512 x 64) and come
- * between softmax steps: split over OpenBLAS's threads, over the pool's, or both, it was
- * slower on 2 threads than on 1 (N = 2048 on 2 cores: 87 ms on one thread; 106-142 ms
- * for every split, as both thread sets spin while the other works). Pool workers cannot
- * call the BLAS, so there is no split by heads either; on more threads the calibration
- * weighs it against flash-cpu, which splits its rows over the pool.
+ * Threads: the products run on the GEMM library's threads (backends.openmp's setting) and
+ * the softmax rows on the pool's, one after the other. That was slower than one thread
+ * while the libraries' idle threads spun for milliseconds after each product (the pool's
+ * workers and theirs fought for the cores); with their spins limited to about 0.1 ms
+ * (native/spin-env.ts) and key blocks of 2048 (products big enough to split), N = 2048
+ * on 2 cores of an Intel Xeon took 53-60 ms on oneDNN's sgemm, against 93 ms on one
+ * thread. Pool workers cannot call the native library, so there is no split by heads
+ * (PyTorch's way). In deterministic mode the products run on one thread (a library's
+ * split moves the last bits); the softmax rows are independent, so their split does not.
+ * The blocks are the same at every thread count, so the order of every sum is too.
  * Masks other than causal, and dropout, are left to flash-cpu (supports() says so).
  */
-import { empty, type Tensor } from "@backplane/core";
+import { empty, getFlag, type Tensor } from "@backplane/core";
 import {
   type AnyKernelDefinition,
   cpuMemory,
@@ -32,9 +36,13 @@ import { addressOf } from "../wasm/scratch.ts";
 import { onLibraryThreads, state } from "./blas-lapack.ts";
 import { attentionModule, flashOperandProblem, flashOutput, layoutOf } from "./wasm-attention.ts";
 
-/** Query rows per block and keys per block (the score block, 512 KiB, stays in L2). */
+/**
+ * Query rows per block and keys per block: a 2 MiB score block. On one thread 512 keys
+ * (0.5 MiB) measured the same; on two, products over 2048 keys split well (256 x 512
+ * ones did not).
+ */
 const BQ = 256;
-const BK = 512;
+const BK = 2048;
 const ROW_MAJOR = 101;
 const NO_TRANS = 111;
 const TRANS = 112;
@@ -71,8 +79,8 @@ export interface TileGemm {
     c: Float32Array,
     ldc: number,
   ): void;
-  /** Runs `call` with the library on one thread (see the header: splits were slower). */
-  onOneThread<T>(call: () => T): T;
+  /** Runs `call` with the library on one thread when `oneThread`, else on the setting's. */
+  onThreads<T>(oneThread: boolean, call: () => T): T;
 }
 
 /** The native BLAS's cblas_sgemm. */
@@ -96,7 +104,7 @@ const blasGemm: TileGemm = {
       c,
       ldc,
     ),
-  onOneThread: (call) => onLibraryThreads(true, call),
+  onThreads: onLibraryThreads,
 };
 
 /** Why the tile kernel on `gemm` refuses these inputs, or true. */
@@ -121,9 +129,9 @@ export function flashTileSupports(gemm: TileGemm, p: SdpaParams): true | string 
   return true;
 }
 
-/** Runs the tile loop on `gemm`, the library on one thread. */
+/** Runs the tile loop on `gemm` (on one library thread in deterministic mode). */
 export function flashTileRun(gemm: TileGemm, p: SdpaParams): Tensor {
-  return gemm.onOneThread(() => flashTiles(gemm, p));
+  return gemm.onThreads(getFlag("core.deterministic") === true, () => flashTiles(gemm, p));
 }
 
 // Long: one FlashAttention-2 tile loop; its two products and the online softmax share the running max, sum and output tile.
@@ -183,18 +191,15 @@ function flashTiles(gemm: TileGemm, p: SdpaParams): Tensor {
             sView,
             BK,
           );
-          parallelFor(
-            {
-              module: "backend-cpu-mkl/attention",
-              fn: "flash_block_softmax",
-              args: [sAddr, BK, rows, cols, mAddr, lAddr, oBlk * 4, Ev, Ev, causal, i0 - j0],
-              step: [BK * 4, 0, 0, 0, 4, 8, Ev * 4, 0, 0, 0, 1],
-              countArg: 2,
-              items: rows,
-              label: `${gemm.kernel} softmax rows`,
-            },
-            1,
-          );
+          parallelFor({
+            module: "backend-cpu-mkl/attention",
+            fn: "flash_block_softmax",
+            args: [sAddr, BK, rows, cols, mAddr, lAddr, oBlk * 4, Ev, Ev, causal, i0 - j0],
+            step: [BK * 4, 0, 0, 0, 4, 8, Ev * 4, 0, 0, 0, 1],
+            countArg: 2,
+            items: rows,
+            label: `${gemm.kernel} softmax rows`,
+          });
           gemm.sgemm(
             false,
             rows,
