@@ -223,8 +223,10 @@ describe("flash-cpu-blas (fused attention, native BLAS tiles)", () => {
     expect(k.family).toBe("FLASH_ATTENTION");
     expect(k.priority).toBeGreaterThan(getKernel(OP, "flash-cpu")!.priority);
     const q = f32([1, 2, 8, 16], 1);
-    // The authors' order (calibration may put the faster kernel first on a given machine).
+    // The authors' order (calibration may put the faster kernel first on a given machine),
+    // with oneDNN's tiles (priority 61) set aside.
     using _ = backends.cpu.flags({ calibrate: false });
+    using _d = backends.mkldnn.flags({ enabled: false });
     expect(explain(OP, q, q, q).selected).toBe("flash-cpu-blas");
     // With a mask it steps aside, and flash-cpu serves.
     const mask = boolMask([8, 8], () => 0.3);
