@@ -78,6 +78,13 @@ export { type MatmulParams, matmulOp } from "./ops/matmul.ts";
 export { type MhaParams, mhaOp, sameTensor } from "./ops/mha.ts";
 export { type SdpaParams, sdpaOp } from "./ops/sdpa.ts";
 export { logSoftmaxOp, type SoftmaxParams, softmaxOp } from "./ops/softmax.ts";
+export {
+  linearChannelParams,
+  type QLinearParams,
+  quantizedLinearOp,
+  requantizeLinear,
+} from "./quantized/linear.ts";
+export { Q_STORAGE, type QParams, quantizeValue, rint } from "./quantized/qtensor.ts";
 // Kernel helpers: strided access and float64 matrices
 export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
 export { referenceKernels } from "./reference/index.ts";

@@ -76,6 +76,21 @@ export { matmul } from "./ops/matmul.ts";
 export { type MhaOptions, multiHeadAttention } from "./ops/mha.ts";
 export { type SdpaOptions, scaledDotProductAttention } from "./ops/sdpa.ts";
 export { logSoftmax, softmax } from "./ops/softmax.ts";
+export {
+  linearPrepack,
+  PackedLinear,
+  quantizedLinear,
+} from "./quantized/linear.ts";
+export {
+  dequantize,
+  makeQuantized,
+  QDTYPES,
+  type QDType,
+  type QScheme,
+  QTensor,
+  quantizePerChannel,
+  quantizePerTensor,
+} from "./quantized/qtensor.ts";
 export { refreshAvailability } from "./registry/backends.ts";
 export { type CpuCapability, cpuCapabilityInfo } from "./runtime/cpu-capability.ts";
 export { type RuntimeInfo, type RuntimeName, runtime } from "./runtime/detect.ts";

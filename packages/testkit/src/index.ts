@@ -31,5 +31,11 @@ export {
   runDeterminism,
 } from "./determinism.ts";
 export { registerHostBackedDevice } from "./host-device.ts";
+export {
+  QUANTIZED_DATA,
+  type QuantizedReport,
+  type QuantizedResult,
+  runQuantizedConformance,
+} from "./quantized.ts";
 export { boolMask, makeRng, type Rng, randomTensor, spdTensor } from "./random.ts";
 export { VIEW_KINDS, type ViewKind, viewOf, viewOnDevice } from "./views.ts";

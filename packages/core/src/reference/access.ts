@@ -9,7 +9,7 @@ export type Write = (pos: number, v: number) => void;
 export function reader(t: Tensor): Read {
   const data = t.hostData();
   const d = t.dtype;
-  if (d === "float32" || d === "float64" || d === "int32" || d === "bool") {
+  if (d !== "float16" && d !== "bfloat16" && d !== "int64") {
     const a = data as Float64Array;
     return (pos) => a[pos];
   }

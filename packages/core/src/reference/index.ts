@@ -5,6 +5,7 @@
  */
 
 import type { AnyKernelDefinition, OpParams } from "../dispatch/kernels.ts";
+import { quantizedLinearReference } from "../quantized/linear.ts";
 import { registerBackend } from "../registry/register.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { version } from "../version.ts";
@@ -51,6 +52,7 @@ export const referenceKernels: AnyKernelDefinition[] = [
   ref("softmax", softmaxReference),
   ref("logSoftmax", softmaxReference),
   ref("conv2d", conv2dReference),
+  ref("quantizedLinear", quantizedLinearReference, ["uint8"]),
   ref("einsum", einsumReference),
   ref("cholesky", choleskyReference),
   ref("inv", invReference),

@@ -8,6 +8,8 @@ export const DTYPES = [
   "bfloat16",
   "int32",
   "int64",
+  "int8",
+  "uint8",
   "bool",
 ] as const;
 export type DType = (typeof DTYPES)[number];
@@ -21,6 +23,7 @@ export type StorageArray =
   | Uint16Array
   | Int32Array
   | BigInt64Array
+  | Int8Array
   | Uint8Array;
 
 type ArrayCtor = {
@@ -35,6 +38,9 @@ const CTORS: Record<DType, ArrayCtor> = {
   bfloat16: Uint16Array as unknown as ArrayCtor,
   int32: Int32Array as unknown as ArrayCtor,
   int64: BigInt64Array as unknown as ArrayCtor,
+  // The storage of quantized tensors (quint8, qint8): conversions truncate and wrap, as C's.
+  int8: Int8Array as unknown as ArrayCtor,
+  uint8: Uint8Array as unknown as ArrayCtor,
   bool: Uint8Array as unknown as ArrayCtor,
 };
 

@@ -189,7 +189,7 @@ export class Tensor implements Disposable {
     const src = this.hostData();
     const { dtype } = this;
     if (this.isContiguous) {
-      if (dtype === "float32" || dtype === "float64" || dtype === "int32" || dtype === "bool") {
+      if (dtype !== "float16" && dtype !== "bfloat16" && dtype !== "int64") {
         out.set((src as Float64Array).subarray(0, out.length));
       } else {
         for (let i = 0; i < out.length; i++) out[i] = readNumber(dtype, src, i);
@@ -485,7 +485,8 @@ const TYPED_DTYPE = new Map<unknown, DType>([
   [Float64Array, "float64"],
   [Int32Array, "int32"],
   [BigInt64Array, "int64"],
-  [Uint8Array, "bool"],
+  [Int8Array, "int8"],
+  [Uint8Array, "bool"], // uint8 needs { dtype: "uint8" }
 ]);
 
 /** A tensor from a typed array (copied) or nested arrays. */

@@ -1,0 +1,232 @@
+/**
+ * Quantized linear (torch.ops.quantized.linear_prepack / linear): y = x Wᵀ + b on quint8
+ * activations (per tensor) and qint8 weights (per tensor, or per output channel), the
+ * product summed exactly in integers, then requantized to the output's scale and zero
+ * point:
+ *
+ *   acc[m][n] = Σ_k (x[m][k] - x_zp) (w[n][k] - w_zp[n])                (exact, int32)
+ *   y[m][n]   = clamp(out_zp + rint(fl(fl(acc · fl(x_scale · w_scale[n])) + b[n]) · fl(1 / out_scale)))
+ *
+ * with fl() rounding to float32, as the x86 engines compute it. Which engine's kernels
+ * run is `backends.quantized.engine`: a named engine runs its own kernels only (the
+ * reference stays as the fallback, with the reason in explain()); "none", the default,
+ * lets every engine's kernels run in their ranked order.
+ */
+import { dispatch } from "../dispatch/dispatcher.ts";
+import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
+import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
+import { empty, type Tensor } from "../tensor/tensor.ts";
+import { show } from "../util/format.ts";
+import { makeQuantized, QTensor, rint } from "./qtensor.ts";
+
+/** A linear layer's weights and bias, ready for quantizedLinear (torch's LinearPackedParams). */
+export class PackedLinear implements Disposable {
+  readonly weight: QTensor;
+  readonly bias: Tensor | undefined;
+  /** Engines' own packed forms of the weights, by engine (freed with this object). */
+  readonly engineCache = new Map<string, { dispose(): void }>();
+
+  constructor(weight: QTensor, bias: Tensor | undefined) {
+    this.weight = weight;
+    this.bias = bias;
+  }
+  get outFeatures(): number {
+    return this.weight.shape[0];
+  }
+  get inFeatures(): number {
+    return this.weight.shape[1];
+  }
+  /** torch's linear_unpack: copies of the weights and bias. */
+  unpack(): [QTensor, Tensor | undefined] {
+    const w = this.weight;
+    const p = w.qparams;
+    const repr = w.storage("unpack");
+    const copy =
+      p.scheme === "per_tensor_affine"
+        ? makeQuantized(repr, w.dtype, { scale: p.scale, zeroPoint: p.zeroPoint })
+        : makeQuantized(repr, w.dtype, {
+            scales: Array.from(p.scales),
+            zeroPoints: Array.from(p.zeroPoints),
+            axis: p.axis,
+          });
+    return [copy, this.bias?.clone()];
+  }
+  dispose(): void {
+    for (const c of this.engineCache.values()) c.dispose();
+    this.engineCache.clear();
+    this.weight.dispose();
+    this.bias?.dispose();
+  }
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+}
+
+/**
+ * Packs a linear layer (torch.ops.quantized.linear_prepack): `weight` qint8 [out, in],
+ * per tensor or per channel along axis 0; `bias` float32 [out] or undefined. Both are
+ * copied: the packed layer owns its data.
+ */
+export function linearPrepack(weight: QTensor, bias?: Tensor): PackedLinear {
+  const op = "linearPrepack";
+  if (!(weight instanceof QTensor))
+    throw new ArgumentError(
+      `${op}: weight must be a QTensor (quantizePerTensor/PerChannel), got ${show(weight)}`,
+    );
+  if (weight.dtype !== "qint8")
+    throw new DTypeError(`${op}: weight must be qint8, got ${weight.dtype}`);
+  if (weight.rank !== 2)
+    throw new ShapeError(`${op}: weight must be [outFeatures, inFeatures], got [${weight.shape}]`);
+  const p = weight.qparams;
+  if (p.scheme === "per_channel_affine" && p.axis !== 0)
+    throw new ArgumentError(
+      `${op}: per-channel weights must be quantized along axis 0 (output channels), got axis ${p.axis}`,
+    );
+  let b: Tensor | undefined;
+  if (bias !== undefined && bias !== null) {
+    bias.assertAlive("bias", op);
+    if (bias.dtype !== "float32")
+      throw new DTypeError(`${op}: bias must be float32, got ${bias.dtype}`);
+    if (bias.rank !== 1 || bias.shape[0] !== weight.shape[0])
+      throw new ShapeError(`${op}: bias must be [${weight.shape[0]}], got [${bias.shape}]`);
+    b = bias.contiguous().clone();
+  }
+  const [w] = new PackedLinear(weight, undefined).unpack();
+  return new PackedLinear(w, b);
+}
+
+export interface QLinearParams extends OpParams {
+  x: QTensor;
+  packed: PackedLinear;
+  outScale: number;
+  outZeroPoint: number;
+  /** Rows (every leading dimension of x), inner size, outputs. */
+  m: number;
+  k: number;
+  n: number;
+  outShape: number[];
+}
+
+function prepare(
+  x: QTensor,
+  packed: PackedLinear,
+  outScale: number,
+  outZeroPoint: number,
+): QLinearParams {
+  const op = "quantizedLinear";
+  if (!(x instanceof QTensor))
+    throw new ArgumentError(`${op}: x must be a QTensor, got ${show(x)}`);
+  if (!(packed instanceof PackedLinear))
+    throw new ArgumentError(`${op}: packed must come from linearPrepack(), got ${show(packed)}`);
+  x.storage(op);
+  packed.weight.storage(op);
+  if (x.dtype !== "quint8") throw new DTypeError(`${op}: x must be quint8, got ${x.dtype}`);
+  if (x.qscheme !== "per_tensor_affine")
+    throw new ArgumentError(`${op}: x must be quantized per tensor, got ${x.qscheme}`);
+  if (x.rank < 1) throw new ShapeError(`${op}: x needs at least 1 dimension, got a scalar`);
+  const k = x.shape[x.rank - 1];
+  if (k !== packed.inFeatures)
+    throw new ShapeError(
+      `${op}: x [${x.shape}] has ${k} features; the layer takes ${packed.inFeatures}`,
+    );
+  if (typeof outScale !== "number" || !Number.isFinite(outScale) || outScale <= 0)
+    throw new ArgumentError(`${op}: outScale must be a finite number > 0, got ${show(outScale)}`);
+  if (!Number.isInteger(outZeroPoint) || outZeroPoint < 0 || outZeroPoint > 255)
+    throw new ArgumentError(
+      `${op}: outZeroPoint must be an integer in [0, 255] (quint8), got ${show(outZeroPoint)}`,
+    );
+  const n = packed.outFeatures;
+  const outShape = [...x.shape.slice(0, -1), n];
+  return {
+    x,
+    packed,
+    outScale,
+    outZeroPoint,
+    m: outShape.slice(0, -1).reduce((a, b) => a * b, 1),
+    k,
+    n,
+    outShape,
+    deviceType: "cpu",
+    dtype: "uint8",
+  };
+}
+
+export const quantizedLinearOp: OpRecord<
+  QLinearParams,
+  [x: QTensor, packed: PackedLinear, outScale: number, outZeroPoint: number]
+> = defineOp({
+  name: "quantizedLinear",
+  prepare,
+  shapeKey: (p: QLinearParams) => `${p.m}x${p.k}x${p.n}`,
+  work: (p: QLinearParams) => 2 * p.m * p.n * p.k,
+});
+
+/** y = x Wᵀ + b, requantized to (outScale, outZeroPoint), quint8 (torch.ops.quantized.linear). */
+export function quantizedLinear(
+  x: QTensor,
+  packed: PackedLinear,
+  outScale: number,
+  outZeroPoint: number,
+): QTensor {
+  return dispatch(quantizedLinearOp, prepare(x, packed, outScale, outZeroPoint)) as QTensor;
+}
+
+/** Per output channel: the weights' zero point and fl(x_scale · w_scale). */
+export function linearChannelParams(p: QLinearParams): { wZp: Int32Array; mult: Float32Array } {
+  const xs = Math.fround((p.x.qparams as { scale: number }).scale);
+  const w = p.packed.weight.qparams;
+  const wZp = new Int32Array(p.n);
+  const mult = new Float32Array(p.n);
+  for (let c = 0; c < p.n; c++) {
+    const ws = w.scheme === "per_tensor_affine" ? w.scale : w.scales[c];
+    wZp[c] = w.scheme === "per_tensor_affine" ? w.zeroPoint : w.zeroPoints[c];
+    mult[c] = xs * Math.fround(ws);
+  }
+  return { wZp, mult };
+}
+
+/**
+ * The output from exact int32 sums (acc: m x n, row-major): the requantization every
+ * engine's kernel shares, so that equal sums give equal bits.
+ */
+export function requantizeLinear(p: QLinearParams, acc: Int32Array | Float64Array): QTensor {
+  const { mult } = linearChannelParams(p);
+  const out = empty(p.outShape, { dtype: "uint8" });
+  const y = out.hostData() as Uint8Array;
+  const bias = p.packed.bias?.hostData() as Float32Array | undefined;
+  const inv = Math.fround(1 / Math.fround(p.outScale));
+  const zp = p.outZeroPoint;
+  for (let i = 0; i < p.m; i++) {
+    for (let c = 0; c < p.n; c++) {
+      // The sum goes to float32 first (rounded past 2^24), then the product: as fbgemm.
+      let v = Math.fround(Math.fround(acc[i * p.n + c]) * mult[c]);
+      if (bias) v = Math.fround(v + bias[c]);
+      const q = zp + rint(Math.fround(v * inv));
+      y[i * p.n + c] = q < 0 ? 0 : q > 255 ? 255 : q;
+    }
+  }
+  return new QTensor(out, "quint8", {
+    scheme: "per_tensor_affine",
+    scale: p.outScale,
+    zeroPoint: p.outZeroPoint,
+  });
+}
+
+/** The core's reference kernel: the exact sums in plain TypeScript, then requantizeLinear. */
+export function quantizedLinearReference(p: QLinearParams): QTensor {
+  const x = p.x.storage().hostData() as Uint8Array;
+  const w = p.packed.weight.storage().hostData() as Int8Array;
+  const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
+  const { wZp } = linearChannelParams(p);
+  const acc = new Float64Array(p.m * p.n);
+  for (let i = 0; i < p.m; i++) {
+    const xr = i * p.k;
+    for (let c = 0; c < p.n; c++) {
+      const wr = c * p.k;
+      let s = 0;
+      for (let t = 0; t < p.k; t++) s += (x[xr + t] - xZp) * (w[wr + t] - wZp[c]);
+      acc[i * p.n + c] = s;
+    }
+  }
+  return requantizeLinear(p, acc);
+}

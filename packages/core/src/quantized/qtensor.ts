@@ -1,0 +1,368 @@
+/**
+ * Quantized tensors (torch.quint8, torch.qint8, torch.qint32): integers in an ordinary CPU
+ * tensor (uint8, int8, int32: the int repr) and the affine map back to real values,
+ * per tensor (scale, zero point) or per channel (a scale and a zero point for each index
+ * along one axis): real = (q - zero_point) * scale.
+ *
+ * Quantizing rounds as PyTorch does on x86: q = clamp(zero_point + rint(x * (1 / scale)),
+ * qmin, qmax), the product and the reciprocal in float32, rint rounding half to even.
+ * Scales are kept as given (float64, as torch keeps them) and used in float32.
+ */
+import { ArgumentError, DeviceError, DisposedError, DTypeError, ShapeError } from "../errors.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { isFloat } from "../tensor/dtype.ts";
+import { empty, type Tensor, tensor } from "../tensor/tensor.ts";
+import { show } from "../util/format.ts";
+
+export const QDTYPES = ["quint8", "qint8", "qint32"] as const;
+export type QDType = (typeof QDTYPES)[number];
+export type QScheme = "per_tensor_affine" | "per_channel_affine";
+
+/** The integer dtype that stores each quantized dtype, and its range. */
+export const Q_STORAGE: Readonly<Record<QDType, { dtype: DType; min: number; max: number }>> = {
+  quint8: { dtype: "uint8", min: 0, max: 255 },
+  qint8: { dtype: "int8", min: -128, max: 127 },
+  qint32: { dtype: "int32", min: -2147483648, max: 2147483647 },
+};
+
+/** Per-tensor or per-channel parameters, as a quantized tensor carries them. */
+export type QParams =
+  | { scheme: "per_tensor_affine"; scale: number; zeroPoint: number }
+  | {
+      scheme: "per_channel_affine";
+      scales: Float64Array;
+      zeroPoints: Int32Array;
+      axis: number;
+    };
+
+export class QTensor implements Disposable {
+  readonly dtype: QDType;
+  /** The integers (uint8, int8 or int32), owned by this tensor. */
+  readonly #repr: Tensor;
+  readonly #params: QParams;
+
+  /** Use quantizePerTensor / quantizePerChannel / makeQuantized: they check their arguments. */
+  constructor(repr: Tensor, dtype: QDType, params: QParams) {
+    this.#repr = repr;
+    this.dtype = dtype;
+    this.#params = params;
+  }
+
+  get shape(): readonly number[] {
+    return this.#repr.shape;
+  }
+  get rank(): number {
+    return this.#repr.rank;
+  }
+  get numel(): number {
+    return this.#repr.numel;
+  }
+  get device(): string {
+    return this.#repr.device;
+  }
+  get disposed(): boolean {
+    return this.#repr.disposed;
+  }
+  get qscheme(): QScheme {
+    return this.#params.scheme;
+  }
+  /** The parameters (for kernels). */
+  get qparams(): QParams {
+    return this.#params;
+  }
+
+  /** The integers without a copy (for kernels; alive as long as this tensor). */
+  storage(op?: string): Tensor {
+    if (this.#repr.disposed)
+      throw new DisposedError(
+        `${op ? `${op}: ` : ""}this quantized tensor was disposed; it cannot be used any more`,
+      );
+    return this.#repr;
+  }
+
+  /** A copy of the integers as an ordinary tensor (torch's int_repr()). */
+  intRepr(): Tensor {
+    return this.storage("intRepr").clone();
+  }
+
+  /** torch's q_scale(): per-tensor quantization only. */
+  qScale(): number {
+    return this.perTensor("qScale").scale;
+  }
+  /** torch's q_zero_point(): per-tensor quantization only. */
+  qZeroPoint(): number {
+    return this.perTensor("qZeroPoint").zeroPoint;
+  }
+  /** torch's q_per_channel_scales(): float64, one per index along the axis. */
+  qPerChannelScales(): Tensor {
+    return tensor(this.perChannel("qPerChannelScales").scales);
+  }
+  /** torch's q_per_channel_zero_points(): int32 here (torch gives int64). */
+  qPerChannelZeroPoints(): Tensor {
+    return tensor(this.perChannel("qPerChannelZeroPoints").zeroPoints);
+  }
+  /** torch's q_per_channel_axis(). */
+  qPerChannelAxis(): number {
+    return this.perChannel("qPerChannelAxis").axis;
+  }
+
+  /** Real values, float32 (torch's dequantize()). */
+  dequantize(): Tensor {
+    return dequantize(this);
+  }
+
+  dispose(): void {
+    this.#repr.dispose();
+  }
+  [Symbol.dispose](): void {
+    this.dispose();
+  }
+
+  toString(): string {
+    const p = this.#params;
+    const q =
+      p.scheme === "per_tensor_affine"
+        ? `scale=${p.scale}, zero_point=${p.zeroPoint}`
+        : `axis=${p.axis}, ${p.scales.length} scales`;
+    return `QTensor(shape=[${this.shape}], dtype=${this.dtype}, ${p.scheme}, ${q})`;
+  }
+
+  private perTensor(what: string) {
+    if (this.#params.scheme !== "per_tensor_affine")
+      throw new ArgumentError(
+        `${what}: this tensor is quantized per channel (axis ${this.#params.axis}); use qPerChannelScales(), qPerChannelZeroPoints()`,
+      );
+    return this.#params;
+  }
+  private perChannel(what: string) {
+    if (this.#params.scheme !== "per_channel_affine")
+      throw new ArgumentError(
+        `${what}: this tensor is quantized per tensor; use qScale(), qZeroPoint()`,
+      );
+    return this.#params;
+  }
+}
+
+export function isQDType(x: unknown): x is QDType {
+  return typeof x === "string" && (QDTYPES as readonly string[]).includes(x);
+}
+
+function checkQDType(op: string, d: unknown): QDType {
+  if (!isQDType(d))
+    throw new DTypeError(
+      `${op}: dtype ${show(d)} is not quantized; expected ${QDTYPES.join(", ")}`,
+    );
+  return d;
+}
+
+function checkScale(op: string, name: string, s: unknown): number {
+  if (typeof s !== "number" || !Number.isFinite(s) || s <= 0 || Math.fround(s) <= 0)
+    throw new ArgumentError(
+      `${op}: ${name} must be a finite number > 0 (and > 0 in float32), got ${show(s)}`,
+    );
+  return s;
+}
+
+function checkZeroPoint(op: string, name: string, z: unknown, dtype: QDType): number {
+  const { min, max } = Q_STORAGE[dtype];
+  if (typeof z !== "number" || !Number.isInteger(z) || z < min || z > max)
+    throw new ArgumentError(
+      `${op}: ${name} must be an integer in [${min}, ${max}] for ${dtype}, got ${show(z)}`,
+    );
+  return z;
+}
+
+function checkFloatInput(op: string, x: unknown): Tensor {
+  const t = x as Tensor;
+  if (!t || typeof t !== "object" || typeof t.hostData !== "function")
+    throw new ArgumentError(`${op}: x must be a Tensor, got ${show(x)}`);
+  t.assertAlive("x", op);
+  if (!isFloat(t.dtype)) throw new DTypeError(`${op}: x must be a float tensor, got ${t.dtype}`);
+  if (t.deviceType !== "cpu")
+    throw new DeviceError(
+      `${op}: quantized tensors live on the CPU; x is on ${t.device} (x.to("cpu") first)`,
+    );
+  return t;
+}
+
+/** rint: nearest integer, ties to even (C's nearbyint in the default rounding mode). */
+export function rint(v: number): number {
+  const f = Math.floor(v);
+  const d = v - f;
+  if (d > 0.5) return f + 1;
+  if (d < 0.5) return f;
+  return f % 2 === 0 ? f : f + 1;
+}
+
+/**
+ * One value quantized as PyTorch does (see the header). NaN gives what PyTorch 2.13 gives
+ * on x86: the top of the range for the 8-bit types (its vector clamp), the bottom for
+ * qint32 (C's conversion of NaN to an integer).
+ */
+export function quantizeValue(x: number, scale: number, zeroPoint: number, dtype: QDType): number {
+  const { min, max } = Q_STORAGE[dtype];
+  const inv = Math.fround(1 / Math.fround(scale));
+  const r = rint(Math.fround(Math.fround(x) * inv));
+  if (Number.isNaN(r)) return dtype === "qint32" ? min : max;
+  return Math.min(max, Math.max(min, zeroPoint + r));
+}
+
+/** x quantized with one scale and zero point (torch.quantize_per_tensor). */
+export function quantizePerTensor(
+  x: Tensor,
+  scale: number,
+  zeroPoint: number,
+  dtype: QDType,
+): QTensor {
+  const op = "quantizePerTensor";
+  const t = checkFloatInput(op, x);
+  const d = checkQDType(op, dtype);
+  checkScale(op, "scale", scale);
+  checkZeroPoint(op, "zeroPoint", zeroPoint, d);
+  const src = t.toFloat64();
+  const repr = empty(t.shape, { dtype: Q_STORAGE[d].dtype });
+  const out = repr.hostData();
+  for (let i = 0; i < src.length; i++) out[i] = quantizeValue(src[i], scale, zeroPoint, d);
+  return new QTensor(repr, d, { scheme: "per_tensor_affine", scale, zeroPoint });
+}
+
+function numbersOf(op: string, name: string, v: unknown, n: number): number[] {
+  const arr =
+    Array.isArray(v) || ArrayBuffer.isView(v)
+      ? Array.from(v as ArrayLike<number>)
+      : v && typeof (v as Tensor).toFloat64 === "function"
+        ? Array.from((v as Tensor).toFloat64())
+        : undefined;
+  if (!arr) throw new ArgumentError(`${op}: ${name} must be numbers or a Tensor, got ${show(v)}`);
+  if (arr.length !== n)
+    throw new ShapeError(`${op}: ${name} has ${arr.length} values; the axis has ${n} indices`);
+  return arr;
+}
+
+function checkAxis(op: string, axis: unknown, rank: number): number {
+  if (typeof axis !== "number" || !Number.isInteger(axis) || axis < -rank || axis >= rank)
+    throw new ArgumentError(
+      `${op}: axis must be an integer in [${-rank}, ${rank - 1}] for a rank-${rank} tensor, got ${show(axis)}`,
+    );
+  return axis < 0 ? axis + rank : axis;
+}
+
+/** The index along `axis` of each element of a contiguous tensor of `shape`. */
+function channelOf(shape: readonly number[], axis: number): (i: number) => number {
+  const inner = shape.slice(axis + 1).reduce((a, b) => a * b, 1);
+  const size = shape[axis];
+  return (i) => Math.floor(i / inner) % size;
+}
+
+/** x quantized with a scale and zero point per index along `axis` (torch.quantize_per_channel). */
+export function quantizePerChannel(
+  x: Tensor,
+  scales: Tensor | readonly number[],
+  zeroPoints: Tensor | readonly number[],
+  axis: number,
+  dtype: QDType,
+): QTensor {
+  const op = "quantizePerChannel";
+  const t = checkFloatInput(op, x);
+  const d = checkQDType(op, dtype);
+  const ax = checkAxis(op, axis, t.rank);
+  const n = t.shape[ax];
+  const s = numbersOf(op, "scales", scales, n).map((v, i) => checkScale(op, `scales[${i}]`, v));
+  const z = numbersOf(op, "zeroPoints", zeroPoints, n).map((v, i) =>
+    checkZeroPoint(op, `zeroPoints[${i}]`, v, d),
+  );
+  const src = t.toFloat64();
+  const repr = empty(t.shape, { dtype: Q_STORAGE[d].dtype });
+  const out = repr.hostData();
+  const ch = channelOf(t.shape, ax);
+  for (let i = 0; i < src.length; i++) {
+    const c = ch(i);
+    out[i] = quantizeValue(src[i], s[c], z[c], d);
+  }
+  return new QTensor(repr, d, {
+    scheme: "per_channel_affine",
+    scales: Float64Array.from(s),
+    zeroPoints: Int32Array.from(z),
+    axis: ax,
+  });
+}
+
+/** A contiguous copy of t that nothing else shares. */
+function ownCopy(t: Tensor): Tensor {
+  return t.isContiguous ? t.clone() : t.contiguous();
+}
+
+/**
+ * A quantized tensor over given integers (torch._make_per_tensor_quantized_tensor and
+ * _make_per_channel_quantized_tensor): `intRepr` is copied; its dtype must be the storage
+ * of `dtype` (uint8 for quint8, int8 for qint8, int32 for qint32).
+ */
+export function makeQuantized(
+  intRepr: Tensor,
+  dtype: QDType,
+  params:
+    | { scale: number; zeroPoint: number }
+    | { scales: readonly number[]; zeroPoints: readonly number[]; axis: number },
+): QTensor {
+  const op = "makeQuantized";
+  const d = checkQDType(op, dtype);
+  intRepr.assertAlive("intRepr", op);
+  if (intRepr.dtype !== Q_STORAGE[d].dtype)
+    throw new DTypeError(
+      `${op}: ${d} is stored as ${Q_STORAGE[d].dtype}; intRepr is ${intRepr.dtype}`,
+    );
+  if (intRepr.deviceType !== "cpu")
+    throw new DeviceError(
+      `${op}: quantized tensors live on the CPU; intRepr is on ${intRepr.device}`,
+    );
+  if ("scale" in params) {
+    checkScale(op, "scale", params.scale);
+    checkZeroPoint(op, "zeroPoint", params.zeroPoint, d);
+    return new QTensor(ownCopy(intRepr), d, {
+      scheme: "per_tensor_affine",
+      scale: params.scale,
+      zeroPoint: params.zeroPoint,
+    });
+  }
+  const ax = checkAxis(op, params.axis, intRepr.rank);
+  const n = intRepr.shape[ax];
+  const s = numbersOf(op, "scales", params.scales, n).map((v, i) =>
+    checkScale(op, `scales[${i}]`, v),
+  );
+  const z = numbersOf(op, "zeroPoints", params.zeroPoints, n).map((v, i) =>
+    checkZeroPoint(op, `zeroPoints[${i}]`, v, d),
+  );
+  return new QTensor(ownCopy(intRepr), d, {
+    scheme: "per_channel_affine",
+    scales: Float64Array.from(s),
+    zeroPoints: Int32Array.from(z),
+    axis: ax,
+  });
+}
+
+/** The real values of q, float32: (q - zero_point) * scale (torch.dequantize). */
+export function dequantize(q: QTensor): Tensor {
+  if (!(q instanceof QTensor))
+    throw new ArgumentError(`dequantize: expected a QTensor, got ${show(q)}`);
+  const repr = q.storage("dequantize");
+  const src = repr.hostData() as Int8Array | Uint8Array | Int32Array;
+  const out = empty(repr.shape, { dtype: "float32" });
+  const dst = out.hostData() as Float32Array;
+  const p = q.qparams;
+  if (p.scheme === "per_tensor_affine") {
+    // As PyTorch's vector path: float(q - zero_point) * scale in float32 (exact for the
+    // 8-bit types; a qint32 difference past 2^24 rounds first, as there). PyTorch takes
+    // that difference in int32 and wraps it past the range; this does not.
+    const s = Math.fround(p.scale);
+    for (let i = 0; i < dst.length; i++) dst[i] = Math.fround(src[i] - p.zeroPoint) * s;
+  } else {
+    // Per channel, PyTorch multiplies by the float64 scales and rounds once (per tensor,
+    // by the scale in float32): the bits differ in about one element of ten.
+    const ch = channelOf(repr.shape, p.axis);
+    for (let i = 0; i < dst.length; i++) {
+      const c = ch(i);
+      dst[i] = (src[i] - p.zeroPoints[c]) * p.scales[c];
+    }
+  }
+  return out;
+}

@@ -1,0 +1,189 @@
+/**
+ * Quantized tensors: validation (typed errors before any work), accessors, the round trip
+ * dequantize(quantize(x)) within scale/2 of the clamped input, and quantized linear's
+ * argument checks and engine selection. PyTorch's own numbers are the testkit's
+ * (runQuantizedConformance), run by packages/testkit/test/quantized.test.ts.
+ */
+import {
+  ArgumentError,
+  backends,
+  DisposedError,
+  DTypeError,
+  dequantize,
+  explain,
+  FlagError,
+  linearPrepack,
+  makeQuantized,
+  QTensor,
+  quantizedLinear,
+  quantizePerChannel,
+  quantizePerTensor,
+  randn,
+  ShapeError,
+  tensor,
+} from "@backplane/core";
+import { describe, expect, it } from "vitest";
+
+const RANGES = { quint8: [0, 255], qint8: [-128, 127], qint32: [-2147483648, 2147483647] } as const;
+
+describe("quantized tensors", () => {
+  it("round trip: dequantize(quantize(x)) is within scale/2 of x clamped to the range", () => {
+    for (const dtype of ["quint8", "qint8", "qint32"] as const) {
+      const [lo, hi] = RANGES[dtype];
+      for (const [scale, zp] of [
+        [0.05, dtype === "quint8" ? 128 : 0],
+        [0.013, dtype === "quint8" ? 3 : -7],
+      ] as const) {
+        // Random values, beyond the range both ways, and the extremes of float32.
+        const x = randn([40, 7], { seed: Math.round(scale * 1000) + zp });
+        const xs = x.toFloat64().map((v) => v * 200 * scale);
+        const values = [...xs, 3.4e38, -3.4e38, 0.5 * scale, -0.5 * scale];
+        const t = tensor(Float32Array.from(values));
+        const q = quantizePerTensor(t, scale, zp, dtype);
+        const back = dequantize(q).toFloat64();
+        const f = Float32Array.from(values);
+        for (let i = 0; i < f.length; i++) {
+          const clamped = Math.min((hi - zp) * scale, Math.max((lo - zp) * scale, f[i]));
+          expect(Math.abs(back[i] - clamped)).toBeLessThanOrEqual(
+            scale / 2 + 1e-6 * Math.abs(clamped),
+          );
+        }
+        expect(q.qScale()).toBe(scale);
+        expect(q.qZeroPoint()).toBe(zp);
+        expect(q.intRepr().dtype).toBe({ quint8: "uint8", qint8: "int8", qint32: "int32" }[dtype]);
+        q.dispose();
+        t.dispose();
+        x.dispose();
+      }
+    }
+  });
+
+  it("empty tensors quantize and dequantize to empty tensors", () => {
+    const q = quantizePerTensor(tensor(new Float32Array(0), { shape: [0, 3] }), 0.1, 0, "qint8");
+    expect(q.shape).toEqual([0, 3]);
+    expect(dequantize(q).shape).toEqual([0, 3]);
+    const c = quantizePerChannel(
+      tensor(new Float32Array(0), { shape: [2, 0] }),
+      [0.1, 0.2],
+      [0, 1],
+      0,
+      "qint8",
+    );
+    expect(c.qPerChannelScales().toFloat64()).toEqual(Float64Array.from([0.1, 0.2]));
+    expect(c.qPerChannelAxis()).toBe(0);
+  });
+
+  it("refuses bad parameters with typed errors that say what was wrong", () => {
+    const x = randn([2, 3], { seed: 3 });
+    expect(() => quantizePerTensor(x, 0, 0, "qint8")).toThrow(ArgumentError);
+    expect(() => quantizePerTensor(x, Number.NaN, 0, "qint8")).toThrow(/finite number > 0/);
+    expect(() => quantizePerTensor(x, 1e-50, 0, "qint8")).toThrow(/> 0 in float32/);
+    expect(() => quantizePerTensor(x, 0.1, 300, "quint8")).toThrow(
+      /\[0, 255\] for quint8, got 300/,
+    );
+    expect(() => quantizePerTensor(x, 0.1, 1.5, "qint8")).toThrow(ArgumentError);
+    expect(() => quantizePerTensor(x, 0.1, 0, "int8" as never)).toThrow(DTypeError);
+    expect(() => quantizePerTensor(x.astype("int32"), 0.1, 0, "qint8")).toThrow(/float tensor/);
+    expect(() => quantizePerChannel(x, [0.1, 0.1], [0, 0], 1, "qint8")).toThrow(ShapeError);
+    expect(() => quantizePerChannel(x, [0.1, 0.1], [0, 0], 2, "qint8")).toThrow(
+      /axis must be an integer in \[-2, 1\]/,
+    );
+    expect(() => quantizePerChannel(x, [0.1, -1], [0, 0], 0, "qint8")).toThrow(/scales\[1\]/);
+    const q = quantizePerTensor(x, 0.1, 0, "qint8");
+    expect(() => q.qPerChannelScales()).toThrow(/quantized per tensor/);
+    expect(() => makeQuantized(tensor([1, 2, 3]), "qint8", { scale: 0.1, zeroPoint: 0 })).toThrow(
+      /qint8 is stored as int8; intRepr is float32/,
+    );
+    q.dispose();
+    expect(() => q.intRepr()).toThrow(DisposedError);
+    x.dispose();
+    expect(() => quantizePerTensor(x, 0.1, 0, "qint8")).toThrow(DisposedError);
+  });
+
+  it("a QTensor says what it is", () => {
+    const q = quantizePerChannel(
+      randn([3, 2], { seed: 4 }),
+      [0.1, 0.2, 0.3],
+      [1, 2, 3],
+      0,
+      "quint8",
+    );
+    expect(q).toBeInstanceOf(QTensor);
+    expect(String(q)).toBe(
+      "QTensor(shape=[3,2], dtype=quint8, per_channel_affine, axis=0, 3 scales)",
+    );
+    expect(() => q.qScale()).toThrow(/quantized per channel \(axis 0\)/);
+    expect(q.qPerChannelZeroPoints().toFloat64()).toEqual(Float64Array.from([1, 2, 3]));
+  });
+});
+
+describe("quantizedLinear", () => {
+  const layer = () => {
+    const w = quantizePerTensor(randn([4, 6], { seed: 5 }), 0.02, 0, "qint8");
+    const packed = linearPrepack(w, tensor(Float32Array.from([0.1, 0.2, 0.3, 0.4])));
+    w.dispose(); // the packed layer owns a copy
+    return packed;
+  };
+
+  it("checks its arguments before any kernel runs", () => {
+    const packed = layer();
+    const x = quantizePerTensor(randn([2, 6], { seed: 6 }), 0.02, 128, "quint8");
+    const xs = quantizePerTensor(randn([2, 6], { seed: 6 }), 0.02, 0, "qint8");
+    const x5 = quantizePerTensor(randn([2, 5], { seed: 6 }), 0.02, 128, "quint8");
+    expect(() => quantizedLinear(xs, packed, 0.1, 128)).toThrow(/x must be quint8, got qint8/);
+    expect(() => quantizedLinear(x5, packed, 0.1, 128)).toThrow(
+      /has 5 features; the layer takes 6/,
+    );
+    expect(() => quantizedLinear(x, packed, 0, 128)).toThrow(
+      /outScale must be a finite number > 0/,
+    );
+    expect(() => quantizedLinear(x, packed, 0.1, 256)).toThrow(
+      /outZeroPoint must be an integer in \[0, 255\]/,
+    );
+    expect(() => quantizedLinear(randn([2, 6]) as never, packed, 0.1, 128)).toThrow(
+      /x must be a QTensor/,
+    );
+    const wq = quantizePerChannel(
+      randn([4, 6], { seed: 7 }),
+      Array(6).fill(0.1),
+      Array(6).fill(0),
+      1,
+      "qint8",
+    );
+    expect(() => linearPrepack(wq)).toThrow(/along axis 0/);
+    expect(() => linearPrepack(x)).toThrow(/weight must be qint8, got quint8/);
+    expect(() =>
+      linearPrepack(quantizePerTensor(randn([4, 6]), 0.1, 0, "qint8"), tensor([1, 2])),
+    ).toThrow(/bias must be \[4\]/);
+    const y = quantizedLinear(x, packed, 0.05, 120);
+    expect(y.shape).toEqual([2, 4]);
+    expect(y.dtype).toBe("quint8");
+    expect(y.qScale()).toBe(0.05);
+    packed.dispose();
+    expect(() => quantizedLinear(x, packed, 0.1, 128)).toThrow(DisposedError);
+  });
+
+  it("keeps leading dimensions, and takes empty batches", () => {
+    const packed = layer();
+    const x = quantizePerTensor(randn([2, 3, 6], { seed: 8 }), 0.02, 128, "quint8");
+    expect(quantizedLinear(x, packed, 0.05, 128).shape).toEqual([2, 3, 4]);
+    const e = quantizePerTensor(
+      tensor(new Float32Array(0), { shape: [0, 6] }),
+      0.02,
+      128,
+      "quint8",
+    );
+    expect(quantizedLinear(e, packed, 0.05, 128).shape).toEqual([0, 4]);
+  });
+
+  it("quantized.engine takes only the engines packages provide, and says which", () => {
+    expect(backends.quantized.engine).toBe("none");
+    expect(backends.quantized.supportedEngines).toContain("none");
+    expect(() => {
+      (backends.quantized as { engine: string }).engine = "fbgemm";
+    }).toThrow(FlagError);
+    const packed = layer();
+    const x = quantizePerTensor(randn([2, 6], { seed: 9 }), 0.02, 128, "quint8");
+    expect(explain("quantizedLinear", x, packed, 0.05, 128).selected).toBe("reference");
+  });
+});

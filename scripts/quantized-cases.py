@@ -1,0 +1,148 @@
+"""Writes packages/testkit/data/quantized-torch.json: quantized cases computed by PyTorch.
+
+Run with the PyTorch the benchmarks use (npm run bench:torch makes it):
+  ~/.cache/backplane/torch-venv/bin/python scripts/quantized-cases.py
+
+Inputs are seeded random floats (never zeros), edge values, odd and empty shapes. Each
+case stores what Backplane needs to rebuild the inputs exactly (float32 values, or the
+int repr and quantization parameters) and PyTorch's outputs; linear cases store the
+output of every quantized engine this PyTorch supports, and whether they agree.
+"""
+import json
+import sys
+
+import numpy as np
+import torch
+
+rng = np.random.default_rng(20261125)
+OUT = "packages/testkit/data/quantized-torch.json"
+
+
+def f32list(a):
+    """float32 values as JSON numbers (exact); NaN, which JSON lacks, as the string "NaN"."""
+    return [float(v) if v == v else "NaN" for v in np.asarray(a, dtype=np.float32).ravel()]
+
+
+def quantize_cases():
+    cases = []
+    specs = [
+        ("random, quint8", [7, 5], "quint8", 0.05, 128),
+        ("random, qint8", [3, 11], "qint8", 0.02, -3),
+        ("random, qint32", [13], "qint32", 0.001, 0),
+        ("halfway values round to even", [8], "quint8", 0.5, 10),
+        ("clamped both ways, quint8", [6], "quint8", 0.01, 5),
+        ("empty", [0, 4], "qint8", 0.1, 0),
+        ("one element", [1], "qint8", 0.3, 127),
+        ("NaN, quint8", [3], "quint8", 0.1, 3),
+        ("NaN, qint8", [3], "qint8", 0.1, 3),
+        ("NaN, qint32", [3], "qint32", 0.1, 3),
+    ]
+    for name, shape, dt, scale, zp in specs:
+        if name.startswith("halfway"):
+            x = np.array([0.25, 0.75, 1.25, -0.25, -0.75, 2.25, -1.25, 0.0], np.float32)
+        elif name.startswith("NaN"):
+            x = np.array([float("nan"), 1.0, -0.7], np.float32)
+        elif name.startswith("clamped"):
+            x = np.array([-1e6, 1e6, -3.0, 3.0, 3.4e38, -3.4e38], np.float32)
+        else:
+            x = rng.uniform(-4, 4, size=shape).astype(np.float32)
+            x[x == 0] = 0.5
+        t = torch.from_numpy(x.reshape(shape))
+        q = torch.quantize_per_tensor(t, scale, zp, getattr(torch, dt))
+        ints = q.int_repr().numpy().astype(np.int64)
+        # PyTorch subtracts the zero point from qint32 values in int32 and wraps past the
+        # range (2^31 away from the answer): not a behaviour to copy, so not compared.
+        wraps = dt == "qint32" and bool(((ints - zp) < -2**31).any() or ((ints - zp) >= 2**31).any())
+        cases.append({
+            "name": name, "kind": "per_tensor", "shape": shape, "x": f32list(x), "dtype": dt,
+            "scale": scale, "zeroPoint": zp,
+            "intRepr": [int(v) for v in q.int_repr().ravel().tolist()],
+            "dequantized": None if wraps else f32list(q.dequantize().numpy()),
+        })
+    for name, shape, axis, dt in [("per channel, axis 0, qint8", [4, 6], 0, "qint8"),
+                                  ("per channel, axis 1, quint8", [3, 5, 2], 1, "quint8")]:
+        x = rng.uniform(-2, 2, size=shape).astype(np.float32)
+        n = shape[axis]
+        scales = rng.uniform(0.005, 0.05, size=n)
+        zps = rng.integers(-10, 10, size=n) if dt == "qint8" else rng.integers(100, 150, size=n)
+        q = torch.quantize_per_channel(torch.from_numpy(x), torch.from_numpy(scales),
+                                       torch.from_numpy(zps.astype(np.int64)), axis, getattr(torch, dt))
+        cases.append({
+            "name": name, "kind": "per_channel", "shape": shape, "x": f32list(x), "dtype": dt,
+            "scales": [float(s) for s in scales], "zeroPoints": [int(z) for z in zps], "axis": axis,
+            "intRepr": [int(v) for v in q.int_repr().ravel().tolist()],
+            "dequantized": f32list(q.dequantize().numpy()),
+        })
+    return cases
+
+
+def linear_cases():
+    engines = [e for e in torch.backends.quantized.supported_engines if e != "none"]
+    specs = [
+        ("1x1x1", 1, 1, 1, "per_tensor", True),
+        ("7x13x5 (primes)", 7, 13, 5, "per_tensor", True),
+        ("4x64x16, no bias", 4, 64, 16, "per_tensor", False),
+        ("3x33x17, per channel", 3, 33, 17, "per_channel", True),
+        ("16x256x64, per channel", 16, 256, 64, "per_channel", True),
+        ("2x100x3, saturating output scale", 2, 100, 3, "per_tensor", True),
+        ("empty batch: 0x8x4", 0, 8, 4, "per_tensor", True),
+    ]
+    cases = []
+    for name, m, k, n, scheme, with_bias in specs:
+        x = rng.uniform(-1, 1, size=(m, k)).astype(np.float32)
+        w = rng.uniform(-0.5, 0.5, size=(n, k)).astype(np.float32)
+        b = rng.uniform(-0.2, 0.2, size=n).astype(np.float32) if with_bias else None
+        x_scale, x_zp = 2.0 / 255, 128
+        xq = torch.quantize_per_tensor(torch.from_numpy(x), x_scale, x_zp, torch.quint8)
+        if scheme == "per_tensor":
+            w_scale = float(np.abs(w).max() / 127)
+            wq = torch.quantize_per_tensor(torch.from_numpy(w), w_scale, 0, torch.qint8)
+            wparams = {"scale": w_scale, "zeroPoint": 0}
+        else:
+            scales = (np.abs(w).max(axis=1) / 127).astype(np.float64)
+            wq = torch.quantize_per_channel(torch.from_numpy(w), torch.from_numpy(scales),
+                                            torch.zeros(n, dtype=torch.int64), 0, torch.qint8)
+            wparams = {"scales": [float(s) for s in scales], "zeroPoints": [0] * n, "axis": 0}
+        ref = x @ w.T + (b if b is not None else 0)
+        out_scale = float(max(np.abs(ref).max(), 1e-3) * 2 / 255) if m > 0 else 0.05
+        if name.startswith("2x100x3"):
+            out_scale = out_scale / 8  # most outputs clamp at 0 or 255
+        out_zp = 128
+        outs = {}
+        for e in engines:
+            torch.backends.quantized.engine = e
+            try:
+                packed = torch.ops.quantized.linear_prepack(
+                    wq, torch.from_numpy(b) if b is not None else None)
+                y = torch.ops.quantized.linear(xq, packed, out_scale, out_zp)
+                outs[e] = [int(v) for v in y.int_repr().ravel().tolist()]
+            except Exception as err:  # an engine that refuses the case says why
+                outs[e] = str(err).splitlines()[0]
+        ints = [v for v in outs.values() if isinstance(v, list)]
+        agree = all(v == ints[0] for v in ints)
+        cases.append({
+            "name": name, "m": m, "k": k, "n": n,
+            "x": {"intRepr": [int(v) for v in xq.int_repr().ravel().tolist()],
+                  "scale": x_scale, "zeroPoint": x_zp},
+            "w": {"intRepr": [int(v) for v in wq.int_repr().ravel().tolist()], **wparams},
+            "bias": f32list(b) if b is not None else None,
+            "outScale": out_scale, "outZeroPoint": out_zp,
+            "torch": outs, "enginesAgree": agree,
+        })
+    return engines, cases
+
+
+engines, lin = linear_cases()
+data = {
+    "generator": "scripts/quantized-cases.py",
+    "torch": torch.__version__,
+    "engines": engines,
+    "quantize": quantize_cases(),
+    "linear": lin,
+}
+with open(OUT, "w") as f:
+    json.dump(data, f, separators=(",", ":"))
+    f.write("\n")
+print(f"{OUT}: torch {torch.__version__}, engines {engines}, "
+      f"{len(data['quantize'])} quantize cases, {len(lin)} linear cases, "
+      f"engines agree on {sum(c['enginesAgree'] for c in lin)}", file=sys.stderr)
