@@ -21,6 +21,7 @@ import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel } from "./flash.ts";
 import { loadDnnl } from "./library.ts";
 import { dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
+import { dnnlQuantizedKernels, ONEDNN_ENGINE } from "./qlinear.ts";
 import { dnnlState } from "./state.ts";
 
 export const DNNL_BACKEND = "cpu-dnnl";
@@ -107,6 +108,7 @@ function dnnlKernels(): AnyKernelDefinition[] {
       run: dnnlMatmul as (p: never) => unknown,
     },
     dnnlFlashKernel(),
+    ...dnnlQuantizedKernels(),
   ];
 }
 
@@ -115,6 +117,8 @@ export const dnnlBackend: BackendDefinition = defineBackend({
   namespaces: ["mkldnn"],
   packageName: PACKAGE,
   devices: ["cpu"],
+  // backends.quantized.engine = "onednn" (offered while oneDNN loads)
+  provides: { "quantized.engine": [ONEDNN_ENGINE] },
   version: () => {
     const v = dnnlState.lib?.version;
     return v ? `${v.major}.${v.minor}.${v.patch}` : undefined;

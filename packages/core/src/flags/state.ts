@@ -115,8 +115,22 @@ export function allFlagKeys(): string[] {
   return [...specs.keys()];
 }
 
-/** Makes `value` valid for an extensible enum flag (a package provides a quantized engine). */
-export function registerFlagChoice(key: string, value: string): void {
+/** Which backend added each value of an extensible enum (key -> value -> backend). */
+const providers = new Map<string, Map<string, string>>();
+/** Whether a providing backend can serve now (the registry installs the real test). */
+let providerUsable: (backend: string) => boolean = () => true;
+
+/** Installs the test of whether a backend that added flag values can serve them. */
+export function setFlagChoiceFilter(usable: (backend: string) => boolean): void {
+  providerUsable = usable;
+}
+
+/**
+ * Makes `value` valid for an extensible enum flag (a package provides a quantized engine).
+ * With `provider`, the value is valid only while that backend is available and has not
+ * failed to initialise (an engine whose library is missing is not offered).
+ */
+export function registerFlagChoice(key: string, value: string, provider?: string): void {
   const spec = specOrThrow(key);
   if (spec.kind !== "enum" || !spec.extensible) {
     throw new FlagError(`flag ${key} is not an extensible enum; packages cannot add values to it`);
@@ -127,12 +141,25 @@ export function registerFlagChoice(key: string, value: string): void {
   const list = choices.get(key) ?? [];
   if (!list.includes(value) && !spec.values.includes(value)) list.push(value);
   choices.set(key, list);
+  if (provider !== undefined) {
+    const byValue = providers.get(key) ?? new Map<string, string>();
+    byValue.set(value, provider);
+    providers.set(key, byValue);
+  }
 }
 
-/** Every value a flag accepts now: its own, plus what packages added. */
+/** The values packages added that their backends can serve now. */
+function usableChoices(key: string): string[] {
+  return (choices.get(key) ?? []).filter((v) => {
+    const p = providers.get(key)?.get(v);
+    return p === undefined || providerUsable(p);
+  });
+}
+
+/** Every value a flag accepts now: its own, plus what packages added and can serve. */
 export function flagChoices(key: string): string[] {
   const spec = specOrThrow(key);
-  return spec.kind === "enum" ? [...spec.values, ...(choices.get(key) ?? [])] : [];
+  return spec.kind === "enum" ? [...spec.values, ...usableChoices(key)] : [];
 }
 
 /** Records that `pkg` reads the flag (besides the readers its spec names). */
@@ -212,7 +239,7 @@ function specOrThrow(key: string): FlagSpec {
 
 /** Validates one value for a flag (what a set or a scope would store). */
 export function checkFlag(key: string, value: unknown): void {
-  validate(key, specOrThrow(key), value, choices.get(key));
+  validate(key, specOrThrow(key), value, usableChoices(key));
 }
 
 /** The current value of a flag, as seen by the calling task. */

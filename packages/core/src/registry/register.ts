@@ -5,18 +5,26 @@
  */
 import { addKernels } from "../dispatch/kernels.ts";
 import { RegistrationError } from "../errors.ts";
-import { addFlagReader, registerFlagChoice } from "../flags/state.ts";
+import { addFlagReader, registerFlagChoice, setFlagChoiceFilter } from "../flags/state.ts";
 import { extendNamespace, namespaceObject } from "../namespaces/namespace.ts";
 import { registerDeviceMemory } from "../tensor/memory.ts";
 import { show } from "../util/format.ts";
 import {
   addToRegistry,
+  availabilityOf,
   type BackendDefinition,
   bumpGeneration,
   getBackend,
   namespaceOwnerOf,
   type RegisteredBackend,
 } from "./backends.ts";
+
+// A value a backend adds to a flag (a quantized engine) is offered while that backend
+// can serve: available, and not failed to initialise (its library missing).
+setFlagChoiceFilter((name) => {
+  const b = getBackend(name);
+  return b !== undefined && b.initState !== "failed" && availabilityOf(b).available;
+});
 
 /** Identity helper that gives a backend definition its type. */
 export function defineBackend(def: BackendDefinition): BackendDefinition {
@@ -65,7 +73,7 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   for (const [ns, schema] of Object.entries(def.flags ?? {})) namespaceObject(ns, schema, reader);
   for (const key of def.reads ?? []) addFlagReader(key, reader);
   for (const [key, values] of Object.entries(def.provides ?? {}))
-    for (const v of values) registerFlagChoice(key, v);
+    for (const v of values) registerFlagChoice(key, v, def.name);
   for (const [ns, members] of Object.entries(def.api ?? {})) extendNamespace(ns, members);
   for (const m of def.memories ?? []) registerDeviceMemory(m);
   bumpGeneration();
