@@ -16,6 +16,7 @@ import {
   transformCacheInfo,
 } from "./cache.ts";
 import { type Algorithm, chooseAlgorithm, nnpackKernels } from "./kernels/conv2d.ts";
+import { loadQgemm, QNNPACK_ENGINE, qnnpackKernels } from "./quantized.ts";
 import { loadConv, loadConvSync } from "./wasm.ts";
 
 export const NNPACK_BACKEND = "nnpack";
@@ -61,10 +62,12 @@ export const nnpackBackend: BackendDefinition = defineBackend({
   devices: ["cpu"],
   version: () => VERSION,
   isAvailable: available,
-  init() {
-    if (loadConvSync()) return;
-    return loadConv().then(() => {});
+  async init() {
+    if (!loadConvSync()) await loadConv();
+    await loadQgemm();
   },
+  // backends.quantized.engine = "qnnpack": quantizedLinear in WASM (src/quantized.ts)
+  provides: { "quantized.engine": [QNNPACK_ENGINE] },
   capability: () => ({
     isa: "WASM_SIMD128",
     algorithms: ["wt8x8", "wt6x6", "ft8x8", "ft16x16", "direct", "implicit-gemm"],
@@ -73,7 +76,7 @@ export const nnpackBackend: BackendDefinition = defineBackend({
     gemm: gemmKernel(),
     transformCache: transformCacheInfo(),
   }),
-  kernels: nnpackKernels(),
+  kernels: [...nnpackKernels(), ...qnnpackKernels()],
   api: {
     nnpack: {
       algorithmFor,

@@ -7,7 +7,7 @@
  * conv run again with the same weights pays it once. Bias is fused into the primitive;
  * the scratchpad and the blocked copies of input and output are tensors of the CPU device.
  */
-import { empty, runtime, type Tensor } from "@backplane/core";
+import { empty, getFlag, runtime, type Tensor } from "@backplane/core";
 import { type Conv2dParams, type Pointer, readCString, readPointer } from "@backplane/core/backend";
 import {
   check,
@@ -226,7 +226,11 @@ export function planFor(p: Conv2dParams): Plan | string {
 }
 
 function lookUpPlan(p: Conv2dParams): Plan | string {
-  const key = `${layouts}:${dnnlState.threadsWanted()}:${keyOf(p)}`;
+  // Deterministic mode: one plan whatever the thread setting (the first layout oneDNN
+  // makes, no timing), run on one thread: oneDNN's kernels split a layer's sums by thread
+  // count (a 7x7/2 layer differed between 1 and 2 threads), so the bits would too.
+  const deterministic = getFlag("core.deterministic") === true;
+  const key = `${layouts}:${deterministic ? "det" : dnnlState.threadsWanted()}:${keyOf(p)}`;
   let plan = plans.get(key);
   if (plan === undefined) {
     const made: Plan[] = [];
@@ -241,6 +245,7 @@ function lookUpPlan(p: Conv2dParams): Plan | string {
       }
     }
     if (made.length === 0) plan = `oneDNN refused this convolution (${reasons.join("; ")})`;
+    else if (deterministic) plan = { ...made[0], oneThread: true };
     else if (p.n === 0) plan = made[0];
     else {
       const times = made.map((m) => steadyMs(m, p));

@@ -1,0 +1,96 @@
+/**
+ * The qnnpack quantized engine (WASM SIMD128): PyTorch's integers on every testkit case,
+ * on 1 and 2 threads, the layer's packed weights reused and freed with it, and the engine
+ * setting deciding what runs.
+ */
+import "../src/index.ts";
+import {
+  backends,
+  explain,
+  kernelPriority,
+  linearPrepack,
+  memoryStats,
+  quantizedLinear,
+  quantizePerChannel,
+  quantizePerTensor,
+  randn,
+  ready,
+} from "@backplane/core";
+import { runQuantizedConformance } from "@backplane/testkit";
+import { describe, expect, it } from "vitest";
+
+describe("quantized engine qnnpack (WASM)", () => {
+  it("gives PyTorch's integers on every case", async () => {
+    await ready();
+    const report = runQuantizedConformance({ kernel: "qnnpack-linear" });
+    console.log(`[backend-nnpack] ${report}`);
+    report.assertPassed();
+    expect(report.results.filter((r) => r.kernel === "qnnpack-linear").length).toBeGreaterThan(5);
+  });
+
+  it("equals the reference bit for bit on odd sizes, per channel, on 1 and 2 threads", async () => {
+    await ready();
+    for (const [m, k, n] of [
+      [1, 1, 1],
+      [5, 7, 3],
+      [2, 9, 13],
+      [31, 129, 33],
+      [64, 256, 100],
+    ]) {
+      const w = quantizePerChannel(
+        randn([n, k], { seed: m + k }),
+        Array.from({ length: n }, (_, i) => 0.01 + i * 0.001),
+        Array.from({ length: n }, (_, i) => (i % 5) - 2),
+        0,
+        "qint8",
+      );
+      const x = quantizePerTensor(randn([m, k], { seed: n }), 0.03, 131, "quint8");
+      const layer = linearPrepack(w, randn([n], { seed: 3 }));
+      const run = (kernel: string) => {
+        using _ = kernelPriority("quantizedLinear", [kernel]);
+        return Array.from(quantizedLinear(x, layer, 0.2, 100).intRepr().toFloat64());
+      };
+      const want = run("reference");
+      expect(run("qnnpack-linear")).toEqual(want);
+      {
+        using _t = backends.openmp.numThreadsScope(2);
+        expect(run("qnnpack-linear")).toEqual(want);
+      }
+      layer.dispose();
+    }
+  });
+
+  it("packs a layer's weights once and frees them with the layer", async () => {
+    await ready();
+    const w = quantizePerTensor(randn([40, 64], { seed: 9 }), 0.01, 0, "qint8");
+    const x = quantizePerTensor(randn([8, 64], { seed: 10 }), 0.02, 128, "quint8");
+    const layer = linearPrepack(w);
+    using _ = kernelPriority("quantizedLinear", ["qnnpack-linear"]);
+    quantizedLinear(x, layer, 0.1, 128).dispose();
+    expect(layer.engineCache.has("qnnpack")).toBe(true);
+    const before = memoryStats("cpu").allocatedBytes;
+    quantizedLinear(x, layer, 0.1, 128).dispose();
+    expect(memoryStats("cpu").allocatedBytes).toBe(before); // nothing packed again
+    layer.dispose();
+    expect(memoryStats("cpu").allocatedBytes).toBeLessThan(before);
+  });
+
+  it("runs only when quantized.engine is qnnpack or none, and says so", async () => {
+    await ready();
+    expect(backends.quantized.supportedEngines).toContain("qnnpack");
+    const w = quantizePerTensor(randn([4, 8], { seed: 11 }), 0.01, 0, "qint8");
+    const x = quantizePerTensor(randn([2, 8], { seed: 12 }), 0.02, 128, "quint8");
+    const layer = linearPrepack(w);
+    {
+      using _ = backends.quantized.flags({ engine: "qnnpack" as never });
+      expect(explain("quantizedLinear", x, layer, 0.1, 128).selected).toBe("qnnpack-linear");
+    }
+    if (backends.quantized.supportedEngines.includes("onednn")) {
+      using _ = backends.quantized.flags({ engine: "onednn" as never });
+      const c = explain("quantizedLinear", x, layer, 0.1, 128).candidates.find(
+        (k) => k.kernel === "qnnpack-linear",
+      );
+      expect(c?.reason).toBe('quantized.engine is "onednn"');
+    }
+  });
+});
