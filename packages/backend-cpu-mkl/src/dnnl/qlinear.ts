@@ -8,13 +8,15 @@
  * VNNI instructions (pairs of u8 x s8 products summed in int16): such CPUs are refused
  * with the reason, and the other engines serve.
  */
-import { backends } from "@backplane/core";
+import { backends, empty, QTensor, type Tensor } from "@backplane/core";
 import {
   type AnyKernelDefinition,
   linearChannelParams,
   type QLinearParams,
   requantizeLinear,
 } from "@backplane/core/backend";
+import { modules } from "../kernels/wasm.ts";
+import { addressOf } from "../wasm/scratch.ts";
 import { STATUS_NAMES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
@@ -40,40 +42,107 @@ export function dnnlQLinearSupports(p: QLinearParams): true | string {
   return true;
 }
 
-export function dnnlQLinear(p: QLinearParams): ReturnType<typeof requantizeLinear> {
-  const acc = new Int32Array(p.m * p.n);
-  if (acc.length > 0 && p.k > 0) {
-    const d = dnnlState.ready().dnnl;
-    const x = p.x.storage().hostData() as Uint8Array;
-    const w = p.packed.weight.storage().hostData() as Int8Array;
-    const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
-    const wZp = linearChannelParams(p).wZp[0];
-    dnnlState.applyThreads(); // integer sums: the same bits on any thread count
-    const status = d.dnnl_gemm_u8s8s32(
-      N,
-      T,
-      F,
-      p.m,
-      p.n,
-      p.k,
-      1,
-      x,
-      p.k,
-      xZp,
-      w,
-      p.k,
-      wZp,
-      0,
-      acc,
-      p.n,
-      NO_OFFSET,
-    );
-    if (status !== 0)
-      throw new Error(
-        `dnnl_gemm_u8s8s32(${p.m}x${p.n}x${p.k}) failed: ${STATUS_NAMES[status] ?? `status ${status}`}`,
-      );
+/** A layer's column sums Σ_k (w - w_zp), cached with the layer (a CPU tensor). */
+function columnSums(p: QLinearParams, wZp: number): Tensor {
+  const cached = p.packed.engineCache.get(ONEDNN_ENGINE) as { sums: Tensor } | undefined;
+  if (cached) return cached.sums;
+  const w = p.packed.weight.storage().hostData() as Int8Array;
+  const sums = empty([Math.max(1, p.n)], { dtype: "int32" });
+  const s = sums.hostData() as Int32Array;
+  for (let c = 0; c < p.n; c++) {
+    let t = 0;
+    for (let k = 0; k < p.k; k++) t += w[c * p.k + k] - wZp;
+    s[c] = t;
   }
-  return requantizeLinear(p, acc);
+  const entry: { sums: Tensor; dispose(): void } = { sums, dispose: () => sums.dispose() };
+  p.packed.engineCache.set(ONEDNN_ENGINE, entry);
+  return sums;
+}
+
+/**
+ * The sums Σ x (w - w_zp) on oneDNN (activation offset 0, so it does not sum the weights'
+ * columns again on every call: x_zp · Σ (w - w_zp) comes from the layer's cached column
+ * sums), then the requantization in WASM (backend-cpu-mkl's kernels module), which
+ * subtracts that term first.
+ */
+export function dnnlQLinear(p: QLinearParams): QTensor {
+  const out = empty(p.outShape, { dtype: "uint8" });
+  const result = new QTensor(out, "quint8", {
+    scheme: "per_tensor_affine",
+    scale: p.outScale,
+    zeroPoint: p.outZeroPoint,
+  });
+  if (p.m === 0 || p.n === 0) return result;
+  const { wZp, mult } = linearChannelParams(p);
+  const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
+  const acc = empty([p.m * p.n], { dtype: "int32" });
+  const multT = empty([p.n], { dtype: "float32" });
+  try {
+    const sums = columnSums(p, wZp[0]);
+    const a = acc.hostData() as Int32Array;
+    if (p.k === 0) a.fill(0);
+    else gemm(p, a, wZp[0]);
+    (multT.hostData() as Float32Array).set(mult);
+    const inv = Math.fround(1 / Math.fround(p.outScale));
+    const bias = p.packed.bias;
+    const k = modules.kernels;
+    if (k)
+      k.requant_linear_u8(
+        addressOf(acc),
+        p.m,
+        p.n,
+        addressOf(sums),
+        xZp,
+        addressOf(multT),
+        bias ? addressOf(bias) : 0,
+        inv,
+        p.outZeroPoint,
+        addressOf(out),
+      );
+    else {
+      // Without the WASM module: the core's requantization on the corrected sums.
+      const s = sums.hostData() as Int32Array;
+      for (let i = 0; i < a.length; i++) a[i] -= xZp * s[i % p.n];
+      result.dispose();
+      return requantizeLinear(p, a);
+    }
+    return result;
+  } catch (e) {
+    result.dispose();
+    throw e;
+  } finally {
+    acc.dispose();
+    multT.dispose();
+  }
+}
+
+/** acc = x (w - w_zp)ᵀ, int32, on oneDNN's threads (integer sums: the same bits on any). */
+function gemm(p: QLinearParams, acc: Int32Array, wZp: number): void {
+  const d = dnnlState.ready().dnnl;
+  dnnlState.applyThreads();
+  const status = d.dnnl_gemm_u8s8s32(
+    N,
+    T,
+    F,
+    p.m,
+    p.n,
+    p.k,
+    1,
+    p.x.storage().hostData() as Uint8Array,
+    p.k,
+    0,
+    p.packed.weight.storage().hostData() as Int8Array,
+    p.k,
+    wZp,
+    0,
+    acc,
+    p.n,
+    NO_OFFSET,
+  );
+  if (status !== 0)
+    throw new Error(
+      `dnnl_gemm_u8s8s32(${p.m}x${p.n}x${p.k}) failed: ${STATUS_NAMES[status] ?? `status ${status}`}`,
+    );
 }
 
 export function dnnlQuantizedKernels(): AnyKernelDefinition[] {

@@ -58,4 +58,16 @@ export interface KernelsModule {
   qr(a: Ptr, m: number, n: number, complete: number, q: Ptr, r: Ptr, work: Ptr): void;
   eigh(a: Ptr, n: number, values: Ptr, vectors: Ptr, work: Ptr): number;
   svd(a: Ptr, m: number, n: number, full: number, u: Ptr, s: Ptr, vh: Ptr, work: Ptr): number;
+  requant_linear_u8(
+    acc: Ptr,
+    m: number,
+    n: number,
+    colsum: Ptr,
+    xzp: number,
+    mult: Ptr,
+    bias: Ptr,
+    inv: number,
+    zp: number,
+    y: Ptr,
+  ): void;
 }

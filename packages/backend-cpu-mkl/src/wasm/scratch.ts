@@ -1,5 +1,5 @@
 /** Scratch buffers in the CPU memory for WASM kernels, freed when the kernel is done. */
-import type { Tensor } from "@backplane/core";
+import { bytesPerElement, type Tensor } from "@backplane/core";
 import { cpuMemory } from "@backplane/core/backend";
 
 export class Scratch {
@@ -25,17 +25,7 @@ export class Scratch {
 
 /** Byte address of a tensor's first element in the CPU memory. */
 export function addressOf(t: Tensor): number {
-  const bpe =
-    t.dtype === "float64"
-      ? 8
-      : t.dtype === "float32" || t.dtype === "int32"
-        ? 4
-        : t.dtype === "bool"
-          ? 1
-          : t.dtype === "int64"
-            ? 8
-            : 2;
-  return (t.storage.handle as number) + t.offset * bpe;
+  return (t.storage.handle as number) + t.offset * bytesPerElement(t.dtype);
 }
 
 /** Whether the tensor lives in the CPU memory WASM kernels import. */

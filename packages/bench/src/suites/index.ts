@@ -28,6 +28,11 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Suite
     summary: "a oneDNN conv2d and an OpenBLAS matmul alternating on 2 threads, against each alone",
     load: async () => (await import("./interleave.ts")).default,
   },
+  quantized: {
+    summary:
+      "int8 linear layers: the qnnpack (WASM) and onednn engines against fp32, onnxruntime, PyTorch",
+    load: async () => (await import("./quantized.ts")).default,
+  },
   sdpa: {
     summary: "attention N = 512..4096: math path against the fused flash kernels, time and memory",
     load: async () => (await import("./sdpa.ts")).default,

@@ -1,0 +1,310 @@
+/**
+ * quantized: int8 linear layers (uint8 activations, int8 weights, requantized to uint8),
+ * one thread, on fully connected shapes of ResNet-50, MobileNet-v2 and a transformer:
+ * - qnnpack: quantizedLinear on backend-nnpack's WASM engine (quantized.engine "qnnpack");
+ * - onednn: quantizedLinear on backend-cpu-mkl's oneDNN engine, where libdnnl loads;
+ * - fp32-wasm: the same product in float32 on backend-cpu-mkl's WASM GEMM (matmul of x
+ *   and Wᵀ), the speed an int8 engine has to beat in a browser;
+ * - ort-int8: onnxruntime-node's MatMulInteger (uint8 x int8 -> int32; no requantization,
+ *   which ours includes), CPU EP, one thread;
+ * - torch-<engine>: PyTorch 2.13's torch.ops.quantized.linear with the same integers, per
+ *   engine (x86, onednn, qnnpack), one thread, timed in a python3 subprocess.
+ * Every Backplane output is checked against the reference kernel (bit for bit) first.
+ * Ratios: other_ms / ours_ms (> 1: ours faster).
+ *
+ *   npm run bench -- quantized
+ */
+import {
+  backends,
+  kernelPriority,
+  linearPrepack,
+  matmul,
+  type QTensor,
+  quantizedLinear,
+  quantizePerTensor,
+  randn,
+  type Tensor,
+} from "@backplane/core";
+import type { Harness } from "../harness.ts";
+import { NO_TORCH, torchPythons } from "../peers/torch-python.ts";
+import { reason } from "../peers/types.ts";
+
+const SHAPES: { name: string; m: number; k: number; n: number }[] = [
+  { name: "resnet50 fc 1x2048>1000", m: 1, k: 2048, n: 1000 },
+  { name: "mobilenetv2 fc 1x1280>1000", m: 1, k: 1280, n: 1000 },
+  { name: "bert ffn 64x768>3072", m: 64, k: 768, n: 3072 },
+  { name: "linear 128x1024>1024", m: 128, k: 1024, n: 1024 },
+];
+const X_SCALE = 2 / 255;
+const X_ZP = 128;
+
+interface Layer {
+  x: QTensor;
+  packed: ReturnType<typeof linearPrepack>;
+  outScale: number;
+  xf: Tensor;
+  wt: Tensor;
+  xInts: Uint8Array;
+  wInts: Int8Array;
+  wScale: number;
+}
+
+function makeLayer(m: number, k: number, n: number, seed: number): Layer {
+  const xf = randn([m, k], { seed });
+  const wf = randn([n, k], { seed: seed + 1 });
+  const w = quantizePerTensor(wf, 3 / 127, 0, "qint8"); // +-3 sigma
+  const x = quantizePerTensor(xf, X_SCALE, X_ZP, "quint8");
+  const packed = linearPrepack(w);
+  const wt = wf.transpose(0, 1).contiguous();
+  const copyOf = <T extends Uint8Array | Int8Array>(
+    q: QTensor,
+    C: { from(a: ArrayLike<number>): T },
+  ) => {
+    const t = q.intRepr();
+    const a = C.from(t.hostData() as ArrayLike<number>);
+    t.dispose();
+    return a;
+  };
+  const layer: Layer = {
+    x,
+    packed,
+    // Outputs of a few standard deviations map onto the uint8 range.
+    outScale: (0.05 * Math.sqrt(k)) / 8,
+    xf,
+    wt,
+    xInts: copyOf(x, Uint8Array),
+    wInts: copyOf(w, Int8Array),
+    wScale: w.qScale(),
+  };
+  w.dispose();
+  wf.dispose();
+  return layer;
+}
+
+function run(kernel: string, l: Layer): () => void {
+  return () => {
+    using _ = kernelPriority("quantizedLinear", [kernel]);
+    quantizedLinear(l.x, l.packed, l.outScale, 128).dispose();
+  };
+}
+
+function ints(kernel: string, l: Layer): string {
+  using _ = kernelPriority("quantizedLinear", [kernel]);
+  const y = quantizedLinear(l.x, l.packed, l.outScale, 128);
+  const s = Array.from(y.intRepr().toFloat64()).join(",");
+  y.dispose();
+  return s;
+}
+
+async function ortInt8(): Promise<
+  ((l: Layer, m: number, k: number, n: number) => Promise<() => Promise<void>>) | string
+> {
+  try {
+    type Ort = typeof import("onnxruntime-node");
+    const mod = (await import("onnxruntime-node")) as unknown as Ort & { default?: Ort };
+    const ort = (mod.InferenceSession ? mod : mod.default) as Ort;
+    ort.env.logLevel = "error";
+    const { buildModel } = await import("../peers/onnx-model.ts");
+    return async (l, m, k, n) => {
+      const model = buildModel({
+        name: "mmi",
+        nodes: [{ opType: "MatMulInteger", inputs: ["A", "B", "az", "bz"], outputs: ["Y"] }],
+        inputs: [
+          { name: "A", dims: [m, k], elemType: 2 },
+          { name: "B", dims: [k, n], elemType: 3 },
+          { name: "az", dims: [], elemType: 2 },
+          { name: "bz", dims: [], elemType: 3 },
+        ],
+        outputs: [{ name: "Y", dims: [m, n], elemType: 6 }],
+      });
+      const s = await ort.InferenceSession.create(model, {
+        executionProviders: ["cpu"],
+        intraOpNumThreads: 1,
+        interOpNumThreads: 1,
+        graphOptimizationLevel: "all",
+      });
+      const bT = new Int8Array(k * n);
+      for (let i = 0; i < n; i++) for (let j = 0; j < k; j++) bT[j * n + i] = l.wInts[i * k + j];
+      const feeds = {
+        A: new ort.Tensor("uint8", l.xInts, [m, k]),
+        B: new ort.Tensor("int8", bT, [k, n]),
+        az: new ort.Tensor("uint8", Uint8Array.of(X_ZP), []),
+        bz: new ort.Tensor("int8", Int8Array.of(0), []),
+      };
+      return async () => {
+        const r = await s.run(feeds);
+        r.Y.dispose?.();
+      };
+    };
+  } catch (err) {
+    return reason(err);
+  }
+}
+
+const TORCH_SCRIPT = `
+import json, sys, time
+import numpy as np
+import torch
+spec = json.load(open(sys.argv[1]))
+torch.set_num_threads(1)
+res = {"version": torch.__version__, "layers": []}
+for L in spec["layers"]:
+    x = torch.from_numpy(np.fromfile(L["x"], dtype=np.uint8).reshape(L["m"], L["k"]))
+    w = torch.from_numpy(np.fromfile(L["w"], dtype=np.int8).reshape(L["n"], L["k"]))
+    xq = torch._make_per_tensor_quantized_tensor(x, L["xScale"], L["xZp"])
+    wq = torch._make_per_tensor_quantized_tensor(w, L["wScale"], 0)
+    out = {"name": L["name"]}
+    for e in ["x86", "onednn", "qnnpack"]:
+        if e not in torch.backends.quantized.supported_engines:
+            continue
+        torch.backends.quantized.engine = e
+        packed = torch.ops.quantized.linear_prepack(wq, None)
+        f = lambda: torch.ops.quantized.linear(xq, packed, L["outScale"], 128)
+        f()
+        t0 = time.perf_counter(); f(); t = time.perf_counter() - t0
+        batch = max(1, int(0.02 / max(t, 1e-6)))
+        samples = []
+        for _ in range(spec["samples"]):
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                f()
+            samples.append((time.perf_counter() - t0) / batch * 1000)
+        samples.sort()
+        out[e] = samples[len(samples) // 2]
+    res["layers"].append(out)
+print(json.dumps(res))
+`;
+
+async function runTorch(
+  layers: { name: string; l: Layer; m: number; k: number; n: number }[],
+): Promise<{ info: string; ms: Map<string, Record<string, number>> } | string> {
+  const python = torchPythons()[0]?.python;
+  if (!python) return NO_TORCH;
+  const { spawnSync } = await import("node:child_process");
+  const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const dir = mkdtempSync(join(tmpdir(), "backplane-quantized-"));
+  try {
+    const spec = {
+      samples: 11,
+      layers: layers.map(({ name, l, m, k, n }, i) => {
+        writeFileSync(join(dir, `x${i}`), l.xInts);
+        writeFileSync(
+          join(dir, `w${i}`),
+          new Uint8Array(l.wInts.buffer, l.wInts.byteOffset, l.wInts.length),
+        );
+        return {
+          name,
+          m,
+          k,
+          n,
+          x: join(dir, `x${i}`),
+          w: join(dir, `w${i}`),
+          xScale: X_SCALE,
+          xZp: X_ZP,
+          wScale: l.wScale,
+          outScale: l.outScale,
+        };
+      }),
+    };
+    writeFileSync(join(dir, "spec.json"), JSON.stringify(spec));
+    writeFileSync(join(dir, "run.py"), TORCH_SCRIPT);
+    const r = spawnSync(python, [join(dir, "run.py"), join(dir, "spec.json")], {
+      encoding: "utf8",
+      timeout: 300_000,
+      env: { ...process.env, OMP_NUM_THREADS: "1", MKL_NUM_THREADS: "1" },
+    });
+    if (r.status !== 0)
+      return `python3 failed: ${(r.stderr || r.error?.message || "").slice(-300)}`;
+    const out = JSON.parse(r.stdout.trim().split("\n").pop()!);
+    const ms = new Map<string, Record<string, number>>();
+    for (const x of out.layers) ms.set(x.name, x);
+    return {
+      info: `torch ${out.version} (${python}), one thread, torch.ops.quantized.linear per engine; timed in a python3 subprocess (median of 11 samples of ~20 ms), not interleaved with the others`,
+      ms,
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export default {
+  description:
+    "int8 linear layers, one thread: the qnnpack (WASM) and onednn engines against float32 WASM, onnxruntime-node and PyTorch",
+  // Long: the suite's script: load the engines, check each output, time, add PyTorch.
+  async run(h: Harness) {
+    try {
+      await import("@backplane/backend-nnpack");
+      await import("@backplane/backend-cpu-mkl").catch(() => undefined);
+      backends.openmp.setNumThreads(1);
+      await backends.ready();
+    } catch (err) {
+      h.note(`backend-nnpack did not load: ${reason(err)}`);
+      return;
+    }
+    const engines = backends.quantized.supportedEngines;
+    h.note(`quantized.supportedEngines: ${engines.join(", ")}`);
+    const ort = await ortInt8();
+    if (typeof ort === "string") h.note(`ort-int8: unavailable: ${ort}`);
+    const layers = SHAPES.map((s, i) => ({ ...s, l: makeLayer(s.m, s.k, s.n, 10 + i) }));
+    for (const { name, l, m, k, n } of layers) {
+      const want = ints("reference", l);
+      const impls: Record<string, () => unknown> = {};
+      for (const [impl, kernel] of [
+        ["qnnpack", "qnnpack-linear"],
+        ["onednn", "onednn-qlinear"],
+      ] as const) {
+        if (!engines.includes(impl)) continue;
+        if (ints(kernel, l) !== want) {
+          h.note(`${name}: ${impl} differs from the reference; not timed`);
+          continue;
+        }
+        impls[impl] = run(kernel, l);
+      }
+      impls["fp32-wasm"] = () => {
+        using _ = kernelPriority("matmul", ["wasm-gemm"]);
+        matmul(l.xf, l.wt).dispose();
+      };
+      if (typeof ort !== "string") impls["ort-int8"] = await ort(l, m, k, n);
+      const ms = await h.compare(name, impls, { flops: 2 * m * k * n, samples: 11 });
+      if (ms.qnnpack) {
+        h.ratio(`fp32_wasm_over_qnnpack ${name}`, ms["fp32-wasm"] / ms.qnnpack);
+        if (ms["ort-int8"]) h.ratio(`ort_int8_over_qnnpack ${name}`, ms["ort-int8"] / ms.qnnpack);
+      }
+    }
+    const torch = await runTorch(layers);
+    if (typeof torch === "string") h.note(`torch: ${torch}`);
+    else {
+      h.note(torch.info);
+      for (const { name, m, k, n } of layers) {
+        const t = torch.ms.get(name);
+        if (!t) continue;
+        for (const e of ["x86", "onednn", "qnnpack"]) {
+          if (t[e] === undefined) continue;
+          h.results.push({
+            case: name,
+            impl: `torch-${e}`,
+            median_ms: t[e],
+            samples: 11,
+            gflops: (2 * m * k * n) / (t[e] * 1e6),
+          });
+        }
+        const ours = h.results.find((r) => r.case === name && r.impl === "onednn")?.median_ms;
+        if (ours && t.onednn) h.ratio(`torch_onednn_over_onednn ${name}`, t.onednn / ours);
+        if (ours && t.x86) h.ratio(`torch_x86_over_onednn ${name}`, t.x86 / ours);
+        const q = h.results.find((r) => r.case === name && r.impl === "qnnpack")?.median_ms;
+        if (q && t.qnnpack) h.ratio(`torch_qnnpack_over_qnnpack ${name}`, t.qnnpack / q);
+      }
+    }
+    h.note(
+      "outputs of qnnpack and onednn equal the reference kernel's bit for bit before timing; ort-int8 stops at the int32 sums (no requantization), ours include it",
+    );
+    for (const { l } of layers) {
+      l.x.dispose();
+      l.packed.dispose();
+      l.xf.dispose();
+      l.wt.dispose();
+    }
+  },
+};
