@@ -68,6 +68,7 @@ export const nnpackBackend: BackendDefinition = defineBackend({
   },
   // backends.quantized.engine = "qnnpack": quantizedLinear in WASM (src/quantized.ts)
   provides: { "quantized.engine": [QNNPACK_ENGINE] },
+  reads: ["quantized.engine"],
   capability: () => ({
     isa: "WASM_SIMD128",
     algorithms: ["wt8x8", "wt6x6", "ft8x8", "ft16x16", "direct", "implicit-gemm"],

@@ -32,7 +32,7 @@ Usage:
                                      the contraction path (opt_einsum's PathInfo
                                      table); shapes like 2x3 (backend-opt-einsum)
   backplane bench <suite> [--json]   a benchmark suite (gemm, conv2d, sdpa, einsum,
-                                     dispatch, interleave) against its peers: a table, or JSON;
+                                     dispatch, interleave, quantized) against its peers: a table, or JSON;
                                      a progress bar on a terminal (@backplane/bench)
   backplane run-cpu [options] script [args]
                                      runs a script as N instances with cores per

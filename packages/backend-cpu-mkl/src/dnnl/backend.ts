@@ -119,6 +119,7 @@ export const dnnlBackend: BackendDefinition = defineBackend({
   devices: ["cpu"],
   // backends.quantized.engine = "onednn" (offered while oneDNN loads)
   provides: { "quantized.engine": [ONEDNN_ENGINE] },
+  reads: ["quantized.engine"],
   version: () => {
     const v = dnnlState.lib?.version;
     return v ? `${v.major}.${v.minor}.${v.patch}` : undefined;

@@ -268,8 +268,8 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
     engine: oneOf(["none"], "none", {
       torch: "torch.backends.quantized.engine",
       extensible: true,
-      doc: "engines become valid when a package provides them (quantized.supportedEngines)",
-      readBy: [],
+      doc: "engines become valid when a package provides them and can serve them (quantized.supportedEngines); none lets every engine's kernels run in their ranked order",
+      readBy: ["@backplane/backend-nnpack", "@backplane/backend-cpu-mkl"],
     }),
   },
   xnnpack: {
