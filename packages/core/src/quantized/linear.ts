@@ -24,7 +24,7 @@ export class PackedLinear implements Disposable {
   readonly weight: QTensor;
   readonly bias: Tensor | undefined;
   /** Engines' own packed forms of the weights, by engine (freed with this object). */
-  readonly engineCache = new Map<string, { dispose(): void }>();
+  readonly engineCache: Map<string, { dispose(): void }> = new Map();
 
   constructor(weight: QTensor, bias: Tensor | undefined) {
     this.weight = weight;
