@@ -12,11 +12,11 @@ import {
   linearChannelParams,
   loadWasmModule,
   loadWasmModuleSync,
-  parallelFor,
   type QLinearParams,
+  quantizedEngineGate,
   type WasmModuleFiles,
 } from "@backplane/core/backend";
-import { addressOf, inWasmMemory } from "./util.ts";
+import { addressOf, inWasmMemory, parallel, Scratch } from "./util.ts";
 
 export const QNNPACK_ENGINE = "qnnpack";
 const MODULE_ID = "backend-nnpack/qgemm";
@@ -36,6 +36,8 @@ const QGEMM_WASM: WasmModuleFiles = {
 };
 
 let qgemm: QgemmModule | undefined;
+/** The kernels take no per-thread scratch (parallel() allocates none without `work`). */
+const NO_SCRATCH = new Scratch();
 
 /** Loads the module (synchronously where the runtime allows). */
 export async function loadQgemm(): Promise<void> {
@@ -103,10 +105,10 @@ export function qnnpackLinear(p: QLinearParams): QTensor {
     (mult.hostData() as Float32Array).set(linearChannelParams(p).mult);
     const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
     const x = addressOf(p.x.storage());
-    run("qpack_x", [x, p.m, p.k, xZp, addressOf(xp), 0, p.m], 5, p.m, "x rows");
+    parallel("qpack_x", [x, p.m, p.k, xZp, addressOf(xp)], p.m, NO_SCRATCH, undefined, MODULE_ID);
     const bias = p.packed.bias ? addressOf(p.packed.bias) : 0;
     const inv = Math.fround(1 / Math.fround(p.outScale));
-    run(
+    parallel(
       "qlinear",
       [
         addressOf(xp),
@@ -119,12 +121,11 @@ export function qnnpackLinear(p: QLinearParams): QTensor {
         inv,
         p.outZeroPoint,
         addressOf(out),
-        0,
-        p.m,
       ],
-      10,
       p.m,
-      "rows",
+      NO_SCRATCH,
+      undefined,
+      MODULE_ID,
     );
     return result;
   } catch (e) {
@@ -134,21 +135,6 @@ export function qnnpackLinear(p: QLinearParams): QTensor {
     xp.dispose();
     mult.dispose();
   }
-}
-
-/** Runs `fn` over `items` rows split across the pool: args[startArg] is the first row. */
-function run(fn: string, args: number[], startArg: number, items: number, what: string): void {
-  const step = new Array<number>(args.length).fill(0);
-  step[startArg] = 1;
-  parallelFor({
-    module: MODULE_ID,
-    fn,
-    args,
-    step,
-    countArg: startArg + 1,
-    items,
-    label: `qnnpack ${fn} ${what}`,
-  });
 }
 
 export function qnnpackKernels(): AnyKernelDefinition[] {
@@ -161,12 +147,7 @@ export function qnnpackKernels(): AnyKernelDefinition[] {
       // Exact integer sums, each output from one tile: the same bits on any thread count.
       deterministic: true,
       priority: 40,
-      enabled: (flag: (key: string) => unknown) => {
-        const e = flag("quantized.engine");
-        return e === "none" || e === QNNPACK_ENGINE
-          ? true
-          : `quantized.engine is ${JSON.stringify(e)}`;
-      },
+      enabled: quantizedEngineGate(QNNPACK_ENGINE),
       supports: qnnpackLinearSupports as (p: never) => true | string,
       run: qnnpackLinear as (p: never) => unknown,
     },

@@ -36,7 +36,7 @@ export function inWasmMemory(t: Tensor): boolean {
 export const roundUp = (x: number, r: number): number => Math.ceil(x / r) * r;
 
 /**
- * Runs export `fn` of the conv module over `items`, split across the threads the core
+ * Runs export `fn` of the conv module (or of `module`) over `items`, split across the threads the core
  * allows: args are the leading arguments; `work` bytes of private scratch per thread are
  * passed before (start, count) when given.
  */
@@ -46,6 +46,7 @@ export function parallel(
   items: number,
   scratch: Scratch,
   work?: number,
+  module: string = MODULE_ID,
 ): void {
   if (items <= 0) return;
   const threads = Math.max(1, Math.min(cpuThreads(), items));
@@ -62,7 +63,7 @@ export function parallel(
   step[start] = 1;
   parallelFor(
     {
-      module: MODULE_ID,
+      module,
       fn,
       args: a,
       step,

@@ -81,6 +81,7 @@ export { logSoftmaxOp, type SoftmaxParams, softmaxOp } from "./ops/softmax.ts";
 export {
   linearChannelParams,
   type QLinearParams,
+  quantizedEngineGate,
   quantizedLinearOp,
   requantizeLinear,
 } from "./quantized/linear.ts";

@@ -20,7 +20,7 @@ import { limitNativeSpinning } from "../native/spin-env.ts";
 import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel } from "./flash.ts";
 import { loadDnnl } from "./library.ts";
-import { dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
+import { autoBlasOnly, dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
 import { dnnlQuantizedKernels, ONEDNN_ENGINE } from "./qlinear.ts";
 import { dnnlState } from "./state.ts";
 
@@ -99,11 +99,7 @@ function dnnlKernels(): AnyKernelDefinition[] {
       verboseFlags: ["mkldnn.verbose"],
       // Below the native BLAS and above the WASM GEMM; the calibration reorders by measurement.
       priority: 75,
-      // A BLAS library asked for by name (or the WASM GEMM) is what matmul should run.
-      enabled: (flag: (key: string) => unknown) =>
-        flag("cpu.preferredBlasLibrary") === "auto"
-          ? true
-          : `cpu.preferredBlasLibrary is ${JSON.stringify(flag("cpu.preferredBlasLibrary"))}`,
+      enabled: autoBlasOnly,
       supports: dnnlMatmulSupports as (p: never) => true | string,
       run: dnnlMatmul as (p: never) => unknown,
     },

@@ -8,7 +8,8 @@
  */
 import type { AnyKernelDefinition, SdpaParams } from "@backplane/core/backend";
 import { flashTileRun, flashTileSupports, type TileGemm } from "../kernels/flash-blas.ts";
-import { STATUS_NAMES } from "./library.ts";
+import { check } from "./call.ts";
+import { autoBlasOnly } from "./matmul.ts";
 import { dnnlState } from "./state.ts";
 
 const N = 78; // 'N'
@@ -18,13 +19,11 @@ const dnnlGemm: TileGemm = {
   kernel: "flash-cpu-dnnl",
   missing: () => (dnnlState.lib ? undefined : "oneDNN is not loaded"),
   sgemm(transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) {
-    const status = dnnlState
-      .ready()
-      .dnnl.dnnl_sgemm(N, transB ? T : N, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-    if (status !== 0)
-      throw new Error(
-        `dnnl_sgemm(${m}x${n}x${k}) failed: ${STATUS_NAMES[status] ?? `status ${status}`}`,
-      );
+    const d = dnnlState.ready().dnnl;
+    check(
+      `dnnl_sgemm(${m}x${n}x${k})`,
+      d.dnnl_sgemm(N, transB ? T : N, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
+    );
   },
   onThreads(oneThread, call) {
     dnnlState.applyThreads(oneThread ? 1 : undefined);
@@ -50,11 +49,7 @@ export function dnnlFlashKernel(): AnyKernelDefinition {
     // Above flash-cpu-blas: faster on one and two threads on the Intel Xeon it was measured
     // on (see the header); the calibration reorders by what it measures elsewhere.
     priority: 61,
-    // As onednn-matmul: a BLAS library asked for by name (or "wasm") is what should run.
-    enabled: (flag: (key: string) => unknown) =>
-      flag("cpu.preferredBlasLibrary") === "auto"
-        ? true
-        : `cpu.preferredBlasLibrary is ${JSON.stringify(flag("cpu.preferredBlasLibrary"))}`,
+    enabled: autoBlasOnly,
     supports: (p: SdpaParams) => flashTileSupports(dnnlGemm, p),
     run: (p: SdpaParams) => flashTileRun(dnnlGemm, p),
   } as AnyKernelDefinition;

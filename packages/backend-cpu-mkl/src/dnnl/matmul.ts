@@ -70,6 +70,15 @@ function planFor(p: MatmulParams): MatmulPlan | string {
   return plan;
 }
 
+/**
+ * The `enabled` check of oneDNN's GEMM-based kernels (onednn-matmul, flash-cpu-dnnl): a
+ * BLAS library asked for by name (or the WASM GEMM) is what should run, not oneDNN.
+ */
+export function autoBlasOnly(flag: (key: string) => unknown): true | string {
+  const b = flag("cpu.preferredBlasLibrary");
+  return b === "auto" ? true : `cpu.preferredBlasLibrary is ${JSON.stringify(b)}`;
+}
+
 /** The last two strides oneDNN can take: one of them 1 (a row-major or transposed matrix). */
 function matrixStrides(s: number[]): boolean {
   const [r, c] = s.slice(-2);

@@ -1,8 +1,8 @@
 /**
  * The "onednn" quantized engine (backends.quantized.engine): quantizedLinear's integer
  * product on oneDNN's dnnl_gemm_u8s8s32 (uint8 activations, int8 weights, exact int32
- * sums with both zero points applied), then the core's requantization, so the output has
- * the bits of the reference and of PyTorch's engines.
+ * sums with both zero points applied), then the requantization in WASM (the core's formula),
+ * so the output has the bits of the reference and of PyTorch's engines.
  *
  * oneDNN warns that its u8s8s32 GEMM may saturate intermediate sums where the CPU has no
  * VNNI instructions (pairs of u8 x s8 products summed in int16): such CPUs are refused
@@ -13,11 +13,11 @@ import {
   type AnyKernelDefinition,
   linearChannelParams,
   type QLinearParams,
-  requantizeLinear,
+  quantizedEngineGate,
 } from "@backplane/core/backend";
 import { modules } from "../kernels/wasm.ts";
 import { addressOf } from "../wasm/scratch.ts";
-import { STATUS_NAMES } from "./library.ts";
+import { check } from "./call.ts";
 import { dnnlState } from "./state.ts";
 
 export const ONEDNN_ENGINE = "onednn";
@@ -34,6 +34,8 @@ function hasVnni(): boolean {
 /** Why the onednn engine refuses these inputs, or true. */
 export function dnnlQLinearSupports(p: QLinearParams): true | string {
   if (!dnnlState.lib) return "oneDNN is not loaded";
+  if (!modules.kernels)
+    return "backend-cpu-mkl's WASM kernels (its requantization) have not loaded";
   if (!hasVnni())
     return "this CPU has no VNNI: oneDNN's u8s8s32 GEMM may saturate its int16 intermediate sums (qnnpack serves)";
   const w = p.packed.weight.qparams;
@@ -85,27 +87,18 @@ export function dnnlQLinear(p: QLinearParams): QTensor {
     (multT.hostData() as Float32Array).set(mult);
     const inv = Math.fround(1 / Math.fround(p.outScale));
     const bias = p.packed.bias;
-    const k = modules.kernels;
-    if (k)
-      k.requant_linear_u8(
-        addressOf(acc),
-        p.m,
-        p.n,
-        addressOf(sums),
-        xZp,
-        addressOf(multT),
-        bias ? addressOf(bias) : 0,
-        inv,
-        p.outZeroPoint,
-        addressOf(out),
-      );
-    else {
-      // Without the WASM module: the core's requantization on the corrected sums.
-      const s = sums.hostData() as Int32Array;
-      for (let i = 0; i < a.length; i++) a[i] -= xZp * s[i % p.n];
-      result.dispose();
-      return requantizeLinear(p, a);
-    }
+    modules.kernels!.requant_linear_u8(
+      addressOf(acc),
+      p.m,
+      p.n,
+      addressOf(sums),
+      xZp,
+      addressOf(multT),
+      bias ? addressOf(bias) : 0,
+      inv,
+      p.outZeroPoint,
+      addressOf(out),
+    );
     return result;
   } catch (e) {
     result.dispose();
@@ -139,10 +132,7 @@ function gemm(p: QLinearParams, acc: Int32Array, wZp: number): void {
     p.n,
     NO_OFFSET,
   );
-  if (status !== 0)
-    throw new Error(
-      `dnnl_gemm_u8s8s32(${p.m}x${p.n}x${p.k}) failed: ${STATUS_NAMES[status] ?? `status ${status}`}`,
-    );
+  check(`dnnl_gemm_u8s8s32(${p.m}x${p.n}x${p.k})`, status);
 }
 
 export function dnnlQuantizedKernels(): AnyKernelDefinition[] {
@@ -156,12 +146,7 @@ export function dnnlQuantizedKernels(): AnyKernelDefinition[] {
       flags: ["mkldnn.enabled"],
       verboseFlags: ["mkldnn.verbose"],
       priority: 50,
-      enabled: (flag: (key: string) => unknown) => {
-        const e = flag("quantized.engine");
-        return e === "none" || e === ONEDNN_ENGINE
-          ? true
-          : `quantized.engine is ${JSON.stringify(e)}`;
-      },
+      enabled: quantizedEngineGate(ONEDNN_ENGINE),
       supports: dnnlQLinearSupports as (p: never) => true | string,
       run: dnnlQLinear as (p: never) => unknown,
     },

@@ -171,6 +171,19 @@ export function quantizedLinear(
   return dispatch(quantizedLinearOp, prepare(x, packed, outScale, outZeroPoint)) as QTensor;
 }
 
+/**
+ * The `enabled` check of an engine's quantized kernels: they run when quantized.engine
+ * names their engine, or is "none" (any engine, in ranked order).
+ */
+export function quantizedEngineGate(
+  engine: string,
+): (flag: (key: string) => unknown) => true | string {
+  return (flag) => {
+    const e = flag("quantized.engine");
+    return e === "none" || e === engine ? true : `quantized.engine is ${JSON.stringify(e)}`;
+  };
+}
+
 /** Per output channel: the weights' zero point and fl(x_scale · w_scale). */
 export function linearChannelParams(p: QLinearParams): { wZp: Int32Array; mult: Float32Array } {
   const xs = Math.fround((p.x.qparams as { scale: number }).scale);
@@ -189,8 +202,11 @@ export function linearChannelParams(p: QLinearParams): { wZp: Int32Array; mult: 
  * The output from exact int32 sums (acc: m x n, row-major): the requantization every
  * engine's kernel shares, so that equal sums give equal bits.
  */
-export function requantizeLinear(p: QLinearParams, acc: Int32Array | Float64Array): QTensor {
-  const { mult } = linearChannelParams(p);
+export function requantizeLinear(
+  p: QLinearParams,
+  acc: Int32Array | Float64Array,
+  mult: Float32Array = linearChannelParams(p).mult,
+): QTensor {
   const out = empty(p.outShape, { dtype: "uint8" });
   const y = out.hostData() as Uint8Array;
   const bias = p.packed.bias?.hostData() as Float32Array | undefined;
@@ -217,7 +233,7 @@ export function quantizedLinearReference(p: QLinearParams): QTensor {
   const x = p.x.storage().hostData() as Uint8Array;
   const w = p.packed.weight.storage().hostData() as Int8Array;
   const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
-  const { wZp } = linearChannelParams(p);
+  const { wZp, mult } = linearChannelParams(p);
   const acc = new Float64Array(p.m * p.n);
   for (let i = 0; i < p.m; i++) {
     const xr = i * p.k;
@@ -228,5 +244,5 @@ export function quantizedLinearReference(p: QLinearParams): QTensor {
       acc[i * p.n + c] = s;
     }
   }
-  return requantizeLinear(p, acc);
+  return requantizeLinear(p, acc, mult);
 }
