@@ -13,12 +13,14 @@ import { declarationProblems, enumerators, typedefs } from "@backplane/testkit/c
 import { describe, expect, it } from "vitest";
 import {
   ARG,
+  BINARY_DESC_BYTES,
   CONV_DESC_BYTES,
   DNNL_DECL,
   ENUMS,
   EXEC_ARG_BYTES,
   MATMUL_DESC_BYTES,
   MEMORY_DESC_BYTES,
+  REDUCTION_DESC_BYTES,
 } from "../src/dnnl/library.ts";
 
 const DIR = "/usr/include/oneapi/dnnl";
@@ -81,6 +83,7 @@ describe("oneDNN declarations against the installed headers", () => {
     };
     const args: Record<keyof typeof ARG, string> = {
       SRC: "DNNL_ARG_SRC",
+      SRC_1: "DNNL_ARG_SRC_1",
       DST: "DNNL_ARG_DST",
       WEIGHTS: "DNNL_ARG_WEIGHTS",
       BIAS: "DNNL_ARG_BIAS",
@@ -107,7 +110,7 @@ describe("oneDNN declarations against the installed headers", () => {
       try {
         writeFileSync(
           join(dir, "s.c"),
-          `#include <stdio.h>\n#include <oneapi/dnnl/dnnl.h>\nint main(void){printf("%zu %zu %zu %zu", sizeof(dnnl_memory_desc_t), sizeof(dnnl_convolution_desc_t), sizeof(dnnl_exec_arg_t), sizeof(dnnl_matmul_desc_t));return 0;}\n`,
+          `#include <stdio.h>\n#include <oneapi/dnnl/dnnl.h>\nint main(void){printf("%zu %zu %zu %zu %zu %zu", sizeof(dnnl_memory_desc_t), sizeof(dnnl_convolution_desc_t), sizeof(dnnl_exec_arg_t), sizeof(dnnl_matmul_desc_t), sizeof(dnnl_binary_desc_t), sizeof(dnnl_reduction_desc_t));return 0;}\n`,
         );
         const c = cp.spawnSync("cc", [join(dir, "s.c"), "-o", join(dir, "s")], {
           encoding: "utf8",
@@ -115,7 +118,7 @@ describe("oneDNN declarations against the installed headers", () => {
         expect(c.status, c.stderr).toBe(0);
         const r = cp.spawnSync(join(dir, "s"), [], { encoding: "utf8" });
         expect(r.stdout.trim()).toBe(
-          `${MEMORY_DESC_BYTES} ${CONV_DESC_BYTES} ${EXEC_ARG_BYTES} ${MATMUL_DESC_BYTES}`,
+          `${MEMORY_DESC_BYTES} ${CONV_DESC_BYTES} ${EXEC_ARG_BYTES} ${MATMUL_DESC_BYTES} ${BINARY_DESC_BYTES} ${REDUCTION_DESC_BYTES}`,
         );
       } finally {
         rmSync(dir, { recursive: true, force: true });

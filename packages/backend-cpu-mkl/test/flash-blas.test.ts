@@ -23,6 +23,7 @@ import {
   runConformance,
 } from "@backplane/testkit";
 import { describe, expect } from "vitest";
+import { softmaxStepProblem } from "../src/dnnl/flash-softmax.ts";
 import { DNNL_BACKEND, NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
 import { f32, perm, poisoned, qkv } from "./attention-helpers.ts";
 import { itDnnl } from "./dnnl-helpers.ts";
@@ -35,7 +36,7 @@ const TOLERANCE = 2e-5;
 const SLOW = 120_000;
 
 /**
- * Shapes around the kernel's blocks (256 query rows, 512 keys): one row and one key,
+ * Shapes around the kernel's blocks (256 query rows, 2048 keys): one row and one key,
  * sizes that are not multiples of 4 or 8, several blocks with ragged last ones, causal
  * with L < S and L > S, GQA, broadcast and strided layouts, head dims 16 to 128.
  */
@@ -53,6 +54,14 @@ const CASES: OpCase[] = [
   {
     name: "L=S=1000, causal, E=16",
     make: (d, r) => [...qkv(d, r, [1, 1000, 16], [1, 1000, 16]), { isCausal: true }],
+  },
+  {
+    name: "S=2500: two key blocks, the last ragged (the running max and sum carried over)",
+    make: (d, r) => qkv(d, r, [1, 2, 37, 24], [1, 2, 2500, 24]),
+  },
+  {
+    name: "causal L=S=2200: two key blocks on the last query blocks, E=8",
+    make: (d, r) => [...qkv(d, r, [1, 2200, 8], [1, 2200, 8]), { isCausal: true }],
   },
   {
     name: "causal L=700 > S=300",
@@ -257,5 +266,24 @@ describe("flash-cpu-dnnl (fused attention, oneDNN's sgemm tiles)", () => {
       expect(reason()).toBe("disabled by flag mkldnn.enabled = false");
     },
   );
+  itDnnl("runs its softmax step on oneDNN's JIT code for the blocks the tiles make", async () => {
+    await ready(DNNL_BACKEND);
+    // Full blocks, ragged ones, one row and one key: each a dense block oneDNN's JIT takes.
+    for (const [rows, cols] of [
+      [256, 2048],
+      [37, 452],
+      [7, 13],
+      [1, 2],
+    ])
+      expect(softmaxStepProblem(rows, cols, cols), `${rows} x ${cols}`).toBeUndefined();
+    // One key: oneDNN has no reduction over a single column; the WASM step takes it.
+    expect(softmaxStepProblem(1, 1, 1)).toMatch(
+      /^oneDNN refused the softmax step: dnnl_reduction_desc_init/,
+    );
+    // Strided rows would fall to oneDNN's reference code: the WASM step takes them.
+    expect(softmaxStepProblem(256, 512, 2048)).toBe(
+      "rows of stride 2048 for 512 columns: oneDNN's JIT code takes dense blocks",
+    );
+  });
   tileKernelTests("flash-cpu-dnnl", DNNL_BACKEND, itDnnl);
 });

@@ -19,6 +19,7 @@ import { hasFfi } from "../native/backend.ts";
 import { limitNativeSpinning } from "../native/spin-env.ts";
 import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel } from "./flash.ts";
+import { resetSoftmaxPlans } from "./flash-softmax.ts";
 import { loadDnnl } from "./library.ts";
 import { autoBlasOnly, dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
 import { dnnlQuantizedKernels, ONEDNN_ENGINE } from "./qlinear.ts";
@@ -43,6 +44,7 @@ function forget(): void {
   dnnlState.weightCache.clear();
   resetConvPlans();
   resetMatmulPlans();
+  resetSoftmaxPlans();
 }
 
 function applyVerbose(): void {

@@ -3,7 +3,7 @@
  * descriptors and objects, a primitive descriptor with a user scratchpad, a primitive,
  * and execution with (argument, memory) pairs.
  */
-import { type Pointer, ptrAddress, ptrOf } from "@backplane/core/backend";
+import { type Pointer, ptrAddress, ptrOf, readCString, readPointer } from "@backplane/core/backend";
 import { ENUMS, EXEC_ARG_BYTES, MEMORY_DESC_BYTES, STATUS_NAMES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
@@ -56,11 +56,38 @@ export function memory(desc: Pointer | Uint8Array): bigint {
   return handle("dnnl_memory_create", (o) => d.dnnl_memory_create(o, desc, engine, null));
 }
 
-/** The primitive descriptor of an op descriptor, its scratchpad left to the caller. */
-export function primitiveDesc(opDesc: Uint8Array): bigint {
+/** A post-op chain entry: dst = alg(dst; alpha, beta), applied in order. */
+export interface EltwisePostOp {
+  alg: number;
+  alpha: number;
+  beta: number;
+}
+
+/** Sets the post-op chain of `attr` (dnnl_post_ops_append_eltwise for each). */
+function setPostOps(attr: bigint, ops: readonly EltwisePostOp[]): void {
+  const d = dnnlState.ready().dnnl;
+  const po = handle("dnnl_post_ops_create", (o) => d.dnnl_post_ops_create(o));
+  try {
+    for (const op of ops)
+      check(
+        "dnnl_post_ops_append_eltwise",
+        d.dnnl_post_ops_append_eltwise(po, 1, op.alg, op.alpha, op.beta),
+      );
+    check("dnnl_primitive_attr_set_post_ops", d.dnnl_primitive_attr_set_post_ops(attr, po));
+  } finally {
+    d.dnnl_post_ops_destroy(po);
+  }
+}
+
+/**
+ * The primitive descriptor of an op descriptor, its scratchpad left to the caller, with
+ * the eltwise post-ops given (fused into the primitive's own loop).
+ */
+export function primitiveDesc(opDesc: Uint8Array, postOps: readonly EltwisePostOp[] = []): bigint {
   const { dnnl: d, engine } = dnnlState.ready();
   const attr = handle("dnnl_primitive_attr_create", (o) => d.dnnl_primitive_attr_create(o));
   try {
+    if (postOps.length > 0) setPostOps(attr, postOps);
     check(
       "dnnl_primitive_attr_set_scratchpad_mode",
       d.dnnl_primitive_attr_set_scratchpad_mode(
@@ -86,6 +113,16 @@ export function queryMd(pd: bigint, what: number): Pointer {
   const p = dnnlState.ready().dnnl.dnnl_primitive_desc_query_md(pd, what, 0);
   if (!p) throw new DnnlCallError(`dnnl_primitive_desc_query_md(${what}) returned NULL`);
   return p;
+}
+
+/** The implementation oneDNN chose ("jit:avx512_core", "ref:any"...), or "?". */
+export function implOf(pd: bigint): string {
+  const out = new BigUint64Array(1);
+  dnnlState
+    .ready()
+    .dnnl.dnnl_primitive_desc_query(pd, E.dnnl_query_t.dnnl_query_impl_info_str, 0, out);
+  const p = readPointer(out);
+  return p ? readCString(p) : "?";
 }
 
 /** Runs `prim` with (argument, memory) pairs on the stream. */

@@ -8,12 +8,13 @@
  * the scratchpad and the blocked copies of input and output are tensors of the CPU device.
  */
 import { empty, getFlag, runtime, type Tensor } from "@backplane/core";
-import { type Conv2dParams, type Pointer, readCString, readPointer } from "@backplane/core/backend";
+import type { Conv2dParams, Pointer } from "@backplane/core/backend";
 import {
   check,
   dims,
   execute,
   handle,
+  implOf,
   memory,
   primitive,
   primitiveDesc,
@@ -130,13 +131,10 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
     const wts = queryMd(pd, E.dnnl_query_t.dnnl_query_weights_md);
     const dst = queryMd(pd, E.dnnl_query_t.dnnl_query_dst_md);
     const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
-    const implOut = new BigUint64Array(1);
-    d.dnnl_primitive_desc_query(pd, E.dnnl_query_t.dnnl_query_impl_info_str, 0, implOut);
-    const implPtr = readPointer(implOut);
     return {
       conv: primitive(pd),
       oneThread: false,
-      impl: implPtr ? readCString(implPtr) : "?",
+      impl: implOf(pd),
       srcReorder: reorder(userSrc, src),
       weightReorder: reorder(userW, wts),
       dstReorder: reorder(dst, userDst),

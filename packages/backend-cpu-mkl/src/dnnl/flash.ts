@@ -4,11 +4,14 @@
  * 256 x 64 x 512) it measured 55.8 ms against OpenBLAS's 65.3 ms for all the products of
  * N = 2048, 8 heads, on one thread of an Intel Xeon (model 207), and it splits them over
  * two threads better (the whole call on 2 cores: 53-60 ms against 65-72); the
- * calibration ranks the two kernels by what they measure on the machine at hand.
+ * calibration ranks the two kernels by what they measure on the machine at hand. Its
+ * softmax step runs on oneDNN's primitives too (flash-softmax.ts): N = 2048 then took
+ * 84 ms on one thread and 45 on two.
  */
 import type { AnyKernelDefinition, SdpaParams } from "@backplane/core/backend";
 import { flashTileRun, flashTileSupports, type TileGemm } from "../kernels/flash-blas.ts";
 import { check } from "./call.ts";
+import { dnnlSoftmaxStep } from "./flash-softmax.ts";
 import { autoBlasOnly } from "./matmul.ts";
 import { dnnlState } from "./state.ts";
 
@@ -25,6 +28,7 @@ const dnnlGemm: TileGemm = {
       d.dnnl_sgemm(N, transB ? T : N, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc),
     );
   },
+  softmax: dnnlSoftmaxStep,
   onThreads(oneThread, call) {
     dnnlState.applyThreads(oneThread ? 1 : undefined);
     try {

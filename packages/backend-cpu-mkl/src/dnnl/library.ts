@@ -37,6 +37,9 @@ export const DNNL_DECL = defineLibrary({
   dnnl_memory_desc_init_by_tag: f([P, "i32", "buffer", "i32", "i32"]),
   dnnl_memory_desc_init_by_strides: f([P, "i32", "buffer", "i32", "buffer"]),
   dnnl_matmul_desc_init: f([P, P, P, P, P]),
+  // The online-softmax step of flash-cpu-dnnl: row max and row sum, dst = exp(src0 - src1).
+  dnnl_reduction_desc_init: f([P, "i32", P, P, "f32", "f32"]),
+  dnnl_binary_desc_init: f([P, "i32", P, P, P]),
   dnnl_memory_desc_get_size: fr([P], "usize"),
   dnnl_memory_desc_equal: f([P, P]),
   dnnl_memory_create: f(["buffer", P, H, P]),
@@ -122,6 +125,8 @@ export type DnnlSymbols = NativeLibrary<typeof DNNL_DECL>["symbols"];
 export const MEMORY_DESC_BYTES = 696;
 export const CONV_DESC_BYTES = 5976;
 export const MATMUL_DESC_BYTES = 2800;
+export const BINARY_DESC_BYTES = 2096;
+export const REDUCTION_DESC_BYTES = 1408;
 export const EXEC_ARG_BYTES = 16;
 
 /** Enumerators of dnnl_types.h that the kernels use (checked against the header). */
@@ -130,7 +135,15 @@ export const ENUMS = {
   dnnl_data_type_t: { dnnl_bf16: 2, dnnl_f32: 3 },
   dnnl_format_tag_t: { dnnl_format_tag_any: 1, dnnl_a: 2, dnnl_abcd: 5, dnnl_abcde: 7 },
   dnnl_prop_kind_t: { dnnl_forward_inference: 96 },
-  dnnl_alg_kind_t: { dnnl_convolution_direct: 1, dnnl_eltwise_relu: 31 },
+  dnnl_alg_kind_t: {
+    dnnl_convolution_direct: 1,
+    dnnl_eltwise_relu: 31,
+    dnnl_eltwise_linear: 127,
+    dnnl_eltwise_exp: 191,
+    dnnl_binary_sub: 131061,
+    dnnl_reduction_max: 196594,
+    dnnl_reduction_sum: 196596,
+  },
   dnnl_engine_kind_t: { dnnl_cpu: 1 },
   dnnl_query_t: {
     dnnl_query_impl_info_str: 8,
@@ -146,6 +159,7 @@ export const ENUMS = {
 /** #define DNNL_ARG_* (dnnl_types.h). */
 export const ARG = {
   SRC: 1,
+  SRC_1: 2,
   DST: 17,
   WEIGHTS: 33,
   BIAS: 41,

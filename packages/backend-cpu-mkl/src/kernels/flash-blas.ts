@@ -6,7 +6,8 @@
  * For each (batch/head, block of BQ query rows), key blocks of BK:
  *
  *   S = (scale * log2 e) Q_blk K_blkᵀ          sgemm into a BQ x BK workspace
- *   online softmax on S, rescale O rows         WASM SIMD (flash_block_softmax)
+ *   online softmax on S, rescale O rows         WASM SIMD (flash_block_softmax), or the
+ *                                               library's own step (TileGemm.softmax)
  *   O += P V_blk                                sgemm, beta = 1, into the output
  *   O /= l                                      WASM SIMD (flash_block_finish)
  *
@@ -14,7 +15,7 @@
  * row statistics (about 2 MiB), whatever the sequence lengths.
  *
  * Threads: the products run on the GEMM library's threads (backends.openmp's setting) and
- * the softmax rows on the pool's, one after the other. That was slower than one thread
+ * the softmax rows on the pool's (or the library's, for its own step), one after the other. That was slower than one thread
  * while the libraries' idle threads spun for milliseconds after each product (the pool's
  * workers and theirs fought for the cores); with their spins limited to about 0.1 ms
  * (native/spin-env.ts) and key blocks of 2048 (products big enough to split), N = 2048
@@ -81,6 +82,57 @@ export interface TileGemm {
   ): void;
   /** Runs `call` with the library on one thread when `oneThread`, else on the setting's. */
   onThreads<T>(oneThread: boolean, call: () => T): T;
+  /**
+   * The library's own online-softmax step, when it has one faster than the WASM's
+   * (flash_block_softmax on the pool); false when it cannot take this block (the WASM
+   * step runs instead).
+   */
+  softmax?(step: SoftmaxStep): boolean;
+}
+
+/**
+ * One online-softmax step between the two products (flash_block_softmax's contract), as
+ * byte addresses in the CPU device's memory: the rows x cols score block s (row stride
+ * ld floats, log2 domain), per row the running max m (f32) and sum l (f64), the output
+ * rows o (ev floats each), the causal diagonal, and 3 x BQ floats of scratch.
+ */
+export interface SoftmaxStep {
+  s: number;
+  ld: number;
+  rows: number;
+  cols: number;
+  m: number;
+  l: number;
+  o: number;
+  ev: number;
+  causal: boolean;
+  diag: number;
+  scratch: number;
+}
+
+/** The step in WASM SIMD, its rows split over the pool's threads. */
+function wasmSoftmax(st: SoftmaxStep, kernel: string): void {
+  parallelFor({
+    module: "backend-cpu-mkl/attention",
+    fn: "flash_block_softmax",
+    args: [
+      st.s,
+      st.ld,
+      st.rows,
+      st.cols,
+      st.m,
+      st.l,
+      st.o,
+      st.ev,
+      st.ev,
+      st.causal ? 1 : 0,
+      st.diag,
+    ],
+    step: [st.ld * 4, 0, 0, 0, 4, 8, st.ev * 4, 0, 0, 0, 1],
+    countArg: 2,
+    items: st.rows,
+    label: `${kernel} softmax rows`,
+  });
 }
 
 /** The native BLAS's cblas_sgemm. */
@@ -142,8 +194,9 @@ function flashTiles(gemm: TileGemm, p: SdpaParams): Tensor {
   if (done) return out;
   const bh = out.numel / (L * Ev);
   const lay = layoutOf(p);
-  // Workspace: the score block, then per query row m (f32) and l (f64).
-  const work = empty([BQ * BK + BQ * 3 + 16], { dtype: "float32" });
+  // Workspace: the score block, then per query row m (f32) and l (f64), and the step's
+  // scratch.
+  const work = empty([BQ * BK + BQ * 6 + 16], { dtype: "float32" });
   try {
     const mem = cpuMemory().memory.buffer;
     const f32 = new Float32Array(mem);
@@ -161,7 +214,7 @@ function flashTiles(gemm: TileGemm, p: SdpaParams): Tensor {
     const v0 = addressOf(p.value) / 4;
     const o0 = addressOf(out) / 4;
     const alpha = p.scale * LOG2E;
-    const causal = p.isCausal ? 1 : 0;
+    const causal = p.isCausal;
     for (let b = 0; b < bh; b++) {
       const q = q0 + lay.q[b];
       const k = k0 + lay.k[b];
@@ -189,17 +242,22 @@ function flashTiles(gemm: TileGemm, p: SdpaParams): Tensor {
             ldk,
             0,
             sView,
-            BK,
+            cols,
           );
-          parallelFor({
-            module: "backend-cpu-mkl/attention",
-            fn: "flash_block_softmax",
-            args: [sAddr, BK, rows, cols, mAddr, lAddr, oBlk * 4, Ev, Ev, causal, i0 - j0],
-            step: [BK * 4, 0, 0, 0, 4, 8, Ev * 4, 0, 0, 0, 1],
-            countArg: 2,
-            items: rows,
-            label: `${gemm.kernel} softmax rows`,
-          });
+          const step: SoftmaxStep = {
+            s: sAddr,
+            ld: cols,
+            rows,
+            cols,
+            m: mAddr,
+            l: lAddr,
+            o: oBlk * 4,
+            ev: Ev,
+            causal,
+            diag: i0 - j0,
+            scratch: lAddr + BQ * 8,
+          };
+          if (!gemm.softmax?.(step)) wasmSoftmax(step, gemm.kernel);
           gemm.sgemm(
             false,
             rows,
@@ -207,7 +265,7 @@ function flashTiles(gemm: TileGemm, p: SdpaParams): Tensor {
             cols,
             1,
             sView,
-            BK,
+            cols,
             f32.subarray(v + j0 * ldv),
             ldv,
             1,
