@@ -2,11 +2,13 @@
 
 Run with the PyTorch the benchmarks use (npm run bench:torch makes it):
   ~/.cache/backplane/torch-venv/bin/python scripts/quantized-cases.py
+  npx biome format --write packages/testkit/data/quantized-torch.json
 
 Inputs are seeded random floats (never zeros), edge values, odd and empty shapes. Each
 case stores what Backplane needs to rebuild the inputs exactly (float32 values, or the
-int repr and quantization parameters) and PyTorch's outputs; linear cases store the
-output of every quantized engine this PyTorch supports, and whether they agree.
+int repr and quantization parameters) and PyTorch's outputs; op cases (linear, conv2d,
+relu, add, matmul) store the output of every quantized engine this PyTorch supports, and
+whether they agree.
 """
 import json
 import sys
@@ -132,17 +134,133 @@ def linear_cases():
     return engines, cases
 
 
+def qrepr(q):
+    """A per-tensor quantized tensor as the JSON the testkit rebuilds it from."""
+    return {"shape": list(q.shape), "dtype": str(q.dtype).replace("torch.", ""),
+            "intRepr": [int(v) for v in q.int_repr().ravel().tolist()],
+            "scale": float(q.q_scale()), "zeroPoint": int(q.q_zero_point())}
+
+
+def per_engine(engines, run):
+    """run() under each engine: its integers, or the first line of its error."""
+    outs = {}
+    for e in engines:
+        torch.backends.quantized.engine = e
+        try:
+            outs[e] = [int(v) for v in run().int_repr().ravel().tolist()]
+        except Exception as err:  # an engine that refuses the case says why
+            outs[e] = str(err).splitlines()[0]
+    ints = [v for v in outs.values() if isinstance(v, list)]
+    return outs, all(v == ints[0] for v in ints)
+
+
+def rand_q(shape, dtype, scale, zp):
+    x = rng.uniform(-1, 1, size=shape).astype(np.float32)
+    x[x == 0] = 0.25
+    return torch.quantize_per_tensor(torch.from_numpy(x), scale, zp, dtype)
+
+
+def elementwise_cases(engines):
+    cases = []
+    for name, shape, dt, zp in [("relu, quint8 [5, 7]", [5, 7], torch.quint8, 130),
+                                ("relu, qint8 [3, 2, 9]", [3, 2, 9], torch.qint8, -5),
+                                ("relu, empty", [0, 3], torch.quint8, 7)]:
+        q = rand_q(shape, dt, 0.01, zp)
+        outs, agree = per_engine(engines, lambda: torch.relu(q))
+        cases.append({"name": name, "op": "relu", "a": qrepr(q), "torch": outs, "enginesAgree": agree})
+    # PyTorch's relu refuses per-channel tensors; backplane's takes them (tested there).
+    for name, shape, dt, (za, zb, zo), out_scale in [
+            ("add, quint8 [1000]", [1000], torch.quint8, (120, 131, 127), 0.0157),
+            ("add, qint8 [7, 13]", [7, 13], torch.qint8, (3, -4, 0), 0.011),
+            ("add, saturating output scale", [64], torch.quint8, (128, 128, 128), 0.002),
+            ("add, one element", [1], torch.quint8, (0, 255, 60), 0.02),
+            ("add, empty", [0], torch.quint8, (1, 2, 3), 0.1)]:
+        a = rand_q(shape, dt, 0.0123, za)
+        b = rand_q(shape, dt, 0.0071, zb)
+        outs, agree = per_engine(engines, lambda: torch.ops.quantized.add(a, b, out_scale, zo))
+        cases.append({"name": name, "op": "add", "a": qrepr(a), "b": qrepr(b), "outScale": out_scale,
+                      "outZeroPoint": zo, "torch": outs, "enginesAgree": agree})
+    for name, sa, sb, dt, out_scale, zo in [
+            ("matmul 13x37 @ 37x11, quint8", [13, 37], [37, 11], torch.quint8, 0.05, 130),
+            ("matmul batched 2x3x5 @ 2x5x4, quint8", [2, 3, 5], [2, 5, 4], torch.quint8, 0.02, 128),
+            ("matmul 6x16 @ 16x9, qint8", [6, 16], [16, 9], torch.qint8, 0.03, -2),
+            ("matmul 1x1 @ 1x1", [1, 1], [1, 1], torch.quint8, 0.001, 100),
+            ("matmul empty 0x4 @ 4x3", [0, 4], [4, 3], torch.quint8, 0.01, 128)]:
+        za, zb = (128, 125) if dt == torch.quint8 else (2, -3)
+        a = rand_q(sa, dt, 0.008, za)
+        b = rand_q(sb, dt, 0.009, zb)
+        outs, agree = per_engine(engines, lambda: torch.ops.quantized.matmul(a, b, out_scale, zo))
+        cases.append({"name": name, "op": "matmul", "a": qrepr(a), "b": qrepr(b), "outScale": out_scale,
+                      "outZeroPoint": zo, "torch": outs, "enginesAgree": agree})
+    return cases
+
+
+def qrepr_channel(q):
+    return {"shape": list(q.shape), "dtype": str(q.dtype).replace("torch.", ""),
+            "intRepr": [int(v) for v in q.int_repr().ravel().tolist()],
+            "scales": [float(v) for v in q.q_per_channel_scales().tolist()],
+            "zeroPoints": [int(v) for v in q.q_per_channel_zero_points().tolist()],
+            "axis": int(q.q_per_channel_axis())}
+
+
+def conv_cases(engines):
+    specs = [  # name, N, C, H, W, O, kh, kw, stride, padding, dilation, groups, per channel, bias
+        ("3x3 pad 1, 2 images", 2, 8, 9, 7, 6, 3, 3, 1, 1, 1, 1, False, True),
+        ("1x1, per channel", 1, 16, 5, 5, 20, 1, 1, 1, 0, 1, 1, True, True),
+        ("depthwise 3x3 stride 2", 1, 12, 11, 10, 12, 3, 3, 2, 1, 1, 12, True, True),
+        ("groups 2, dilation 2, padding 2 > k/2", 1, 6, 10, 9, 4, 3, 3, 1, 2, 2, 2, False, True),
+        ("7x7 stride 2 pad 3 (a stem), no bias", 1, 3, 17, 15, 8, 7, 7, 2, 3, 1, 1, True, False),
+        ("5x3 kernel, stride (2, 1), 1 channel", 1, 1, 8, 6, 3, 5, 3, (2, 1), (1, 0), 1, 1, False, True),
+        ("1x1 output from a 1x1 input", 1, 4, 1, 1, 5, 1, 1, 1, 0, 1, 1, False, True),
+        ("empty batch", 0, 4, 6, 6, 4, 3, 3, 1, 1, 1, 1, False, True),
+    ]
+    cases = []
+    for name, n, c, h, w_, o, kh, kw, st, pad, dil, g, perch, with_bias in specs:
+        x = rng.uniform(-1, 1, size=(n, c, h, w_)).astype(np.float32)
+        w = rng.uniform(-0.5, 0.5, size=(o, c // g, kh, kw)).astype(np.float32)
+        b = rng.uniform(-0.2, 0.2, size=o).astype(np.float32) if with_bias else None
+        xq = torch.quantize_per_tensor(torch.from_numpy(x), 2.0 / 255, 128, torch.quint8)
+        if perch:
+            scales = (np.abs(w).reshape(o, -1).max(axis=1) / 127).astype(np.float64)
+            wq = torch.quantize_per_channel(torch.from_numpy(w), torch.from_numpy(scales),
+                                            torch.zeros(o, dtype=torch.int64), 0, torch.qint8)
+            wjson = qrepr_channel(wq)
+        else:
+            wq = torch.quantize_per_tensor(torch.from_numpy(w), float(np.abs(w).max() / 127), 0, torch.qint8)
+            wjson = qrepr(wq)
+        pair = lambda v: list(v) if isinstance(v, tuple) else [v, v]
+        out_scale, out_zp = 0.03, 120
+
+        def run():
+            packed = torch.ops.quantized.conv2d_prepack(
+                wq, torch.from_numpy(b) if b is not None else None, pair(st), pair(pad), pair(dil), g)
+            return torch.ops.quantized.conv2d(xq, packed, out_scale, out_zp)
+        outs, agree = per_engine(engines, run)
+        cases.append({"name": name, "x": qrepr(xq), "w": wjson,
+                      "bias": f32list(b) if b is not None else None,
+                      "stride": pair(st), "padding": pair(pad), "dilation": pair(dil), "groups": g,
+                      "outScale": out_scale, "outZeroPoint": out_zp, "torch": outs, "enginesAgree": agree})
+    return cases
+
+
 engines, lin = linear_cases()
+quant = quantize_cases()
+ops = elementwise_cases(engines)
+conv = conv_cases(engines)
 data = {
     "generator": "scripts/quantized-cases.py",
     "torch": torch.__version__,
     "engines": engines,
-    "quantize": quantize_cases(),
+    "quantize": quant,
     "linear": lin,
+    "ops": ops,
+    "conv2d": conv,
 }
 with open(OUT, "w") as f:
     json.dump(data, f, separators=(",", ":"))
     f.write("\n")
 print(f"{OUT}: torch {torch.__version__}, engines {engines}, "
       f"{len(data['quantize'])} quantize cases, {len(lin)} linear cases, "
-      f"engines agree on {sum(c['enginesAgree'] for c in lin)}", file=sys.stderr)
+      f"engines agree on {sum(c['enginesAgree'] for c in lin)}; {len(ops)} relu/add/matmul cases "
+      f"(agree on {sum(c['enginesAgree'] for c in ops)}), {len(conv)} conv2d cases "
+      f"(agree on {sum(c['enginesAgree'] for c in conv)})", file=sys.stderr)

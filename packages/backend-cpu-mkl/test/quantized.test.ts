@@ -40,7 +40,7 @@ describe("quantized engine onednn", () => {
       console.log(`[backend-cpu-mkl] onednn engine conformance skipped: ${refusal}`);
       return;
     }
-    const report = runQuantizedConformance({ kernel: "onednn-qlinear" });
+    const report = runQuantizedConformance({ kernels: { quantizedLinear: "onednn-qlinear" } });
     console.log(`[backend-cpu-mkl] ${report}`);
     report.assertPassed();
     expect(report.results.some((r) => r.kernel === "onednn-qlinear")).toBe(true);

@@ -1,5 +1,6 @@
-// qnnpack: quantized linear (uint8 activations, int8 weights, exact int32 sums) in WASM
-// SIMD128, requantized to uint8 with the core's float32 formula.
+// qnnpack: quantized linear and conv2d (uint8 activations, int8 weights, exact int32 sums)
+// in WASM SIMD128, requantized to uint8 with the core's float32 formula. A convolution is
+// the same product over im2col rows (qim2col writes them already widened).
 //
 // Both operands are widened to int16 with their zero points subtracted ((x - x_zp) and
 // (w - w_zp) lie in [-255, 255]), so i32x4.dot_i16x8_s sums pairs of products of at most
@@ -10,7 +11,8 @@
 //   packed weights: for each block of 4 output channels, for each 8 k: 4 rows x 8 int16
 //                   (64 bytes); channels past n are zero.
 //   packed x:       m rows of k8 int16.
-//   output:         m rows of n uint8.
+//   output:         uint8, element (i, c) at y + i * ldy + c * cs (linear: ldy = n, cs = 1;
+//                   a convolution's NCHW planes: ldy = 1, cs = the plane's size).
 //
 // Requantization, per output (m, c), all in float32 (bit-identical to the core's
 // requantizeLinear in TypeScript):
@@ -78,16 +80,17 @@ export function qpack_x(x: usize, m: i32, k: i32, xzp: i32, dst: usize, start: i
   return <u8><i32>q;
 }
 
-/** Writes the 4 sums of a tile row (channels nb..nb+3, those < n) requantized. */
+/** Writes the 4 sums of a tile row (channels nb..nb+3, those < n; channel stride cs) requantized. */
 // @ts-ignore: decorator
 @inline function storeRow(
-  y: usize, n: i32, nb: i32, a0: v128, a1: v128, a2: v128, a3: v128,
+  y: usize, cs: usize, n: i32, nb: i32, a0: v128, a1: v128, a2: v128, a3: v128,
   mult: usize, bias: usize, inv: f32, zp: i32,
 ): void {
-  store<u8>(y + <usize>nb, requant(hsum(a0), nb, mult, bias, inv, zp));
-  if (nb + 1 < n) store<u8>(y + <usize>(nb + 1), requant(hsum(a1), nb + 1, mult, bias, inv, zp));
-  if (nb + 2 < n) store<u8>(y + <usize>(nb + 2), requant(hsum(a2), nb + 2, mult, bias, inv, zp));
-  if (nb + 3 < n) store<u8>(y + <usize>(nb + 3), requant(hsum(a3), nb + 3, mult, bias, inv, zp));
+  const at = y + <usize>nb * cs;
+  store<u8>(at, requant(hsum(a0), nb, mult, bias, inv, zp));
+  if (nb + 1 < n) store<u8>(at + cs, requant(hsum(a1), nb + 1, mult, bias, inv, zp));
+  if (nb + 2 < n) store<u8>(at + 2 * cs, requant(hsum(a2), nb + 2, mult, bias, inv, zp));
+  if (nb + 3 < n) store<u8>(at + 3 * cs, requant(hsum(a3), nb + 3, mult, bias, inv, zp));
 }
 
 /**
@@ -97,8 +100,10 @@ export function qpack_x(x: usize, m: i32, k: i32, xzp: i32, dst: usize, start: i
  */
 export function qlinear(
   xp: usize, wp: usize, m: i32, n: i32, k8: i32, mult: usize, bias: usize, inv: f32, zp: i32,
-  y: usize, start: i32, count: i32,
+  y: usize, ldy: i32, cs: i32, start: i32, count: i32,
 ): void {
+  const ys = <usize>ldy;
+  const csz = <usize>cs;
   const rowX = <usize>k8 << 1;
   const blockW = <usize>k8 << 3; // 4 rows x k8 int16
   const end = start + count;
@@ -128,8 +133,8 @@ export function qlinear(
         c13 = i32x4.add(c13, i32x4.dot_i16x8_s(b, w3));
         pw += 64;
       }
-      storeRow(y + <usize>i * <usize>n, n, nb, c00, c01, c02, c03, mult, bias, inv, zp);
-      storeRow(y + <usize>(i + 1) * <usize>n, n, nb, c10, c11, c12, c13, mult, bias, inv, zp);
+      storeRow(y + <usize>i * ys, csz, n, nb, c00, c01, c02, c03, mult, bias, inv, zp);
+      storeRow(y + <usize>(i + 1) * ys, csz, n, nb, c10, c11, c12, c13, mult, bias, inv, zp);
       w += blockW;
     }
   }
@@ -147,8 +152,46 @@ export function qlinear(
         c03 = i32x4.add(c03, i32x4.dot_i16x8_s(a, v128.load(pw, 48)));
         pw += 64;
       }
-      storeRow(y + <usize>i * <usize>n, n, nb, c00, c01, c02, c03, mult, bias, inv, zp);
+      storeRow(y + <usize>i * ys, csz, n, nb, c00, c01, c02, c03, mult, bias, inv, zp);
       w += blockW;
+    }
+  }
+}
+
+/**
+ * im2col rows [start, start + count) of one image and one group, widened: row i is output
+ * position (i / ow, i % ow), its k = c * kh * kw entries (channel, then kernel row, then
+ * column) x - x_zp, 0 where the window reaches into the padding, then zeros up to k8. x
+ * points at the group's first channel (c planes of h x w uint8).
+ */
+export function qim2col(
+  x: usize, c: i32, h: i32, w: i32, kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32,
+  dh: i32, dw: i32, ow: i32, xzp: i32, dst: usize, start: i32, count: i32,
+): void {
+  const k = c * kh * kw;
+  const k8 = ((k + 7) >> 3) << 3;
+  const plane = <usize>h * <usize>w;
+  for (let i = start; i < start + count; i++) {
+    const oy = i / ow;
+    const ox = i - oy * ow;
+    let d = dst + ((<usize>i * <usize>k8) << 1);
+    for (let ci = 0; ci < c; ci++) {
+      const src = x + <usize>ci * plane;
+      for (let ky = 0; ky < kh; ky++) {
+        const iy = oy * sh - ph + ky * dh;
+        const rowIn = iy >= 0 && iy < h;
+        const row = src + <usize>iy * <usize>w;
+        for (let kx = 0; kx < kw; kx++) {
+          const ix = ox * sw - pw + kx * dw;
+          const v: i32 = rowIn && ix >= 0 && ix < w ? <i32>load<u8>(row + <usize>ix) - xzp : 0;
+          store<i16>(d, <i16>v);
+          d += 2;
+        }
+      }
+    }
+    for (let t = k; t < k8; t++) {
+      store<i16>(d, 0);
+      d += 2;
     }
   }
 }

@@ -1,17 +1,21 @@
 /**
  * The "qnnpack" quantized engine (backends.quantized.engine), as PyTorch names its
- * mobile int8 library: quantizedLinear in WASM SIMD128 (assembly/qgemm.ts), so it runs in
- * every runtime, browsers included. The weights are packed once per layer (int16, zero
- * points subtracted, in 4-channel blocks) and kept in the layer's engine cache; a call
- * widens the activations the same way, sums exactly with i32x4.dot_i16x8_s and
- * requantizes with the core's float32 formula, rows split over the openmp pool.
+ * mobile int8 library: quantizedLinear and quantizedConv2d in WASM SIMD128
+ * (assembly/qgemm.ts), so they run in every runtime, browsers included. The weights are
+ * packed once per layer (int16, zero points subtracted, in 4-channel blocks; per group
+ * for a convolution) and kept in the layer's engine cache; a call widens the activations
+ * the same way (a convolution's as im2col rows, padding as zeros), sums exactly with
+ * i32x4.dot_i16x8_s and requantizes with the core's float32 formula, rows split over the
+ * openmp pool.
  */
-import { empty, type PackedLinear, QTensor, type Tensor } from "@backplane/core";
+import { empty, type PackedConv2d, type PackedLinear, QTensor, type Tensor } from "@backplane/core";
 import {
   type AnyKernelDefinition,
+  conv2dChannelParams,
   linearChannelParams,
   loadWasmModule,
   loadWasmModuleSync,
+  type QConv2dParams,
   type QLinearParams,
   quantizedEngineGate,
   type WasmModuleFiles,
@@ -27,6 +31,7 @@ interface QgemmModule {
   qpack_w: Fn;
   qpack_x: Fn;
   qlinear: Fn;
+  qim2col: Fn;
 }
 
 const QGEMM_WASM: WasmModuleFiles = {
@@ -55,20 +60,36 @@ interface PackedWeights {
 const scratch = (bytes: number): Tensor =>
   empty([Math.max(16, Math.ceil(bytes / 4))], { dtype: "int32" });
 
-function packedWeights(layer: PackedLinear, m: QgemmModule): PackedWeights {
+/**
+ * A layer's weights packed for qgemm (cached in its engine cache): `groups` blocks of
+ * `n` output channels by `k` inputs, one after another, each `groupBytes` long.
+ */
+function packedWeights(
+  layer: PackedLinear | PackedConv2d,
+  m: QgemmModule,
+  groups: number,
+  n: number,
+  k: number,
+): PackedWeights {
   const cached = layer.engineCache.get(QNNPACK_ENGINE) as PackedWeights | undefined;
   if (cached) return cached;
   const w = layer.weight;
-  const n = layer.outFeatures;
-  const k = layer.inFeatures;
-  const packed = scratch(m.qpack_w_bytes(n, k));
-  const zps = scratch(n * 4);
+  const groupBytes = m.qpack_w_bytes(n, k);
+  const packed = scratch(groups * groupBytes);
+  const zps = scratch(groups * n * 4);
   try {
     const p = w.qparams;
     const z = zps.hostData() as Int32Array;
-    if (p.scheme === "per_tensor_affine") z.fill(p.zeroPoint, 0, n);
+    if (p.scheme === "per_tensor_affine") z.fill(p.zeroPoint, 0, groups * n);
     else z.set(p.zeroPoints);
-    m.qpack_w(addressOf(w.storage()), n, k, addressOf(zps), addressOf(packed));
+    for (let g = 0; g < groups; g++)
+      m.qpack_w(
+        addressOf(w.storage()) + g * n * k,
+        n,
+        k,
+        addressOf(zps) + g * n * 4,
+        addressOf(packed) + g * groupBytes,
+      );
   } catch (e) {
     packed.dispose();
     throw e;
@@ -98,7 +119,7 @@ export function qnnpackLinear(p: QLinearParams): QTensor {
   });
   if (p.m === 0 || p.n === 0) return result;
   const k8 = Math.ceil(p.k / 8) * 8;
-  const weights = packedWeights(p.packed, m);
+  const weights = packedWeights(p.packed, m, 1, p.n, p.k);
   const xp = scratch(p.m * k8 * 2);
   const mult = empty([p.n], { dtype: "float32" });
   try {
@@ -121,6 +142,8 @@ export function qnnpackLinear(p: QLinearParams): QTensor {
         inv,
         p.outZeroPoint,
         addressOf(out),
+        p.n,
+        1,
       ],
       p.m,
       NO_SCRATCH,
@@ -137,19 +160,100 @@ export function qnnpackLinear(p: QLinearParams): QTensor {
   }
 }
 
+export function qnnpackConv2dSupports(p: QConv2dParams): true | string {
+  if (!qgemm) return "the qgemm WASM module has not loaded (await backends.ready())";
+  if (!inWasmMemory(p.x.storage()) || !inWasmMemory(p.packed.weight.storage()))
+    return "the tensors are not in the CPU memory the WASM kernels share";
+  return true;
+}
+
+/** Per image and group: im2col rows widened (qim2col), then qlinear into the NCHW planes. */
+export function qnnpackConv2d(p: QConv2dParams): QTensor {
+  const m = qgemm!;
+  const out = empty(p.outShape, { dtype: "uint8" });
+  const result = new QTensor(out, "quint8", {
+    scheme: "per_tensor_affine",
+    scale: p.outScale,
+    zeroPoint: p.outZeroPoint,
+  });
+  if (p.n === 0) return result;
+  const { stride, padding, dilation, groups } = p.packed;
+  const cg = p.c / groups;
+  const ocg = p.oc / groups;
+  const k = cg * p.kh * p.kw;
+  const k8 = Math.ceil(k / 8) * 8;
+  const rows = p.oh * p.ow;
+  const weights = packedWeights(p.packed, m, groups, ocg, k);
+  const groupBytes = m.qpack_w_bytes(ocg, k);
+  const cols = scratch(rows * k8 * 2);
+  const mult = empty([p.oc], { dtype: "float32" });
+  try {
+    (mult.hostData() as Float32Array).set(conv2dChannelParams(p).mult);
+    const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
+    const x = addressOf(p.x.storage());
+    const bias = p.packed.bias ? addressOf(p.packed.bias) : 0;
+    const inv = Math.fround(1 / Math.fround(p.outScale));
+    for (let b = 0; b < p.n; b++)
+      for (let g = 0; g < groups; g++) {
+        const geometry = [p.kh, p.kw, stride[0], stride[1], padding[0], padding[1]];
+        const src = x + (b * p.c + g * cg) * p.h * p.w;
+        const args = [src, cg, p.h, p.w, ...geometry, dilation[0], dilation[1], p.ow, xZp];
+        parallel("qim2col", [...args, addressOf(cols)], rows, NO_SCRATCH, undefined, MODULE_ID);
+        parallel(
+          "qlinear",
+          [
+            addressOf(cols),
+            weights.address + g * groupBytes,
+            rows,
+            ocg,
+            k8,
+            addressOf(mult) + g * ocg * 4,
+            bias ? bias + g * ocg * 4 : 0,
+            inv,
+            p.outZeroPoint,
+            addressOf(out) + (b * p.oc + g * ocg) * rows,
+            1,
+            rows,
+          ],
+          rows,
+          NO_SCRATCH,
+          undefined,
+          MODULE_ID,
+        );
+      }
+    return result;
+  } catch (e) {
+    result.dispose();
+    throw e;
+  } finally {
+    cols.dispose();
+    mult.dispose();
+  }
+}
+
 export function qnnpackKernels(): AnyKernelDefinition[] {
+  const common = {
+    device: "cpu",
+    dtypes: ["uint8"],
+    // Exact integer sums, each output from one tile: the same bits on any thread count.
+    deterministic: true,
+    priority: 40,
+    enabled: quantizedEngineGate(QNNPACK_ENGINE),
+  } as const;
   return [
     {
+      ...common,
       op: "quantizedLinear",
       name: "qnnpack-linear",
-      device: "cpu",
-      dtypes: ["uint8"],
-      // Exact integer sums, each output from one tile: the same bits on any thread count.
-      deterministic: true,
-      priority: 40,
-      enabled: quantizedEngineGate(QNNPACK_ENGINE),
       supports: qnnpackLinearSupports as (p: never) => true | string,
       run: qnnpackLinear as (p: never) => unknown,
+    },
+    {
+      ...common,
+      op: "quantizedConv2d",
+      name: "qnnpack-conv2d",
+      supports: qnnpackConv2dSupports as (p: never) => true | string,
+      run: qnnpackConv2d as (p: never) => unknown,
     },
   ];
 }

@@ -6,10 +6,12 @@
 import "../src/index.ts";
 import {
   backends,
+  conv2dPrepack,
   explain,
   kernelPriority,
   linearPrepack,
   memoryStats,
+  quantizedConv2d,
   quantizedLinear,
   quantizePerChannel,
   quantizePerTensor,
@@ -22,10 +24,13 @@ import { describe, expect, it } from "vitest";
 describe("quantized engine qnnpack (WASM)", () => {
   it("gives PyTorch's integers on every case", async () => {
     await ready();
-    const report = runQuantizedConformance({ kernel: "qnnpack-linear" });
+    const report = runQuantizedConformance({
+      kernels: { quantizedLinear: "qnnpack-linear", quantizedConv2d: "qnnpack-conv2d" },
+    });
     console.log(`[backend-nnpack] ${report}`);
     report.assertPassed();
     expect(report.results.filter((r) => r.kernel === "qnnpack-linear").length).toBeGreaterThan(5);
+    expect(report.results.filter((r) => r.kernel === "qnnpack-conv2d").length).toBeGreaterThan(6);
   });
 
   it("equals the reference bit for bit on odd sizes, per channel, on 1 and 2 threads", async () => {
@@ -55,6 +60,42 @@ describe("quantized engine qnnpack (WASM)", () => {
       {
         using _t = backends.openmp.numThreadsScope(2);
         expect(run("qnnpack-linear")).toEqual(want);
+      }
+      layer.dispose();
+    }
+  });
+
+  it("conv2d equals the reference bit for bit on odd geometries, on 1 and 2 threads", async () => {
+    await ready();
+    // [x shape, weight shape, options]: 1x1, 3x3 with padding, depthwise stride 2, groups
+    // with dilation and padding past k/2, a 7x7 stem, asymmetric kernel and stride.
+    const specs: [number[], number[], Parameters<typeof conv2dPrepack>[2]][] = [
+      [[1, 16, 7, 5], [9, 16, 1, 1], {}],
+      [[2, 5, 9, 8], [7, 5, 3, 3], { padding: 1 }],
+      [[1, 12, 11, 10], [12, 1, 3, 3], { stride: 2, padding: 1, groups: 12 }],
+      [[1, 6, 10, 9], [4, 3, 3, 3], { dilation: 2, padding: 3, groups: 2 }],
+      [[1, 3, 23, 19], [8, 3, 7, 7], { stride: 2, padding: 3 }],
+      [[1, 2, 8, 6], [3, 2, 5, 3], { stride: [2, 1], padding: [1, 0] }],
+    ];
+    for (const [xs, ws, opts] of specs) {
+      const w = quantizePerChannel(
+        randn(ws, { seed: xs[1] }),
+        Array.from({ length: ws[0] }, (_, i) => 0.01 + i * 0.002),
+        Array.from({ length: ws[0] }, (_, i) => (i % 3) - 1),
+        0,
+        "qint8",
+      );
+      const x = quantizePerTensor(randn(xs, { seed: ws[0] }), 0.03, 131, "quint8");
+      const layer = conv2dPrepack(w, randn([ws[0]], { seed: 4 }), opts);
+      const run = (kernel: string) => {
+        using _ = kernelPriority("quantizedConv2d", [kernel]);
+        return Array.from(quantizedConv2d(x, layer, 0.1, 100).intRepr().toFloat64());
+      };
+      const want = run("reference");
+      expect(run("qnnpack-conv2d"), `${xs} ${ws}`).toEqual(want);
+      {
+        using _t = backends.openmp.numThreadsScope(2);
+        expect(run("qnnpack-conv2d"), `${xs} ${ws}, 2 threads`).toEqual(want);
       }
       layer.dispose();
     }

@@ -79,12 +79,25 @@ export { type MhaParams, mhaOp, sameTensor } from "./ops/mha.ts";
 export { type SdpaParams, sdpaOp } from "./ops/sdpa.ts";
 export { logSoftmaxOp, type SoftmaxParams, softmaxOp } from "./ops/softmax.ts";
 export {
+  conv2dChannelParams,
+  type QConv2dParams,
+  quantizedConv2dOp,
+  requantizeConv2d,
+} from "./quantized/conv.ts";
+export {
+  type QAddParams,
+  type QReluParams,
+  quantizedAddOp,
+  quantizedReluOp,
+} from "./quantized/elementwise.ts";
+export {
   linearChannelParams,
   type QLinearParams,
   quantizedEngineGate,
   quantizedLinearOp,
   requantizeLinear,
 } from "./quantized/linear.ts";
+export { type QMatmulParams, quantizedMatmulOp } from "./quantized/matmul.ts";
 export { Q_STORAGE, type QParams, quantizeValue, rint } from "./quantized/qtensor.ts";
 // Kernel helpers: strided access and float64 matrices
 export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";

@@ -77,10 +77,18 @@ export { type MhaOptions, multiHeadAttention } from "./ops/mha.ts";
 export { type SdpaOptions, scaledDotProductAttention } from "./ops/sdpa.ts";
 export { logSoftmax, softmax } from "./ops/softmax.ts";
 export {
+  type Conv2dPrepackOptions,
+  conv2dPrepack,
+  PackedConv2d,
+  quantizedConv2d,
+} from "./quantized/conv.ts";
+export { quantizedAdd, quantizedRelu } from "./quantized/elementwise.ts";
+export {
   linearPrepack,
   PackedLinear,
   quantizedLinear,
 } from "./quantized/linear.ts";
+export { quantizedMatmul } from "./quantized/matmul.ts";
 export {
   dequantize,
   makeQuantized,

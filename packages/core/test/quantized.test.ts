@@ -1,12 +1,15 @@
 /**
  * Quantized tensors: validation (typed errors before any work), accessors, the round trip
- * dequantize(quantize(x)) within scale/2 of the clamped input, and quantized linear's
- * argument checks and engine selection. PyTorch's own numbers are the testkit's
+ * dequantize(quantize(x)) within scale/2 of the clamped input, the quantized ops' argument
+ * checks and engine selection, and what PyTorch's cases leave out (per-channel relu,
+ * conv2d against the float convolution of the dequantized inputs). PyTorch's own numbers are the testkit's
  * (runQuantizedConformance), run by packages/testkit/test/quantized.test.ts.
  */
 import {
   ArgumentError,
   backends,
+  conv2d,
+  conv2dPrepack,
   DisposedError,
   DTypeError,
   dequantize,
@@ -15,7 +18,11 @@ import {
   linearPrepack,
   makeQuantized,
   QTensor,
+  quantizedAdd,
+  quantizedConv2d,
   quantizedLinear,
+  quantizedMatmul,
+  quantizedRelu,
   quantizePerChannel,
   quantizePerTensor,
   randn,
@@ -185,5 +192,98 @@ describe("quantizedLinear", () => {
     const packed = layer();
     const x = quantizePerTensor(randn([2, 6], { seed: 9 }), 0.02, 128, "quint8");
     expect(explain("quantizedLinear", x, packed, 0.05, 128).selected).toBe("reference");
+  });
+});
+
+describe("quantized relu, add, matmul", () => {
+  it("relu clamps at each channel's zero point and keeps the quantization", () => {
+    const x = randn([3, 4, 5], { seed: 11 });
+    const q = quantizePerChannel(x, [0.01, 0.02, 0.03, 0.04], [120, 128, 7, 250], 1, "quint8");
+    const r = quantizedRelu(q);
+    expect(r.qscheme).toBe("per_channel_affine");
+    const got = dequantize(r).hostData() as Float32Array;
+    const want = dequantize(q).hostData() as Float32Array;
+    expect(Array.from(got)).toEqual(Array.from(want, (v) => Math.max(v, 0)));
+    const t = quantizePerTensor(x, 0.05, -3, "qint8");
+    const rt = quantizedRelu(t);
+    expect([rt.qScale(), rt.qZeroPoint(), rt.dtype]).toEqual([0.05, -3, "qint8"]);
+    expect(() => quantizedRelu(x as never)).toThrow(/x must be a QTensor/);
+  });
+
+  it("add and matmul check their arguments before any kernel runs", () => {
+    const a = quantizePerTensor(randn([2, 3], { seed: 12 }), 0.02, 128, "quint8");
+    const b8 = quantizePerTensor(randn([2, 3], { seed: 13 }), 0.02, 0, "qint8");
+    const b4 = quantizePerTensor(randn([2, 4], { seed: 13 }), 0.02, 128, "quint8");
+    expect(() => quantizedAdd(a, b8, 0.1, 0)).toThrow(DTypeError);
+    expect(() => quantizedAdd(a, b4, 0.1, 0)).toThrow(/must have the same shape/);
+    expect(() => quantizedAdd(a, a, 0.1, -1)).toThrow(
+      /outZeroPoint must be an integer in \[0, 255\]/,
+    );
+    expect(() => quantizedAdd(b8, b8, 0.1, 128)).toThrow(/in \[-128, 127\] \(qint8\)/);
+    expect(() => quantizedMatmul(a, a, 0.1, 0)).toThrow(/has 3 columns, b \[2,3\] has 2 rows/);
+    expect(() => quantizedMatmul(a, b8, 0.1, 0)).toThrow(DTypeError);
+    const v = quantizePerTensor(randn([3]), 0.02, 128, "quint8");
+    expect(() => quantizedMatmul(v, a, 0.1, 0)).toThrow(ShapeError);
+    const y = quantizedMatmul(a, quantizePerTensor(randn([3, 5]), 0.02, 120, "quint8"), 0.1, 128);
+    expect([y.shape, y.dtype, y.qScale()]).toEqual([[2, 5], "quint8", 0.1]);
+    expect(quantizedAdd(b8, b8, 0.1, 3).dtype).toBe("qint8");
+  });
+});
+
+describe("quantizedConv2d", () => {
+  /** The float convolution of the dequantized inputs, quantized: within 1 LSB of the op. */
+  const check = (shape: number[], wShape: number[], opts: Parameters<typeof conv2dPrepack>[2]) => {
+    const x = quantizePerTensor(randn(shape, { seed: 14 }), 0.03, 128, "quint8");
+    const w = quantizePerChannel(
+      randn(wShape, { seed: 15 }),
+      Array.from({ length: wShape[0] }, (_, i) => 0.01 + i * 0.001),
+      Array(wShape[0]).fill(0),
+      0,
+      "qint8",
+    );
+    const bias = randn([wShape[0]], { seed: 16 });
+    const packed = conv2dPrepack(w, bias, opts);
+    const y = quantizedConv2d(x, packed, 0.05, 100);
+    const f = conv2d(dequantize(x), dequantize(w), { ...opts, bias });
+    const want = quantizePerTensor(f, 0.05, 100, "quint8").intRepr().toFloat64();
+    const got = y.intRepr().toFloat64();
+    expect(y.shape).toEqual(f.shape);
+    expect(Math.max(0, ...Array.from(got, (g, i) => Math.abs(g - want[i])))).toBeLessThanOrEqual(1);
+    return y;
+  };
+
+  it("matches the float convolution of its dequantized inputs within 1 LSB", () => {
+    check([2, 3, 9, 8], [5, 3, 3, 3], { padding: 1 });
+    check([1, 6, 11, 7], [6, 1, 3, 3], { stride: 2, padding: 1, groups: 6 });
+    check([1, 4, 10, 10], [4, 2, 3, 3], { dilation: 2, padding: [3, 2], groups: 2 });
+    check([1, 2, 7, 5], [3, 2, 5, 1], { stride: [2, 1] });
+    expect(check([0, 3, 5, 5], [2, 3, 3, 3], {}).shape).toEqual([0, 2, 3, 3]);
+  });
+
+  it("checks its arguments before any kernel runs", () => {
+    const w = quantizePerTensor(randn([4, 2, 3, 3], { seed: 17 }), 0.02, 0, "qint8");
+    expect(() => conv2dPrepack(w, undefined, { groups: 3 })).toThrow(/dividing the 4 output/);
+    expect(() => conv2dPrepack(w, undefined, { stride: 0 })).toThrow(
+      /stride must be an integer >= 1/,
+    );
+    expect(() => conv2dPrepack(w, undefined, { padding: -1 })).toThrow(ArgumentError);
+    expect(() => conv2dPrepack(w, tensor([1, 2]))).toThrow(/bias must be \[4\]/);
+    const x = quantizePerTensor(randn([1, 2, 2, 2]), 0.02, 128, "quint8");
+    expect(() => conv2dPrepack(x)).toThrow(/weight must be qint8/);
+    const packed = conv2dPrepack(w);
+    expect(() => quantizedConv2d(x, packed, 0.1, 0)).toThrow(/smaller than the dilated kernel/);
+    const x3 = quantizePerTensor(randn([1, 3, 5, 5]), 0.02, 128, "quint8");
+    expect(() => quantizedConv2d(x3, packed, 0.1, 0)).toThrow(/has 3 channels; the layer takes 2/);
+    const x5 = quantizePerTensor(randn([2, 5, 5]), 0.02, 128, "quint8");
+    expect(() => quantizedConv2d(x5, packed, 0.1, 0)).toThrow(ShapeError);
+    expect(
+      explain(
+        "quantizedConv2d",
+        quantizePerTensor(randn([1, 2, 5, 5]), 0.02, 128, "quint8"),
+        packed,
+        0.1,
+        0,
+      ).selected,
+    ).toBe("reference");
   });
 });

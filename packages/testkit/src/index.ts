@@ -33,6 +33,7 @@ export {
 export { registerHostBackedDevice } from "./host-device.ts";
 export {
   QUANTIZED_DATA,
+  type QuantizedOpName,
   type QuantizedReport,
   type QuantizedResult,
   runQuantizedConformance,

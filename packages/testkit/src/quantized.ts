@@ -1,21 +1,30 @@
 /**
  * Quantized conformance against PyTorch: cases computed by PyTorch 2.13
- * (scripts/quantized-cases.py wrote data/quantized-torch.json) for quantize, dequantize
- * and quantized linear. Quantizing and dequantizing must give PyTorch's bits; a linear
- * kernel must give PyTorch's integers exactly where PyTorch's own engines agree with each
- * other (every case so far), and within 1 LSB where they do not.
+ * (scripts/quantized-cases.py wrote data/quantized-torch.json) for quantize, dequantize,
+ * and the quantized ops linear, conv2d, relu, add and matmul. Quantizing and dequantizing
+ * must give PyTorch's bits; an op must give PyTorch's integers exactly where PyTorch's own
+ * engines agree with each other, and within 1 LSB where they do not (qnnpack rounds one
+ * add and one depthwise conv2d output differently). matmul is held to 1 LSB everywhere:
+ * PyTorch computes it in float32 (dequantize, matmul, quantize), so its last bit depends
+ * on a float sum's order; backplane's sums are exact.
  */
 import {
   backends,
+  conv2dPrepack,
   dequantize,
   kernelPriority,
   linearPrepack,
   makeQuantized,
   type QDType,
   type QTensor,
+  quantizedAdd,
+  quantizedConv2d,
   quantizedLinear,
+  quantizedMatmul,
+  quantizedRelu,
   quantizePerChannel,
   quantizePerTensor,
+  type Tensor,
   tensor,
 } from "@backplane/core";
 import DATA from "../data/quantized-torch.json" with { type: "json" };
@@ -58,6 +67,52 @@ interface LinearCase {
   enginesAgree: boolean;
 }
 
+/** A quantized tensor as the data stores it: integers and parameters. */
+interface QJson {
+  shape: number[];
+  dtype: QDType;
+  intRepr: number[];
+  scale?: number;
+  zeroPoint?: number;
+  scales?: number[];
+  zeroPoints?: number[];
+  axis?: number;
+}
+
+interface OpCaseData {
+  name: string;
+  op: "relu" | "add" | "matmul";
+  a: QJson;
+  b?: QJson;
+  outScale?: number;
+  outZeroPoint?: number;
+  torch: Record<string, number[] | string>;
+  enginesAgree: boolean;
+}
+
+interface ConvCase {
+  name: string;
+  x: QJson;
+  w: QJson;
+  bias: number[] | null;
+  stride: [number, number];
+  padding: [number, number];
+  dilation: [number, number];
+  groups: number;
+  outScale: number;
+  outZeroPoint: number;
+  torch: Record<string, number[] | string>;
+  enginesAgree: boolean;
+}
+
+/** The quantized ops the cases cover (dispatcher op names). */
+export type QuantizedOpName =
+  | "quantizedLinear"
+  | "quantizedConv2d"
+  | "quantizedRelu"
+  | "quantizedAdd"
+  | "quantizedMatmul";
+
 /** The PyTorch version and engines the data came from. */
 export const QUANTIZED_DATA: { torch: string; engines: string[] } = {
   torch: DATA.torch,
@@ -66,9 +121,9 @@ export const QUANTIZED_DATA: { torch: string; engines: string[] } = {
 
 export interface QuantizedResult {
   case: string;
-  what: "quantize" | "linear";
+  what: "quantize" | "linear" | "conv2d" | "relu" | "add" | "matmul";
   status: "pass" | "fail";
-  /** The kernel that ran (linear). */
+  /** The kernel that ran (the ops). */
   kernel?: string;
   /** Elements that differ from PyTorch, and by how much at most (in LSB or float32 ulps). */
   mismatches: number;
@@ -171,14 +226,44 @@ function linearInputs(c: LinearCase) {
   return { xq, packed };
 }
 
-function linearCase(c: LinearCase, kernel: string | undefined): QuantizedResult {
-  const want = Object.values(c.torch).find((v): v is number[] => Array.isArray(v));
-  if (!want) return fail(c.name, "linear", new Error("no PyTorch engine ran this case"));
-  const { xq, packed } = linearInputs(c);
+const STORAGE = {
+  quint8: [Uint8Array, "uint8"],
+  qint8: [Int8Array, "int8"],
+  qint32: [Int32Array, "int32"],
+} as const;
+
+/** Rebuilds a quantized tensor from the data (a copy of the integers: makeQuantized's). */
+function qtensor(j: QJson): QTensor {
+  const [Storage, dtype] = STORAGE[j.dtype];
+  const ints = tensor(Storage.from(j.intRepr), { shape: j.shape, dtype });
   try {
-    using _k = kernel ? kernelPriority("quantizedLinear", [kernel]) : undefined;
+    return j.scales !== undefined
+      ? makeQuantized(ints, j.dtype, { scales: j.scales, zeroPoints: j.zeroPoints!, axis: j.axis! })
+      : makeQuantized(ints, j.dtype, { scale: j.scale!, zeroPoint: j.zeroPoint! });
+  } finally {
+    ints.dispose();
+  }
+}
+
+/**
+ * Runs `call` (the op `op`, on `kernel` when given) and compares its integers with
+ * PyTorch's first engine's, `allowed` LSB apart at most.
+ */
+function judge(
+  name: string,
+  what: QuantizedResult["what"],
+  op: QuantizedOpName,
+  torchOuts: Record<string, number[] | string>,
+  allowed: number,
+  kernel: string | undefined,
+  call: () => QTensor,
+): QuantizedResult {
+  const want = Object.values(torchOuts).find((v): v is number[] => Array.isArray(v));
+  if (!want) return fail(name, what, new Error("no PyTorch engine ran this case"));
+  try {
+    using _k = kernel ? kernelPriority(op, [kernel]) : undefined;
     const rec = backends.record(() => {
-      const y = quantizedLinear(xq, packed, c.outScale, c.outZeroPoint);
+      const y = call();
       const ints = y.intRepr();
       const got = Array.from(ints.toFloat64());
       ints.dispose();
@@ -186,14 +271,13 @@ function linearCase(c: LinearCase, kernel: string | undefined): QuantizedResult 
       return got;
     });
     const got = rec.result;
-    const ran = rec.calls.find((k) => k.op === "quantizedLinear")?.kernel;
+    const ran = rec.calls.find((k) => k.op === op)?.kernel;
     const d = compareInts(got, want);
-    const allowed = c.enginesAgree ? 0 : 1;
     const ok =
       got.length === want.length && d.worst <= allowed && (kernel === undefined || ran === kernel);
     return {
-      case: c.name,
-      what: "linear",
+      case: name,
+      what,
       status: ok ? "pass" : "fail",
       kernel: ran,
       mismatches: d.n,
@@ -205,22 +289,74 @@ function linearCase(c: LinearCase, kernel: string | undefined): QuantizedResult 
           : `${d.n} of ${want.length} outputs differ from PyTorch (worst ${d.worst} LSB, allowed ${allowed})`,
     };
   } catch (e) {
-    return fail(c.name, "linear", e);
+    return fail(name, what, e);
+  }
+}
+
+function linearCase(c: LinearCase, kernel: string | undefined): QuantizedResult {
+  const { xq, packed } = linearInputs(c);
+  try {
+    return judge(c.name, "linear", "quantizedLinear", c.torch, c.enginesAgree ? 0 : 1, kernel, () =>
+      quantizedLinear(xq, packed, c.outScale, c.outZeroPoint),
+    );
   } finally {
     xq.dispose();
     packed.dispose();
   }
 }
 
+function convCase(c: ConvCase, kernel: string | undefined): QuantizedResult {
+  const xq = qtensor(c.x);
+  const wq = qtensor(c.w);
+  const bias: Tensor | undefined = c.bias ? tensor(f32(c.bias)) : undefined;
+  const packed = conv2dPrepack(wq, bias, c);
+  wq.dispose();
+  bias?.dispose();
+  try {
+    return judge(c.name, "conv2d", "quantizedConv2d", c.torch, c.enginesAgree ? 0 : 1, kernel, () =>
+      quantizedConv2d(xq, packed, c.outScale, c.outZeroPoint),
+    );
+  } finally {
+    xq.dispose();
+    packed.dispose();
+  }
+}
+
+const OP_OF = { relu: "quantizedRelu", add: "quantizedAdd", matmul: "quantizedMatmul" } as const;
+
+function opCase(c: OpCaseData, kernels: Kernels): QuantizedResult {
+  const a = qtensor(c.a);
+  const b = c.b ? qtensor(c.b) : undefined;
+  const op = OP_OF[c.op];
+  const allowed = c.op === "matmul" || !c.enginesAgree ? 1 : 0;
+  try {
+    return judge(c.name, c.op, op, c.torch, allowed, kernels[op], () =>
+      c.op === "relu"
+        ? quantizedRelu(a)
+        : c.op === "add"
+          ? quantizedAdd(a, b!, c.outScale!, c.outZeroPoint!)
+          : quantizedMatmul(a, b!, c.outScale!, c.outZeroPoint!),
+    );
+  } finally {
+    a.dispose();
+    b?.dispose();
+  }
+}
+
+type Kernels = Partial<Record<QuantizedOpName, string>>;
+
 /**
- * Runs the PyTorch cases: quantize/dequantize (the core's), and quantized linear on
- * `kernel` when given (kernelPriority puts it first; the result names the kernel that ran
- * and fails if another did), else on whatever the dispatcher picks.
+ * Runs the PyTorch cases: quantize/dequantize (the core's), and each quantized op on the
+ * kernel `kernels` names for it (kernelPriority puts it first; the result names the
+ * kernel that ran and fails if another did), else on whatever the dispatcher picks.
  */
-export function runQuantizedConformance(opts: { kernel?: string } = {}): QuantizedReport {
+export function runQuantizedConformance(opts: { kernels?: Kernels } = {}): QuantizedReport {
+  const kernels = opts.kernels ?? {};
   const results = [
     ...(DATA.quantize as QuantizeCase[]).map(quantizeCase),
-    ...(DATA.linear as LinearCase[]).map((c) => linearCase(c, opts.kernel)),
+    ...(DATA.linear as LinearCase[]).map((c) => linearCase(c, kernels.quantizedLinear)),
+    ...(DATA.conv2d as unknown as ConvCase[]).map((c) => convCase(c, kernels.quantizedConv2d)),
+    ...(DATA.ops as unknown as OpCaseData[]).map((c) => opCase(c, kernels)),
   ];
   const failed = results.filter((r) => r.status !== "pass");
   const line = (r: QuantizedResult) =>

@@ -17,7 +17,8 @@ import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
 import { empty, type Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
-import { makeQuantized, QTensor, rint } from "./qtensor.ts";
+import { QTensor } from "./qtensor.ts";
+import { channelParams, checkOutputQParams, requantizeInto } from "./requant.ts";
 
 /** A linear layer's weights and bias, ready for quantizedLinear (torch's LinearPackedParams). */
 export class PackedLinear implements Disposable {
@@ -38,18 +39,7 @@ export class PackedLinear implements Disposable {
   }
   /** torch's linear_unpack: copies of the weights and bias. */
   unpack(): [QTensor, Tensor | undefined] {
-    const w = this.weight;
-    const p = w.qparams;
-    const repr = w.storage("unpack");
-    const copy =
-      p.scheme === "per_tensor_affine"
-        ? makeQuantized(repr, w.dtype, { scale: p.scale, zeroPoint: p.zeroPoint })
-        : makeQuantized(repr, w.dtype, {
-            scales: Array.from(p.scales),
-            zeroPoints: Array.from(p.zeroPoints),
-            axis: p.axis,
-          });
-    return [copy, this.bias?.clone()];
+    return [this.weight.clone(), this.bias?.clone()];
   }
   dispose(): void {
     for (const c of this.engineCache.values()) c.dispose();
@@ -91,8 +81,7 @@ export function linearPrepack(weight: QTensor, bias?: Tensor): PackedLinear {
       throw new ShapeError(`${op}: bias must be [${weight.shape[0]}], got [${bias.shape}]`);
     b = bias.contiguous().clone();
   }
-  const [w] = new PackedLinear(weight, undefined).unpack();
-  return new PackedLinear(w, b);
+  return new PackedLinear(weight.clone(), b);
 }
 
 export interface QLinearParams extends OpParams {
@@ -129,12 +118,7 @@ function prepare(
     throw new ShapeError(
       `${op}: x [${x.shape}] has ${k} features; the layer takes ${packed.inFeatures}`,
     );
-  if (typeof outScale !== "number" || !Number.isFinite(outScale) || outScale <= 0)
-    throw new ArgumentError(`${op}: outScale must be a finite number > 0, got ${show(outScale)}`);
-  if (!Number.isInteger(outZeroPoint) || outZeroPoint < 0 || outZeroPoint > 255)
-    throw new ArgumentError(
-      `${op}: outZeroPoint must be an integer in [0, 255] (quint8), got ${show(outZeroPoint)}`,
-    );
+  checkOutputQParams(op, outScale, outZeroPoint, "quint8");
   const n = packed.outFeatures;
   const outShape = [...x.shape.slice(0, -1), n];
   return {
@@ -186,16 +170,7 @@ export function quantizedEngineGate(
 
 /** Per output channel: the weights' zero point and fl(x_scale · w_scale). */
 export function linearChannelParams(p: QLinearParams): { wZp: Int32Array; mult: Float32Array } {
-  const xs = Math.fround((p.x.qparams as { scale: number }).scale);
-  const w = p.packed.weight.qparams;
-  const wZp = new Int32Array(p.n);
-  const mult = new Float32Array(p.n);
-  for (let c = 0; c < p.n; c++) {
-    const ws = w.scheme === "per_tensor_affine" ? w.scale : w.scales[c];
-    wZp[c] = w.scheme === "per_tensor_affine" ? w.zeroPoint : w.zeroPoints[c];
-    mult[c] = xs * Math.fround(ws);
-  }
-  return { wZp, mult };
+  return channelParams((p.x.qparams as { scale: number }).scale, p.packed.weight, p.n);
 }
 
 /**
@@ -208,19 +183,9 @@ export function requantizeLinear(
   mult: Float32Array = linearChannelParams(p).mult,
 ): QTensor {
   const out = empty(p.outShape, { dtype: "uint8" });
-  const y = out.hostData() as Uint8Array;
   const bias = p.packed.bias?.hostData() as Float32Array | undefined;
-  const inv = Math.fround(1 / Math.fround(p.outScale));
-  const zp = p.outZeroPoint;
-  for (let i = 0; i < p.m; i++) {
-    for (let c = 0; c < p.n; c++) {
-      // The sum goes to float32 first (rounded past 2^24), then the product: as fbgemm.
-      let v = Math.fround(Math.fround(acc[i * p.n + c]) * mult[c]);
-      if (bias) v = Math.fround(v + bias[c]);
-      const q = zp + rint(Math.fround(v * inv));
-      y[i * p.n + c] = q < 0 ? 0 : q > 255 ? 255 : q;
-    }
-  }
+  const r = { mult, bias, scale: p.outScale, zeroPoint: p.outZeroPoint, dtype: "quint8" as const };
+  requantizeInto(out.hostData() as Uint8Array, acc, r, (i) => i % p.n);
   return new QTensor(out, "quint8", {
     scheme: "per_tensor_affine",
     scale: p.outScale,

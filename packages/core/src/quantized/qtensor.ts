@@ -80,6 +80,18 @@ export class QTensor implements Disposable {
     return this.#repr;
   }
 
+  /** A copy with the same quantization (torch's clone()). */
+  clone(): QTensor {
+    const p = this.#params;
+    return new QTensor(
+      this.storage("clone").clone(),
+      this.dtype,
+      p.scheme === "per_tensor_affine"
+        ? { ...p }
+        : { ...p, scales: p.scales.slice(), zeroPoints: p.zeroPoints.slice() },
+    );
+  }
+
   /** A copy of the integers as an ordinary tensor (torch's int_repr()). */
   intRepr(): Tensor {
     return this.storage("intRepr").clone();

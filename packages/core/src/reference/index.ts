@@ -5,7 +5,10 @@
  */
 
 import type { AnyKernelDefinition, OpParams } from "../dispatch/kernels.ts";
+import { quantizedConv2dReference } from "../quantized/conv.ts";
+import { quantizedAddReference, quantizedReluReference } from "../quantized/elementwise.ts";
 import { quantizedLinearReference } from "../quantized/linear.ts";
+import { quantizedMatmulReference } from "../quantized/matmul.ts";
 import { registerBackend } from "../registry/register.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { version } from "../version.ts";
@@ -53,6 +56,10 @@ export const referenceKernels: AnyKernelDefinition[] = [
   ref("logSoftmax", softmaxReference),
   ref("conv2d", conv2dReference),
   ref("quantizedLinear", quantizedLinearReference, ["uint8"]),
+  ref("quantizedConv2d", quantizedConv2dReference, ["uint8"]),
+  ref("quantizedMatmul", quantizedMatmulReference, ["uint8", "int8"]),
+  ref("quantizedAdd", quantizedAddReference, ["uint8", "int8"]),
+  ref("quantizedRelu", quantizedReluReference, ["uint8", "int8", "int32"]),
   ref("einsum", einsumReference),
   ref("cholesky", choleskyReference),
   ref("inv", invReference),
