@@ -195,3 +195,166 @@ export function qim2col(
     }
   }
 }
+
+// ------------------------------------------------------------------ depthwise convolution
+//
+// One channel at a time (groups = channels, one output channel each): the channel's plane
+// is widened into a zero-bordered buffer ((x - x_zp) inside, 0 in the padding, so the
+// taps need no bounds checks), then 8 outputs of a row at once: per tap one vector of 8
+// inputs (strided lanes gathered for stride 2 and up) times the tap's weight, widened to
+// i32 (i32x4.extmul_*_i16x8_s: exact), and the requantization in f32x4 with the same
+// roundings as requant() (convert, multiply, add, multiply, nearest; the saturating
+// narrows are the clamp).
+
+/** Bytes of qdwconv's per-thread buffer: (h + 2 ph) rows of wpad int16. */
+export function qdw_buffer_bytes(h: i32, ph: i32, wpad: i32): i32 {
+  return (h + 2 * ph) * wpad * 2 + 16;
+}
+
+// @ts-ignore: decorator
+@inline function tapVector(at: usize, sw: i32): v128 {
+  if (sw == 1) return v128.load(at);
+  if (sw == 2)
+    return i8x16.shuffle(v128.load(at), v128.load(at, 16),
+      0, 1, 4, 5, 8, 9, 12, 13, 16, 17, 20, 21, 24, 25, 28, 29);
+  const s = <usize>sw << 1;
+  let v = i16x8.splat(load<i16>(at));
+  v = i16x8.replace_lane(v, 1, load<i16>(at + s));
+  v = i16x8.replace_lane(v, 2, load<i16>(at + 2 * s));
+  v = i16x8.replace_lane(v, 3, load<i16>(at + 3 * s));
+  v = i16x8.replace_lane(v, 4, load<i16>(at + 4 * s));
+  v = i16x8.replace_lane(v, 5, load<i16>(at + 5 * s));
+  v = i16x8.replace_lane(v, 6, load<i16>(at + 6 * s));
+  return i16x8.replace_lane(v, 7, load<i16>(at + 7 * s));
+}
+
+/** 8 sums (lo, hi) requantized to uint8, in the low 8 bytes. */
+// @ts-ignore: decorator
+@inline function requant8(lo: v128, hi: v128, m: v128, b: v128, inv: v128, zp: v128): v128 {
+  const a = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), m), b);
+  const c = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), m), b);
+  const qa = i32x4.add(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(a, inv))), zp);
+  const qc = i32x4.add(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(c, inv))), zp);
+  const h = i16x8.narrow_i32x4_s(qa, qc);
+  return i8x16.narrow_i16x8_u(h, h);
+}
+
+/** Adds tap vector v times weight w to the 8 sums (lo, hi). */
+// @ts-ignore: decorator
+@inline function mac8(lo: v128, hi: v128, v: v128, w: v128, high: bool): v128 {
+  return high ? i32x4.add(hi, i32x4.extmul_high_i16x8_s(v, w)) : i32x4.add(lo, i32x4.extmul_low_i16x8_s(v, w));
+}
+
+/**
+ * One channel of a 3 x 3 depthwise layer (the common one): the nine weights splatted once
+ * per channel instead of once per 8 outputs.
+ */
+function dw3x3(
+  buf: usize, rowBytes: usize, sh: i32, sw: i32, dh: i32, dw: i32, oh: i32, ow: i32, wc: usize,
+  m: v128, b: v128, vi: v128, vz: v128, out: usize, tail: usize,
+): void {
+  const w0 = i16x8.splat(load<i16>(wc)); const w1 = i16x8.splat(load<i16>(wc, 2));
+  const w2 = i16x8.splat(load<i16>(wc, 4)); const w3 = i16x8.splat(load<i16>(wc, 6));
+  const w4 = i16x8.splat(load<i16>(wc, 8)); const w5 = i16x8.splat(load<i16>(wc, 10));
+  const w6 = i16x8.splat(load<i16>(wc, 12)); const w7 = i16x8.splat(load<i16>(wc, 14));
+  const w8 = i16x8.splat(load<i16>(wc, 16));
+  const d1 = <usize>dw << 1;
+  const d2 = <usize>(2 * dw) << 1;
+  for (let oy = 0; oy < oh; oy++) {
+    const r0 = buf + <usize>(oy * sh) * rowBytes;
+    const r1 = r0 + <usize>dh * rowBytes;
+    const r2 = r1 + <usize>dh * rowBytes;
+    for (let ox = 0; ox < ow; ox += 8) {
+      const o = <usize>(ox * sw) << 1;
+      let lo = i32x4.splat(0);
+      let hi = i32x4.splat(0);
+      let v = tapVector(r0 + o, sw); lo = mac8(lo, hi, v, w0, false); hi = mac8(lo, hi, v, w0, true);
+      v = tapVector(r0 + o + d1, sw); lo = mac8(lo, hi, v, w1, false); hi = mac8(lo, hi, v, w1, true);
+      v = tapVector(r0 + o + d2, sw); lo = mac8(lo, hi, v, w2, false); hi = mac8(lo, hi, v, w2, true);
+      v = tapVector(r1 + o, sw); lo = mac8(lo, hi, v, w3, false); hi = mac8(lo, hi, v, w3, true);
+      v = tapVector(r1 + o + d1, sw); lo = mac8(lo, hi, v, w4, false); hi = mac8(lo, hi, v, w4, true);
+      v = tapVector(r1 + o + d2, sw); lo = mac8(lo, hi, v, w5, false); hi = mac8(lo, hi, v, w5, true);
+      v = tapVector(r2 + o, sw); lo = mac8(lo, hi, v, w6, false); hi = mac8(lo, hi, v, w6, true);
+      v = tapVector(r2 + o + d1, sw); lo = mac8(lo, hi, v, w7, false); hi = mac8(lo, hi, v, w7, true);
+      v = tapVector(r2 + o + d2, sw); lo = mac8(lo, hi, v, w8, false); hi = mac8(lo, hi, v, w8, true);
+      const q = requant8(lo, hi, m, b, vi, vz);
+      const at = out + <usize>oy * <usize>ow + <usize>ox;
+      if (ox + 8 <= ow) v128.store64_lane(at, q, 0);
+      else {
+        v128.store64_lane(tail, q, 0);
+        memory.copy(at, tail, <usize>(ow - ox));
+      }
+    }
+  }
+}
+
+/** Copies channel plane `src` (h x w uint8) minus x_zp into buf at (ph, pw), zeros around. */
+function widenPlane(src: usize, h: i32, w: i32, ph: i32, pw: i32, wpad: i32, xzp: i32, buf: usize): void {
+  const rowBytes = <usize>wpad << 1;
+  // Zeros only where the plane does not land: the padding rows, and each row's margins.
+  memory.fill(buf, 0, <usize>ph * rowBytes);
+  memory.fill(buf + <usize>(h + ph) * rowBytes, 0, <usize>ph * rowBytes);
+  const right = (<usize>(pw + w) << 1);
+  const zpv = i16x8.splat(<i16>xzp);
+  for (let r = 0; r < h; r++) {
+    const s = src + <usize>r * <usize>w;
+    const line = buf + <usize>(r + ph) * rowBytes;
+    memory.fill(line, 0, <usize>pw << 1);
+    memory.fill(line + right, 0, rowBytes - right);
+    const d = line + (<usize>pw << 1);
+    let t = 0;
+    for (; t + 8 <= w; t += 8)
+      v128.store(d + (<usize>t << 1), i16x8.sub(i16x8.extend_low_i8x16_u(v128.load64_zero(s + <usize>t)), zpv));
+    for (; t < w; t++) store<i16>(d + (<usize>t << 1), <i16>(<i32>load<u8>(s + <usize>t) - xzp));
+  }
+}
+
+/**
+ * Depthwise channels [start, start + count) of one image: x and y point at the image's
+ * first plane; wq holds kh x kw int16 taps per channel (w - w_zp); buf is the thread's
+ * buffer (qdw_buffer_bytes), wpad its row length (room for 8 outputs past the last).
+ */
+export function qdwconv(
+  x: usize, h: i32, w: i32, kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, dh: i32,
+  dw: i32, oh: i32, ow: i32, wpad: i32, xzp: i32, wq: usize, mult: usize, bias: usize,
+  inv: f32, zp: i32, y: usize, buf: usize, start: i32, count: i32,
+): void {
+  const rowBytes = <usize>wpad << 1;
+  const taps = kh * kw;
+  const tail = buf + <usize>(h + 2 * ph) * rowBytes; // 16 bytes for a row's last outputs
+  const vi = f32x4.splat(inv);
+  const vz = i32x4.splat(zp);
+  for (let c = start; c < start + count; c++) {
+    widenPlane(x + <usize>c * <usize>h * <usize>w, h, w, ph, pw, wpad, xzp, buf);
+    const wc = wq + ((<usize>c * <usize>taps) << 1);
+    const m = f32x4.splat(load<f32>(mult + (<usize>c << 2)));
+    const b = f32x4.splat(bias != 0 ? load<f32>(bias + (<usize>c << 2)) : 0);
+    const out = y + <usize>c * <usize>oh * <usize>ow;
+    if (kh == 3 && kw == 3) {
+      dw3x3(buf, rowBytes, sh, sw, dh, dw, oh, ow, wc, m, b, vi, vz, out, tail);
+      continue;
+    }
+    for (let oy = 0; oy < oh; oy++) {
+      for (let ox = 0; ox < ow; ox += 8) {
+        let lo = i32x4.splat(0);
+        let hi = i32x4.splat(0);
+        for (let ky = 0; ky < kh; ky++) {
+          const row = buf + <usize>(oy * sh + ky * dh) * rowBytes;
+          for (let kx = 0; kx < kw; kx++) {
+            const v = tapVector(row + (<usize>(ox * sw + kx * dw) << 1), sw);
+            const wv = i16x8.splat(load<i16>(wc + (<usize>(ky * kw + kx) << 1)));
+            lo = i32x4.add(lo, i32x4.extmul_low_i16x8_s(v, wv));
+            hi = i32x4.add(hi, i32x4.extmul_high_i16x8_s(v, wv));
+          }
+        }
+        const q = requant8(lo, hi, m, b, vi, vz);
+        const at = out + <usize>oy * <usize>ow + <usize>ox;
+        if (ox + 8 <= ow) v128.store64_lane(at, q, 0);
+        else {
+          v128.store64_lane(tail, q, 0);
+          memory.copy(at, tail, <usize>(ow - ox));
+        }
+      }
+    }
+  }
+}

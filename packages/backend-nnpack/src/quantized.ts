@@ -32,6 +32,8 @@ interface QgemmModule {
   qpack_x: Fn;
   qlinear: Fn;
   qim2col: Fn;
+  qdw_buffer_bytes(h: number, ph: number, wpad: number): number;
+  qdwconv: Fn;
 }
 
 const QGEMM_WASM: WasmModuleFiles = {
@@ -43,6 +45,8 @@ const QGEMM_WASM: WasmModuleFiles = {
 let qgemm: QgemmModule | undefined;
 /** The kernels take no per-thread scratch (parallel() allocates none without `work`). */
 const NO_SCRATCH = new Scratch();
+/** Per-thread buffers of the depthwise kernel, released after each call. */
+const THREAD_SCRATCH = new Scratch();
 
 /** Loads the module (synchronously where the runtime allows). */
 export async function loadQgemm(): Promise<void> {
@@ -167,7 +171,63 @@ export function qnnpackConv2dSupports(p: QConv2dParams): true | string {
   return true;
 }
 
-/** Per image and group: im2col rows widened (qim2col), then qlinear into the NCHW planes. */
+/** A depthwise convolution: one output channel per input channel. */
+const isDepthwise = (p: QConv2dParams) => p.packed.groups === p.c && p.oc === p.c;
+
+/** Per image, channels on the pool's threads: qdwconv (8 outputs of a row at a time). */
+function depthwise(p: QConv2dParams, m: QgemmModule, out: Tensor, mult: Tensor): void {
+  const { stride, padding, dilation } = p.packed;
+  const taps = p.kh * p.kw;
+  // Room for 8 outputs past the last (stride-2 taps read 16 values) in every row.
+  const wpad =
+    Math.max(p.w + 2 * padding[1], (p.ow + 8) * stride[1] + (p.kw - 1) * dilation[1]) + 16;
+  const wq = scratch(p.c * taps * 2);
+  try {
+    const w = p.packed.weight.storage().hostData() as Int8Array;
+    const { wZp } = conv2dChannelParams(p);
+    const q = new Int16Array((wq.hostData() as Int32Array).buffer, addressOf(wq), p.c * taps);
+    for (let i = 0; i < q.length; i++) q[i] = w[i] - wZp[Math.floor(i / taps)];
+    const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
+    const bias = p.packed.bias ? addressOf(p.packed.bias) : 0;
+    const inv = Math.fround(1 / Math.fround(p.outScale));
+    const plane = p.h * p.w;
+    const geometry = [p.kh, p.kw, stride[0], stride[1], padding[0], padding[1]];
+    for (let b = 0; b < p.n; b++)
+      parallel(
+        "qdwconv",
+        [
+          addressOf(p.x.storage()) + b * p.c * plane,
+          p.h,
+          p.w,
+          ...geometry,
+          dilation[0],
+          dilation[1],
+          p.oh,
+          p.ow,
+          wpad,
+          xZp,
+          addressOf(wq),
+          addressOf(mult),
+          bias,
+          inv,
+          p.outZeroPoint,
+          addressOf(out) + b * p.c * p.oh * p.ow,
+        ],
+        p.c,
+        THREAD_SCRATCH,
+        m.qdw_buffer_bytes(p.h, padding[0], wpad),
+        MODULE_ID,
+      );
+  } finally {
+    THREAD_SCRATCH.release();
+    wq.dispose();
+  }
+}
+
+/**
+ * Depthwise layers: qdwconv. Others, per image and group: im2col rows widened
+ * (qim2col), then qlinear into the NCHW planes.
+ */
 export function qnnpackConv2d(p: QConv2dParams): QTensor {
   const m = qgemm!;
   const out = empty(p.outShape, { dtype: "uint8" });
@@ -177,6 +237,19 @@ export function qnnpackConv2d(p: QConv2dParams): QTensor {
     zeroPoint: p.outZeroPoint,
   });
   if (p.n === 0) return result;
+  if (isDepthwise(p)) {
+    const mult = empty([p.oc], { dtype: "float32" });
+    try {
+      (mult.hostData() as Float32Array).set(conv2dChannelParams(p).mult);
+      depthwise(p, m, out, mult);
+      return result;
+    } catch (e) {
+      result.dispose();
+      throw e;
+    } finally {
+      mult.dispose();
+    }
+  }
   const { stride, padding, dilation, groups } = p.packed;
   const cg = p.c / groups;
   const ocg = p.oc / groups;

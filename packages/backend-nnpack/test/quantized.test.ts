@@ -76,6 +76,12 @@ describe("quantized engine qnnpack (WASM)", () => {
       [[1, 6, 10, 9], [4, 3, 3, 3], { dilation: 2, padding: 3, groups: 2 }],
       [[1, 3, 23, 19], [8, 3, 7, 7], { stride: 2, padding: 3 }],
       [[1, 2, 8, 6], [3, 2, 5, 3], { stride: [2, 1], padding: [1, 0] }],
+      // Depthwise (qdwconv): a row tail of 5, stride 3 (gathered lanes) on 2 images,
+      // dilation with padding past k/2; and a channel multiplier of 2 (the GEMM path).
+      [[1, 5, 9, 13], [5, 1, 3, 3], { padding: 1, groups: 5 }],
+      [[2, 4, 12, 17], [4, 1, 5, 5], { stride: 3, padding: 2, groups: 4 }],
+      [[1, 3, 10, 10], [3, 1, 3, 3], { dilation: 2, padding: 3, groups: 3 }],
+      [[1, 3, 6, 6], [6, 1, 3, 3], { padding: 1, groups: 3 }],
     ];
     for (const [xs, ws, opts] of specs) {
       const w = quantizePerChannel(

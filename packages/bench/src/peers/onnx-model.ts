@@ -123,8 +123,16 @@ export interface NodeDesc {
 export interface Initializer {
   name: string;
   dims: readonly number[];
-  /** float32 values (stored as raw_data). */
-  data: Float32Array;
+  /** The values (stored as raw_data): float32, uint8, int8 or int32. */
+  data: Float32Array | Uint8Array | Int8Array | Int32Array;
+}
+
+/** TensorProto.DataType of an initializer's array. */
+function elemTypeOf(data: Initializer["data"]): number {
+  if (data instanceof Float32Array) return ONNX_FLOAT;
+  if (data instanceof Uint8Array) return 2;
+  if (data instanceof Int8Array) return 3;
+  return 6; // int32
 }
 
 export interface GraphDesc {
@@ -191,11 +199,10 @@ function node(n: NodeDesc): Writer {
 function initializer(t: Initializer): Writer {
   const w = new Writer();
   for (const d of t.dims) w.intField(1, d); // dims (unpacked is accepted too; keep it simple)
-  w.intField(2, ONNX_FLOAT).stringField(8, t.name);
-  const raw = new Uint8Array(t.data.length * 4);
-  const dv = new DataView(raw.buffer);
-  for (let i = 0; i < t.data.length; i++) dv.setFloat32(i * 4, t.data[i], true);
-  return w.bytesField(9, raw); // raw_data, little-endian
+  w.intField(2, elemTypeOf(t.data)).stringField(8, t.name);
+  // raw_data, little-endian (the byte order of every platform the bench runs on)
+  const raw = new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength).slice();
+  return w.bytesField(9, raw);
 }
 
 /** The bytes of a ModelProto for `graph` (what InferenceSession.create takes). */

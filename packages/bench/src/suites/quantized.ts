@@ -6,7 +6,7 @@
  * - fp32-wasm: the same product in float32 on backend-cpu-mkl's WASM GEMM (matmul of x
  *   and Wᵀ), the speed an int8 engine has to beat in a browser;
  * - ort-int8: onnxruntime-node's MatMulInteger (uint8 x int8 -> int32; no requantization,
- *   which ours includes), CPU EP, one thread;
+ *   which ours includes), the weights an initializer (packed once), CPU EP, one thread;
  * - torch-<engine>: PyTorch 2.13's torch.ops.quantized.linear with the same integers, per
  *   engine (x86, onednn, qnnpack), one thread, timed in a python3 subprocess.
  * Every Backplane output is checked against the reference kernel (bit for bit) first.
@@ -25,9 +25,10 @@ import {
   randn,
   type Tensor,
 } from "@backplane/core";
-import type { Harness } from "../harness.ts";
-import { NO_TORCH, torchPythons } from "../peers/torch-python.ts";
+import { type Harness, listArg } from "../harness.ts";
+import { runTorchScript } from "../peers/torch-python.ts";
 import { reason } from "../peers/types.ts";
+import { quantizedConvLayers } from "./quantized-conv.ts";
 
 const SHAPES: { name: string; m: number; k: number; n: number }[] = [
   { name: "resnet50 fc 1x2048>1000", m: 1, k: 2048, n: 1000 },
@@ -106,16 +107,20 @@ async function ortInt8(): Promise<
     ort.env.logLevel = "error";
     const { buildModel } = await import("../peers/onnx-model.ts");
     return async (l, m, k, n) => {
+      const bT = new Int8Array(k * n);
+      for (let i = 0; i < n; i++) for (let j = 0; j < k; j++) bT[j * n + i] = l.wInts[i * k + j];
+      // The weights and zero points are initializers, as in a quantized model: ORT packs
+      // them once when the session is made.
       const model = buildModel({
         name: "mmi",
         nodes: [{ opType: "MatMulInteger", inputs: ["A", "B", "az", "bz"], outputs: ["Y"] }],
-        inputs: [
-          { name: "A", dims: [m, k], elemType: 2 },
-          { name: "B", dims: [k, n], elemType: 3 },
-          { name: "az", dims: [], elemType: 2 },
-          { name: "bz", dims: [], elemType: 3 },
-        ],
+        inputs: [{ name: "A", dims: [m, k], elemType: 2 }],
         outputs: [{ name: "Y", dims: [m, n], elemType: 6 }],
+        initializers: [
+          { name: "B", dims: [k, n], data: bT },
+          { name: "az", dims: [], data: Uint8Array.of(X_ZP) },
+          { name: "bz", dims: [], data: Int8Array.of(0) },
+        ],
       });
       const s = await ort.InferenceSession.create(model, {
         executionProviders: ["cpu"],
@@ -123,14 +128,7 @@ async function ortInt8(): Promise<
         interOpNumThreads: 1,
         graphOptimizationLevel: "all",
       });
-      const bT = new Int8Array(k * n);
-      for (let i = 0; i < n; i++) for (let j = 0; j < k; j++) bT[j * n + i] = l.wInts[i * k + j];
-      const feeds = {
-        A: new ort.Tensor("uint8", l.xInts, [m, k]),
-        B: new ort.Tensor("int8", bT, [k, n]),
-        az: new ort.Tensor("uint8", Uint8Array.of(X_ZP), []),
-        bz: new ort.Tensor("int8", Int8Array.of(0), []),
-      };
+      const feeds = { A: new ort.Tensor("uint8", l.xInts, [m, k]) };
       return async () => {
         const r = await s.run(feeds);
         r.Y.dispose?.();
@@ -142,15 +140,16 @@ async function ortInt8(): Promise<
 }
 
 const TORCH_SCRIPT = `
-import json, sys, time
+import json, os, sys, time
 import numpy as np
 import torch
 spec = json.load(open(sys.argv[1]))
+files = sys.argv[2]
 torch.set_num_threads(1)
 res = {"version": torch.__version__, "layers": []}
 for L in spec["layers"]:
-    x = torch.from_numpy(np.fromfile(L["x"], dtype=np.uint8).reshape(L["m"], L["k"]))
-    w = torch.from_numpy(np.fromfile(L["w"], dtype=np.int8).reshape(L["n"], L["k"]))
+    x = torch.from_numpy(np.fromfile(os.path.join(files, L["x"]), dtype=np.uint8).reshape(L["m"], L["k"]))
+    w = torch.from_numpy(np.fromfile(os.path.join(files, L["w"]), dtype=np.int8).reshape(L["n"], L["k"]))
     xq = torch._make_per_tensor_quantized_tensor(x, L["xScale"], L["xZp"])
     wq = torch._make_per_tensor_quantized_tensor(w, L["wScale"], 0)
     out = {"name": L["name"]}
@@ -178,62 +177,32 @@ print(json.dumps(res))
 async function runTorch(
   layers: { name: string; l: Layer; m: number; k: number; n: number }[],
 ): Promise<{ info: string; ms: Map<string, Record<string, number>> } | string> {
-  const python = torchPythons()[0]?.python;
-  if (!python) return NO_TORCH;
-  const { spawnSync } = await import("node:child_process");
-  const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
-  const { tmpdir } = await import("node:os");
-  const { join } = await import("node:path");
-  const dir = mkdtempSync(join(tmpdir(), "backplane-quantized-"));
-  try {
-    const spec = {
-      samples: 11,
-      layers: layers.map(({ name, l, m, k, n }, i) => {
-        writeFileSync(join(dir, `x${i}`), l.xInts);
-        writeFileSync(
-          join(dir, `w${i}`),
-          new Uint8Array(l.wInts.buffer, l.wInts.byteOffset, l.wInts.length),
-        );
-        return {
-          name,
-          m,
-          k,
-          n,
-          x: join(dir, `x${i}`),
-          w: join(dir, `w${i}`),
-          xScale: X_SCALE,
-          xZp: X_ZP,
-          wScale: l.wScale,
-          outScale: l.outScale,
-        };
-      }),
-    };
-    writeFileSync(join(dir, "spec.json"), JSON.stringify(spec));
-    writeFileSync(join(dir, "run.py"), TORCH_SCRIPT);
-    const r = spawnSync(python, [join(dir, "run.py"), join(dir, "spec.json")], {
-      encoding: "utf8",
-      timeout: 300_000,
-      env: { ...process.env, OMP_NUM_THREADS: "1", MKL_NUM_THREADS: "1" },
-    });
-    if (r.status !== 0)
-      return `python3 failed: ${(r.stderr || r.error?.message || "").slice(-300)}`;
-    const out = JSON.parse(r.stdout.trim().split("\n").pop()!);
-    const ms = new Map<string, Record<string, number>>();
-    for (const x of out.layers) ms.set(x.name, x);
-    return {
-      info: `torch ${out.version} (${python}), one thread, torch.ops.quantized.linear per engine; timed in a python3 subprocess (median of 11 samples of ~20 ms), not interleaved with the others`,
-      ms,
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+  const files: Record<string, Uint8Array | Int8Array> = {};
+  const spec = {
+    samples: 11,
+    layers: layers.map(({ name, l, m, k, n }, i) => {
+      files[`x${i}`] = l.xInts;
+      files[`w${i}`] = l.wInts;
+      const scales = { xScale: X_SCALE, xZp: X_ZP, wScale: l.wScale, outScale: l.outScale };
+      return { name, m, k, n, x: `x${i}`, w: `w${i}`, ...scales };
+    }),
+  };
+  const r = await runTorchScript(TORCH_SCRIPT, spec, files);
+  if (typeof r === "string") return r;
+  const out = r.out as { version: string; layers: (Record<string, number> & { name: string })[] };
+  const ms = new Map<string, Record<string, number>>();
+  for (const x of out.layers) ms.set(x.name, x);
+  return {
+    info: `torch ${out.version} (${r.python}), one thread, torch.ops.quantized.linear per engine; timed in a python3 subprocess (median of 11 samples of ~20 ms), not interleaved with the others`,
+    ms,
+  };
 }
 
 export default {
   description:
-    "int8 linear layers, one thread: the qnnpack (WASM) and onednn engines against float32 WASM, onnxruntime-node and PyTorch",
+    "int8 linear and conv2d layers, one thread: the qnnpack (WASM) and onednn engines against float32 WASM, onnxruntime-node and PyTorch (--only=linear or --only=conv2d for one half)",
   // Long: the suite's script: load the engines, check each output, time, add PyTorch.
-  async run(h: Harness) {
+  async run(h: Harness, args: string[] = []) {
     try {
       await import("@backplane/backend-nnpack");
       await import("@backplane/backend-cpu-mkl").catch(() => undefined);
@@ -245,6 +214,9 @@ export default {
     }
     const engines = backends.quantized.supportedEngines;
     h.note(`quantized.supportedEngines: ${engines.join(", ")}`);
+    const only = listArg(args, "--only");
+    if (!only || only.includes("conv2d")) await quantizedConvLayers(h);
+    if (only && !only.includes("linear")) return;
     const ort = await ortInt8();
     if (typeof ort === "string") h.note(`ort-int8: unavailable: ${ort}`);
     const layers = SHAPES.map((s, i) => ({ ...s, l: makeLayer(s.m, s.k, s.n, 10 + i) }));

@@ -1,0 +1,325 @@
+/**
+ * The conv2d half of the quantized suite: int8 convolutions of ResNet-50 and MobileNet-v2
+ * (batch 1, uint8 activations, int8 weights per tensor, requantized to uint8), one thread:
+ * - qnnpack: quantizedConv2d on backend-nnpack's WASM engine;
+ * - fp32-wasm: the float32 convolution on Backplane's WASM kernels (the dispatcher's pick
+ *   with cpu.preferredBlasLibrary = "wasm" and mkldnn.enabled = false), named in a note;
+ * - ort-int8: onnxruntime-node's QLinearConv (requantized to uint8, as ours), the weights
+ *   an initializer, CPU EP, one thread;
+ * - torch-<engine>: PyTorch 2.13's torch.ops.quantized.conv2d per engine, one thread.
+ * qnnpack's output equals the reference kernel's bit for bit before it is timed.
+ */
+import {
+  backends,
+  conv2d,
+  conv2dPrepack,
+  kernelPriority,
+  type PackedConv2d,
+  type QTensor,
+  quantizedConv2d,
+  quantizePerTensor,
+  randn,
+  type Tensor,
+} from "@backplane/core";
+import type { Harness } from "../harness.ts";
+import { runTorchScript } from "../peers/torch-python.ts";
+import { reason } from "../peers/types.ts";
+
+interface ConvShape {
+  name: string;
+  c: number;
+  hw: number;
+  oc: number;
+  k: number;
+  stride: number;
+  pad: number;
+  groups: number;
+}
+
+const SHAPES: ConvShape[] = [
+  {
+    name: "resnet50 conv1 7x7/2 3>64 @224",
+    c: 3,
+    hw: 224,
+    oc: 64,
+    k: 7,
+    stride: 2,
+    pad: 3,
+    groups: 1,
+  },
+  { name: "resnet50 3x3 64>64 @56", c: 64, hw: 56, oc: 64, k: 3, stride: 1, pad: 1, groups: 1 },
+  { name: "resnet50 1x1 256>64 @56", c: 256, hw: 56, oc: 64, k: 1, stride: 1, pad: 0, groups: 1 },
+  { name: "resnet50 3x3 256>256 @14", c: 256, hw: 14, oc: 256, k: 3, stride: 1, pad: 1, groups: 1 },
+  {
+    name: "mobilenetv2 1x1 24>144 @56",
+    c: 24,
+    hw: 56,
+    oc: 144,
+    k: 1,
+    stride: 1,
+    pad: 0,
+    groups: 1,
+  },
+  {
+    name: "mobilenetv2 dw 3x3 144 @56",
+    c: 144,
+    hw: 56,
+    oc: 144,
+    k: 3,
+    stride: 1,
+    pad: 1,
+    groups: 144,
+  },
+];
+const X_SCALE = 2 / 255;
+const X_ZP = 128;
+const OUT_ZP = 128;
+
+interface ConvLayer {
+  s: ConvShape;
+  x: QTensor;
+  packed: PackedConv2d;
+  outScale: number;
+  xf: Tensor;
+  wf: Tensor;
+  xInts: Uint8Array;
+  wInts: Int8Array;
+  wScale: number;
+  out: number;
+}
+
+function makeLayer(s: ConvShape, seed: number): ConvLayer {
+  const xf = randn([1, s.c, s.hw, s.hw], { seed });
+  const wf = randn([s.oc, s.c / s.groups, s.k, s.k], { seed: seed + 1 });
+  const w = quantizePerTensor(wf, 3 / 127, 0, "qint8");
+  const x = quantizePerTensor(xf, X_SCALE, X_ZP, "quint8");
+  const packed = conv2dPrepack(w, undefined, {
+    stride: s.stride,
+    padding: s.pad,
+    groups: s.groups,
+  });
+  const xi = x.intRepr();
+  const wi = w.intRepr();
+  const layer: ConvLayer = {
+    s,
+    x,
+    packed,
+    outScale: (0.05 * Math.sqrt((s.c / s.groups) * s.k * s.k)) / 8,
+    xf,
+    wf,
+    xInts: Uint8Array.from(xi.hostData() as Uint8Array),
+    wInts: Int8Array.from(wi.hostData() as Int8Array),
+    wScale: w.qScale(),
+    out: Math.floor((s.hw + 2 * s.pad - s.k) / s.stride) + 1,
+  };
+  xi.dispose();
+  wi.dispose();
+  w.dispose();
+  return layer;
+}
+
+const flops = (l: ConvLayer) => 2 * l.s.oc * l.out * l.out * (l.s.c / l.s.groups) * l.s.k * l.s.k;
+
+function ints(kernel: string, l: ConvLayer): string {
+  using _ = kernelPriority("quantizedConv2d", [kernel]);
+  const y = quantizedConv2d(l.x, l.packed, l.outScale, OUT_ZP);
+  const s = Array.from(y.intRepr().toFloat64()).join(",");
+  y.dispose();
+  return s;
+}
+
+/** The float32 convolution on the WASM kernels, and the kernel the dispatcher picked. */
+function fp32Wasm(l: ConvLayer): { run: () => void; kernel: string } {
+  const opts = { stride: l.s.stride, padding: l.s.pad, groups: l.s.groups };
+  const run = () => {
+    using _b = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
+    using _d = backends.mkldnn.flags({ enabled: false });
+    conv2d(l.xf, l.wf, opts).dispose();
+  };
+  const rec = backends.record(run);
+  return { run, kernel: rec.calls.find((c) => c.op === "conv2d")?.kernel ?? "?" };
+}
+
+type OrtConv = (l: ConvLayer) => Promise<() => Promise<void>>;
+
+async function ortQLinearConv(): Promise<OrtConv | string> {
+  try {
+    type Ort = typeof import("onnxruntime-node");
+    const mod = (await import("onnxruntime-node")) as unknown as Ort & { default?: Ort };
+    const ort = (mod.InferenceSession ? mod : mod.default) as Ort;
+    ort.env.logLevel = "error";
+    const { buildModel } = await import("../peers/onnx-model.ts");
+    return async (l) => {
+      const { s } = l;
+      const xDims = [1, s.c, s.hw, s.hw];
+      const model = buildModel({
+        name: "qlinearconv",
+        nodes: [
+          {
+            opType: "QLinearConv",
+            inputs: ["x", "xs", "xz", "w", "ws", "wz", "ys", "yz"],
+            outputs: ["y"],
+            attributes: {
+              kernel_shape: [s.k, s.k],
+              strides: [s.stride, s.stride],
+              pads: [s.pad, s.pad, s.pad, s.pad],
+              group: s.groups,
+            },
+          },
+        ],
+        inputs: [{ name: "x", dims: xDims, elemType: 2 }],
+        outputs: [{ name: "y", dims: [1, s.oc, l.out, l.out], elemType: 2 }],
+        initializers: [
+          { name: "xs", dims: [], data: Float32Array.of(X_SCALE) },
+          { name: "xz", dims: [], data: Uint8Array.of(X_ZP) },
+          { name: "w", dims: [s.oc, s.c / s.groups, s.k, s.k], data: l.wInts },
+          { name: "ws", dims: [], data: Float32Array.of(l.wScale) },
+          { name: "wz", dims: [], data: Int8Array.of(0) },
+          { name: "ys", dims: [], data: Float32Array.of(l.outScale) },
+          { name: "yz", dims: [], data: Uint8Array.of(OUT_ZP) },
+        ],
+      });
+      const session = await ort.InferenceSession.create(model, {
+        executionProviders: ["cpu"],
+        intraOpNumThreads: 1,
+        interOpNumThreads: 1,
+        graphOptimizationLevel: "all",
+      });
+      const feeds = { x: new ort.Tensor("uint8", l.xInts, xDims) };
+      return async () => {
+        const r = await session.run(feeds);
+        r.y.dispose?.();
+      };
+    };
+  } catch (err) {
+    return reason(err);
+  }
+}
+
+const TORCH_SCRIPT = `
+import json, os, sys, time
+import numpy as np
+import torch
+spec = json.load(open(sys.argv[1]))
+files = sys.argv[2]
+torch.set_num_threads(1)
+res = {"version": torch.__version__, "layers": []}
+for L in spec["layers"]:
+    x = torch.from_numpy(np.fromfile(os.path.join(files, L["x"]), dtype=np.uint8).reshape(L["xShape"]))
+    w = torch.from_numpy(np.fromfile(os.path.join(files, L["w"]), dtype=np.int8).reshape(L["wShape"]))
+    xq = torch._make_per_tensor_quantized_tensor(x, L["xScale"], L["xZp"])
+    wq = torch._make_per_tensor_quantized_tensor(w, L["wScale"], 0)
+    out = {"name": L["name"]}
+    for e in ["x86", "onednn", "qnnpack"]:
+        if e not in torch.backends.quantized.supported_engines:
+            continue
+        torch.backends.quantized.engine = e
+        s, p, g = L["stride"], L["pad"], L["groups"]
+        packed = torch.ops.quantized.conv2d_prepack(wq, None, [s, s], [p, p], [1, 1], g)
+        f = lambda: torch.ops.quantized.conv2d(xq, packed, L["outScale"], L["outZp"])
+        f()
+        t0 = time.perf_counter(); f(); t = time.perf_counter() - t0
+        batch = max(1, int(0.02 / max(t, 1e-6)))
+        samples = []
+        for _ in range(spec["samples"]):
+            t0 = time.perf_counter()
+            for _ in range(batch):
+                f()
+            samples.append((time.perf_counter() - t0) / batch * 1000)
+        samples.sort()
+        out[e] = samples[len(samples) // 2]
+    res["layers"].append(out)
+print(json.dumps(res))
+`;
+
+async function torchConv(h: Harness, layers: ConvLayer[]): Promise<void> {
+  const files: Record<string, Uint8Array | Int8Array> = {};
+  const spec = {
+    samples: 11,
+    layers: layers.map((l, i) => {
+      files[`x${i}`] = l.xInts;
+      files[`w${i}`] = l.wInts;
+      const { s } = l;
+      return {
+        name: s.name,
+        x: `x${i}`,
+        w: `w${i}`,
+        xShape: [1, s.c, s.hw, s.hw],
+        wShape: [s.oc, s.c / s.groups, s.k, s.k],
+        stride: s.stride,
+        pad: s.pad,
+        groups: s.groups,
+        xScale: X_SCALE,
+        xZp: X_ZP,
+        wScale: l.wScale,
+        outScale: l.outScale,
+        outZp: OUT_ZP,
+      };
+    }),
+  };
+  const r = await runTorchScript(TORCH_SCRIPT, spec, files);
+  if (typeof r === "string") {
+    h.note(`torch (conv2d): ${r}`);
+    return;
+  }
+  const out = r.out as { version: string; layers: (Record<string, number> & { name: string })[] };
+  h.note(
+    `torch ${out.version} (${r.python}), one thread, torch.ops.quantized.conv2d per engine; timed in a python3 subprocess (median of 11 samples of ~20 ms)`,
+  );
+  for (const t of out.layers) {
+    const l = layers.find((x) => x.s.name === t.name)!;
+    for (const e of ["x86", "onednn", "qnnpack"]) {
+      if (t[e] === undefined) continue;
+      h.results.push({
+        case: t.name,
+        impl: `torch-${e}`,
+        median_ms: t[e],
+        samples: 11,
+        gflops: flops(l) / (t[e] * 1e6),
+      });
+    }
+    const q = h.results.find((x) => x.case === t.name && x.impl === "qnnpack")?.median_ms;
+    if (q && t.qnnpack) h.ratio(`torch_qnnpack_over_qnnpack ${t.name}`, t.qnnpack / q);
+    if (q && t.x86) h.ratio(`torch_x86_over_qnnpack ${t.name}`, t.x86 / q);
+  }
+}
+
+/** Times the int8 convolutions (the suite has loaded the engines, one thread). */
+export async function quantizedConvLayers(h: Harness): Promise<void> {
+  const engines = backends.quantized.supportedEngines;
+  if (!engines.includes("qnnpack")) {
+    h.note("conv2d: the qnnpack engine is not available; not timed");
+    return;
+  }
+  const ort = await ortQLinearConv();
+  if (typeof ort === "string") h.note(`ort-int8 (QLinearConv): unavailable: ${ort}`);
+  const layers = SHAPES.map((s, i) => makeLayer(s, 40 + i));
+  const fp32Kernels: string[] = [];
+  for (const l of layers) {
+    if (ints("qnnpack-conv2d", l) !== ints("reference", l)) {
+      h.note(`${l.s.name}: qnnpack differs from the reference; not timed`);
+      continue;
+    }
+    const fp32 = fp32Wasm(l);
+    fp32Kernels.push(`${l.s.name}: ${fp32.kernel}`);
+    const impls: Record<string, () => unknown> = {
+      qnnpack: () => {
+        using _ = kernelPriority("quantizedConv2d", ["qnnpack-conv2d"]);
+        quantizedConv2d(l.x, l.packed, l.outScale, OUT_ZP).dispose();
+      },
+      "fp32-wasm": fp32.run,
+    };
+    if (typeof ort !== "string") impls["ort-int8"] = await ort(l);
+    const ms = await h.compare(l.s.name, impls, { flops: flops(l), samples: 11 });
+    h.ratio(`fp32_wasm_over_qnnpack ${l.s.name}`, ms["fp32-wasm"] / ms.qnnpack);
+    if (ms["ort-int8"]) h.ratio(`ort_int8_over_qnnpack ${l.s.name}`, ms["ort-int8"] / ms.qnnpack);
+  }
+  h.note(`fp32-wasm ran: ${fp32Kernels.join("; ")}`);
+  await torchConv(h, layers);
+  for (const l of layers) {
+    l.x.dispose();
+    l.packed.dispose();
+    l.xf.dispose();
+    l.wf.dispose();
+  }
+}
