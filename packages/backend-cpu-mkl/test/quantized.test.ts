@@ -1,12 +1,18 @@
 /**
- * The onednn quantized engine (dnnl_gemm_u8s8s32): PyTorch's numbers bit for bit (the
- * testkit's cases), chosen by backends.quantized.engine, offered only while oneDNN loads.
+ * The onednn quantized engine (dnnl_gemm_u8s8s32 for linear, the int8 convolution
+ * primitive for conv2d): PyTorch's numbers bit for bit (the testkit's cases) and the
+ * reference's on odd geometries, chosen by backends.quantized.engine, offered only while
+ * oneDNN loads.
  */
 import {
   backends,
+  conv2dPrepack,
   explain,
   FlagError,
+  kernelPriority,
   linearPrepack,
+  quantizedConv2d,
+  quantizePerChannel,
   quantizePerTensor,
   randn,
   ready,
@@ -40,10 +46,58 @@ describe("quantized engine onednn", () => {
       console.log(`[backend-cpu-mkl] onednn engine conformance skipped: ${refusal}`);
       return;
     }
-    const report = runQuantizedConformance({ kernels: { quantizedLinear: "onednn-qlinear" } });
+    const report = runQuantizedConformance({
+      kernels: { quantizedLinear: "onednn-qlinear", quantizedConv2d: "onednn-qconv2d" },
+    });
     console.log(`[backend-cpu-mkl] ${report}`);
     report.assertPassed();
     expect(report.results.some((r) => r.kernel === "onednn-qlinear")).toBe(true);
+    expect(report.results.filter((r) => r.kernel === "onednn-qconv2d").length).toBeGreaterThan(6);
+  });
+
+  itDnnl("conv2d equals the reference on odd geometries, on 1 and 2 threads", async () => {
+    await ready(DNNL_BACKEND);
+    if (vnniRefusal()) return; // logged by the conformance test
+    const specs: [number[], number[], Parameters<typeof conv2dPrepack>[2]][] = [
+      [[2, 5, 9, 8], [7, 5, 3, 3], { padding: 1 }],
+      [[1, 12, 11, 10], [12, 1, 3, 3], { stride: 2, padding: 1, groups: 12 }],
+      [[1, 6, 10, 9], [4, 3, 3, 3], { dilation: 2, padding: 3, groups: 2 }],
+      [[1, 3, 23, 19], [8, 3, 7, 7], { stride: 2, padding: 3 }],
+      [[1, 2, 8, 6], [3, 2, 5, 3], { stride: [2, 1], padding: [1, 0] }],
+      [[1, 1, 1, 1], [1, 1, 1, 1], {}],
+    ];
+    for (const [xs, ws, opts] of specs) {
+      const w = quantizePerChannel(
+        randn(ws, { seed: xs[1] }),
+        Array.from({ length: ws[0] }, (_, i) => 0.01 + i * 0.002),
+        Array(ws[0]).fill(0),
+        0,
+        "qint8",
+      );
+      const x = quantizePerTensor(randn(xs, { seed: ws[0] }), 0.03, 131, "quint8");
+      const layer = conv2dPrepack(w, randn([ws[0]], { seed: 4 }), opts);
+      const run = (kernel: string) => {
+        using _ = kernelPriority("quantizedConv2d", [kernel]);
+        return Array.from(quantizedConv2d(x, layer, 0.1, 100).intRepr().toFloat64());
+      };
+      const want = run("reference");
+      expect(run("onednn-qconv2d"), `${xs} ${ws}`).toEqual(want);
+      {
+        using _t = backends.openmp.numThreadsScope(2);
+        expect(run("onednn-qconv2d"), `${xs} ${ws}, 2 threads`).toEqual(want);
+      }
+      layer.dispose();
+    }
+  });
+
+  itDnnl("conv2d refuses weights with a zero point other than 0, and says why", async () => {
+    await ready(DNNL_BACKEND);
+    const w = quantizePerTensor(randn([4, 2, 3, 3], { seed: 5 }), 0.02, 3, "qint8");
+    const x = quantizePerTensor(randn([1, 2, 6, 6], { seed: 6 }), 0.02, 128, "quint8");
+    const c = explain("quantizedConv2d", x, conv2dPrepack(w), 0.1, 128).candidates.find(
+      (k) => k.kernel === "onednn-qconv2d",
+    );
+    expect(c?.reason).toMatch(/zero point is not 0|VNNI/);
   });
 
   itDnnl("is a supported engine, and the engine setting decides what runs", async () => {

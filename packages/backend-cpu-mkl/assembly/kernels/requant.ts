@@ -1,6 +1,6 @@
-// Requantization of quantized linear's int32 sums to uint8, for the onednn engine (whose
-// int8 GEMM gives the sums): bit-identical to the core's requantizeLinear in TypeScript,
-// all in float32.
+// Requantization of int32 sums to uint8, for the onednn engine: rows of channels (a
+// linear layer's output, or a convolution's channels-last pixels) from its int8 GEMM and
+// convolution, bit-identical to the core's requantizeInto in TypeScript, all in float32.
 //
 //   s = acc[i][c] - xzp * colsum[c]                     (exact int32; colsum may be 0: none)
 //   v = f32(s) * mult[c] (+ bias[c]);  q = zp + nearest(v * inv), clamped to [0, 255]

@@ -22,7 +22,9 @@ import { dnnlFlashKernel } from "./flash.ts";
 import { resetSoftmaxPlans } from "./flash-softmax.ts";
 import { loadDnnl } from "./library.ts";
 import { autoBlasOnly, dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
-import { dnnlQuantizedKernels, ONEDNN_ENGINE } from "./qlinear.ts";
+import { resetQConvPlans } from "./qconv.ts";
+import { ONEDNN_ENGINE } from "./qlinear.ts";
+import { dnnlQuantizedKernels } from "./quantized.ts";
 import { dnnlState } from "./state.ts";
 
 export const DNNL_BACKEND = "cpu-dnnl";
@@ -45,6 +47,7 @@ function forget(): void {
   resetConvPlans();
   resetMatmulPlans();
   resetSoftmaxPlans();
+  resetQConvPlans();
 }
 
 function applyVerbose(): void {

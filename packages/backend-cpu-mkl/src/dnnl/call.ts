@@ -4,7 +4,7 @@
  * and execution with (argument, memory) pairs.
  */
 import { type Pointer, ptrAddress, ptrOf, readCString, readPointer } from "@backplane/core/backend";
-import { ENUMS, EXEC_ARG_BYTES, MEMORY_DESC_BYTES, STATUS_NAMES } from "./library.ts";
+import { ARG, ENUMS, EXEC_ARG_BYTES, MEMORY_DESC_BYTES, STATUS_NAMES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
 const E = ENUMS;
@@ -79,15 +79,33 @@ function setPostOps(attr: bigint, ops: readonly EltwisePostOp[]): void {
   }
 }
 
+/** What a primitive's attributes may add: fused post-ops, the source's zero point. */
+export interface PrimitiveAttrs {
+  postOps?: readonly EltwisePostOp[];
+  srcZeroPoint?: number;
+}
+
 /**
  * The primitive descriptor of an op descriptor, its scratchpad left to the caller, with
- * the eltwise post-ops given (fused into the primitive's own loop).
+ * the eltwise post-ops given (fused into the primitive's own loop) and the source's zero
+ * point (an int8 convolution subtracts it, padding included).
  */
-export function primitiveDesc(opDesc: Uint8Array, postOps: readonly EltwisePostOp[] = []): bigint {
+export function primitiveDesc(opDesc: Uint8Array, attrs: PrimitiveAttrs = {}): bigint {
   const { dnnl: d, engine } = dnnlState.ready();
   const attr = handle("dnnl_primitive_attr_create", (o) => d.dnnl_primitive_attr_create(o));
   try {
-    if (postOps.length > 0) setPostOps(attr, postOps);
+    if (attrs.postOps?.length) setPostOps(attr, attrs.postOps);
+    if (attrs.srcZeroPoint !== undefined)
+      check(
+        "dnnl_primitive_attr_set_zero_points",
+        d.dnnl_primitive_attr_set_zero_points(
+          attr,
+          ARG.SRC,
+          1,
+          0,
+          Int32Array.of(attrs.srcZeroPoint),
+        ),
+      );
     check(
       "dnnl_primitive_attr_set_scratchpad_mode",
       d.dnnl_primitive_attr_set_scratchpad_mode(

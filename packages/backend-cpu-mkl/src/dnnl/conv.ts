@@ -205,7 +205,7 @@ function oneThreadFaster(plan: Plan, p: Conv2dParams): boolean {
  * thread ran 0.38-0.48 ms a call on one thread, the same layer made for two 0.21 ms
  * (3x3/2, 144 channels @56 here).
  */
-function creationThreads(): number {
+export function creationThreads(): number {
   return Math.max(dnnlState.threadsWanted(), runtime().hardwareConcurrency);
 }
 

@@ -61,7 +61,7 @@ export function resetSoftmaxPlans(): void {
  */
 function makeStep(desc: Uint8Array, postOps: readonly EltwisePostOp[] = []): bigint {
   const d = dnnlState.ready().dnnl;
-  const pd = primitiveDesc(desc, postOps);
+  const pd = primitiveDesc(desc, { postOps });
   try {
     const impl = implOf(pd);
     if (impl.startsWith("ref")) throw new Error(`only oneDNN's reference code (${impl})`);

@@ -73,6 +73,8 @@ export const DNNL_DECL = defineLibrary({
   dnnl_post_ops_create: f(["buffer"]),
   dnnl_post_ops_destroy: f([H]),
   dnnl_post_ops_append_eltwise: f([H, "f32", "i32", "f32", "f32"]),
+  // The activations' zero point of the onednn engine's int8 convolution.
+  dnnl_primitive_attr_set_zero_points: f([H, "i32", "i64", "i32", "buffer"]),
   dnnl_set_verbose: f(["i32"]),
   // Row-major BLAS-style product (transa, transb as 'N'/'T'), on oneDNN's own threads.
   dnnl_sgemm: f([
@@ -132,8 +134,14 @@ export const EXEC_ARG_BYTES = 16;
 /** Enumerators of dnnl_types.h that the kernels use (checked against the header). */
 export const ENUMS = {
   dnnl_status_t: { dnnl_success: 0, dnnl_unimplemented: 3 },
-  dnnl_data_type_t: { dnnl_bf16: 2, dnnl_f32: 3 },
-  dnnl_format_tag_t: { dnnl_format_tag_any: 1, dnnl_a: 2, dnnl_abcd: 5, dnnl_abcde: 7 },
+  dnnl_data_type_t: { dnnl_bf16: 2, dnnl_f32: 3, dnnl_s32: 4, dnnl_s8: 5, dnnl_u8: 6 },
+  dnnl_format_tag_t: {
+    dnnl_format_tag_any: 1,
+    dnnl_a: 2,
+    dnnl_abcd: 5,
+    dnnl_abcde: 7,
+    dnnl_acdb: 20,
+  },
   dnnl_prop_kind_t: { dnnl_forward_inference: 96 },
   dnnl_alg_kind_t: {
     dnnl_convolution_direct: 1,

@@ -9,12 +9,7 @@
  * with the reason, and the other engines serve.
  */
 import { backends, empty, QTensor, type Tensor } from "@backplane/core";
-import {
-  type AnyKernelDefinition,
-  linearChannelParams,
-  type QLinearParams,
-  quantizedEngineGate,
-} from "@backplane/core/backend";
+import { linearChannelParams, type QLinearParams } from "@backplane/core/backend";
 import { modules } from "../kernels/wasm.ts";
 import { addressOf } from "../wasm/scratch.ts";
 import { check } from "./call.ts";
@@ -26,7 +21,8 @@ const T = 84; // 'T'
 const F = 70; // 'F': one offset for all of C
 const NO_OFFSET = new Int32Array(1);
 
-function hasVnni(): boolean {
+/** Whether the CPU has VNNI (oneDNN's int8 kernels sum u8 x s8 pairs exactly there). */
+export function hasVnni(): boolean {
   const f = backends.cpu.getCpuCapabilityInfo().features;
   return f.includes("avx512_vnni") || f.includes("avx_vnni") || f.includes("amx_int8");
 }
@@ -133,22 +129,4 @@ function gemm(p: QLinearParams, acc: Int32Array, wZp: number): void {
     NO_OFFSET,
   );
   check(`dnnl_gemm_u8s8s32(${p.m}x${p.n}x${p.k})`, status);
-}
-
-export function dnnlQuantizedKernels(): AnyKernelDefinition[] {
-  return [
-    {
-      op: "quantizedLinear",
-      name: "onednn-qlinear",
-      device: "cpu",
-      dtypes: ["uint8"],
-      deterministic: true,
-      flags: ["mkldnn.enabled"],
-      verboseFlags: ["mkldnn.verbose"],
-      priority: 50,
-      enabled: quantizedEngineGate(ONEDNN_ENGINE),
-      supports: dnnlQLinearSupports as (p: never) => true | string,
-      run: dnnlQLinear as (p: never) => unknown,
-    },
-  ];
 }

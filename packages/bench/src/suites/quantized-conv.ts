@@ -2,12 +2,13 @@
  * The conv2d half of the quantized suite: int8 convolutions of ResNet-50 and MobileNet-v2
  * (batch 1, uint8 activations, int8 weights per tensor, requantized to uint8), one thread:
  * - qnnpack: quantizedConv2d on backend-nnpack's WASM engine;
+ * - onednn: quantizedConv2d on backend-cpu-mkl's oneDNN engine, where libdnnl loads;
  * - fp32-wasm: the float32 convolution on Backplane's WASM kernels (the dispatcher's pick
  *   with cpu.preferredBlasLibrary = "wasm" and mkldnn.enabled = false), named in a note;
  * - ort-int8: onnxruntime-node's QLinearConv (requantized to uint8, as ours), the weights
  *   an initializer, CPU EP, one thread;
  * - torch-<engine>: PyTorch 2.13's torch.ops.quantized.conv2d per engine, one thread.
- * qnnpack's output equals the reference kernel's bit for bit before it is timed.
+ * Each engine's output equals the reference kernel's bit for bit before it is timed.
  */
 import {
   backends,
@@ -278,17 +279,21 @@ async function torchConv(h: Harness, layers: ConvLayer[]): Promise<void> {
         gflops: flops(l) / (t[e] * 1e6),
       });
     }
-    const q = h.results.find((x) => x.case === t.name && x.impl === "qnnpack")?.median_ms;
+    const ours = (impl: string) =>
+      h.results.find((x) => x.case === t.name && x.impl === impl)?.median_ms;
+    const q = ours("qnnpack");
     if (q && t.qnnpack) h.ratio(`torch_qnnpack_over_qnnpack ${t.name}`, t.qnnpack / q);
-    if (q && t.x86) h.ratio(`torch_x86_over_qnnpack ${t.name}`, t.x86 / q);
+    const o = ours("onednn");
+    if (o && t.onednn) h.ratio(`torch_onednn_over_onednn ${t.name}`, t.onednn / o);
+    if (o && t.x86) h.ratio(`torch_x86_over_onednn ${t.name}`, t.x86 / o);
   }
 }
 
 /** Times the int8 convolutions (the suite has loaded the engines, one thread). */
 export async function quantizedConvLayers(h: Harness): Promise<void> {
   const engines = backends.quantized.supportedEngines;
-  if (!engines.includes("qnnpack")) {
-    h.note("conv2d: the qnnpack engine is not available; not timed");
+  if (!engines.includes("qnnpack") && !engines.includes("onednn")) {
+    h.note("conv2d: neither the qnnpack nor the onednn engine is available; not timed");
     return;
   }
   const ort = await ortQLinearConv();
@@ -296,23 +301,31 @@ export async function quantizedConvLayers(h: Harness): Promise<void> {
   const layers = SHAPES.map((s, i) => makeLayer(s, 40 + i));
   const fp32Kernels: string[] = [];
   for (const l of layers) {
-    if (ints("qnnpack-conv2d", l) !== ints("reference", l)) {
-      h.note(`${l.s.name}: qnnpack differs from the reference; not timed`);
-      continue;
+    const want = ints("reference", l);
+    const impls: Record<string, () => unknown> = {};
+    for (const [impl, kernel] of [
+      ["qnnpack", "qnnpack-conv2d"],
+      ["onednn", "onednn-qconv2d"],
+    ] as const) {
+      if (!engines.includes(impl)) continue;
+      if (ints(kernel, l) !== want) {
+        h.note(`${l.s.name}: ${impl} differs from the reference; not timed`);
+        continue;
+      }
+      impls[impl] = () => {
+        using _ = kernelPriority("quantizedConv2d", [kernel]);
+        quantizedConv2d(l.x, l.packed, l.outScale, OUT_ZP).dispose();
+      };
     }
     const fp32 = fp32Wasm(l);
     fp32Kernels.push(`${l.s.name}: ${fp32.kernel}`);
-    const impls: Record<string, () => unknown> = {
-      qnnpack: () => {
-        using _ = kernelPriority("quantizedConv2d", ["qnnpack-conv2d"]);
-        quantizedConv2d(l.x, l.packed, l.outScale, OUT_ZP).dispose();
-      },
-      "fp32-wasm": fp32.run,
-    };
+    impls["fp32-wasm"] = fp32.run;
     if (typeof ort !== "string") impls["ort-int8"] = await ort(l);
     const ms = await h.compare(l.s.name, impls, { flops: flops(l), samples: 11 });
-    h.ratio(`fp32_wasm_over_qnnpack ${l.s.name}`, ms["fp32-wasm"] / ms.qnnpack);
-    if (ms["ort-int8"]) h.ratio(`ort_int8_over_qnnpack ${l.s.name}`, ms["ort-int8"] / ms.qnnpack);
+    if (ms.qnnpack) {
+      h.ratio(`fp32_wasm_over_qnnpack ${l.s.name}`, ms["fp32-wasm"] / ms.qnnpack);
+      if (ms["ort-int8"]) h.ratio(`ort_int8_over_qnnpack ${l.s.name}`, ms["ort-int8"] / ms.qnnpack);
+    }
   }
   h.note(`fp32-wasm ran: ${fp32Kernels.join("; ")}`);
   await torchConv(h, layers);

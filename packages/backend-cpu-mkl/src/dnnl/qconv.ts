@@ -1,0 +1,293 @@
+/**
+ * The onednn engine's quantized conv2d: oneDNN's int8 convolution primitive (uint8
+ * activations with their zero point set as a primitive attribute, so the padding counts as
+ * real zeros; int8 weights; exact int32 sums), then the requantization in WASM
+ * (requant_planes_u8: the core's formula), so the output has the bits of the reference
+ * and of PyTorch's engines. The activations' and weights' layouts are oneDNN's choice
+ * ("any"): the activations are reordered in per call, the weights once per layer and
+ * plan (kept in the layer's engine cache). The sums come out channels-last (NHWC, the
+ * layout oneDNN's int8 kernels write), are requantized there as a linear layer's rows
+ * (requant_linear_u8), and the uint8 result is reordered to NCHW: a quarter of the bytes
+ * an int32 reorder would move. The scratchpad is a CPU tensor of the call.
+ *
+ * Refused, with the reason: CPUs without VNNI (oneDNN's int8 kernels there may saturate or
+ * scale the weights), and weights with a zero point other than 0 (oneDNN's convolution
+ * takes symmetric weights only).
+ */
+import { empty, type PackedConv2d, QTensor, type Tensor } from "@backplane/core";
+import { conv2dChannelParams, type QConv2dParams } from "@backplane/core/backend";
+import { modules } from "../kernels/wasm.ts";
+import { addressOf } from "../wasm/scratch.ts";
+import {
+  check,
+  dims,
+  execute,
+  handle,
+  implOf,
+  memory,
+  primitive,
+  primitiveDesc,
+  queryMd,
+  taggedMd,
+} from "./call.ts";
+import { creationThreads } from "./conv.ts";
+import { ARG, CONV_DESC_BYTES, ENUMS } from "./library.ts";
+import { hasVnni, ONEDNN_ENGINE } from "./qlinear.ts";
+import { dnnlState } from "./state.ts";
+
+const E = ENUMS;
+const T = E.dnnl_data_type_t;
+const TAG = E.dnnl_format_tag_t;
+
+interface QConvPlan {
+  key: string;
+  conv: bigint;
+  impl: string;
+  srcReorder: bigint;
+  weightReorder: bigint;
+  /** uint8 NHWC -> NCHW (0n when they are the same: one pixel). */
+  outReorder: bigint;
+  srcBytes: number;
+  weightBytes: number;
+  scratchBytes: number;
+  mem: Record<
+    "userSrc" | "src" | "userWeights" | "weights" | "sums" | "nhwcOut" | "userOut" | "scratch",
+    bigint
+  >;
+}
+
+const plans = new Map<string, QConvPlan | string>();
+
+/** Forgets every plan (they belong to the engine of the library loaded before). */
+export function resetQConvPlans(): void {
+  plans.clear();
+}
+
+function keyOf(p: QConv2dParams): string {
+  const { stride, padding, dilation, groups } = p.packed;
+  const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
+  return `${p.n},${p.c},${p.h},${p.w},${p.oc},${p.kh},${p.kw},${stride},${padding},${dilation},${groups},${xZp}`;
+}
+
+/** A reorder primitive between two layouts, or 0n when they are the same. */
+function reorder(from: Parameters<typeof memory>[0], to: Parameters<typeof memory>[0]): bigint {
+  const { dnnl: d, engine } = dnnlState.ready();
+  if (d.dnnl_memory_desc_equal(from, to) === 1) return 0n;
+  const pd = handle("dnnl_reorder_primitive_desc_create", (o) =>
+    d.dnnl_reorder_primitive_desc_create(o, from, engine, to, engine, 0n),
+  );
+  try {
+    return primitive(pd);
+  } finally {
+    d.dnnl_primitive_desc_destroy(pd);
+  }
+}
+
+// Long: the descriptors of one int8 convolution (user and "any" layouts, geometry), the primitive and its three reorders.
+function makePlan(p: QConv2dParams, key: string): QConvPlan {
+  const d = dnnlState.ready().dnnl;
+  const { stride, padding, dilation, groups: g } = p.packed;
+  const x = [p.n, p.c, p.h, p.w];
+  const y = [p.n, p.oc, p.oh, p.ow];
+  const w = g === 1 ? [p.oc, p.c, p.kh, p.kw] : [g, p.oc / g, p.c / g, p.kh, p.kw];
+  const wTag = g === 1 ? TAG.dnnl_abcd : TAG.dnnl_abcde;
+  const any = TAG.dnnl_format_tag_any;
+  const userSrc = taggedMd(x, TAG.dnnl_abcd, T.dnnl_u8);
+  const userW = taggedMd(w, wTag, T.dnnl_s8);
+  const nhwcSums = taggedMd(y, TAG.dnnl_acdb, T.dnnl_s32);
+  const nhwcOut = taggedMd(y, TAG.dnnl_acdb, T.dnnl_u8);
+  const userOut = taggedMd(y, TAG.dnnl_abcd, T.dnnl_u8);
+  const padB = (p.oh - 1) * stride[0] + (p.kh - 1) * dilation[0] + 1 - p.h - padding[0];
+  const padR = (p.ow - 1) * stride[1] + (p.kw - 1) * dilation[1] + 1 - p.w - padding[1];
+  const desc = new Uint8Array(CONV_DESC_BYTES);
+  check(
+    "dnnl_dilated_convolution_forward_desc_init",
+    d.dnnl_dilated_convolution_forward_desc_init(
+      desc,
+      E.dnnl_prop_kind_t.dnnl_forward_inference,
+      E.dnnl_alg_kind_t.dnnl_convolution_direct,
+      taggedMd(x, any, T.dnnl_u8),
+      taggedMd(w, any, T.dnnl_s8),
+      null,
+      nhwcSums,
+      dims([stride[0], stride[1]]),
+      dims([dilation[0] - 1, dilation[1] - 1]), // oneDNN counts dilation from 0
+      dims([padding[0], padding[1]]),
+      dims([padB, padR]),
+    ),
+  );
+  const srcZeroPoint = (p.x.qparams as { zeroPoint: number }).zeroPoint;
+  const pd = primitiveDesc(desc, { srcZeroPoint });
+  try {
+    const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
+    const src = queryMd(pd, E.dnnl_query_t.dnnl_query_src_md);
+    const wts = queryMd(pd, E.dnnl_query_t.dnnl_query_weights_md);
+    return {
+      key,
+      conv: primitive(pd),
+      impl: implOf(pd),
+      srcReorder: reorder(userSrc, src),
+      weightReorder: reorder(userW, wts),
+      outReorder: reorder(nhwcOut, userOut),
+      srcBytes: Number(d.dnnl_memory_desc_get_size(src)),
+      weightBytes: Number(d.dnnl_memory_desc_get_size(wts)),
+      scratchBytes: Number(d.dnnl_memory_desc_get_size(scratch)),
+      mem: {
+        userSrc: memory(userSrc),
+        src: memory(src),
+        userWeights: memory(userW),
+        weights: memory(wts),
+        sums: memory(nhwcSums),
+        nhwcOut: memory(nhwcOut),
+        userOut: memory(userOut),
+        scratch: memory(scratch),
+      },
+    };
+  } finally {
+    d.dnnl_primitive_desc_destroy(pd);
+  }
+}
+
+function planFor(p: QConv2dParams): QConvPlan | string {
+  const key = keyOf(p);
+  let plan = plans.get(key);
+  if (plan === undefined) {
+    try {
+      dnnlState.applyThreads(creationThreads());
+      plan = makePlan(p, key);
+    } catch (e) {
+      plan = `oneDNN refused this int8 convolution: ${(e as Error).message}`;
+    }
+    if (plans.size >= 64) plans.delete(plans.keys().next().value as string);
+    plans.set(key, plan);
+  }
+  return plan;
+}
+
+/** Why the onednn engine's conv2d refuses these inputs, or true. */
+export function dnnlQConvSupports(p: QConv2dParams): true | string {
+  if (!dnnlState.lib) return "oneDNN is not loaded";
+  if (!modules.kernels)
+    return "backend-cpu-mkl's WASM kernels (its requantization) have not loaded";
+  if (!hasVnni())
+    return "this CPU has no VNNI: oneDNN's int8 convolutions there may saturate or rescale the weights (qnnpack serves)";
+  const w = p.packed.weight.qparams;
+  const zps = w.scheme === "per_tensor_affine" ? [w.zeroPoint] : Array.from(w.zeroPoints);
+  if (zps.some((z) => z !== 0))
+    return "the weights' zero point is not 0; oneDNN's int8 convolution takes symmetric weights";
+  if (p.n === 0) return true;
+  const plan = planFor(p);
+  return typeof plan === "string" ? plan : true;
+}
+
+/** The layer's weights in the plan's layout, reordered once per (layer, plan). */
+function weightsFor(packed: PackedConv2d, plan: QConvPlan): Tensor {
+  if (plan.weightReorder === 0n) return packed.weight.storage();
+  let cache = packed.engineCache.get(ONEDNN_ENGINE) as
+    | { byPlan: Map<string, Tensor>; dispose(): void }
+    | undefined;
+  if (!cache) {
+    const byPlan = new Map<string, Tensor>();
+    const dispose = () => {
+      for (const t of byPlan.values()) t.dispose();
+    };
+    cache = { byPlan, dispose };
+    packed.engineCache.set(ONEDNN_ENGINE, cache);
+  }
+  let w = cache.byPlan.get(plan.key);
+  if (!w) {
+    const d = dnnlState.ready().dnnl;
+    w = empty([Math.max(1, plan.weightBytes)], { dtype: "uint8" });
+    d.dnnl_memory_set_data_handle(plan.mem.userWeights, packed.weight.storage().hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
+    execute(plan.weightReorder, [
+      [ARG.FROM, plan.mem.userWeights],
+      [ARG.TO, plan.mem.weights],
+    ]);
+    cache.byPlan.set(plan.key, w);
+  }
+  return w;
+}
+
+/**
+ * The int32 sums on oneDNN (NHWC), requant_linear_u8 over them as rows of channels, then
+ * oneDNN's reorder of the uint8 result into the NCHW output.
+ */
+// Long: one call: the input's reorder, the convolution, the requantization and the output's reorder, on CPU-device tensors freed in finally.
+export function dnnlQConv(p: QConv2dParams): QTensor {
+  const out = empty(p.outShape, { dtype: "uint8" });
+  const result = new QTensor(out, "quint8", {
+    scheme: "per_tensor_affine",
+    scale: p.outScale,
+    zeroPoint: p.outZeroPoint,
+  });
+  if (out.numel === 0) return result;
+  const plan = planFor(p) as QConvPlan;
+  const { dnnl: d, stream } = dnnlState.ready();
+  const temps: Tensor[] = [];
+  /** A CPU tensor of `count` elements (bytes, by default). */
+  const temp = (count: number, dtype: "uint8" | "int32" | "float32" = "uint8") => {
+    const t = empty([Math.max(1, count)], { dtype });
+    temps.push(t);
+    return t;
+  };
+  try {
+    const w = weightsFor(p.packed, plan);
+    const x = p.x.storage();
+    const src = plan.srcReorder ? temp(plan.srcBytes) : x;
+    const sums = temp(out.numel, "int32");
+    const nhwc = plan.outReorder ? temp(out.numel) : out;
+    const scratch = temp(plan.scratchBytes);
+    const mult = temp(p.oc, "float32");
+    (mult.hostData() as Float32Array).set(conv2dChannelParams(p).mult);
+    dnnlState.applyThreads();
+    if (plan.srcReorder) {
+      d.dnnl_memory_set_data_handle(plan.mem.userSrc, x.hostData());
+      d.dnnl_memory_set_data_handle(plan.mem.src, src.hostData());
+      execute(plan.srcReorder, [
+        [ARG.FROM, plan.mem.userSrc],
+        [ARG.TO, plan.mem.src],
+      ]);
+    }
+    const srcMem = plan.srcReorder ? plan.mem.src : plan.mem.userSrc;
+    d.dnnl_memory_set_data_handle(srcMem, src.hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.sums, sums.hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.scratch, scratch.hostData());
+    execute(plan.conv, [
+      [ARG.SRC, srcMem],
+      [ARG.WEIGHTS, plan.mem.weights],
+      [ARG.DST, plan.mem.sums],
+      [ARG.SCRATCHPAD, plan.mem.scratch],
+    ]);
+    check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
+    const bias = p.packed.bias;
+    modules.kernels!.requant_linear_u8(
+      addressOf(sums),
+      p.n * p.oh * p.ow,
+      p.oc,
+      0,
+      0,
+      addressOf(mult),
+      bias ? addressOf(bias) : 0,
+      Math.fround(1 / Math.fround(p.outScale)),
+      p.outZeroPoint,
+      addressOf(nhwc),
+    );
+    if (plan.outReorder) {
+      d.dnnl_memory_set_data_handle(plan.mem.nhwcOut, nhwc.hostData());
+      d.dnnl_memory_set_data_handle(plan.mem.userOut, out.hostData());
+      execute(plan.outReorder, [
+        [ARG.FROM, plan.mem.nhwcOut],
+        [ARG.TO, plan.mem.userOut],
+      ]);
+      check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
+    }
+    return result;
+  } catch (e) {
+    result.dispose();
+    throw e;
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}

@@ -1,0 +1,40 @@
+/**
+ * The "onednn" quantized engine's kernels (backends.quantized.engine): linear on oneDNN's
+ * int8 GEMM (qlinear.ts), conv2d on its int8 convolution primitive (qconv.ts).
+ */
+import { type AnyKernelDefinition, quantizedEngineGate } from "@backplane/core/backend";
+import { dnnlQConv, dnnlQConvSupports } from "./qconv.ts";
+import { dnnlQLinear, dnnlQLinearSupports, ONEDNN_ENGINE } from "./qlinear.ts";
+
+export function dnnlQuantizedKernels(): AnyKernelDefinition[] {
+  return [
+    {
+      op: "quantizedLinear",
+      name: "onednn-qlinear",
+      device: "cpu",
+      dtypes: ["uint8"],
+      deterministic: true,
+      flags: ["mkldnn.enabled"],
+      verboseFlags: ["mkldnn.verbose"],
+      priority: 50,
+      enabled: quantizedEngineGate(ONEDNN_ENGINE),
+      supports: dnnlQLinearSupports as (p: never) => true | string,
+      run: dnnlQLinear as (p: never) => unknown,
+    },
+    {
+      op: "quantizedConv2d",
+      name: "onednn-qconv2d",
+      device: "cpu",
+      dtypes: ["uint8"],
+      // Exact integer sums, then one requantization per output: the same bits on any
+      // thread count.
+      deterministic: true,
+      flags: ["mkldnn.enabled"],
+      verboseFlags: ["mkldnn.verbose"],
+      priority: 50,
+      enabled: quantizedEngineGate(ONEDNN_ENGINE),
+      supports: dnnlQConvSupports as (p: never) => true | string,
+      run: dnnlQConv as (p: never) => unknown,
+    },
+  ];
+}
