@@ -140,7 +140,6 @@ export const ENUMS = {
     dnnl_a: 2,
     dnnl_abcd: 5,
     dnnl_abcde: 7,
-    dnnl_acdb: 20,
   },
   dnnl_prop_kind_t: { dnnl_forward_inference: 96 },
   dnnl_alg_kind_t: {

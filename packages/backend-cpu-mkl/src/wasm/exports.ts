@@ -70,4 +70,15 @@ export interface KernelsModule {
     zp: number,
     y: Ptr,
   ): void;
+  requant_planes_u8(
+    acc: Ptr,
+    planes: number,
+    plane: number,
+    oc: number,
+    mult: Ptr,
+    bias: Ptr,
+    inv: number,
+    zp: number,
+    y: Ptr,
+  ): void;
 }
