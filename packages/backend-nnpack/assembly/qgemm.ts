@@ -1,6 +1,5 @@
 // qnnpack: quantized linear and conv2d (uint8 activations, int8 weights, exact int32 sums)
-// in WASM SIMD128, requantized to uint8 with the core's float32 formula. A convolution is
-// the same product over im2col rows (qim2col writes them already widened).
+// in WASM SIMD128, requantized to uint8 with the core's float32 formula.
 //
 // Both operands are widened to int16 with their zero points subtracted ((x - x_zp) and
 // (w - w_zp) lie in [-255, 255]), so i32x4.dot_i16x8_s sums pairs of products of at most
@@ -11,8 +10,7 @@
 //   packed weights: for each block of 4 output channels, for each 8 k: 4 rows x 8 int16
 //                   (64 bytes); channels past n are zero.
 //   packed x:       m rows of k8 int16.
-//   output:         uint8, element (i, c) at y + i * ldy + c * cs (linear: ldy = n, cs = 1;
-//                   a convolution's NCHW planes: ldy = 1, cs = the plane's size).
+//   output:         m rows of n uint8.
 //
 // Requantization, per output (m, c), all in float32 (bit-identical to the core's
 // requantizeLinear in TypeScript):
@@ -80,17 +78,16 @@ export function qpack_x(x: usize, m: i32, k: i32, xzp: i32, dst: usize, start: i
   return <u8><i32>q;
 }
 
-/** Writes the 4 sums of a tile row (channels nb..nb+3, those < n; channel stride cs) requantized. */
+/** Writes the 4 sums of a tile row (channels nb..nb+3, those < n) requantized. */
 // @ts-ignore: decorator
 @inline function storeRow(
-  y: usize, cs: usize, n: i32, nb: i32, a0: v128, a1: v128, a2: v128, a3: v128,
+  y: usize, n: i32, nb: i32, a0: v128, a1: v128, a2: v128, a3: v128,
   mult: usize, bias: usize, inv: f32, zp: i32,
 ): void {
-  const at = y + <usize>nb * cs;
-  store<u8>(at, requant(hsum(a0), nb, mult, bias, inv, zp));
-  if (nb + 1 < n) store<u8>(at + cs, requant(hsum(a1), nb + 1, mult, bias, inv, zp));
-  if (nb + 2 < n) store<u8>(at + 2 * cs, requant(hsum(a2), nb + 2, mult, bias, inv, zp));
-  if (nb + 3 < n) store<u8>(at + 3 * cs, requant(hsum(a3), nb + 3, mult, bias, inv, zp));
+  store<u8>(y + <usize>nb, requant(hsum(a0), nb, mult, bias, inv, zp));
+  if (nb + 1 < n) store<u8>(y + <usize>(nb + 1), requant(hsum(a1), nb + 1, mult, bias, inv, zp));
+  if (nb + 2 < n) store<u8>(y + <usize>(nb + 2), requant(hsum(a2), nb + 2, mult, bias, inv, zp));
+  if (nb + 3 < n) store<u8>(y + <usize>(nb + 3), requant(hsum(a3), nb + 3, mult, bias, inv, zp));
 }
 
 /**
@@ -100,10 +97,8 @@ export function qpack_x(x: usize, m: i32, k: i32, xzp: i32, dst: usize, start: i
  */
 export function qlinear(
   xp: usize, wp: usize, m: i32, n: i32, k8: i32, mult: usize, bias: usize, inv: f32, zp: i32,
-  y: usize, ldy: i32, cs: i32, start: i32, count: i32,
+  y: usize, start: i32, count: i32,
 ): void {
-  const ys = <usize>ldy;
-  const csz = <usize>cs;
   const rowX = <usize>k8 << 1;
   const blockW = <usize>k8 << 3; // 4 rows x k8 int16
   const end = start + count;
@@ -133,8 +128,8 @@ export function qlinear(
         c13 = i32x4.add(c13, i32x4.dot_i16x8_s(b, w3));
         pw += 64;
       }
-      storeRow(y + <usize>i * ys, csz, n, nb, c00, c01, c02, c03, mult, bias, inv, zp);
-      storeRow(y + <usize>(i + 1) * ys, csz, n, nb, c10, c11, c12, c13, mult, bias, inv, zp);
+      storeRow(y + <usize>i * <usize>n, n, nb, c00, c01, c02, c03, mult, bias, inv, zp);
+      storeRow(y + <usize>(i + 1) * <usize>n, n, nb, c10, c11, c12, c13, mult, bias, inv, zp);
       w += blockW;
     }
   }
@@ -152,46 +147,8 @@ export function qlinear(
         c03 = i32x4.add(c03, i32x4.dot_i16x8_s(a, v128.load(pw, 48)));
         pw += 64;
       }
-      storeRow(y + <usize>i * ys, csz, n, nb, c00, c01, c02, c03, mult, bias, inv, zp);
+      storeRow(y + <usize>i * <usize>n, n, nb, c00, c01, c02, c03, mult, bias, inv, zp);
       w += blockW;
-    }
-  }
-}
-
-/**
- * im2col rows [start, start + count) of one image and one group, widened: row i is output
- * position (i / ow, i % ow), its k = c * kh * kw entries (channel, then kernel row, then
- * column) x - x_zp, 0 where the window reaches into the padding, then zeros up to k8. x
- * points at the group's first channel (c planes of h x w uint8).
- */
-export function qim2col(
-  x: usize, c: i32, h: i32, w: i32, kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32,
-  dh: i32, dw: i32, ow: i32, xzp: i32, dst: usize, start: i32, count: i32,
-): void {
-  const k = c * kh * kw;
-  const k8 = ((k + 7) >> 3) << 3;
-  const plane = <usize>h * <usize>w;
-  for (let i = start; i < start + count; i++) {
-    const oy = i / ow;
-    const ox = i - oy * ow;
-    let d = dst + ((<usize>i * <usize>k8) << 1);
-    for (let ci = 0; ci < c; ci++) {
-      const src = x + <usize>ci * plane;
-      for (let ky = 0; ky < kh; ky++) {
-        const iy = oy * sh - ph + ky * dh;
-        const rowIn = iy >= 0 && iy < h;
-        const row = src + <usize>iy * <usize>w;
-        for (let kx = 0; kx < kw; kx++) {
-          const ix = ox * sw - pw + kx * dw;
-          const v: i32 = rowIn && ix >= 0 && ix < w ? <i32>load<u8>(row + <usize>ix) - xzp : 0;
-          store<i16>(d, <i16>v);
-          d += 2;
-        }
-      }
-    }
-    for (let t = k; t < k8; t++) {
-      store<i16>(d, 0);
-      d += 2;
     }
   }
 }
@@ -355,6 +312,203 @@ export function qdwconv(
           memory.copy(at, tail, <usize>(ow - ox));
         }
       }
+    }
+  }
+}
+
+// ------------------------------------------------------------------ convolution as W · cols
+//
+// Per image and group: out[c][p] = Σ_k W[c][k] · col[k][p], where col is the im2col of
+// (x - x_zp) laid out [K, P] (one row of the P output positions per k = (channel, kernel
+// row, kernel column)): for NCHW input each row is made of shifted runs of input rows, so
+// it is built with vector loads. Pairs of k are interleaved for i32x4.dot_i16x8_s: pair
+// row kp holds, per position p, (col[2kp][p], col[2kp+1][p]) as two int16; rows are P
+// rounded up to 8 positions (zeros past P), K is rounded up to pairs with a zero row.
+// The weights pack the same pairs: per block of 4 output channels and pair kp, 4 int32
+// (two int16 each), so one load32_splat gives a channel's pair for 4 positions.
+
+/** Bytes of the column pairs for k inputs and p positions. */
+export function qcols_bytes(k: i32, p: i32): i32 {
+  return ((k + 1) >> 1) * (((p + 7) >> 3) << 3) * 4;
+}
+
+/** Bytes of the weight pairs for n outputs and k inputs. */
+export function qwpairs_bytes(n: i32, k: i32): i32 {
+  return ((n + 3) >> 2) * ((k + 1) >> 1) * 16;
+}
+
+/** Packs int8 weights w (n x k, row-major) minus their zero points (i32 per channel) in pairs. */
+export function qpack_wpairs(w: usize, n: i32, k: i32, wzp: usize, dst: usize): void {
+  const k2 = (k + 1) >> 1;
+  let d = dst;
+  for (let nb = 0; nb < n; nb += 4) {
+    for (let kp = 0; kp < k2; kp++) {
+      for (let r = 0; r < 4; r++) {
+        const c = nb + r;
+        for (let t = 0; t < 2; t++) {
+          const kk = 2 * kp + t;
+          let v: i32 = 0;
+          if (c < n && kk < k)
+            v = <i32>load<i8>(w + <usize>c * <usize>k + <usize>kk) - load<i32>(wzp + (<usize>c << 2));
+          store<i16>(d, <i16>v);
+          d += 2;
+        }
+      }
+    }
+  }
+}
+
+/** Writes im2col row k (length oh * ow, int16 x - x_zp, 0 in the padding) at dst. */
+function colRow(
+  x: usize, h: i32, w: i32, kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, dh: i32,
+  dw: i32, oh: i32, ow: i32, xzp: i32, k: i32, dst: usize,
+): void {
+  const taps = kh * kw;
+  const ci = k / taps;
+  const ky = (k - ci * taps) / kw;
+  const kx = k - ci * taps - ky * kw;
+  const off = kx * dw - pw; // ix = ox * sw + off
+  // Output columns whose input column is inside the image: [lo, hi).
+  let lo = off >= 0 ? 0 : (-off + sw - 1) / sw;
+  let hi = w - 1 - off < 0 ? 0 : (w - 1 - off) / sw + 1;
+  if (hi > ow) hi = ow;
+  if (lo > hi) lo = hi;
+  const zpv = i16x8.splat(<i16>xzp);
+  for (let oy = 0; oy < oh; oy++) {
+    const d = dst + ((<usize>oy * <usize>ow) << 1);
+    const iy = oy * sh - ph + ky * dh;
+    if (iy < 0 || iy >= h) {
+      memory.fill(d, 0, <usize>ow << 1);
+      continue;
+    }
+    const src = x + (<usize>ci * <usize>h + <usize>iy) * <usize>w;
+    memory.fill(d, 0, <usize>lo << 1);
+    let ox = lo;
+    if (sw == 1) {
+      for (; ox + 8 <= hi; ox += 8) {
+        const v = v128.load64_zero(src + <usize>(ox + off));
+        v128.store(d + (<usize>ox << 1), i16x8.sub(i16x8.extend_low_i8x16_u(v), zpv));
+      }
+    }
+    for (; ox < hi; ox++)
+      store<i16>(d + (<usize>ox << 1), <i16>(<i32>load<u8>(src + <usize>(ox * sw + off)) - xzp));
+    memory.fill(d + (<usize>hi << 1), 0, <usize>(ow - hi) << 1);
+  }
+}
+
+/**
+ * Pair rows [start, start + count) of one image's group (x at its first channel): two
+ * im2col rows into the thread's buffer (2 x P8 int16), interleaved into dst.
+ */
+export function qcol_pairs(
+  x: usize, h: i32, w: i32, kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, dh: i32,
+  dw: i32, oh: i32, ow: i32, xzp: i32, k: i32, dst: usize, buf: usize, start: i32, count: i32,
+): void {
+  const p = oh * ow;
+  const p8 = ((p + 7) >> 3) << 3;
+  const rowA = buf;
+  const rowB = buf + (<usize>p8 << 1);
+  for (let kp = start; kp < start + count; kp++) {
+    colRow(x, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, xzp, 2 * kp, rowA);
+    if (2 * kp + 1 < k) colRow(x, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, xzp, 2 * kp + 1, rowB);
+    else memory.fill(rowB, 0, <usize>p << 1);
+    memory.fill(rowA + (<usize>p << 1), 0, <usize>(p8 - p) << 1);
+    memory.fill(rowB + (<usize>p << 1), 0, <usize>(p8 - p) << 1);
+    const out = dst + ((<usize>kp * <usize>p8) << 2);
+    for (let q = 0; q < p8; q += 8) {
+      const a = v128.load(rowA + (<usize>q << 1));
+      const b = v128.load(rowB + (<usize>q << 1));
+      const o = out + (<usize>q << 2);
+      v128.store(o, i8x16.shuffle(a, b, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23));
+      v128.store(o, i8x16.shuffle(a, b, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31), 16);
+    }
+  }
+}
+
+/** 4 sums of one channel requantized (the same roundings as requant()), in the low 4 bytes. */
+// @ts-ignore: decorator
+@inline function requant4(acc: v128, m: v128, b: v128, hasBias: bool, inv: v128, zp: v128): v128 {
+  let v = f32x4.mul(f32x4.convert_i32x4_s(acc), m);
+  if (hasBias) v = f32x4.add(v, b);
+  let q = f32x4.add(f32x4.nearest(f32x4.mul(v, inv)), zp);
+  q = f32x4.pmin(f32x4.splat(255), f32x4.pmax(f32x4.splat(0), q));
+  const t = i32x4.trunc_sat_f32x4_s(q);
+  return i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(t, t), i16x8.splat(0));
+}
+
+/** Stores the first n (< 4) bytes of q at y. */
+function storePartial(y: usize, q: v128, n: i32): void {
+  if (n > 0) store<u8>(y, <u8>i8x16.extract_lane_u(q, 0));
+  if (n > 1) store<u8>(y + 1, <u8>i8x16.extract_lane_u(q, 1));
+  if (n > 2) store<u8>(y + 2, <u8>i8x16.extract_lane_u(q, 2));
+}
+
+/** Channel c's 8 sums (a: positions p0..p0+3, b: p0+4..p0+7) requantized into its plane. */
+// @ts-ignore: decorator
+@inline function storeChannel(
+  y: usize, c: i32, p: i32, p0: i32, a: v128, b: v128, mult: usize, bias: usize, inv: v128,
+  zp: v128,
+): void {
+  const m = f32x4.splat(load<f32>(mult + (<usize>c << 2)));
+  const bv = f32x4.splat(bias != 0 ? load<f32>(bias + (<usize>c << 2)) : 0);
+  const row = y + <usize>c * <usize>p + <usize>p0;
+  const qa = requant4(a, m, bv, bias != 0, inv, zp);
+  const qb = requant4(b, m, bv, bias != 0, inv, zp);
+  if (p0 + 8 <= p) {
+    v128.store32_lane(row, qa, 0);
+    v128.store32_lane(row + 4, qb, 0);
+  } else if (p0 + 4 <= p) {
+    v128.store32_lane(row, qa, 0);
+    storePartial(row + 4, qb, p - p0 - 4);
+  } else storePartial(row, qa, p - p0);
+}
+
+/**
+ * Position blocks [start, start + count) (8 positions each) of out = W · cols for n
+ * channels (planes of p bytes at y): per block, every 4-channel block over all k2 pairs
+ * (the block's columns stay in L1), 4 x 8 tiles (8 i32x4 sums, 2 column and 4 weight
+ * vectors: 14 of the 15 registers V8 keeps).
+ */
+export function qconv_gemm(
+  wp: usize, cols: usize, n: i32, k2: i32, p: i32, mult: usize, bias: usize, inv: f32, zp: i32,
+  y: usize, start: i32, count: i32,
+): void {
+  const p8 = ((p + 7) >> 3) << 3;
+  const rowBytes = <usize>p8 << 2;
+  const vinv = f32x4.splat(inv);
+  const vzp = f32x4.splat(<f32>zp);
+  for (let blk = start; blk < start + count; blk++) {
+    const p0 = blk << 3;
+    const colBase = cols + (<usize>p0 << 2);
+    let w = wp;
+    for (let nb = 0; nb < n; nb += 4) {
+      let c00 = i32x4.splat(0); let c01 = i32x4.splat(0);
+      let c10 = i32x4.splat(0); let c11 = i32x4.splat(0);
+      let c20 = i32x4.splat(0); let c21 = i32x4.splat(0);
+      let c30 = i32x4.splat(0); let c31 = i32x4.splat(0);
+      let col = colBase;
+      for (let kp = 0; kp < k2; kp++) {
+        const a = v128.load(col);
+        const b = v128.load(col, 16);
+        const w0 = v128.load32_splat(w);
+        const w1 = v128.load32_splat(w, 4);
+        const w2 = v128.load32_splat(w, 8);
+        const w3 = v128.load32_splat(w, 12);
+        c00 = i32x4.add(c00, i32x4.dot_i16x8_s(a, w0));
+        c01 = i32x4.add(c01, i32x4.dot_i16x8_s(b, w0));
+        c10 = i32x4.add(c10, i32x4.dot_i16x8_s(a, w1));
+        c11 = i32x4.add(c11, i32x4.dot_i16x8_s(b, w1));
+        c20 = i32x4.add(c20, i32x4.dot_i16x8_s(a, w2));
+        c21 = i32x4.add(c21, i32x4.dot_i16x8_s(b, w2));
+        c30 = i32x4.add(c30, i32x4.dot_i16x8_s(a, w3));
+        c31 = i32x4.add(c31, i32x4.dot_i16x8_s(b, w3));
+        col += rowBytes;
+        w += 16;
+      }
+      storeChannel(y, nb, p, p0, c00, c01, mult, bias, vinv, vzp);
+      if (nb + 1 < n) storeChannel(y, nb + 1, p, p0, c10, c11, mult, bias, vinv, vzp);
+      if (nb + 2 < n) storeChannel(y, nb + 2, p, p0, c20, c21, mult, bias, vinv, vzp);
+      if (nb + 3 < n) storeChannel(y, nb + 3, p, p0, c30, c31, mult, bias, vinv, vzp);
     }
   }
 }

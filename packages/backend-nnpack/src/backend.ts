@@ -16,7 +16,8 @@ import {
   transformCacheInfo,
 } from "./cache.ts";
 import { type Algorithm, chooseAlgorithm, nnpackKernels } from "./kernels/conv2d.ts";
-import { loadQgemm, QNNPACK_ENGINE, qnnpackKernels } from "./quantized.ts";
+import { loadQgemm, QNNPACK_ENGINE } from "./qgemm.ts";
+import { qnnpackKernels } from "./quantized.ts";
 import { loadConv, loadConvSync } from "./wasm.ts";
 
 export const NNPACK_BACKEND = "nnpack";

@@ -122,7 +122,8 @@ describe("backplane CLI", () => {
     // Each redraw: carriage return, erase the line (ESC [2K), then the bar.
     expect(r.stdout).toContain("\r\u001b[2K[");
     expect(r.stdout).toMatch(/\[#+-*\] +\d+% {2}case 1: 1x1x1/);
-    expect(r.stdout).toMatch(/backplane-dispatch\s+[\d.]+ ns/); // the table follows
+    // The table follows (its unit depends on the machine's load: this checks the table, not the speed).
+    expect(r.stdout).toMatch(/backplane-dispatch\s+[\d.]+ (ns|us|ms)/);
   });
 
   it("bench: an unknown suite or option value is exit 2 and names it; --help lists the suites", () => {

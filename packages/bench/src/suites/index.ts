@@ -30,7 +30,7 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Suite
   },
   quantized: {
     summary:
-      "int8 linear layers: the qnnpack (WASM) and onednn engines against fp32, onnxruntime, PyTorch",
+      "int8 linear and conv2d layers: the qnnpack (WASM) and onednn engines against fp32, onnxruntime, PyTorch",
     load: async () => (await import("./quantized.ts")).default,
   },
   sdpa: {
