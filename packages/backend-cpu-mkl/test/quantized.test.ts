@@ -16,6 +16,7 @@ import {
   quantizePerTensor,
   randn,
   ready,
+  seededRandom,
 } from "@backplane/core";
 import { restartInit } from "@backplane/core/backend";
 import { runQuantizedConformance } from "@backplane/testkit";
@@ -88,6 +89,47 @@ describe("quantized engine onednn", () => {
       }
       layer.dispose();
     }
+  });
+
+  itDnnl("conv2d on 100 random geometries equals the reference bit for bit", async () => {
+    await ready(DNNL_BACKEND);
+    if (vnniRefusal()) return; // logged by the conformance test
+    const rng = seededRandom(20261126);
+    const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
+    const failures: string[] = [];
+    for (let run = 0; run < 100; run++) {
+      const g = int(1, 3);
+      const [c, oc] = [g * int(1, 5), g * int(1, 6)];
+      const [kh, kw] = [int(1, 5), int(1, 5)];
+      const opts = {
+        stride: [int(1, 3), int(1, 3)] as [number, number],
+        padding: [int(0, 3), int(0, 3)] as [number, number],
+        dilation: [int(1, 2), int(1, 2)] as [number, number],
+        groups: g,
+      };
+      const h = Math.max(1, opts.dilation[0] * (kh - 1) + 1 - 2 * opts.padding[0]) + int(0, 12);
+      const w = Math.max(1, opts.dilation[1] * (kw - 1) + 1 - 2 * opts.padding[1]) + int(0, 20);
+      const shape = [int(1, 2), c, h, w];
+      const wq = quantizePerChannel(
+        randn([oc, c / g, kh, kw], { seed: run }),
+        Array.from({ length: oc }, () => 0.005 + rng() * 0.05),
+        Array(oc).fill(0),
+        0,
+        "qint8",
+      );
+      const x = quantizePerTensor(randn(shape, { seed: run + 1000 }), 0.03, int(0, 255), "quint8");
+      const layer = conv2dPrepack(wq, rng() < 0.7 ? randn([oc], { seed: run }) : undefined, opts);
+      const outZp = int(0, 255);
+      const y = (kernel: string) => {
+        using _ = kernelPriority("quantizedConv2d", [kernel]);
+        return Array.from(quantizedConv2d(x, layer, 0.2, outZp).intRepr().toFloat64());
+      };
+      const want = y("reference");
+      if (y("onednn-qconv2d").some((v, i) => v !== want[i]))
+        failures.push(`run ${run}: x [${shape}] w [${wq.shape}] ${JSON.stringify(opts)}`);
+      layer.dispose();
+    }
+    expect(failures).toEqual([]);
   });
 
   itDnnl("conv2d refuses weights with a zero point other than 0, and says why", async () => {

@@ -17,6 +17,7 @@ import {
   quantizePerTensor,
   randn,
   ready,
+  seededRandom,
 } from "@backplane/core";
 import { runQuantizedConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
@@ -105,6 +106,59 @@ describe("quantized engine qnnpack (WASM)", () => {
       }
       layer.dispose();
     }
+  });
+
+  it("conv2d on 200 random geometries equals the reference bit for bit", async () => {
+    await ready();
+    const rng = seededRandom(20261125);
+    const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
+    const failures: string[] = [];
+    for (let run = 0; run < 200; run++) {
+      const groups = int(1, 3);
+      const depthwise = rng() < 0.25;
+      const c = depthwise ? int(1, 9) : groups * int(1, 5);
+      const oc = depthwise ? c : groups * int(1, 6);
+      const g = depthwise ? c : groups;
+      const [kh, kw] = [int(1, 5), int(1, 5)];
+      const opts = {
+        stride: [int(1, 3), int(1, 3)] as [number, number],
+        padding: [int(0, 3), int(0, 3)] as [number, number],
+        dilation: [int(1, 2), int(1, 2)] as [number, number],
+        groups: g,
+      };
+      // Big enough for at least one output position.
+      const h = Math.max(1, opts.dilation[0] * (kh - 1) + 1 - 2 * opts.padding[0]) + int(0, 12);
+      const w = Math.max(1, opts.dilation[1] * (kw - 1) + 1 - 2 * opts.padding[1]) + int(0, 20);
+      const shape = [int(1, 2), c, h, w];
+      const wq = quantizePerChannel(
+        randn([oc, c / g, kh, kw], { seed: run }),
+        Array.from({ length: oc }, () => 0.005 + rng() * 0.05),
+        Array.from({ length: oc }, () => int(-3, 3)),
+        0,
+        "qint8",
+      );
+      const x = quantizePerTensor(
+        randn(shape, { seed: run + 1000 }),
+        0.02 + rng() * 0.05,
+        int(0, 255),
+        "quint8",
+      );
+      const layer = conv2dPrepack(wq, rng() < 0.7 ? randn([oc], { seed: run }) : undefined, opts);
+      const outScale = 0.05 + rng() * 0.3;
+      const outZp = int(0, 255);
+      const run1 = (kernel: string) => {
+        using _ = kernelPriority("quantizedConv2d", [kernel]);
+        return Array.from(quantizedConv2d(x, layer, outScale, outZp).intRepr().toFloat64());
+      };
+      const want = run1("reference");
+      const got = run1("qnnpack-conv2d");
+      if (got.some((v, i) => v !== want[i]) || got.length !== want.length)
+        failures.push(`run ${run}: x [${shape}] w [${wq.shape}] ${JSON.stringify(opts)}`);
+      layer.dispose();
+      wq.dispose();
+      x.dispose();
+    }
+    expect(failures).toEqual([]);
   });
 
   it("packs a layer's weights once and frees them with the layer", async () => {
