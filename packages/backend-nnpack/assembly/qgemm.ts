@@ -512,3 +512,34 @@ export function qconv_gemm(
     }
   }
 }
+
+// ------------------------------------------------------------------ batched linear on qconv_gemm
+//
+// A linear layer with many rows runs as a 1x1 convolution: positions are x's rows, so the
+// column pairs are (x[p][2kp], x[p][2kp+1]) - x_zp, and the output comes out one plane per
+// output feature, transposed back into rows.
+
+/** Pair rows [start, start + count) of x (m x k uint8, row-major) minus x_zp, as qcol_pairs lays them out. */
+export function qrow_pairs(x: usize, m: i32, k: i32, xzp: i32, dst: usize, start: i32, count: i32): void {
+  const m8 = ((m + 7) >> 3) << 3;
+  for (let kp = start; kp < start + count; kp++) {
+    const row = dst + ((<usize>kp * <usize>m8) << 2);
+    const t = 2 * kp;
+    const second = t + 1 < k;
+    for (let p = 0; p < m; p++) {
+      const src = x + <usize>p * <usize>k + <usize>t;
+      const a = <i32>load<u8>(src) - xzp;
+      const b = second ? <i32>load<u8>(src, 1) - xzp : 0;
+      store<u32>(row + (<usize>p << 2), (<u32>(a & 0xffff)) | (<u32>b << 16));
+    }
+    memory.fill(row + (<usize>m << 2), 0, <usize>(m8 - m) << 2);
+  }
+}
+
+/** Rows [start, start + count) of dst (m x n uint8) from src's n planes of m: dst[p][c] = src[c][p]. */
+export function qtranspose_u8(src: usize, m: i32, n: i32, dst: usize, start: i32, count: i32): void {
+  for (let p = start; p < start + count; p++) {
+    const d = dst + <usize>p * <usize>n;
+    for (let c = 0; c < n; c++) store<u8>(d + <usize>c, load<u8>(src + <usize>c * <usize>m + <usize>p));
+  }
+}

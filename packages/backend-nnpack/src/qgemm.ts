@@ -9,6 +9,9 @@ import { addressOf, Scratch } from "./util.ts";
 
 export const QNNPACK_ENGINE = "qnnpack";
 export const MODULE_ID = "backend-nnpack/qgemm";
+/** Engine-cache keys of the two weight packings: 4-channel blocks (qlinear), pairs (qconv_gemm). */
+export const BLOCKS_KEY = QNNPACK_ENGINE;
+export const PAIRS_KEY = `${QNNPACK_ENGINE}:pairs`;
 
 type Fn = (...args: number[]) => void;
 export interface QgemmModule {
@@ -23,6 +26,8 @@ export interface QgemmModule {
   qconv_gemm: Fn;
   qdw_buffer_bytes(h: number, ph: number, wpad: number): number;
   qdwconv: Fn;
+  qrow_pairs: Fn;
+  qtranspose_u8: Fn;
 }
 
 const QGEMM_WASM: WasmModuleFiles = {
@@ -74,18 +79,20 @@ export interface PackedWeights {
 }
 
 /**
- * A layer's weights packed by `pack` (cached in its engine cache): `groups` blocks of `n`
- * output channels by `k` inputs, one after another, each `bytes(n, k)` long.
+ * A layer's weights packed by `pack` (cached in its engine cache under `key`, one per
+ * packing): `groups` blocks of `n` output channels by `k` inputs, one after another, each
+ * `bytes(n, k)` long.
  */
 export function packedWeights(
   layer: PackedLinear | PackedConv2d,
+  key: string,
   groups: number,
   n: number,
   k: number,
   bytes: (n: number, k: number) => number,
   pack: (w: number, n: number, k: number, zps: number, dst: number) => void,
 ): PackedWeights {
-  const cached = layer.engineCache.get(QNNPACK_ENGINE) as PackedWeights | undefined;
+  const cached = layer.engineCache.get(key) as PackedWeights | undefined;
   if (cached) return cached;
   const w = layer.weight;
   const groupBytes = bytes(n, k);
@@ -115,6 +122,6 @@ export function packedWeights(
     groupBytes,
     dispose: () => packed.dispose(),
   };
-  layer.engineCache.set(QNNPACK_ENGINE, entry);
+  layer.engineCache.set(key, entry);
   return entry;
 }

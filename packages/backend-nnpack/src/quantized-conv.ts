@@ -15,6 +15,7 @@ import {
   MODULE_ID,
   NO_SCRATCH,
   NOT_LOADED,
+  PAIRS_KEY,
   packedWeights,
   type QgemmModule,
   qgemm,
@@ -95,7 +96,15 @@ function byColumns(p: QConv2dParams, m: QgemmModule, out: Tensor, mult: Tensor):
   const k2 = Math.ceil(k / 2);
   const plane = p.oh * p.ow;
   const p8 = Math.ceil(plane / 8) * 8;
-  const weights = packedWeights(p.packed, groups, ocg, k, m.qwpairs_bytes, m.qpack_wpairs);
+  const weights = packedWeights(
+    p.packed,
+    PAIRS_KEY,
+    groups,
+    ocg,
+    k,
+    m.qwpairs_bytes,
+    m.qpack_wpairs,
+  );
   const cols = scratch(m.qcols_bytes(k, plane));
   try {
     const c = common(p, mult);

@@ -36,10 +36,14 @@ describe("quantized engine qnnpack (WASM)", () => {
 
   it("equals the reference bit for bit on odd sizes, per channel, on 1 and 2 threads", async () => {
     await ready();
+    // qlinear runs 1-7 and 9 rows, qconv_gemm 8 and 64 (and 31: 32 computed): both, with
+    // ragged edges.
     for (const [m, k, n] of [
       [1, 1, 1],
       [5, 7, 3],
       [2, 9, 13],
+      [8, 1, 5],
+      [9, 3, 2],
       [31, 129, 33],
       [64, 256, 100],
     ]) {
@@ -161,19 +165,29 @@ describe("quantized engine qnnpack (WASM)", () => {
     expect(failures).toEqual([]);
   });
 
-  it("packs a layer's weights once and frees them with the layer", async () => {
+  it("packs a layer's weights once per packing and frees them with the layer", async () => {
     await ready();
     const w = quantizePerTensor(randn([40, 64], { seed: 9 }), 0.01, 0, "qint8");
-    const x = quantizePerTensor(randn([8, 64], { seed: 10 }), 0.02, 128, "quint8");
     const layer = linearPrepack(w);
     using _ = kernelPriority("quantizedLinear", ["qnnpack-linear"]);
-    quantizedLinear(x, layer, 0.1, 128).dispose();
-    expect(layer.engineCache.has("qnnpack")).toBe(true);
+    // One row runs qlinear (4-feature blocks), eight run qconv_gemm (pairs): each packing
+    // is made at its first call, then reused.
+    for (const [rows, key] of [
+      [1, "qnnpack"],
+      [8, "qnnpack:pairs"],
+    ] as const) {
+      const x = quantizePerTensor(randn([rows, 64], { seed: 10 }), 0.02, 128, "quint8");
+      quantizedLinear(x, layer, 0.1, 128).dispose();
+      expect(layer.engineCache.has(key)).toBe(true);
+      const before = memoryStats("cpu").allocatedBytes;
+      quantizedLinear(x, layer, 0.1, 128).dispose();
+      expect(memoryStats("cpu").allocatedBytes).toBe(before); // nothing packed again
+      x.dispose();
+    }
     const before = memoryStats("cpu").allocatedBytes;
-    quantizedLinear(x, layer, 0.1, 128).dispose();
-    expect(memoryStats("cpu").allocatedBytes).toBe(before); // nothing packed again
     layer.dispose();
     expect(memoryStats("cpu").allocatedBytes).toBeLessThan(before);
+    expect(layer.engineCache.size).toBe(0);
   });
 
   it("runs only when quantized.engine is qnnpack or none, and says so", async () => {
