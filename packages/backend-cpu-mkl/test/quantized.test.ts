@@ -1,5 +1,5 @@
 /**
- * The onednn quantized engine (dnnl_gemm_u8s8s32 for linear, the int8 convolution
+ * The onednn quantized engine (the int8 matmul primitive for linear, the int8 convolution
  * primitive for conv2d): PyTorch's numbers bit for bit (the testkit's cases) and the
  * reference's on odd geometries, chosen by backends.quantized.engine, offered only while
  * oneDNN loads.
@@ -12,6 +12,7 @@ import {
   kernelPriority,
   linearPrepack,
   quantizedConv2d,
+  quantizedLinear,
   quantizePerChannel,
   quantizePerTensor,
   randn,
@@ -127,6 +128,32 @@ describe("quantized engine onednn", () => {
       const want = y("reference");
       if (y("onednn-qconv2d").some((v, i) => v !== want[i]))
         failures.push(`run ${run}: x [${shape}] w [${wq.shape}] ${JSON.stringify(opts)}`);
+      layer.dispose();
+    }
+    expect(failures).toEqual([]);
+  });
+
+  itDnnl("linear equals the reference on random sizes and weight zero points", async () => {
+    await ready(DNNL_BACKEND);
+    if (vnniRefusal()) return; // logged by the conformance test
+    const rng = seededRandom(20261127);
+    const int = (lo: number, hi: number) => lo + Math.floor(rng() * (hi - lo + 1));
+    const failures: string[] = [];
+    for (let run = 0; run < 60; run++) {
+      const [m, k, n] = [int(1, 40), int(1, 300), int(1, 70)];
+      const wZp = run % 3 === 0 ? int(-5, 5) : 0; // one zero point for every channel
+      const w = quantizePerTensor(randn([n, k], { seed: run }), 0.01 + rng() * 0.02, wZp, "qint8");
+      const x = quantizePerTensor(randn([m, k], { seed: run + 99 }), 0.02, int(0, 255), "quint8");
+      const layer = linearPrepack(w, rng() < 0.5 ? randn([n], { seed: run }) : undefined);
+      const outZp = int(0, 255);
+      const y = (kernel: string) => {
+        using _ = kernelPriority("quantizedLinear", [kernel]);
+        return Array.from(quantizedLinear(x, layer, 0.3, outZp).intRepr().toFloat64());
+      };
+      const want = y("reference");
+      const got = y("onednn-qlinear");
+      if (got.length !== want.length || got.some((v, i) => v !== want[i]))
+        failures.push(`run ${run}: ${m}x${k}x${n}, weight zero point ${wZp}`);
       layer.dispose();
     }
     expect(failures).toEqual([]);

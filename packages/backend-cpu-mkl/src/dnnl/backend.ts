@@ -23,7 +23,7 @@ import { resetSoftmaxPlans } from "./flash-softmax.ts";
 import { loadDnnl } from "./library.ts";
 import { autoBlasOnly, dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
 import { resetQConvPlans } from "./qconv.ts";
-import { ONEDNN_ENGINE } from "./qlinear.ts";
+import { ONEDNN_ENGINE, resetQLinearPlans } from "./qlinear.ts";
 import { dnnlQuantizedKernels } from "./quantized.ts";
 import { dnnlState } from "./state.ts";
 
@@ -48,6 +48,7 @@ function forget(): void {
   resetMatmulPlans();
   resetSoftmaxPlans();
   resetQConvPlans();
+  resetQLinearPlans();
 }
 
 function applyVerbose(): void {

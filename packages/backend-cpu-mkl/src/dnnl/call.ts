@@ -79,33 +79,34 @@ function setPostOps(attr: bigint, ops: readonly EltwisePostOp[]): void {
   }
 }
 
-/** What a primitive's attributes may add: fused post-ops, the source's zero point. */
+/** What a primitive's attributes may add: fused post-ops, the source's and weights' zero points. */
 export interface PrimitiveAttrs {
   postOps?: readonly EltwisePostOp[];
   srcZeroPoint?: number;
+  weightsZeroPoint?: number;
+}
+
+/** Sets one zero point (mask 0: the whole tensor) for argument `arg`. */
+function setZeroPoint(attr: bigint, arg: number, zp: number): void {
+  const d = dnnlState.ready().dnnl;
+  check(
+    "dnnl_primitive_attr_set_zero_points",
+    d.dnnl_primitive_attr_set_zero_points(attr, arg, 1, 0, Int32Array.of(zp)),
+  );
 }
 
 /**
  * The primitive descriptor of an op descriptor, its scratchpad left to the caller, with
- * the eltwise post-ops given (fused into the primitive's own loop) and the source's zero
- * point (an int8 convolution subtracts it, padding included).
+ * the eltwise post-ops given (fused into the primitive's own loop) and zero points (an
+ * int8 convolution subtracts the source's, padding included; an int8 matmul both).
  */
 export function primitiveDesc(opDesc: Uint8Array, attrs: PrimitiveAttrs = {}): bigint {
   const { dnnl: d, engine } = dnnlState.ready();
   const attr = handle("dnnl_primitive_attr_create", (o) => d.dnnl_primitive_attr_create(o));
   try {
     if (attrs.postOps?.length) setPostOps(attr, attrs.postOps);
-    if (attrs.srcZeroPoint !== undefined)
-      check(
-        "dnnl_primitive_attr_set_zero_points",
-        d.dnnl_primitive_attr_set_zero_points(
-          attr,
-          ARG.SRC,
-          1,
-          0,
-          Int32Array.of(attrs.srcZeroPoint),
-        ),
-      );
+    if (attrs.srcZeroPoint !== undefined) setZeroPoint(attr, ARG.SRC, attrs.srcZeroPoint);
+    if (attrs.weightsZeroPoint) setZeroPoint(attr, ARG.WEIGHTS, attrs.weightsZeroPoint);
     check(
       "dnnl_primitive_attr_set_scratchpad_mode",
       d.dnnl_primitive_attr_set_scratchpad_mode(

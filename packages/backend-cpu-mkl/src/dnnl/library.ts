@@ -93,26 +93,6 @@ export const DNNL_DECL = defineLibrary({
     "i64",
   ]),
   dnnl_version: fr([], "pointer"),
-  // C = (A - ao)(B - bo) + co on uint8 A, int8 B, int32 C: the onednn quantized engine.
-  dnnl_gemm_u8s8s32: f([
-    "i8",
-    "i8",
-    "i8",
-    "i64",
-    "i64",
-    "i64",
-    "f32",
-    "buffer",
-    "i64",
-    "u8",
-    "buffer",
-    "i64",
-    "i8",
-    "f32",
-    "buffer",
-    "i64",
-    "buffer",
-  ]),
 });
 
 /** The OpenMP runtime oneDNN is built on (Debian's: libgomp): its thread count. */

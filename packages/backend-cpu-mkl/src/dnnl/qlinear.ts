@@ -1,30 +1,126 @@
 /**
  * The "onednn" quantized engine (backends.quantized.engine): quantizedLinear's integer
- * product on oneDNN's dnnl_gemm_u8s8s32 (uint8 activations, int8 weights, exact int32
- * sums with both zero points applied), then the requantization in WASM (the core's formula),
- * so the output has the bits of the reference and of PyTorch's engines.
+ * product on oneDNN's int8 matmul primitive (uint8 activations with their zero point and
+ * the weights' as primitive attributes, int8 weights reordered once per layer into the
+ * primitive's own blocked layout, exact int32 sums), then the requantization in WASM (the
+ * core's formula), so the output has the bits of the reference and of PyTorch's engines.
+ * PyTorch's onednn engine runs the same primitive (with its requantization fused).
  *
- * oneDNN warns that its u8s8s32 GEMM may saturate intermediate sums where the CPU has no
- * VNNI instructions (pairs of u8 x s8 products summed in int16): such CPUs are refused
- * with the reason, and the other engines serve.
+ * oneDNN's int8 kernels may saturate intermediate sums where the CPU has no VNNI
+ * instructions (pairs of u8 x s8 products summed in int16): such CPUs are refused with the
+ * reason, and the other engines serve.
  */
-import { backends, empty, QTensor, type Tensor } from "@backplane/core";
+import { backends, empty, type PackedLinear, QTensor, type Tensor } from "@backplane/core";
 import { linearChannelParams, type QLinearParams } from "@backplane/core/backend";
 import { modules } from "../kernels/wasm.ts";
 import { addressOf } from "../wasm/scratch.ts";
-import { check } from "./call.ts";
+import {
+  check,
+  execute,
+  handle,
+  memory,
+  primitive,
+  primitiveDesc,
+  queryMd,
+  stridedMd,
+  taggedMd,
+} from "./call.ts";
+import { ARG, ENUMS, MATMUL_DESC_BYTES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
 export const ONEDNN_ENGINE = "onednn";
-const N = 78; // 'N'
-const T = 84; // 'T'
-const F = 70; // 'F': one offset for all of C
-const NO_OFFSET = new Int32Array(1);
+const E = ENUMS;
+const T = E.dnnl_data_type_t;
 
 /** Whether the CPU has VNNI (oneDNN's int8 kernels sum u8 x s8 pairs exactly there). */
 export function hasVnni(): boolean {
   const f = backends.cpu.getCpuCapabilityInfo().features;
   return f.includes("avx512_vnni") || f.includes("avx_vnni") || f.includes("amx_int8");
+}
+
+interface QLinearPlan {
+  key: string;
+  matmul: bigint;
+  weightReorder: bigint;
+  weightBytes: number;
+  scratchBytes: number;
+  mem: Record<"src" | "userWeights" | "weights" | "dst" | "scratch", bigint>;
+}
+
+const plans = new Map<string, QLinearPlan | string>();
+
+/** Forgets every plan (they belong to the engine of the library loaded before). */
+export function resetQLinearPlans(): void {
+  plans.clear();
+}
+
+/** The weights' one zero point (per tensor, or equal on every channel), or undefined. */
+function weightZeroPoint(layer: PackedLinear): number | undefined {
+  const w = layer.weight.qparams;
+  if (w.scheme === "per_tensor_affine") return w.zeroPoint;
+  return new Set(w.zeroPoints).size === 1 ? w.zeroPoints[0] : undefined;
+}
+
+function reorder(from: Uint8Array, to: Parameters<typeof memory>[0]): bigint {
+  const { dnnl: d, engine } = dnnlState.ready();
+  if (d.dnnl_memory_desc_equal(from, to) === 1) return 0n;
+  const pd = handle("dnnl_reorder_primitive_desc_create", (o) =>
+    d.dnnl_reorder_primitive_desc_create(o, from, engine, to, engine, 0n),
+  );
+  try {
+    return primitive(pd);
+  } finally {
+    d.dnnl_primitive_desc_destroy(pd);
+  }
+}
+
+function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
+  const d = dnnlState.ready().dnnl;
+  const src = stridedMd([p.m, p.k], [p.k, 1], T.dnnl_u8);
+  // W is [n, k] row-major: the product's [k, n] operand with strides (1, k).
+  const userW = stridedMd([p.k, p.n], [1, p.k], T.dnnl_s8);
+  const anyW = taggedMd([p.k, p.n], E.dnnl_format_tag_t.dnnl_format_tag_any, T.dnnl_s8);
+  const dst = stridedMd([p.m, p.n], [p.n, 1], T.dnnl_s32);
+  const desc = new Uint8Array(MATMUL_DESC_BYTES);
+  check("dnnl_matmul_desc_init", d.dnnl_matmul_desc_init(desc, src, anyW, null, dst));
+  const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
+  const pd = primitiveDesc(desc, { srcZeroPoint: xZp, weightsZeroPoint: wZp });
+  try {
+    const weights = queryMd(pd, E.dnnl_query_t.dnnl_query_weights_md);
+    const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
+    return {
+      key,
+      matmul: primitive(pd),
+      weightReorder: reorder(userW, weights),
+      weightBytes: Number(d.dnnl_memory_desc_get_size(weights)),
+      scratchBytes: Number(d.dnnl_memory_desc_get_size(scratch)),
+      mem: {
+        src: memory(src),
+        userWeights: memory(userW),
+        weights: memory(weights),
+        dst: memory(dst),
+        scratch: memory(scratch),
+      },
+    };
+  } finally {
+    d.dnnl_primitive_desc_destroy(pd);
+  }
+}
+
+function planFor(p: QLinearParams, wZp: number): QLinearPlan | string {
+  const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
+  const key = `${p.m},${p.k},${p.n},${xZp},${wZp}`;
+  let plan = plans.get(key);
+  if (plan === undefined) {
+    try {
+      plan = makePlan(p, key, wZp);
+    } catch (e) {
+      plan = `oneDNN refused this int8 matmul: ${(e as Error).message}`;
+    }
+    if (plans.size >= 64) plans.delete(plans.keys().next().value as string);
+    plans.set(key, plan);
+  }
+  return plan;
 }
 
 /** Why the onednn engine refuses these inputs, or true. */
@@ -33,36 +129,45 @@ export function dnnlQLinearSupports(p: QLinearParams): true | string {
   if (!modules.kernels)
     return "backend-cpu-mkl's WASM kernels (its requantization) have not loaded";
   if (!hasVnni())
-    return "this CPU has no VNNI: oneDNN's u8s8s32 GEMM may saturate its int16 intermediate sums (qnnpack serves)";
-  const w = p.packed.weight.qparams;
-  if (w.scheme === "per_channel_affine" && new Set(w.zeroPoints).size > 1)
-    return "the weights' per-channel zero points differ; oneDNN's GEMM takes one weight offset (symmetric weights, zero point 0, run here)";
-  return true;
+    return "this CPU has no VNNI: oneDNN's int8 kernels may saturate their int16 intermediate sums (qnnpack serves)";
+  const wZp = weightZeroPoint(p.packed);
+  if (wZp === undefined)
+    return "the weights' per-channel zero points differ; oneDNN's int8 matmul takes one weight zero point (symmetric weights, zero point 0, run here)";
+  if (p.m === 0 || p.n === 0 || p.k === 0) return true;
+  const plan = planFor(p, wZp);
+  return typeof plan === "string" ? plan : true;
 }
 
-/** A layer's column sums Σ_k (w - w_zp), cached with the layer (a CPU tensor). */
-function columnSums(p: QLinearParams, wZp: number): Tensor {
-  const cached = p.packed.engineCache.get(ONEDNN_ENGINE) as { sums: Tensor } | undefined;
-  if (cached) return cached.sums;
-  const w = p.packed.weight.storage().hostData() as Int8Array;
-  const sums = empty([Math.max(1, p.n)], { dtype: "int32" });
-  const s = sums.hostData() as Int32Array;
-  for (let c = 0; c < p.n; c++) {
-    let t = 0;
-    for (let k = 0; k < p.k; k++) t += w[c * p.k + k] - wZp;
-    s[c] = t;
+/** The layer's weights in the plan's layout, reordered once per (layer, plan). */
+function weightsFor(layer: PackedLinear, plan: QLinearPlan): Tensor {
+  if (plan.weightReorder === 0n) return layer.weight.storage();
+  let cache = layer.engineCache.get(ONEDNN_ENGINE) as
+    | { byPlan: Map<string, Tensor>; dispose(): void }
+    | undefined;
+  if (!cache) {
+    const byPlan = new Map<string, Tensor>();
+    const dispose = () => {
+      for (const t of byPlan.values()) t.dispose();
+    };
+    cache = { byPlan, dispose };
+    layer.engineCache.set(ONEDNN_ENGINE, cache);
   }
-  const entry: { sums: Tensor; dispose(): void } = { sums, dispose: () => sums.dispose() };
-  p.packed.engineCache.set(ONEDNN_ENGINE, entry);
-  return sums;
+  let w = cache.byPlan.get(plan.key);
+  if (!w) {
+    const d = dnnlState.ready().dnnl;
+    w = empty([Math.max(1, plan.weightBytes)], { dtype: "uint8" });
+    d.dnnl_memory_set_data_handle(plan.mem.userWeights, layer.weight.storage().hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
+    execute(plan.weightReorder, [
+      [ARG.FROM, plan.mem.userWeights],
+      [ARG.TO, plan.mem.weights],
+    ]);
+    cache.byPlan.set(plan.key, w);
+  }
+  return w;
 }
 
-/**
- * The sums Σ x (w - w_zp) on oneDNN (activation offset 0, so it does not sum the weights'
- * columns again on every call: x_zp · Σ (w - w_zp) comes from the layer's cached column
- * sums), then the requantization in WASM (backend-cpu-mkl's kernels module), which
- * subtracts that term first.
- */
+/** The int32 sums on oneDNN's matmul, then requant_linear_u8 into the quint8 output. */
 export function dnnlQLinear(p: QLinearParams): QTensor {
   const out = empty(p.outShape, { dtype: "uint8" });
   const result = new QTensor(out, "quint8", {
@@ -71,27 +176,24 @@ export function dnnlQLinear(p: QLinearParams): QTensor {
     zeroPoint: p.outZeroPoint,
   });
   if (p.m === 0 || p.n === 0) return result;
-  const { wZp, mult } = linearChannelParams(p);
-  const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
   const acc = empty([p.m * p.n], { dtype: "int32" });
-  const multT = empty([p.n], { dtype: "float32" });
+  const mult = empty([p.n], { dtype: "float32" });
+  const temps = [acc, mult];
   try {
-    const sums = columnSums(p, wZp[0]);
-    const a = acc.hostData() as Int32Array;
-    if (p.k === 0) a.fill(0);
-    else gemm(p, a, wZp[0]);
-    (multT.hostData() as Float32Array).set(mult);
-    const inv = Math.fround(1 / Math.fround(p.outScale));
+    if (p.k === 0) (acc.hostData() as Int32Array).fill(0);
+    else {
+      const plan = planFor(p, weightZeroPoint(p.packed)!) as QLinearPlan;
+      temps.push(matmul(p, plan, acc));
+    }
+    (mult.hostData() as Float32Array).set(linearChannelParams(p).mult);
     const bias = p.packed.bias;
     modules.kernels!.requant_linear_u8(
       addressOf(acc),
       p.m,
       p.n,
-      addressOf(sums),
-      xZp,
-      addressOf(multT),
+      addressOf(mult),
       bias ? addressOf(bias) : 0,
-      inv,
+      Math.fround(1 / Math.fround(p.outScale)),
       p.outZeroPoint,
       addressOf(out),
     );
@@ -100,33 +202,26 @@ export function dnnlQLinear(p: QLinearParams): QTensor {
     result.dispose();
     throw e;
   } finally {
-    acc.dispose();
-    multT.dispose();
+    for (const t of temps) t.dispose();
   }
 }
 
-/** acc = x (w - w_zp)ᵀ, int32, on oneDNN's threads (integer sums: the same bits on any). */
-function gemm(p: QLinearParams, acc: Int32Array, wZp: number): void {
-  const d = dnnlState.ready().dnnl;
+/** acc = (x - x_zp)(w - w_zp)ᵀ on oneDNN's threads; returns its scratchpad (to free). */
+function matmul(p: QLinearParams, plan: QLinearPlan, acc: Tensor): Tensor {
+  const { dnnl: d, stream } = dnnlState.ready();
+  const w = weightsFor(p.packed, plan);
+  const scratch = empty([Math.max(1, plan.scratchBytes)], { dtype: "uint8" });
   dnnlState.applyThreads();
-  const status = d.dnnl_gemm_u8s8s32(
-    N,
-    T,
-    F,
-    p.m,
-    p.n,
-    p.k,
-    1,
-    p.x.storage().hostData() as Uint8Array,
-    p.k,
-    0,
-    p.packed.weight.storage().hostData() as Int8Array,
-    p.k,
-    wZp,
-    0,
-    acc,
-    p.n,
-    NO_OFFSET,
-  );
-  check(`dnnl_gemm_u8s8s32(${p.m}x${p.n}x${p.k})`, status);
+  d.dnnl_memory_set_data_handle(plan.mem.src, p.x.storage().hostData());
+  d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
+  d.dnnl_memory_set_data_handle(plan.mem.dst, acc.hostData());
+  d.dnnl_memory_set_data_handle(plan.mem.scratch, scratch.hostData());
+  execute(plan.matmul, [
+    [ARG.SRC, plan.mem.src],
+    [ARG.WEIGHTS, plan.mem.weights],
+    [ARG.DST, plan.mem.dst],
+    [ARG.SCRATCHPAD, plan.mem.scratch],
+  ]);
+  check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
+  return scratch;
 }

@@ -62,8 +62,6 @@ export interface KernelsModule {
     acc: Ptr,
     m: number,
     n: number,
-    colsum: Ptr,
-    xzp: number,
     mult: Ptr,
     bias: Ptr,
     inv: number,
