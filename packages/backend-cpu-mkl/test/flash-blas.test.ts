@@ -23,7 +23,7 @@ import {
   runConformance,
 } from "@backplane/testkit";
 import { describe, expect } from "vitest";
-import { softmaxStepProblem } from "../src/dnnl/flash-softmax.ts";
+import { dnnlSoftmaxStep, softmaxStepProblem } from "../src/dnnl/flash-softmax.ts";
 import { DNNL_BACKEND, NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
 import { f32, perm, poisoned, qkv } from "./attention-helpers.ts";
 import { itDnnl } from "./dnnl-helpers.ts";
@@ -266,24 +266,30 @@ describe("flash-cpu-dnnl (fused attention, oneDNN's sgemm tiles)", () => {
       expect(reason()).toBe("disabled by flag mkldnn.enabled = false");
     },
   );
-  itDnnl("runs its softmax step on oneDNN's JIT code for the blocks the tiles make", async () => {
-    await ready(DNNL_BACKEND);
-    // Full blocks, ragged ones, one row and one key: each a dense block oneDNN's JIT takes.
-    for (const [rows, cols] of [
-      [256, 2048],
-      [37, 452],
-      [7, 13],
-      [1, 2],
-    ])
-      expect(softmaxStepProblem(rows, cols, cols), `${rows} x ${cols}`).toBeUndefined();
-    // One key: oneDNN has no reduction over a single column; the WASM step takes it.
-    expect(softmaxStepProblem(1, 1, 1)).toMatch(
-      /^oneDNN refused the softmax step: dnnl_reduction_desc_init/,
-    );
-    // Strided rows would fall to oneDNN's reference code: the WASM step takes them.
-    expect(softmaxStepProblem(256, 512, 2048)).toBe(
-      "rows of stride 2048 for 512 columns: oneDNN's JIT code takes dense blocks",
-    );
-  });
+  itDnnl(
+    "runs its softmax step on oneDNN's JIT code, WASM for small or strided blocks",
+    async () => {
+      await ready(DNNL_BACKEND);
+      // Full blocks, ragged ones, one row and one key: each a dense block oneDNN's JIT takes.
+      for (const [rows, cols] of [
+        [256, 2048],
+        [37, 452],
+        [7, 13],
+        [1, 2],
+      ])
+        expect(softmaxStepProblem(rows, cols, cols), `${rows} x ${cols}`).toBeUndefined();
+      // One key: oneDNN has no reduction over a single column; the WASM step takes it.
+      expect(softmaxStepProblem(1, 1, 1)).toMatch(
+        /^oneDNN refused the softmax step: dnnl_reduction_desc_init/,
+      );
+      // Below 1024 keys the three primitive calls cost more than the WASM step: it runs.
+      const step = { s: 0, ld: 512, rows: 256, cols: 512, m: 0, l: 0, o: 0, ev: 64 };
+      expect(dnnlSoftmaxStep({ ...step, causal: false, diag: 0, scratch: 0 })).toBe(false);
+      // Strided rows would fall to oneDNN's reference code: the WASM step takes them.
+      expect(softmaxStepProblem(256, 512, 2048)).toBe(
+        "rows of stride 2048 for 512 columns: oneDNN's JIT code takes dense blocks",
+      );
+    },
+  );
   tileKernelTests("flash-cpu-dnnl", DNNL_BACKEND, itDnnl);
 });
