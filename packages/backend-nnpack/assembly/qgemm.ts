@@ -358,10 +358,13 @@ export function qpack_wpairs(w: usize, n: i32, k: i32, wzp: usize, dst: usize): 
   }
 }
 
-/** Writes im2col row k (length oh * ow, int16 x - x_zp, 0 in the padding) at dst. */
+/**
+ * Writes im2col row k for output rows [oy0, oy0 + rows) (rows * ow int16: x - x_zp, 0 in
+ * the padding) at dst.
+ */
 function colRow(
   x: usize, h: i32, w: i32, kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, dh: i32,
-  dw: i32, oh: i32, ow: i32, xzp: i32, k: i32, dst: usize,
+  dw: i32, oy0: i32, rows: i32, ow: i32, xzp: i32, k: i32, dst: usize,
 ): void {
   const taps = kh * kw;
   const ci = k / taps;
@@ -374,8 +377,8 @@ function colRow(
   if (hi > ow) hi = ow;
   if (lo > hi) lo = hi;
   const zpv = i16x8.splat(<i16>xzp);
-  for (let oy = 0; oy < oh; oy++) {
-    const d = dst + ((<usize>oy * <usize>ow) << 1);
+  for (let oy = oy0; oy < oy0 + rows; oy++) {
+    const d = dst + ((<usize>(oy - oy0) * <usize>ow) << 1);
     const iy = oy * sh - ph + ky * dh;
     if (iy < 0 || iy >= h) {
       memory.fill(d, 0, <usize>ow << 1);
@@ -397,20 +400,23 @@ function colRow(
 }
 
 /**
- * Pair rows [start, start + count) of one image's group (x at its first channel): two
- * im2col rows into the thread's buffer (2 x P8 int16), interleaved into dst.
+ * Pair rows [start, start + count) of one image's group (x at its first channel), for the
+ * output rows [oy0, oy0 + rows): two im2col rows into the thread's buffer (2 x P8 int16),
+ * interleaved into dst.
  */
 export function qcol_pairs(
   x: usize, h: i32, w: i32, kh: i32, kw: i32, sh: i32, sw: i32, ph: i32, pw: i32, dh: i32,
-  dw: i32, oh: i32, ow: i32, xzp: i32, k: i32, dst: usize, buf: usize, start: i32, count: i32,
+  dw: i32, oy0: i32, rows: i32, ow: i32, xzp: i32, k: i32, dst: usize, buf: usize,
+  start: i32, count: i32,
 ): void {
-  const p = oh * ow;
+  const p = rows * ow;
   const p8 = ((p + 7) >> 3) << 3;
   const rowA = buf;
   const rowB = buf + (<usize>p8 << 1);
   for (let kp = start; kp < start + count; kp++) {
-    colRow(x, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, xzp, 2 * kp, rowA);
-    if (2 * kp + 1 < k) colRow(x, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow, xzp, 2 * kp + 1, rowB);
+    colRow(x, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oy0, rows, ow, xzp, 2 * kp, rowA);
+    if (2 * kp + 1 < k)
+      colRow(x, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oy0, rows, ow, xzp, 2 * kp + 1, rowB);
     else memory.fill(rowB, 0, <usize>p << 1);
     memory.fill(rowA + (<usize>p << 1), 0, <usize>(p8 - p) << 1);
     memory.fill(rowB + (<usize>p << 1), 0, <usize>(p8 - p) << 1);
@@ -443,15 +449,18 @@ function storePartial(y: usize, q: v128, n: i32): void {
   if (n > 2) store<u8>(y + 2, <u8>i8x16.extract_lane_u(q, 2));
 }
 
-/** Channel c's 8 sums (a: positions p0..p0+3, b: p0+4..p0+7) requantized into its plane. */
+/**
+ * Channel c's 8 sums (a: positions p0..p0+3, b: p0+4..p0+7, of p) requantized into its
+ * plane (planes `ldy` bytes apart).
+ */
 // @ts-ignore: decorator
 @inline function storeChannel(
-  y: usize, c: i32, p: i32, p0: i32, a: v128, b: v128, mult: usize, bias: usize, inv: v128,
-  zp: v128,
+  y: usize, ldy: i32, c: i32, p: i32, p0: i32, a: v128, b: v128, mult: usize, bias: usize,
+  inv: v128, zp: v128,
 ): void {
   const m = f32x4.splat(load<f32>(mult + (<usize>c << 2)));
   const bv = f32x4.splat(bias != 0 ? load<f32>(bias + (<usize>c << 2)) : 0);
-  const row = y + <usize>c * <usize>p + <usize>p0;
+  const row = y + <usize>c * <usize>ldy + <usize>p0;
   const qa = requant4(a, m, bv, bias != 0, inv, zp);
   const qb = requant4(b, m, bv, bias != 0, inv, zp);
   if (p0 + 8 <= p) {
@@ -464,14 +473,14 @@ function storePartial(y: usize, q: v128, n: i32): void {
 }
 
 /**
- * Position blocks [start, start + count) (8 positions each) of out = W · cols for n
- * channels (planes of p bytes at y): per block, every 4-channel block over all k2 pairs
- * (the block's columns stay in L1), 4 x 8 tiles (8 i32x4 sums, 2 column and 4 weight
- * vectors: 14 of the 15 registers V8 keeps).
+ * Position blocks [start, start + count) (8 positions each, of the p in cols) of out =
+ * W · cols for n channels (channel c's p bytes at y + c * ldy): per block, every 4-channel
+ * block over all k2 pairs (the block's columns stay in L1), 4 x 8 tiles (8 i32x4 sums, 2
+ * column and 4 weight vectors: 14 of the 15 registers V8 keeps).
  */
 export function qconv_gemm(
   wp: usize, cols: usize, n: i32, k2: i32, p: i32, mult: usize, bias: usize, inv: f32, zp: i32,
-  y: usize, start: i32, count: i32,
+  y: usize, ldy: i32, start: i32, count: i32,
 ): void {
   const p8 = ((p + 7) >> 3) << 3;
   const rowBytes = <usize>p8 << 2;
@@ -505,10 +514,10 @@ export function qconv_gemm(
         col += rowBytes;
         w += 16;
       }
-      storeChannel(y, nb, p, p0, c00, c01, mult, bias, vinv, vzp);
-      if (nb + 1 < n) storeChannel(y, nb + 1, p, p0, c10, c11, mult, bias, vinv, vzp);
-      if (nb + 2 < n) storeChannel(y, nb + 2, p, p0, c20, c21, mult, bias, vinv, vzp);
-      if (nb + 3 < n) storeChannel(y, nb + 3, p, p0, c30, c31, mult, bias, vinv, vzp);
+      storeChannel(y, ldy, nb, p, p0, c00, c01, mult, bias, vinv, vzp);
+      if (nb + 1 < n) storeChannel(y, ldy, nb + 1, p, p0, c10, c11, mult, bias, vinv, vzp);
+      if (nb + 2 < n) storeChannel(y, ldy, nb + 2, p, p0, c20, c21, mult, bias, vinv, vzp);
+      if (nb + 3 < n) storeChannel(y, ldy, nb + 3, p, p0, c30, c31, mult, bias, vinv, vzp);
     }
   }
 }

@@ -87,7 +87,16 @@ function depthwise(p: QConv2dParams, m: QgemmModule, out: Tensor, mult: Tensor):
   }
 }
 
-/** Per image and group: qcol_pairs (tap pairs on the pool), then qconv_gemm (positions). */
+/**
+ * Bytes of column pairs per chunk of output rows: memory stays bounded whatever the image
+ * (the suite's layers, up to 3.7 MB of pairs, run in one chunk).
+ */
+const CHUNK_BYTES = 4 << 20;
+
+/**
+ * Per image, group and chunk of output rows: qcol_pairs (tap pairs on the pool), then
+ * qconv_gemm (positions on the pool).
+ */
 function byColumns(p: QConv2dParams, m: QgemmModule, out: Tensor, mult: Tensor): void {
   const groups = p.packed.groups;
   const cg = p.c / groups;
@@ -95,7 +104,7 @@ function byColumns(p: QConv2dParams, m: QgemmModule, out: Tensor, mult: Tensor):
   const k = cg * p.kh * p.kw;
   const k2 = Math.ceil(k / 2);
   const plane = p.oh * p.ow;
-  const p8 = Math.ceil(plane / 8) * 8;
+  const chunk = Math.max(1, Math.min(p.oh, Math.floor(CHUNK_BYTES / (k2 * 4 * p.ow))));
   const weights = packedWeights(
     p.packed,
     PAIRS_KEY,
@@ -105,31 +114,35 @@ function byColumns(p: QConv2dParams, m: QgemmModule, out: Tensor, mult: Tensor):
     m.qwpairs_bytes,
     m.qpack_wpairs,
   );
-  const cols = scratch(m.qcols_bytes(k, plane));
+  const cols = scratch(m.qcols_bytes(k, chunk * p.ow));
   try {
     const c = common(p, mult);
     for (let b = 0; b < p.n; b++)
-      for (let g = 0; g < groups; g++) {
-        const x = addressOf(p.x.storage()) + (b * p.c + g * cg) * p.h * p.w;
-        parallel(
-          "qcol_pairs",
-          [x, p.h, p.w, ...c.geometry, p.oh, p.ow, c.xZp, k, addressOf(cols)],
-          k2,
-          THREAD_SCRATCH,
-          p8 * 4,
-          MODULE_ID,
-        );
-        parallel(
-          "qconv_gemm",
-          [weights.address + g * weights.groupBytes, addressOf(cols), ocg, k2, plane]
-            .concat([c.mult + g * ocg * 4, c.bias ? c.bias + g * ocg * 4 : 0, c.inv])
-            .concat([p.outZeroPoint, addressOf(out) + (b * p.oc + g * ocg) * plane]),
-          p8 / 8,
-          NO_SCRATCH,
-          undefined,
-          MODULE_ID,
-        );
-      }
+      for (let g = 0; g < groups; g++)
+        for (let oy0 = 0; oy0 < p.oh; oy0 += chunk) {
+          const rows = Math.min(chunk, p.oh - oy0);
+          const positions = rows * p.ow;
+          const x = addressOf(p.x.storage()) + (b * p.c + g * cg) * p.h * p.w;
+          const y = addressOf(out) + (b * p.oc + g * ocg) * plane + oy0 * p.ow;
+          parallel(
+            "qcol_pairs",
+            [x, p.h, p.w, ...c.geometry, oy0, rows, p.ow, c.xZp, k, addressOf(cols)],
+            k2,
+            THREAD_SCRATCH,
+            Math.ceil(positions / 8) * 8 * 4,
+            MODULE_ID,
+          );
+          parallel(
+            "qconv_gemm",
+            [weights.address + g * weights.groupBytes, addressOf(cols), ocg, k2, positions]
+              .concat([c.mult + g * ocg * 4, c.bias ? c.bias + g * ocg * 4 : 0, c.inv])
+              .concat([p.outZeroPoint, y, plane]),
+            Math.ceil(positions / 8),
+            NO_SCRATCH,
+            undefined,
+            MODULE_ID,
+          );
+        }
   } finally {
     THREAD_SCRATCH.release();
     cols.dispose();

@@ -96,48 +96,60 @@ function byRows(p: QLinearParams, m: QgemmModule, out: Tensor, mult: Tensor): vo
   }
 }
 
-/** qrow_pairs (pair rows on the pool), qconv_gemm (row blocks), qtranspose_u8 (rows). */
+/** Bytes of column pairs per chunk of rows: memory stays bounded whatever the batch. */
+const CHUNK_BYTES = 4 << 20;
+
+/**
+ * Per chunk of rows: qrow_pairs (pair rows on the pool), qconv_gemm (row blocks),
+ * qtranspose_u8 (rows).
+ */
 function byColumns(p: QLinearParams, m: QgemmModule, out: Tensor, mult: Tensor): void {
   const k2 = Math.ceil(p.k / 2);
+  const chunk = Math.max(8, Math.floor(CHUNK_BYTES / (k2 * 4) / 8) * 8);
   const weights = packedWeights(p.packed, PAIRS_KEY, 1, p.n, p.k, m.qwpairs_bytes, m.qpack_wpairs);
-  const cols = scratch(m.qcols_bytes(p.k, p.m));
-  const planes = scratch(p.m * p.n);
+  const cols = scratch(m.qcols_bytes(p.k, Math.min(chunk, p.m)));
+  const planes = scratch(Math.min(chunk, p.m) * p.n);
   try {
     const c = common(p, mult);
-    parallel(
-      "qrow_pairs",
-      [c.x, p.m, p.k, c.xZp, addressOf(cols)],
-      k2,
-      NO_SCRATCH,
-      undefined,
-      MODULE_ID,
-    );
-    parallel(
-      "qconv_gemm",
-      [
-        weights.address,
-        addressOf(cols),
-        p.n,
+    for (let r0 = 0; r0 < p.m; r0 += chunk) {
+      const rows = Math.min(chunk, p.m - r0);
+      const x = c.x + r0 * p.k;
+      parallel(
+        "qrow_pairs",
+        [x, rows, p.k, c.xZp, addressOf(cols)],
         k2,
-        p.m,
-        c.mult,
-        c.bias,
-        c.inv,
-        p.outZeroPoint,
-      ].concat([addressOf(planes)]),
-      Math.ceil(p.m / 8),
-      NO_SCRATCH,
-      undefined,
-      MODULE_ID,
-    );
-    parallel(
-      "qtranspose_u8",
-      [addressOf(planes), p.m, p.n, addressOf(out)],
-      p.m,
-      NO_SCRATCH,
-      undefined,
-      MODULE_ID,
-    );
+        NO_SCRATCH,
+        undefined,
+        MODULE_ID,
+      );
+      parallel(
+        "qconv_gemm",
+        [
+          weights.address,
+          addressOf(cols),
+          p.n,
+          k2,
+          rows,
+          c.mult,
+          c.bias,
+          c.inv,
+          p.outZeroPoint,
+        ].concat([addressOf(planes), rows]),
+        Math.ceil(rows / 8),
+        NO_SCRATCH,
+        undefined,
+        MODULE_ID,
+      );
+      const y = addressOf(out) + r0 * p.n;
+      parallel(
+        "qtranspose_u8",
+        [addressOf(planes), rows, p.n, y],
+        rows,
+        NO_SCRATCH,
+        undefined,
+        MODULE_ID,
+      );
+    }
   } finally {
     cols.dispose();
     planes.dispose();

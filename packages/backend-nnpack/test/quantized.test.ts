@@ -11,6 +11,7 @@ import {
   kernelPriority,
   linearPrepack,
   memoryStats,
+  type QTensor,
   quantizedConv2d,
   quantizedLinear,
   quantizePerChannel,
@@ -163,6 +164,34 @@ describe("quantized engine qnnpack (WASM)", () => {
       x.dispose();
     }
     expect(failures).toEqual([]);
+  });
+
+  it("splits big layers into chunks of rows, with the same bits", async () => {
+    await ready();
+    const same = (a: QTensor, b: QTensor) =>
+      expect(Array.from(a.intRepr().toFloat64())).toEqual(Array.from(b.intRepr().toFloat64()));
+    // conv: 288 tap pairs x 128 positions per output row: 4 MB takes 28 of the 64 rows.
+    const w = quantizePerTensor(randn([2, 64, 3, 3], { seed: 21 }), 0.01, 0, "qint8");
+    const x = quantizePerTensor(randn([1, 64, 64, 128], { seed: 22 }), 0.03, 120, "quint8");
+    const conv = conv2dPrepack(w, randn([2], { seed: 23 }), { padding: 1 });
+    const run = (kernel: string, f: () => QTensor) => {
+      using _ = kernelPriority(kernel.endsWith("conv2d") ? "quantizedConv2d" : "quantizedLinear", [
+        kernel,
+      ]);
+      return f();
+    };
+    same(
+      run("qnnpack-conv2d", () => quantizedConv2d(x, conv, 0.2, 100)),
+      run("reference", () => quantizedConv2d(x, conv, 0.2, 100)),
+    );
+    // linear: 4096 pairs per row: 256 rows a chunk, 600 rows in three.
+    const lw = quantizePerTensor(randn([3, 8192], { seed: 24 }), 0.01, 0, "qint8");
+    const lx = quantizePerTensor(randn([600, 8192], { seed: 25 }), 0.03, 131, "quint8");
+    const layer = linearPrepack(lw);
+    same(
+      run("qnnpack-linear", () => quantizedLinear(lx, layer, 0.5, 128)),
+      run("reference", () => quantizedLinear(lx, layer, 0.5, 128)),
+    );
   });
 
   it("packs a layer's weights once per packing and frees them with the layer", async () => {
