@@ -14,19 +14,11 @@ import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { empty } from "../tensor/tensor.ts";
-import { show } from "../util/format.ts";
 import { Q_STORAGE, QTensor, rint } from "./qtensor.ts";
-import { checkOutputQParams } from "./requant.ts";
+import { checkOutputQParams, checkQTensor } from "./requant.ts";
 
 export interface QReluParams extends OpParams {
   x: QTensor;
-}
-
-function checkQTensor(op: string, name: string, x: unknown): QTensor {
-  if (!(x instanceof QTensor))
-    throw new ArgumentError(`${op}: ${name} must be a QTensor, got ${show(x)}`);
-  x.storage(op);
-  return x;
 }
 
 const storageDType = (q: QTensor): DType => Q_STORAGE[q.dtype].dtype;

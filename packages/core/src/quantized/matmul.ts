@@ -10,9 +10,8 @@ import { dispatch } from "../dispatch/dispatcher.ts";
 import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
 import { empty } from "../tensor/tensor.ts";
-import { show } from "../util/format.ts";
 import { Q_STORAGE, QTensor } from "./qtensor.ts";
-import { checkOutputQParams, requantizeInto } from "./requant.ts";
+import { checkOutputQParams, checkQTensor, requantizeInto } from "./requant.ts";
 
 export interface QMatmulParams extends OpParams {
   a: QTensor;
@@ -33,9 +32,7 @@ function prepare(a: QTensor, b: QTensor, outScale: number, outZeroPoint: number)
     ["a", a],
     ["b", b],
   ] as const) {
-    if (!(t instanceof QTensor))
-      throw new ArgumentError(`${op}: ${name} must be a QTensor, got ${show(t)}`);
-    t.storage(op);
+    checkQTensor(op, name, t);
     if (t.qscheme !== "per_tensor_affine")
       throw new ArgumentError(`${op}: ${name} must be quantized per tensor, got ${t.qscheme}`);
     if (t.rank < 2)

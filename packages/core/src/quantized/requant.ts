@@ -1,7 +1,7 @@
 /**
- * What every quantized op with an integer product shares (linear, conv2d, matmul): the
- * checks of an output's scale and zero point, the per-channel multipliers, and the
- * requantization of exact int32 sums, in float32 as PyTorch's x86 engines compute it
+ * What the quantized ops share: the checks of a quantized argument and of an output's
+ * scale and zero point, the per-channel multipliers, and the requantization of exact
+ * int32 sums (linear, conv2d, matmul), in float32 as PyTorch's x86 engines compute it
  * (fbgemm's ReQuantizeOutput; onednn and qnnpack gave the same bits on every case):
  *
  *   y = clamp(zp + rint(fl(fl(fl(fl(acc) · mult[c]) + bias[c]) · fl(1 / scale))))
@@ -10,7 +10,15 @@
  */
 import { ArgumentError } from "../errors.ts";
 import { show } from "../util/format.ts";
-import { Q_STORAGE, type QDType, type QTensor, rint } from "./qtensor.ts";
+import { Q_STORAGE, type QDType, QTensor, rint } from "./qtensor.ts";
+
+/** `x` as a live QTensor, or a typed error naming the argument. */
+export function checkQTensor(op: string, name: string, x: unknown): QTensor {
+  if (!(x instanceof QTensor))
+    throw new ArgumentError(`${op}: ${name} must be a QTensor, got ${show(x)}`);
+  x.storage(op);
+  return x;
+}
 
 /** Throws unless (scale, zeroPoint) can quantize an output of `dtype`. */
 export function checkOutputQParams(
