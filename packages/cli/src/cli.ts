@@ -14,7 +14,7 @@ import {
   opNames,
   randn,
 } from "@backplane/core";
-import { collectReport, formatReport } from "./doctor.ts";
+import { collectReport, formatReport, reportFailed } from "./doctor.ts";
 import { explainCall, runCall } from "./explain.ts";
 import { loadInstalledBackends } from "./load-backends.ts";
 
@@ -121,7 +121,7 @@ async function main(argv: string[]): Promise<number> {
     const loads = await loadInstalledBackends();
     const report = await collectReport(loads);
     console.log(flags.json ? JSON.stringify(report, null, 2) : formatReport(report));
-    return report.ops.some((o) => o.status === "fail") ? 1 : 0;
+    return reportFailed(report) ? 1 : 0;
   }
   if (command === "einsum-path") {
     allowOnly(flags, ["strategy"], "einsum-path");

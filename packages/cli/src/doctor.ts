@@ -2,10 +2,18 @@
  * The doctor report (as PyTorch's collect_env): runtime and versions, every backend
  * namespace with built / available / the reason / capability / flag values, then one
  * run of each op on the kernel the dispatcher picks, with its time and its error
- * against the float64 reference.
+ * against the float64 reference, and the quantized ops on the kernels the dispatcher picks
+ * (under backends.quantized.engine) against PyTorch's integers (the testkit's cases).
  */
 import { backends, cpuCapabilityInfo, type DType, runtime, version } from "@backplane/core";
-import { CASES, type CaseResult, runCase, sampleCase } from "@backplane/testkit";
+import {
+  CASES,
+  type CaseResult,
+  type QuantizedResult,
+  runCase,
+  runQuantizedConformance,
+  sampleCase,
+} from "@backplane/testkit";
 import type { BackendLoad } from "./load-backends.ts";
 
 export interface NamespaceReport {
@@ -19,6 +27,15 @@ export interface NamespaceReport {
   flags: Record<string, unknown>;
 }
 
+/** One quantized op over PyTorch's cases: the kernels that ran, and how many matched. */
+export interface QuantizedOpReport {
+  op: QuantizedResult["what"];
+  kernels: string[];
+  passed: number;
+  total: number;
+  failures: string[];
+}
+
 export interface DoctorReport {
   backplane: string;
   runtime: ReturnType<typeof runtime>;
@@ -26,6 +43,22 @@ export interface DoctorReport {
   packages: BackendLoad[];
   namespaces: NamespaceReport[];
   ops: CaseResult[];
+  quantized: { engine: string; torch: string; ops: QuantizedOpReport[] };
+}
+
+/** PyTorch's quantized cases on the dispatcher's kernels, one line per op. */
+function quantizedReport(): DoctorReport["quantized"] {
+  const report = runQuantizedConformance();
+  const ops = new Map<QuantizedResult["what"], QuantizedOpReport>();
+  for (const r of report.results) {
+    const o = ops.get(r.what) ?? { op: r.what, kernels: [], passed: 0, total: 0, failures: [] };
+    if (r.kernel && !o.kernels.includes(r.kernel)) o.kernels.push(r.kernel);
+    o.total++;
+    if (r.status === "pass") o.passed++;
+    else o.failures.push(`${r.case}: ${r.message ?? r.status}`);
+    ops.set(r.what, o);
+  }
+  return { engine: backends.quantized.engine, torch: report.torch, ops: [...ops.values()] };
 }
 
 export async function collectReport(
@@ -64,6 +97,7 @@ export async function collectReport(
     packages: loads,
     namespaces,
     ops,
+    quantized: quantizedReport(),
   };
 }
 
@@ -119,12 +153,36 @@ export function formatReport(r: DoctorReport): string {
       `  ${o.op.padEnd(26)} ${kernel.padEnd(34)} ${o.case.slice(0, 30).padEnd(30)} ${ms.padStart(8)}  ${err.padStart(10)}  ${o.status}${o.message ? `: ${o.message}` : ""}`,
     );
   }
+  const q = r.quantized;
+  lines.push("");
+  lines.push(
+    `Quantized (engine ${q.engine}; the dispatcher's kernels against PyTorch ${q.torch}'s integers):`,
+  );
+  for (const o of q.ops) {
+    const kernels = o.kernels.length ? o.kernels.join(", ") : "(the core)";
+    lines.push(
+      `  ${o.op.padEnd(10)} ${kernels.padEnd(50)} ${`${o.passed} of ${o.total} cases`.padStart(15)}  ${o.passed === o.total ? "pass" : "fail"}`,
+    );
+    for (const f of o.failures) lines.push(`  ${"".padEnd(10)} ${f}`);
+  }
   const failed = r.ops.filter((o) => o.status === "fail").length;
+  const qFailed = q.ops.reduce((n, o) => n + o.total - o.passed, 0);
+  const qTotal = q.ops.reduce((n, o) => n + o.total, 0);
   lines.push("");
   lines.push(
     failed === 0
       ? `All ${r.ops.length} ops ran and matched the reference.`
       : `${failed} of ${r.ops.length} ops failed.`,
   );
+  lines.push(
+    qFailed === 0
+      ? `All ${qTotal} quantized cases matched PyTorch.`
+      : `${qFailed} of ${qTotal} quantized cases failed.`,
+  );
   return lines.join("\n");
+}
+
+/** Whether anything in the report failed (the info command's exit code). */
+export function reportFailed(r: DoctorReport): boolean {
+  return r.ops.some((o) => o.status === "fail") || r.quantized.ops.some((o) => o.passed < o.total);
 }

@@ -27,6 +27,10 @@ describe("backplane CLI", () => {
     );
     expect(r.stdout).toMatch(/matmul\s+\S+ \(\S+\)\s+64x64 @ 64x64\s+[\d.]+\s+[\d.]+e-\d+\s+pass/);
     expect(r.stdout).toMatch(/All 21 ops ran and matched the reference\./);
+    // The quantized ops on the dispatcher's kernels against PyTorch's integers.
+    expect(r.stdout).toMatch(/Quantized \(engine none; .* PyTorch 2\.13[^']*'s integers\):/);
+    expect(r.stdout).toMatch(/conv2d\s+\S.*\d+ of \d+ cases\s+pass/);
+    expect(r.stdout).toMatch(/All \d+ quantized cases matched PyTorch\./);
   });
 
   it("info --json is one JSON object", () => {
@@ -37,6 +41,11 @@ describe("backplane CLI", () => {
       j.namespaces.find((n: { name: string }) => n.name === "cudnn").flags.benchmarkLimit,
     ).toBe(10);
     expect(j.ops.every((o: { status: string }) => o.status === "pass")).toBe(true);
+    const q = j.quantized.ops as { op: string; passed: number; total: number }[];
+    expect(q.map((o) => o.op).sort()).toEqual(
+      ["add", "conv2d", "linear", "matmul", "quantize", "relu"].sort(),
+    );
+    expect(q.every((o) => o.passed === o.total && o.total > 0)).toBe(true);
   });
 
   it("explain names the choice; no kernel is exit 1", () => {
