@@ -264,10 +264,14 @@ describe("quantizedConv2d", () => {
     const w = quantizePerTensor(randn([4, 2, 3, 3], { seed: 17 }), 0.02, 0, "qint8");
     expect(() => conv2dPrepack(w, undefined, { groups: 3 })).toThrow(/dividing the 4 output/);
     expect(() => conv2dPrepack(w, undefined, { stride: 0 })).toThrow(
-      /stride must be an integer >= 1/,
+      /^conv2dPrepack: stride must be an integer in \[1, 2\^31 - 1\] or a pair of them/,
     );
     expect(() => conv2dPrepack(w, undefined, { padding: -1 })).toThrow(ArgumentError);
     expect(() => conv2dPrepack(w, tensor([1, 2]))).toThrow(/bias must be \[4\]/);
+    // Extents past a 32-bit kernel's indexing are refused before any kernel, as in conv2d.
+    const big = conv2dPrepack(w, undefined, { padding: 2 ** 30 });
+    const x4 = quantizePerTensor(randn([1, 2, 5, 5]), 0.02, 128, "quint8");
+    expect(() => quantizedConv2d(x4, big, 0.1, 0)).toThrow(/padded input extent would be/);
     const x = quantizePerTensor(randn([1, 2, 2, 2]), 0.02, 128, "quint8");
     expect(() => conv2dPrepack(x)).toThrow(/weight must be qint8/);
     const packed = conv2dPrepack(w);

@@ -49,7 +49,8 @@ export interface Conv2dParams extends OpParams {
  */
 export const CONV_INDEX_LIMIT = 2 ** 31 - 1;
 
-function pair(name: string, v: unknown, min: number): [number, number] {
+/** A stride, padding or dilation as [h, w] (a number is both), checked for `op`. */
+export function convPair(op: string, name: string, v: unknown, min: number): [number, number] {
   const p = typeof v === "number" ? [v, v] : v;
   if (
     !Array.isArray(p) ||
@@ -57,17 +58,17 @@ function pair(name: string, v: unknown, min: number): [number, number] {
     !p.every((x) => Number.isInteger(x) && x >= min && x <= CONV_INDEX_LIMIT)
   ) {
     throw new ArgumentError(
-      `conv2d: ${name} must be an integer in [${min}, 2^31 - 1] or a pair of them, got ${show(v)}`,
+      `${op}: ${name} must be an integer in [${min}, 2^31 - 1] or a pair of them, got ${show(v)}`,
     );
   }
   return [p[0], p[1]];
 }
 
 /** Refuses sizes whose index arithmetic would overflow a 32-bit kernel, naming the limit. */
-function checkIndexRange(what: string, value: number): void {
+export function checkIndexRange(what: string, value: number, op = "conv2d"): void {
   if (value > CONV_INDEX_LIMIT) {
     throw new ShapeError(
-      `conv2d: the ${what} would be ${value}, above the 2^31 - 1 that kernels can index; use smaller padding, dilation or input`,
+      `${op}: the ${what} would be ${value}, above the 2^31 - 1 that kernels can index; use smaller padding, dilation or input`,
     );
   }
 }
@@ -107,8 +108,8 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
   if (bias && (bias.rank !== 1 || bias.shape[0] !== outChannels)) {
     throw new ShapeError(`conv2d: bias must have shape [${outChannels}], got [${bias.shape}]`);
   }
-  const [strideH, strideW] = pair("stride", o.stride ?? 1, 1);
-  const [dilationH, dilationW] = pair("dilation", o.dilation ?? 1, 1);
+  const [strideH, strideW] = convPair("conv2d", "stride", o.stride ?? 1, 1);
+  const [dilationH, dilationW] = convPair("conv2d", "dilation", o.dilation ?? 1, 1);
   let padTop: number;
   let padLeft: number;
   let padH: number;
@@ -121,7 +122,8 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
     padTop = Math.floor(padH / 2);
     padLeft = Math.floor(padW / 2);
   } else {
-    [padTop, padLeft] = pair(
+    [padTop, padLeft] = convPair(
+      "conv2d",
       "padding",
       o.padding === "valid" || o.padding === undefined ? 0 : o.padding,
       0,

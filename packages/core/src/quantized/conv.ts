@@ -9,6 +9,7 @@
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
+import { type Pair as ConvPair, checkIndexRange, convPair } from "../ops/conv2d.ts";
 import { empty, type Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { QTensor } from "./qtensor.ts";
@@ -57,25 +58,10 @@ export class PackedConv2d implements Disposable {
 }
 
 export interface Conv2dPrepackOptions {
-  stride?: number | Pair;
-  padding?: number | Pair;
-  dilation?: number | Pair;
+  stride?: ConvPair;
+  padding?: ConvPair;
+  dilation?: ConvPair;
   groups?: number;
-}
-
-function pair(
-  op: string,
-  name: string,
-  v: number | Pair | undefined,
-  dflt: number,
-  min: number,
-): Pair {
-  const p = v === undefined ? [dflt, dflt] : typeof v === "number" ? [v, v] : v;
-  if (!Array.isArray(p) || p.length !== 2 || !p.every((x) => Number.isInteger(x) && x >= min))
-    throw new ArgumentError(
-      `${op}: ${name} must be an integer >= ${min} or a pair of them, got ${show(v)}`,
-    );
-  return [p[0], p[1]];
 }
 
 /**
@@ -111,9 +97,9 @@ export function conv2dPrepack(
       `${op}: groups must be an integer >= 1 dividing the ${weight.shape[0]} output channels, got ${show(opts.groups)}`,
     );
   const geometry = {
-    stride: pair(op, "stride", opts.stride, 1, 1),
-    padding: pair(op, "padding", opts.padding, 0, 0),
-    dilation: pair(op, "dilation", opts.dilation, 1, 1),
+    stride: convPair(op, "stride", opts.stride ?? 1, 1),
+    padding: convPair(op, "padding", opts.padding ?? 0, 0),
+    dilation: convPair(op, "dilation", opts.dilation ?? 1, 1),
     groups,
   };
   let b: Tensor | undefined;
@@ -146,7 +132,11 @@ export interface QConv2dParams extends OpParams {
   outShape: number[];
 }
 
+/** The output size along one axis; a typed error when there is no output position. */
 function outSize(op: string, size: number, k: number, s: number, p: number, d: number): number {
+  // The extents a kernel forms, within its 32-bit indexing (as the float conv2d checks).
+  checkIndexRange("dilated kernel extent", d * (k - 1) + 1, op);
+  checkIndexRange("padded input extent", size + 2 * p, op);
   const o = Math.floor((size + 2 * p - d * (k - 1) - 1) / s) + 1;
   if (o < 1)
     throw new ShapeError(
@@ -183,6 +173,7 @@ function prepare(
   const oh = outSize(op, h, kh, packed.stride[0], packed.padding[0], packed.dilation[0]);
   const ow = outSize(op, w, kw, packed.stride[1], packed.padding[1], packed.dilation[1]);
   const oc = packed.outChannels;
+  checkIndexRange("output size in bytes", n * oc * oh * ow, op);
   return {
     x,
     packed,
