@@ -134,6 +134,52 @@ export function queryMd(pd: bigint, what: number): Pointer {
   return p;
 }
 
+/** A reorder primitive between two layouts, or 0n when they are the same. */
+export function reorder(from: Pointer | Uint8Array, to: Pointer | Uint8Array): bigint {
+  const { dnnl: d, engine } = dnnlState.ready();
+  if (d.dnnl_memory_desc_equal(from, to) === 1) return 0n;
+  const pd = handle("dnnl_reorder_primitive_desc_create", (o) =>
+    d.dnnl_reorder_primitive_desc_create(o, from, engine, to, engine, 0n),
+  );
+  try {
+    return primitive(pd);
+  } finally {
+    d.dnnl_primitive_desc_destroy(pd);
+  }
+}
+
+/**
+ * Plans by key (primitives made for one set of sizes), or why oneDNN refused them, both
+ * kept; the oldest forgotten past `limit`.
+ */
+export class PlanCache<P> {
+  readonly #plans = new Map<string, P | string>();
+  constructor(
+    /** What a refusal says before oneDNN's message ("oneDNN refused this product"). */
+    private readonly refused: string,
+    private readonly limit = 64,
+  ) {}
+
+  get(key: string, make: () => P): P | string {
+    let plan = this.#plans.get(key);
+    if (plan === undefined) {
+      try {
+        plan = make();
+      } catch (e) {
+        plan = `${this.refused}: ${(e as Error).message}`;
+      }
+      if (this.#plans.size >= this.limit)
+        this.#plans.delete(this.#plans.keys().next().value as string);
+      this.#plans.set(key, plan);
+    }
+    return plan;
+  }
+
+  clear(): void {
+    this.#plans.clear();
+  }
+}
+
 /** The implementation oneDNN chose ("jit:avx512_core", "ref:any"...), or "?". */
 export function implOf(pd: bigint): string {
   const out = new BigUint64Array(1);

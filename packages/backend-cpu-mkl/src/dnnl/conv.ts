@@ -8,17 +8,17 @@
  * the scratchpad and the blocked copies of input and output are tensors of the CPU device.
  */
 import { empty, getFlag, runtime, type Tensor } from "@backplane/core";
-import type { Conv2dParams, Pointer } from "@backplane/core/backend";
+import type { Conv2dParams } from "@backplane/core/backend";
 import {
   check,
   dims,
   execute,
-  handle,
   implOf,
   memory,
   primitive,
   primitiveDesc,
   queryMd,
+  reorder,
   taggedMd,
 } from "./call.ts";
 import { ARG, CONV_DESC_BYTES, ENUMS } from "./library.ts";
@@ -70,20 +70,6 @@ const PLAN_LIMIT = 64;
 
 function keyOf(p: Conv2dParams): string {
   return `${p.dtype},${p.n},${p.c},${p.h},${p.w},${p.outChannels},${p.kh},${p.kw},${p.strideH},${p.strideW},${p.padTop},${p.padLeft},${p.dilationH},${p.dilationW},${p.groups},${p.outH},${p.outW},${p.bias ? 1 : 0}`;
-}
-
-/** A reorder primitive between two layouts, or 0n when they are the same. */
-function reorder(from: Pointer | Uint8Array, to: Pointer | Uint8Array): bigint {
-  const { dnnl: d, engine } = dnnlState.ready();
-  if (d.dnnl_memory_desc_equal(from, to) === 1) return 0n;
-  const pd = handle("dnnl_reorder_primitive_desc_create", (o) =>
-    d.dnnl_reorder_primitive_desc_create(o, from, engine, to, engine, 0n),
-  );
-  try {
-    return primitive(pd);
-  } finally {
-    d.dnnl_primitive_desc_destroy(pd);
-  }
 }
 
 /** The primitive oneDNN picks for these sizes, with "any" layouts (its fastest). */

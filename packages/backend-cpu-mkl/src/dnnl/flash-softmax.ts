@@ -24,6 +24,7 @@ import {
   execute,
   implOf,
   memory,
+  PlanCache,
   primitive,
   primitiveDesc,
   queryMd,
@@ -47,7 +48,7 @@ interface SoftmaxPlan {
   sums: bigint;
 }
 
-const plans = new Map<string, SoftmaxPlan | string>();
+const plans = new PlanCache<SoftmaxPlan>("oneDNN refused the softmax step");
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetSoftmaxPlans(): void {
@@ -102,19 +103,14 @@ function makePlan(rows: number, cols: number): SoftmaxPlan {
   };
 }
 
-function planFor(rows: number, cols: number): SoftmaxPlan | string {
-  const key = `${rows},${cols}`;
-  let plan = plans.get(key);
-  if (plan === undefined) {
-    try {
-      plan = makePlan(rows, cols);
-    } catch (e) {
-      plan = `oneDNN refused the softmax step: ${(e as Error).message}`;
-    }
-    if (plans.size >= 64) plans.delete(plans.keys().next().value as string);
-    plans.set(key, plan);
-  }
-  return plan;
+const planFor = (rows: number, cols: number): SoftmaxPlan | string =>
+  plans.get(`${rows},${cols}`, () => makePlan(rows, cols));
+
+/** The plan for a rows x cols block of row stride `ld`, or why oneDNN does not take it. */
+function stepPlan(rows: number, cols: number, ld: number): SoftmaxPlan | string {
+  if (ld !== cols)
+    return `rows of stride ${ld} for ${cols} columns: oneDNN's JIT code takes dense blocks`;
+  return planFor(rows, cols);
 }
 
 /**
@@ -122,9 +118,7 @@ function planFor(rows: number, cols: number): SoftmaxPlan | string {
  * runs it), or undefined.
  */
 export function softmaxStepProblem(rows: number, cols: number, ld: number): string | undefined {
-  if (ld !== cols)
-    return `rows of stride ${ld} for ${cols} columns: oneDNN's JIT code takes dense blocks`;
-  const plan = planFor(rows, cols);
+  const plan = stepPlan(rows, cols, ld);
   return typeof plan === "string" ? plan : undefined;
 }
 
@@ -135,10 +129,12 @@ export function softmaxStepProblem(rows: number, cols: number, ld: number): stri
  */
 const MIN_KEYS = 1024;
 
-/** The step on oneDNN; false when it does not take the block (softmaxStepProblem) or it is small. */
+/** The step on oneDNN; false when the block is small or oneDNN does not take it. */
 export function dnnlSoftmaxStep(st: SoftmaxStep): boolean {
-  if (st.cols < MIN_KEYS || softmaxStepProblem(st.rows, st.cols, st.ld)) return false;
-  softmaxOn(plans.get(`${st.rows},${st.cols}`) as SoftmaxPlan, st);
+  if (st.cols < MIN_KEYS) return false;
+  const plan = stepPlan(st.rows, st.cols, st.ld);
+  if (typeof plan === "string") return false;
+  softmaxOn(plan, st);
   return true;
 }
 

@@ -7,7 +7,16 @@
  */
 import { empty, type Tensor } from "@backplane/core";
 import type { MatmulParams } from "@backplane/core/backend";
-import { check, execute, memory, primitive, primitiveDesc, queryMd, stridedMd } from "./call.ts";
+import {
+  check,
+  execute,
+  memory,
+  PlanCache,
+  primitive,
+  primitiveDesc,
+  queryMd,
+  stridedMd,
+} from "./call.ts";
 import { ARG, ENUMS, MATMUL_DESC_BYTES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
@@ -20,7 +29,7 @@ interface MatmulPlan {
   scratchBytes: number;
 }
 
-const plans = new Map<string, MatmulPlan | string>();
+const plans = new PlanCache<MatmulPlan>("oneDNN refused this product");
 /** The plan of the last params asked for (supports() then run() ask for the same). */
 let last: { params: MatmulParams | undefined; plan: MatmulPlan | string | undefined } = {
   params: undefined,
@@ -56,16 +65,7 @@ function makePlan(p: MatmulParams): MatmulPlan {
 function planFor(p: MatmulParams): MatmulPlan | string {
   if (last.params === p && last.plan !== undefined) return last.plan;
   const key = `${p.m},${p.k},${p.n},${p.aStrides.slice(-2)},${p.bStrides.slice(-2)}`;
-  let plan = plans.get(key);
-  if (plan === undefined) {
-    try {
-      plan = makePlan(p);
-    } catch (e) {
-      plan = `oneDNN refused this product: ${(e as Error).message}`;
-    }
-    if (plans.size >= 64) plans.delete(plans.keys().next().value as string);
-    plans.set(key, plan);
-  }
+  const plan = plans.get(key, () => makePlan(p));
   last = { params: p, plan };
   return plan;
 }

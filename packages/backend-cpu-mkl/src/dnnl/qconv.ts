@@ -16,7 +16,7 @@
  * scale the weights), and weights with a zero point other than 0 (oneDNN's convolution
  * takes symmetric weights only).
  */
-import { empty, type PackedConv2d, QTensor, type Tensor } from "@backplane/core";
+import { empty, QTensor, type Tensor } from "@backplane/core";
 import { conv2dChannelParams, type QConv2dParams } from "@backplane/core/backend";
 import { modules } from "../kernels/wasm.ts";
 import { addressOf } from "../wasm/scratch.ts";
@@ -24,15 +24,17 @@ import {
   check,
   dims,
   execute,
-  handle,
   implOf,
   memory,
+  PlanCache,
   primitive,
   primitiveDesc,
   queryMd,
+  reorder,
   taggedMd,
 } from "./call.ts";
 import { creationThreads } from "./conv.ts";
+import { layerWeights } from "./int8-weights.ts";
 import { ARG, CONV_DESC_BYTES, ENUMS } from "./library.ts";
 import { hasVnni, ONEDNN_ENGINE } from "./qlinear.ts";
 import { dnnlState } from "./state.ts";
@@ -56,7 +58,7 @@ interface QConvPlan {
   mem: Record<"userSrc" | "src" | "userWeights" | "weights" | "dst" | "sums" | "scratch", bigint>;
 }
 
-const plans = new Map<string, QConvPlan | string>();
+const plans = new PlanCache<QConvPlan>("oneDNN refused this int8 convolution");
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetQConvPlans(): void {
@@ -67,20 +69,6 @@ function keyOf(p: QConv2dParams): string {
   const { stride, padding, dilation, groups } = p.packed;
   const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
   return `${p.n},${p.c},${p.h},${p.w},${p.oc},${p.kh},${p.kw},${stride},${padding},${dilation},${groups},${xZp}`;
-}
-
-/** A reorder primitive between two layouts, or 0n when they are the same. */
-function reorder(from: Parameters<typeof memory>[0], to: Parameters<typeof memory>[0]): bigint {
-  const { dnnl: d, engine } = dnnlState.ready();
-  if (d.dnnl_memory_desc_equal(from, to) === 1) return 0n;
-  const pd = handle("dnnl_reorder_primitive_desc_create", (o) =>
-    d.dnnl_reorder_primitive_desc_create(o, from, engine, to, engine, 0n),
-  );
-  try {
-    return primitive(pd);
-  } finally {
-    d.dnnl_primitive_desc_destroy(pd);
-  }
 }
 
 // Long: the descriptors of one int8 convolution (user and "any" layouts, geometry), the primitive and its three reorders.
@@ -149,18 +137,10 @@ function makePlan(p: QConv2dParams, key: string): QConvPlan {
 
 function planFor(p: QConv2dParams): QConvPlan | string {
   const key = keyOf(p);
-  let plan = plans.get(key);
-  if (plan === undefined) {
-    try {
-      dnnlState.applyThreads(creationThreads());
-      plan = makePlan(p, key);
-    } catch (e) {
-      plan = `oneDNN refused this int8 convolution: ${(e as Error).message}`;
-    }
-    if (plans.size >= 64) plans.delete(plans.keys().next().value as string);
-    plans.set(key, plan);
-  }
-  return plan;
+  return plans.get(key, () => {
+    dnnlState.applyThreads(creationThreads());
+    return makePlan(p, key);
+  });
 }
 
 /** Why the onednn engine's conv2d refuses these inputs, or true. */
@@ -177,35 +157,6 @@ export function dnnlQConvSupports(p: QConv2dParams): true | string {
   if (p.n === 0) return true;
   const plan = planFor(p);
   return typeof plan === "string" ? plan : true;
-}
-
-/** The layer's weights in the plan's layout, reordered once per (layer, plan). */
-function weightsFor(packed: PackedConv2d, plan: QConvPlan): Tensor {
-  if (plan.weightReorder === 0n) return packed.weight.storage();
-  let cache = packed.engineCache.get(ONEDNN_ENGINE) as
-    | { byPlan: Map<string, Tensor>; dispose(): void }
-    | undefined;
-  if (!cache) {
-    const byPlan = new Map<string, Tensor>();
-    const dispose = () => {
-      for (const t of byPlan.values()) t.dispose();
-    };
-    cache = { byPlan, dispose };
-    packed.engineCache.set(ONEDNN_ENGINE, cache);
-  }
-  let w = cache.byPlan.get(plan.key);
-  if (!w) {
-    const d = dnnlState.ready().dnnl;
-    w = empty([Math.max(1, plan.weightBytes)], { dtype: "uint8" });
-    d.dnnl_memory_set_data_handle(plan.mem.userWeights, packed.weight.storage().hostData());
-    d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
-    execute(plan.weightReorder, [
-      [ARG.FROM, plan.mem.userWeights],
-      [ARG.TO, plan.mem.weights],
-    ]);
-    cache.byPlan.set(plan.key, w);
-  }
-  return w;
 }
 
 /** The int32 sums on oneDNN, reordered to NCHW, then requant_planes_u8 into the output. */
@@ -228,7 +179,7 @@ export function dnnlQConv(p: QConv2dParams): QTensor {
     return t;
   };
   try {
-    const w = weightsFor(p.packed, plan);
+    const w = layerWeights(p.packed, ONEDNN_ENGINE, plan);
     const x = p.x.storage();
     const src = plan.srcReorder ? temp(plan.srcBytes) : x;
     const sums = temp(out.numel, "int32");

@@ -17,14 +17,16 @@ import { addressOf } from "../wasm/scratch.ts";
 import {
   check,
   execute,
-  handle,
   memory,
+  PlanCache,
   primitive,
   primitiveDesc,
   queryMd,
+  reorder,
   stridedMd,
   taggedMd,
 } from "./call.ts";
+import { layerWeights } from "./int8-weights.ts";
 import { ARG, ENUMS, MATMUL_DESC_BYTES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
@@ -47,7 +49,7 @@ interface QLinearPlan {
   mem: Record<"src" | "userWeights" | "weights" | "dst" | "scratch", bigint>;
 }
 
-const plans = new Map<string, QLinearPlan | string>();
+const plans = new PlanCache<QLinearPlan>("oneDNN refused this int8 matmul");
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetQLinearPlans(): void {
@@ -59,19 +61,6 @@ function weightZeroPoint(layer: PackedLinear): number | undefined {
   const w = layer.weight.qparams;
   if (w.scheme === "per_tensor_affine") return w.zeroPoint;
   return new Set(w.zeroPoints).size === 1 ? w.zeroPoints[0] : undefined;
-}
-
-function reorder(from: Uint8Array, to: Parameters<typeof memory>[0]): bigint {
-  const { dnnl: d, engine } = dnnlState.ready();
-  if (d.dnnl_memory_desc_equal(from, to) === 1) return 0n;
-  const pd = handle("dnnl_reorder_primitive_desc_create", (o) =>
-    d.dnnl_reorder_primitive_desc_create(o, from, engine, to, engine, 0n),
-  );
-  try {
-    return primitive(pd);
-  } finally {
-    d.dnnl_primitive_desc_destroy(pd);
-  }
 }
 
 function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
@@ -110,17 +99,7 @@ function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
 function planFor(p: QLinearParams, wZp: number): QLinearPlan | string {
   const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
   const key = `${p.m},${p.k},${p.n},${xZp},${wZp}`;
-  let plan = plans.get(key);
-  if (plan === undefined) {
-    try {
-      plan = makePlan(p, key, wZp);
-    } catch (e) {
-      plan = `oneDNN refused this int8 matmul: ${(e as Error).message}`;
-    }
-    if (plans.size >= 64) plans.delete(plans.keys().next().value as string);
-    plans.set(key, plan);
-  }
-  return plan;
+  return plans.get(key, () => makePlan(p, key, wZp));
 }
 
 /** Why the onednn engine refuses these inputs, or true. */
@@ -136,35 +115,6 @@ export function dnnlQLinearSupports(p: QLinearParams): true | string {
   if (p.m === 0 || p.n === 0 || p.k === 0) return true;
   const plan = planFor(p, wZp);
   return typeof plan === "string" ? plan : true;
-}
-
-/** The layer's weights in the plan's layout, reordered once per (layer, plan). */
-function weightsFor(layer: PackedLinear, plan: QLinearPlan): Tensor {
-  if (plan.weightReorder === 0n) return layer.weight.storage();
-  let cache = layer.engineCache.get(ONEDNN_ENGINE) as
-    | { byPlan: Map<string, Tensor>; dispose(): void }
-    | undefined;
-  if (!cache) {
-    const byPlan = new Map<string, Tensor>();
-    const dispose = () => {
-      for (const t of byPlan.values()) t.dispose();
-    };
-    cache = { byPlan, dispose };
-    layer.engineCache.set(ONEDNN_ENGINE, cache);
-  }
-  let w = cache.byPlan.get(plan.key);
-  if (!w) {
-    const d = dnnlState.ready().dnnl;
-    w = empty([Math.max(1, plan.weightBytes)], { dtype: "uint8" });
-    d.dnnl_memory_set_data_handle(plan.mem.userWeights, layer.weight.storage().hostData());
-    d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
-    execute(plan.weightReorder, [
-      [ARG.FROM, plan.mem.userWeights],
-      [ARG.TO, plan.mem.weights],
-    ]);
-    cache.byPlan.set(plan.key, w);
-  }
-  return w;
 }
 
 /** The int32 sums on oneDNN's matmul, then requant_linear_u8 into the quint8 output. */
@@ -209,7 +159,7 @@ export function dnnlQLinear(p: QLinearParams): QTensor {
 /** acc = (x - x_zp)(w - w_zp)ᵀ on oneDNN's threads; returns its scratchpad (to free). */
 function matmul(p: QLinearParams, plan: QLinearPlan, acc: Tensor): Tensor {
   const { dnnl: d, stream } = dnnlState.ready();
-  const w = weightsFor(p.packed, plan);
+  const w = layerWeights(p.packed, ONEDNN_ENGINE, plan);
   const scratch = empty([Math.max(1, plan.scratchBytes)], { dtype: "uint8" });
   dnnlState.applyThreads();
   d.dnnl_memory_set_data_handle(plan.mem.src, p.x.storage().hostData());
