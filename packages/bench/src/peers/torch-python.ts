@@ -56,9 +56,30 @@ export const NO_TORCH =
   "no Python with torch found; `npm run bench:torch` installs PyTorch 2.13 (CPU wheel) into ~/.cache/backplane/torch-venv";
 
 /**
- * Runs `script` with the newest torch on one thread: argv[1] is a JSON spec, argv[2] a
- * directory holding `files` (inputs written by name). Returns the last stdout line parsed
- * as JSON, or why it could not run.
+ * What runTorchScript puts before a script: the imports, and median_ms(f, samples), the
+ * median milliseconds of f over `samples` batches of about 20 ms (after a warm-up call).
+ */
+const PRELUDE = `
+import json, os, sys, time
+
+def median_ms(f, samples):
+    f()
+    t0 = time.perf_counter(); f(); t = time.perf_counter() - t0
+    batch = max(1, int(0.02 / max(t, 1e-6)))
+    times = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            f()
+        times.append((time.perf_counter() - t0) / batch * 1000)
+    times.sort()
+    return times[len(times) // 2]
+`;
+
+/**
+ * Runs `script` (after PRELUDE) with the newest torch on one thread: argv[1] is a JSON
+ * spec, argv[2] a directory holding `files` (inputs written by name). Returns the last
+ * stdout line parsed as JSON, or why it could not run.
  */
 export async function runTorchScript(
   script: string,
@@ -76,7 +97,7 @@ export async function runTorchScript(
     for (const [name, data] of Object.entries(files))
       writeFileSync(join(dir, name), new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
     writeFileSync(join(dir, "spec.json"), JSON.stringify(spec));
-    writeFileSync(join(dir, "run.py"), script);
+    writeFileSync(join(dir, "run.py"), `${PRELUDE}\n${script}`);
     const r = spawnSync(python, [join(dir, "run.py"), join(dir, "spec.json"), dir], {
       encoding: "utf8",
       timeout: 300_000,

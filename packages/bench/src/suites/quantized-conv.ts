@@ -23,6 +23,7 @@ import {
   type Tensor,
 } from "@backplane/core";
 import type { Harness } from "../harness.ts";
+import { loadOrtNode, ortNodeSessionOptions } from "../peers/ort-node.ts";
 import { runTorchScript } from "../peers/torch-python.ts";
 import { reason } from "../peers/types.ts";
 
@@ -145,10 +146,7 @@ type OrtConv = (l: ConvLayer) => Promise<() => Promise<void>>;
 
 async function ortQLinearConv(): Promise<OrtConv | string> {
   try {
-    type Ort = typeof import("onnxruntime-node");
-    const mod = (await import("onnxruntime-node")) as unknown as Ort & { default?: Ort };
-    const ort = (mod.InferenceSession ? mod : mod.default) as Ort;
-    ort.env.logLevel = "error";
+    const ort = await loadOrtNode();
     const { buildModel } = await import("../peers/onnx-model.ts");
     return async (l) => {
       const { s } = l;
@@ -180,12 +178,7 @@ async function ortQLinearConv(): Promise<OrtConv | string> {
           { name: "yz", dims: [], data: Uint8Array.of(OUT_ZP) },
         ],
       });
-      const session = await ort.InferenceSession.create(model, {
-        executionProviders: ["cpu"],
-        intraOpNumThreads: 1,
-        interOpNumThreads: 1,
-        graphOptimizationLevel: "all",
-      });
+      const session = await ort.InferenceSession.create(model, ortNodeSessionOptions(1));
       const feeds = { x: new ort.Tensor("uint8", l.xInts, xDims) };
       return async () => {
         const r = await session.run(feeds);
@@ -198,7 +191,6 @@ async function ortQLinearConv(): Promise<OrtConv | string> {
 }
 
 const TORCH_SCRIPT = `
-import json, os, sys, time
 import numpy as np
 import torch
 spec = json.load(open(sys.argv[1]))
@@ -218,17 +210,7 @@ for L in spec["layers"]:
         s, p, g = L["stride"], L["pad"], L["groups"]
         packed = torch.ops.quantized.conv2d_prepack(wq, None, [s, s], [p, p], [1, 1], g)
         f = lambda: torch.ops.quantized.conv2d(xq, packed, L["outScale"], L["outZp"])
-        f()
-        t0 = time.perf_counter(); f(); t = time.perf_counter() - t0
-        batch = max(1, int(0.02 / max(t, 1e-6)))
-        samples = []
-        for _ in range(spec["samples"]):
-            t0 = time.perf_counter()
-            for _ in range(batch):
-                f()
-            samples.append((time.perf_counter() - t0) / batch * 1000)
-        samples.sort()
-        out[e] = samples[len(samples) // 2]
+        out[e] = median_ms(f, spec["samples"])
     res["layers"].append(out)
 print(json.dumps(res))
 `;

@@ -26,6 +26,7 @@ import {
   type Tensor,
 } from "@backplane/core";
 import { type Harness, listArg } from "../harness.ts";
+import { loadOrtNode, ortNodeSessionOptions } from "../peers/ort-node.ts";
 import { runTorchScript } from "../peers/torch-python.ts";
 import { reason } from "../peers/types.ts";
 import { quantizedConvLayers } from "./quantized-conv.ts";
@@ -101,10 +102,7 @@ async function ortInt8(): Promise<
   ((l: Layer, m: number, k: number, n: number) => Promise<() => Promise<void>>) | string
 > {
   try {
-    type Ort = typeof import("onnxruntime-node");
-    const mod = (await import("onnxruntime-node")) as unknown as Ort & { default?: Ort };
-    const ort = (mod.InferenceSession ? mod : mod.default) as Ort;
-    ort.env.logLevel = "error";
+    const ort = await loadOrtNode();
     const { buildModel } = await import("../peers/onnx-model.ts");
     return async (l, m, k, n) => {
       const bT = new Int8Array(k * n);
@@ -122,12 +120,7 @@ async function ortInt8(): Promise<
           { name: "bz", dims: [], data: Int8Array.of(0) },
         ],
       });
-      const s = await ort.InferenceSession.create(model, {
-        executionProviders: ["cpu"],
-        intraOpNumThreads: 1,
-        interOpNumThreads: 1,
-        graphOptimizationLevel: "all",
-      });
+      const s = await ort.InferenceSession.create(model, ortNodeSessionOptions(1));
       const feeds = { A: new ort.Tensor("uint8", l.xInts, [m, k]) };
       return async () => {
         const r = await s.run(feeds);
@@ -140,7 +133,6 @@ async function ortInt8(): Promise<
 }
 
 const TORCH_SCRIPT = `
-import json, os, sys, time
 import numpy as np
 import torch
 spec = json.load(open(sys.argv[1]))
@@ -159,17 +151,7 @@ for L in spec["layers"]:
         torch.backends.quantized.engine = e
         packed = torch.ops.quantized.linear_prepack(wq, None)
         f = lambda: torch.ops.quantized.linear(xq, packed, L["outScale"], 128)
-        f()
-        t0 = time.perf_counter(); f(); t = time.perf_counter() - t0
-        batch = max(1, int(0.02 / max(t, 1e-6)))
-        samples = []
-        for _ in range(spec["samples"]):
-            t0 = time.perf_counter()
-            for _ in range(batch):
-                f()
-            samples.append((time.perf_counter() - t0) / batch * 1000)
-        samples.sort()
-        out[e] = samples[len(samples) // 2]
+        out[e] = median_ms(f, spec["samples"])
     res["layers"].append(out)
 print(json.dumps(res))
 `;
