@@ -1,9 +1,9 @@
 /**
  * The qnnpack engine's WASM module (assembly/qgemm.ts) and what its kernels share: the
- * module, scratch tensors of the CPU memory, a result tensor, and a layer's weights
+ * module, scratch tensors of the CPU memory, and a layer's weights
  * packed once and kept in the layer's engine cache.
  */
-import { empty, type PackedConv2d, type PackedLinear, QTensor, type Tensor } from "@backplane/core";
+import { empty, type PackedConv2d, type PackedLinear, type Tensor } from "@backplane/core";
 import { loadWasmModule, loadWasmModuleSync, type WasmModuleFiles } from "@backplane/core/backend";
 import { addressOf, Scratch } from "./util.ts";
 
@@ -56,19 +56,6 @@ export const NO_SCRATCH = new Scratch();
 /** A scratch tensor of at least `bytes` bytes in the CPU memory (counted in memoryStats). */
 export const scratch = (bytes: number): Tensor =>
   empty([Math.max(16, Math.ceil(bytes / 4))], { dtype: "int32" });
-
-/** An empty quint8 result with the output's parameters, and its integers. */
-export function quint8Result(
-  shape: number[],
-  scale: number,
-  zeroPoint: number,
-): { out: Tensor; result: QTensor } {
-  const out = empty(shape, { dtype: "uint8" });
-  return {
-    out,
-    result: new QTensor(out, "quint8", { scheme: "per_tensor_affine", scale, zeroPoint }),
-  };
-}
 
 /** A layer's weights packed for qgemm: a tensor of the CPU memory, freed with the layer. */
 export interface PackedWeights {

@@ -10,7 +10,7 @@
  * The weights are packed once per layer and kept in its engine cache.
  */
 import type { QTensor, Tensor } from "@backplane/core";
-import { conv2dChannelParams, type QConv2dParams } from "@backplane/core/backend";
+import { conv2dChannelParams, emptyQuantized, type QConv2dParams } from "@backplane/core/backend";
 import {
   MODULE_ID,
   NO_SCRATCH,
@@ -19,7 +19,6 @@ import {
   packedWeights,
   type QgemmModule,
   qgemm,
-  quint8Result,
   scratch,
 } from "./qgemm.ts";
 import { addressOf, inWasmMemory, parallel, Scratch } from "./util.ts";
@@ -151,7 +150,8 @@ function byColumns(p: QConv2dParams, m: QgemmModule, out: Tensor, mult: Tensor):
 
 export function qnnpackConv2d(p: QConv2dParams): QTensor {
   const m = qgemm()!;
-  const { out, result } = quint8Result(p.outShape, p.outScale, p.outZeroPoint);
+  const result = emptyQuantized(p.outShape, "quint8", p.outScale, p.outZeroPoint);
+  const out = result.storage();
   if (p.n === 0) return result;
   const mult = scratch(p.oc * 4);
   try {

@@ -8,7 +8,7 @@
  *   rows; used where its blocks of 8 rows waste little (byColumnsPays).
  */
 import { empty, type QTensor, type Tensor } from "@backplane/core";
-import { linearChannelParams, type QLinearParams } from "@backplane/core/backend";
+import { emptyQuantized, linearChannelParams, type QLinearParams } from "@backplane/core/backend";
 import {
   BLOCKS_KEY,
   MODULE_ID,
@@ -18,7 +18,6 @@ import {
   packedWeights,
   type QgemmModule,
   qgemm,
-  quint8Result,
   scratch,
 } from "./qgemm.ts";
 import { addressOf, inWasmMemory, parallel } from "./util.ts";
@@ -40,7 +39,8 @@ const byColumnsPays = (m: number) => m >= 8 && Math.ceil(m / 8) * 8 <= m * 1.15;
 
 export function qnnpackLinear(p: QLinearParams): QTensor {
   const m = qgemm()!;
-  const { out, result } = quint8Result(p.outShape, p.outScale, p.outZeroPoint);
+  const result = emptyQuantized(p.outShape, "quint8", p.outScale, p.outZeroPoint);
+  const out = result.storage();
   if (p.m === 0 || p.n === 0) return result;
   const mult = empty([p.n], { dtype: "float32" });
   try {

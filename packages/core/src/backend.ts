@@ -98,7 +98,13 @@ export {
   requantizeLinear,
 } from "./quantized/linear.ts";
 export { type QMatmulParams, quantizedMatmulOp } from "./quantized/matmul.ts";
-export { Q_STORAGE, type QParams, quantizeValue, rint } from "./quantized/qtensor.ts";
+export {
+  emptyQuantized,
+  Q_STORAGE,
+  type QParams,
+  quantizeValue,
+  rint,
+} from "./quantized/qtensor.ts";
 // Kernel helpers: strided access and float64 matrices
 export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
 export { referenceKernels } from "./reference/index.ts";

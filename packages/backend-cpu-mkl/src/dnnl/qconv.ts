@@ -16,8 +16,8 @@
  * scale the weights), and weights with a zero point other than 0 (oneDNN's convolution
  * takes symmetric weights only).
  */
-import { empty, QTensor, type Tensor } from "@backplane/core";
-import { conv2dChannelParams, type QConv2dParams } from "@backplane/core/backend";
+import { empty, type QTensor, type Tensor } from "@backplane/core";
+import { conv2dChannelParams, emptyQuantized, type QConv2dParams } from "@backplane/core/backend";
 import { modules } from "../kernels/wasm.ts";
 import { addressOf } from "../wasm/scratch.ts";
 import {
@@ -162,12 +162,8 @@ export function dnnlQConvSupports(p: QConv2dParams): true | string {
 /** The int32 sums on oneDNN, reordered to NCHW, then requant_planes_u8 into the output. */
 // Long: one call: the input's reorder, the convolution, the sums' reorder and the requantization, on CPU-device tensors freed in finally.
 export function dnnlQConv(p: QConv2dParams): QTensor {
-  const out = empty(p.outShape, { dtype: "uint8" });
-  const result = new QTensor(out, "quint8", {
-    scheme: "per_tensor_affine",
-    scale: p.outScale,
-    zeroPoint: p.outZeroPoint,
-  });
+  const result = emptyQuantized(p.outShape, "quint8", p.outScale, p.outZeroPoint);
+  const out = result.storage();
   if (out.numel === 0) return result;
   const plan = planFor(p) as QConvPlan;
   const { dnnl: d, stream } = dnnlState.ready();

@@ -10,8 +10,8 @@
  * instructions (pairs of u8 x s8 products summed in int16): such CPUs are refused with the
  * reason, and the other engines serve.
  */
-import { backends, empty, type PackedLinear, QTensor, type Tensor } from "@backplane/core";
-import { linearChannelParams, type QLinearParams } from "@backplane/core/backend";
+import { backends, empty, type PackedLinear, type QTensor, type Tensor } from "@backplane/core";
+import { emptyQuantized, linearChannelParams, type QLinearParams } from "@backplane/core/backend";
 import { modules } from "../kernels/wasm.ts";
 import { addressOf } from "../wasm/scratch.ts";
 import {
@@ -119,12 +119,8 @@ export function dnnlQLinearSupports(p: QLinearParams): true | string {
 
 /** The int32 sums on oneDNN's matmul, then requant_linear_u8 into the quint8 output. */
 export function dnnlQLinear(p: QLinearParams): QTensor {
-  const out = empty(p.outShape, { dtype: "uint8" });
-  const result = new QTensor(out, "quint8", {
-    scheme: "per_tensor_affine",
-    scale: p.outScale,
-    zeroPoint: p.outZeroPoint,
-  });
+  const result = emptyQuantized(p.outShape, "quint8", p.outScale, p.outZeroPoint);
+  const out = result.storage();
   if (p.m === 0 || p.n === 0) return result;
   const acc = empty([p.m * p.n], { dtype: "int32" });
   const mult = empty([p.n], { dtype: "float32" });

@@ -10,9 +10,9 @@ import { dispatch } from "../dispatch/dispatcher.ts";
 import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
 import { type Pair as ConvPair, checkIndexRange, convPair } from "../ops/conv2d.ts";
-import { empty, type Tensor } from "../tensor/tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
-import { QTensor } from "./qtensor.ts";
+import { emptyQuantized, QTensor } from "./qtensor.ts";
 import { channelParams, checkOutputQParams, requantizeInto } from "./requant.ts";
 
 type Pair = readonly [number, number];
@@ -229,16 +229,17 @@ export function requantizeConv2d(
   acc: Int32Array | Float64Array,
   mult: Float32Array = conv2dChannelParams(p).mult,
 ): QTensor {
-  const out = empty(p.outShape, { dtype: "uint8" });
+  const out = emptyQuantized(p.outShape, "quint8", p.outScale, p.outZeroPoint);
   const bias = p.packed.bias?.hostData() as Float32Array | undefined;
   const plane = p.oh * p.ow;
   const r = { mult, bias, scale: p.outScale, zeroPoint: p.outZeroPoint, dtype: "quint8" as const };
-  requantizeInto(out.hostData() as Uint8Array, acc, r, (i) => Math.floor(i / plane) % p.oc);
-  return new QTensor(out, "quint8", {
-    scheme: "per_tensor_affine",
-    scale: p.outScale,
-    zeroPoint: p.outZeroPoint,
-  });
+  requantizeInto(
+    out.storage().hostData() as Uint8Array,
+    acc,
+    r,
+    (i) => Math.floor(i / plane) % p.oc,
+  );
+  return out;
 }
 
 /** The core's reference kernel: direct loops over exact sums, then requantizeConv2d. */

@@ -13,8 +13,7 @@ import { dispatch } from "../dispatch/dispatcher.ts";
 import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
 import type { DType } from "../tensor/dtype.ts";
-import { empty } from "../tensor/tensor.ts";
-import { Q_STORAGE, QTensor, rint } from "./qtensor.ts";
+import { emptyQuantized, Q_STORAGE, type QTensor, rint } from "./qtensor.ts";
 import { checkOutputQParams, checkQTensor } from "./requant.ts";
 
 export interface QReluParams extends OpParams {
@@ -116,8 +115,8 @@ function dequantizer(q: QTensor): (v: number) => number {
 }
 
 export function quantizedAddReference(p: QAddParams): QTensor {
-  const out = empty([...p.a.shape], { dtype: p.dtype });
-  const y = out.hostData() as Uint8Array | Int8Array;
+  const out = emptyQuantized(p.a.shape, p.a.dtype, p.outScale, p.outZeroPoint);
+  const y = out.storage().hostData() as Uint8Array | Int8Array;
   const a = p.a.storage().hostData() as Uint8Array | Int8Array;
   const b = p.b.storage().hostData() as Uint8Array | Int8Array;
   const da = dequantizer(p.a);
@@ -128,9 +127,5 @@ export function quantizedAddReference(p: QAddParams): QTensor {
     const q = p.outZeroPoint + rint(Math.fround(Math.fround(da(a[i]) + db(b[i])) * inv));
     y[i] = q < min ? min : q > max ? max : q;
   }
-  return new QTensor(out, p.a.dtype, {
-    scheme: "per_tensor_affine",
-    scale: p.outScale,
-    zeroPoint: p.outZeroPoint,
-  });
+  return out;
 }

@@ -15,9 +15,9 @@
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
-import { empty, type Tensor } from "../tensor/tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
-import { QTensor } from "./qtensor.ts";
+import { emptyQuantized, QTensor } from "./qtensor.ts";
 import { channelParams, checkOutputQParams, requantizeInto } from "./requant.ts";
 
 /** A linear layer's weights and bias, ready for quantizedLinear (torch's LinearPackedParams). */
@@ -182,15 +182,11 @@ export function requantizeLinear(
   acc: Int32Array | Float64Array,
   mult: Float32Array = linearChannelParams(p).mult,
 ): QTensor {
-  const out = empty(p.outShape, { dtype: "uint8" });
+  const out = emptyQuantized(p.outShape, "quint8", p.outScale, p.outZeroPoint);
   const bias = p.packed.bias?.hostData() as Float32Array | undefined;
   const r = { mult, bias, scale: p.outScale, zeroPoint: p.outZeroPoint, dtype: "quint8" as const };
-  requantizeInto(out.hostData() as Uint8Array, acc, r, (i) => i % p.n);
-  return new QTensor(out, "quint8", {
-    scheme: "per_tensor_affine",
-    scale: p.outScale,
-    zeroPoint: p.outZeroPoint,
-  });
+  requantizeInto(out.storage().hostData() as Uint8Array, acc, r, (i) => i % p.n);
+  return out;
 }
 
 /** The core's reference kernel: the exact sums in plain TypeScript, then requantizeLinear. */

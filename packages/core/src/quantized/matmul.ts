@@ -9,8 +9,7 @@
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
-import { empty } from "../tensor/tensor.ts";
-import { Q_STORAGE, QTensor } from "./qtensor.ts";
+import { emptyQuantized, Q_STORAGE, type QTensor } from "./qtensor.ts";
 import { checkOutputQParams, checkQTensor, requantizeInto } from "./requant.ts";
 
 export interface QMatmulParams extends OpParams {
@@ -102,7 +101,7 @@ export function quantizedMatmulReference(p: QMatmulParams): QTensor {
           s += (a[(t * m + i) * k + l] - pa.zeroPoint) * (b[(t * k + l) * n + j] - pb.zeroPoint);
         acc[(t * m + i) * n + j] = s;
       }
-  const out = empty(p.outShape, { dtype: p.dtype });
+  const out = emptyQuantized(p.outShape, p.a.dtype, p.outScale, p.outZeroPoint);
   const mult = Float32Array.of(Math.fround(pa.scale) * Math.fround(pb.scale));
   const r = {
     mult,
@@ -111,10 +110,6 @@ export function quantizedMatmulReference(p: QMatmulParams): QTensor {
     zeroPoint: p.outZeroPoint,
     dtype: p.a.dtype,
   };
-  requantizeInto(out.hostData() as Uint8Array | Int8Array, acc, r, () => 0);
-  return new QTensor(out, p.a.dtype, {
-    scheme: "per_tensor_affine",
-    scale: p.outScale,
-    zeroPoint: p.outZeroPoint,
-  });
+  requantizeInto(out.storage().hostData() as Uint8Array | Int8Array, acc, r, () => 0);
+  return out;
 }

@@ -352,6 +352,20 @@ export function makeQuantized(
   });
 }
 
+/**
+ * A new per-tensor quantized tensor for a kernel to fill (its integers uninitialised;
+ * `q.storage()` is the tensor to write). The parameters are the op's, checked by it.
+ */
+export function emptyQuantized(
+  shape: readonly number[],
+  dtype: QDType,
+  scale: number,
+  zeroPoint: number,
+): QTensor {
+  const repr = empty([...shape], { dtype: Q_STORAGE[dtype].dtype });
+  return new QTensor(repr, dtype, { scheme: "per_tensor_affine", scale, zeroPoint });
+}
+
 /** The real values of q, float32: (q - zero_point) * scale (torch.dequantize). */
 export function dequantize(q: QTensor): Tensor {
   if (!(q instanceof QTensor))
