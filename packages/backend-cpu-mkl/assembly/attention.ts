@@ -775,3 +775,51 @@ export function flash_block_finish(o: usize, ldo: i32, rows: i32, ev: i32, l: us
     scaleRow(o + ((<usize>r * <usize>ldo) << 2), ev, inv);
   }
 }
+
+/**
+ * dst row r (row stride e + 1 floats; the last column is left to the caller) = mul * src
+ * row r (e floats, row stride ld), and norms[r] = the Euclidean norm of src row r (f32),
+ * for r < rows: the operands of flash-cpu-dnnl's bounded-shift products (the query or key
+ * rows with one more column, for the per-row shift; src/dnnl/flash-bounded.ts).
+ */
+export function attn_augment_rows(
+  src: usize, ld: i32, rows: i32, e: i32, mul: f32, dst: usize, norms: usize,
+): void {
+  const vm = f32x4.splat(mul);
+  const e4 = e & ~3;
+  for (let r = 0; r < rows; r++) {
+    const s = src + ((<usize>r * <usize>ld) << 2);
+    const d = dst + ((<usize>r * <usize>(e + 1)) << 2);
+    let vs = f32x4.splat(0);
+    for (let c = 0; c < e4; c += 4) {
+      const x = v128.load(s + (<usize>c << 2));
+      vs = f32x4.add(vs, f32x4.mul(x, x));
+      v128.store(d + (<usize>c << 2), f32x4.mul(x, vm));
+    }
+    let sum = (f32x4.extract_lane(vs, 0) + f32x4.extract_lane(vs, 1)) +
+      (f32x4.extract_lane(vs, 2) + f32x4.extract_lane(vs, 3));
+    for (let c = e4; c < e; c++) {
+      const x = load<f32>(s + (<usize>c << 2));
+      sum += x * x;
+      store<f32>(d + (<usize>c << 2), x * mul);
+    }
+    store<f32>(norms + (<usize>r << 2), Mathf.sqrt(sum));
+  }
+}
+
+/**
+ * Sets to 0 the columns c >= diag + r + 1 (clamped to [0, cols]) of each of `rows` rows of
+ * a block P (row stride ld floats): the keys row r may not see under causal masking (key
+ * j sees rows i >= j; diag = first query row - first key of the block), as
+ * flash_block_softmax does. flash-cpu-dnnl's bounded-shift path (src/dnnl/flash-bounded.ts)
+ * calls it between its two products.
+ */
+export function flash_zero_hidden(p: usize, ld: i32, rows: i32, cols: i32, diag: i32): void {
+  for (let r = 0; r < rows; r++) {
+    const valid = imin(cols, imax(0, diag + r + 1));
+    if (valid < cols) {
+      const row = p + ((<usize>r * <usize>ld) << 2);
+      memory.fill(row + (<usize>valid << 2), 0, <usize>(cols - valid) << 2);
+    }
+  }
+}

@@ -19,6 +19,7 @@ import { hasFfi } from "../native/backend.ts";
 import { limitNativeSpinning } from "../native/spin-env.ts";
 import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel } from "./flash.ts";
+import { resetBoundedPlans } from "./flash-bounded.ts";
 import { resetSoftmaxPlans } from "./flash-softmax.ts";
 import { loadDnnl } from "./library.ts";
 import { autoBlasOnly, dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
@@ -47,6 +48,7 @@ function forget(): void {
   resetConvPlans();
   resetMatmulPlans();
   resetSoftmaxPlans();
+  resetBoundedPlans();
   resetQConvPlans();
   resetQLinearPlans();
 }

@@ -63,27 +63,40 @@ export interface EltwisePostOp {
   beta: number;
 }
 
-/** Sets the post-op chain of `attr` (dnnl_post_ops_append_eltwise for each). */
-function setPostOps(attr: bigint, ops: readonly EltwisePostOp[]): void {
+/** A post-op chain entry that adds what dst held before the primitive ran (dst += result). */
+export const SUM_POST_OP = "sum";
+
+export type PostOp = EltwisePostOp | typeof SUM_POST_OP;
+
+/** Sets the post-op chain of `attr` (dnnl_post_ops_append_eltwise or _sum for each). */
+function setPostOps(attr: bigint, ops: readonly PostOp[]): void {
   const d = dnnlState.ready().dnnl;
   const po = handle("dnnl_post_ops_create", (o) => d.dnnl_post_ops_create(o));
   try {
-    for (const op of ops)
-      check(
-        "dnnl_post_ops_append_eltwise",
-        d.dnnl_post_ops_append_eltwise(po, 1, op.alg, op.alpha, op.beta),
-      );
+    for (const op of ops) {
+      if (op === SUM_POST_OP) check("dnnl_post_ops_append_sum", d.dnnl_post_ops_append_sum(po, 1));
+      else
+        check(
+          "dnnl_post_ops_append_eltwise",
+          d.dnnl_post_ops_append_eltwise(po, 1, op.alg, op.alpha, op.beta),
+        );
+    }
     check("dnnl_primitive_attr_set_post_ops", d.dnnl_primitive_attr_set_post_ops(attr, po));
   } finally {
     d.dnnl_post_ops_destroy(po);
   }
 }
 
-/** What a primitive's attributes may add: fused post-ops, the source's and weights' zero points. */
+/**
+ * What a primitive's attributes may add: fused post-ops, the source's and weights' zero
+ * points, and whether oneDNN keeps the scratchpad itself (outside the CPU memory: for a
+ * primitive made in the middle of a loop that holds views of that memory).
+ */
 export interface PrimitiveAttrs {
-  postOps?: readonly EltwisePostOp[];
+  postOps?: readonly PostOp[];
   srcZeroPoint?: number;
   weightsZeroPoint?: number;
+  libraryScratchpad?: boolean;
 }
 
 /** Sets one zero point (mask 0: the whole tensor) for argument `arg`. */
@@ -96,7 +109,8 @@ function setZeroPoint(attr: bigint, arg: number, zp: number): void {
 }
 
 /**
- * The primitive descriptor of an op descriptor, its scratchpad left to the caller, with
+ * The primitive descriptor of an op descriptor, its scratchpad left to the caller (unless
+ * `libraryScratchpad`), with
  * the eltwise post-ops given (fused into the primitive's own loop) and zero points (an
  * int8 convolution subtracts the source's, padding included; an int8 matmul both).
  */
@@ -107,13 +121,14 @@ export function primitiveDesc(opDesc: Uint8Array, attrs: PrimitiveAttrs = {}): b
     if (attrs.postOps?.length) setPostOps(attr, attrs.postOps);
     if (attrs.srcZeroPoint !== undefined) setZeroPoint(attr, ARG.SRC, attrs.srcZeroPoint);
     if (attrs.weightsZeroPoint) setZeroPoint(attr, ARG.WEIGHTS, attrs.weightsZeroPoint);
-    check(
-      "dnnl_primitive_attr_set_scratchpad_mode",
-      d.dnnl_primitive_attr_set_scratchpad_mode(
-        attr,
-        E.dnnl_scratchpad_mode_t.dnnl_scratchpad_mode_user,
-      ),
-    );
+    if (!attrs.libraryScratchpad)
+      check(
+        "dnnl_primitive_attr_set_scratchpad_mode",
+        d.dnnl_primitive_attr_set_scratchpad_mode(
+          attr,
+          E.dnnl_scratchpad_mode_t.dnnl_scratchpad_mode_user,
+        ),
+      );
     return handle("dnnl_primitive_desc_create", (o) =>
       d.dnnl_primitive_desc_create(o, ptrAddress(ptrOf(opDesc)), attr, engine, 0n),
     );

@@ -8,9 +8,17 @@
  * softmax step runs on oneDNN's primitives too (flash-softmax.ts): N = 2048 then took
  * 84 ms on one thread and 45 on two.
  */
+import { getFlag, type Tensor } from "@backplane/core";
 import type { AnyKernelDefinition, SdpaParams } from "@backplane/core/backend";
-import { flashTileRun, flashTileSupports, type TileGemm } from "../kernels/flash-blas.ts";
+import {
+  flashTileSupports,
+  flashTiles,
+  queryBlocks,
+  type TileGemm,
+} from "../kernels/flash-blas.ts";
+import { flashOutput } from "../kernels/wasm-attention.ts";
 import { check } from "./call.ts";
+import { BOUNDED_ROWS, boundedProblem, boundedTiles } from "./flash-bounded.ts";
 import { dnnlSoftmaxStep } from "./flash-softmax.ts";
 import { autoBlasOnly } from "./matmul.ts";
 import { dnnlState } from "./state.ts";
@@ -39,6 +47,28 @@ const dnnlGemm: TileGemm = {
   },
 };
 
+/**
+ * The bounded-shift path (flash-bounded.ts) over every query block, then the exact tiles
+ * over the blocks it could not hold; all on one library thread in deterministic mode.
+ */
+function dnnlFlashRun(p: SdpaParams): Tensor {
+  return dnnlGemm.onThreads(getFlag("core.deterministic") === true, () => {
+    const { out, done } = flashOutput(p);
+    if (done) return out;
+    try {
+      if (boundedProblem(p)) flashTiles(dnnlGemm, p, out, queryBlocks(p, out, BOUNDED_ROWS));
+      else {
+        const exact = boundedTiles(p, out);
+        if (exact.length > 0) flashTiles(dnnlGemm, p, out, exact);
+      }
+      return out;
+    } catch (e) {
+      out.dispose();
+      throw e;
+    }
+  });
+}
+
 export function dnnlFlashKernel(): AnyKernelDefinition {
   return {
     op: "scaledDotProductAttention",
@@ -55,6 +85,6 @@ export function dnnlFlashKernel(): AnyKernelDefinition {
     priority: 61,
     enabled: autoBlasOnly,
     supports: (p: SdpaParams) => flashTileSupports(dnnlGemm, p),
-    run: (p: SdpaParams) => flashTileRun(dnnlGemm, p),
+    run: dnnlFlashRun,
   } as AnyKernelDefinition;
 }

@@ -73,6 +73,8 @@ export const DNNL_DECL = defineLibrary({
   dnnl_post_ops_create: f(["buffer"]),
   dnnl_post_ops_destroy: f([H]),
   dnnl_post_ops_append_eltwise: f([H, "f32", "i32", "f32", "f32"]),
+  // flash-cpu-dnnl's P V products over several key blocks: dst += the product.
+  dnnl_post_ops_append_sum: f([H, "f32"]),
   // The activations' zero point of the onednn engine's int8 convolution.
   dnnl_primitive_attr_set_zero_points: f([H, "i32", "i64", "i32", "buffer"]),
   dnnl_set_verbose: f(["i32"]),

@@ -79,7 +79,8 @@ class DnnlState {
   lib: Ready | undefined;
   libc: Libc | undefined;
   readonly weightCache = new WeightCache();
-  private threads = 0;
+  /** The OpenMP thread count last applied (0: none yet). */
+  threads = 0;
 
   /** The loaded library (the backend's init made it; kernels run only after). */
   ready(): Ready {

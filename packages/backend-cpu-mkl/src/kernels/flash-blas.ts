@@ -54,7 +54,7 @@ const LOG2E = Math.LOG2E;
  * single row may carry any stride (a permuted [E, 1] view has stride 1): any valid value
  * does then.
  */
-function leadingDim(t: Tensor): number {
+export function leadingDim(t: Tensor): number {
   const rows = t.shape[t.rank - 2];
   const cols = t.shape[t.rank - 1];
   return rows > 1 ? t.strides[t.rank - 2] : Math.max(1, cols);
@@ -183,16 +183,53 @@ export function flashTileSupports(gemm: TileGemm, p: SdpaParams): true | string 
 
 /** Runs the tile loop on `gemm` (on one library thread in deterministic mode). */
 export function flashTileRun(gemm: TileGemm, p: SdpaParams): Tensor {
-  return gemm.onThreads(getFlag("core.deterministic") === true, () => flashTiles(gemm, p));
+  return gemm.onThreads(getFlag("core.deterministic") === true, () => {
+    const { out, done } = flashOutput(p);
+    if (done) return out;
+    try {
+      flashTiles(gemm, p, out, queryBlocks(p, out, BQ));
+      return out;
+    } catch (e) {
+      out.dispose();
+      throw e;
+    }
+  });
 }
 
+/** Rows i0 .. i0 + rows - 1 of the queries of batch/head b (a flat index). */
+export interface QueryBlock {
+  b: number;
+  i0: number;
+  rows: number;
+}
+
+/** Every block of `size` query rows of every batch/head of `out`. */
+export function* queryBlocks(p: SdpaParams, out: Tensor, size: number): Generator<QueryBlock> {
+  const bh = out.numel / (p.L * p.Ev);
+  for (let b = 0; b < bh; b++)
+    for (let i0 = 0; i0 < p.L; i0 += size) yield { b, i0, rows: Math.min(size, p.L - i0) };
+}
+
+/** `blocks` cut into blocks of at most BQ rows (the workspace's). */
+function* subBlocks(blocks: Iterable<QueryBlock>): Generator<QueryBlock> {
+  for (const { b, i0, rows } of blocks)
+    for (let r0 = 0; r0 < rows; r0 += BQ) yield { b, i0: i0 + r0, rows: Math.min(BQ, rows - r0) };
+}
+
+/**
+ * The tile loop with the online softmax over `blocks` of `out`:
+ * flash-cpu-blas's whole run, and flash-cpu-dnnl's exact path for the blocks its bounded
+ * shift does not hold (dnnl/flash-bounded.ts).
+ */
 // Long: one FlashAttention-2 tile loop; its two products and the online softmax share the running max, sum and output tile.
-function flashTiles(gemm: TileGemm, p: SdpaParams): Tensor {
+export function flashTiles(
+  gemm: TileGemm,
+  p: SdpaParams,
+  out: Tensor,
+  blocks: Iterable<QueryBlock>,
+): void {
   const mod = attentionModule.current!;
   const { L, S, E, Ev } = p;
-  const { out, done } = flashOutput(p);
-  if (done) return out;
-  const bh = out.numel / (L * Ev);
   const lay = layoutOf(p);
   // Workspace: the score block, then per query row m (f32) and l (f64), and the step's
   // scratch.
@@ -215,71 +252,63 @@ function flashTiles(gemm: TileGemm, p: SdpaParams): Tensor {
     const o0 = addressOf(out) / 4;
     const alpha = p.scale * LOG2E;
     const causal = p.isCausal;
-    for (let b = 0; b < bh; b++) {
+    for (const { b, i0, rows } of subBlocks(blocks)) {
       const q = q0 + lay.q[b];
       const k = k0 + lay.k[b];
       const v = v0 + lay.v[b];
-      const o = o0 + b * L * Ev;
-      for (let i0 = 0; i0 < L; i0 += BQ) {
-        const rows = Math.min(BQ, L - i0);
-        const oBlk = o + i0 * Ev;
-        f32.fill(0, oBlk, oBlk + rows * Ev);
-        mView.fill(Number.NEGATIVE_INFINITY, 0, rows);
-        lView.fill(0, 0, rows);
-        // Causal (key j sees query rows i >= j): no key past the block's last row.
-        const jEnd = causal ? Math.min(S, i0 + rows) : S;
-        for (let j0 = 0; j0 < jEnd; j0 += BK) {
-          const cols = Math.min(BK, jEnd - j0);
-          gemm.sgemm(
-            true,
-            rows,
-            cols,
-            E,
-            alpha,
-            f32.subarray(q + i0 * ldq),
-            ldq,
-            f32.subarray(k + j0 * ldk),
-            ldk,
-            0,
-            sView,
-            cols,
-          );
-          const step: SoftmaxStep = {
-            s: sAddr,
-            ld: cols,
-            rows,
-            cols,
-            m: mAddr,
-            l: lAddr,
-            o: oBlk * 4,
-            ev: Ev,
-            causal,
-            diag: i0 - j0,
-            scratch: lAddr + BQ * 8,
-          };
-          if (!gemm.softmax?.(step)) wasmSoftmax(step, gemm.kernel);
-          gemm.sgemm(
-            false,
-            rows,
-            Ev,
-            cols,
-            1,
-            sView,
-            cols,
-            f32.subarray(v + j0 * ldv),
-            ldv,
-            1,
-            f32.subarray(oBlk),
-            Ev,
-          );
-        }
-        mod.flash_block_finish(oBlk * 4, Ev, rows, Ev, lAddr);
+      const oBlk = o0 + b * L * Ev + i0 * Ev;
+      f32.fill(0, oBlk, oBlk + rows * Ev);
+      mView.fill(Number.NEGATIVE_INFINITY, 0, rows);
+      lView.fill(0, 0, rows);
+      // Causal (key j sees query rows i >= j): no key past the block's last row.
+      const jEnd = causal ? Math.min(S, i0 + rows) : S;
+      for (let j0 = 0; j0 < jEnd; j0 += BK) {
+        const cols = Math.min(BK, jEnd - j0);
+        gemm.sgemm(
+          true,
+          rows,
+          cols,
+          E,
+          alpha,
+          f32.subarray(q + i0 * ldq),
+          ldq,
+          f32.subarray(k + j0 * ldk),
+          ldk,
+          0,
+          sView,
+          cols,
+        );
+        const step: SoftmaxStep = {
+          s: sAddr,
+          ld: cols,
+          rows,
+          cols,
+          m: mAddr,
+          l: lAddr,
+          o: oBlk * 4,
+          ev: Ev,
+          causal,
+          diag: i0 - j0,
+          scratch: lAddr + BQ * 8,
+        };
+        if (!gemm.softmax?.(step)) wasmSoftmax(step, gemm.kernel);
+        gemm.sgemm(
+          false,
+          rows,
+          Ev,
+          cols,
+          1,
+          sView,
+          cols,
+          f32.subarray(v + j0 * ldv),
+          ldv,
+          1,
+          f32.subarray(oBlk),
+          Ev,
+        );
       }
+      mod.flash_block_finish(oBlk * 4, Ev, rows, Ev, lAddr);
     }
-    return out;
-  } catch (e) {
-    out.dispose();
-    throw e;
   } finally {
     work.dispose();
   }

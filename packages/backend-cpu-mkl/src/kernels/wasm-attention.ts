@@ -37,6 +37,17 @@ export interface AttentionModule {
     diag: number,
   ): void;
   flash_block_finish(o: number, ldo: number, rows: number, ev: number, l: number): void;
+  /** flash-cpu-dnnl's bounded-shift steps (src/dnnl/flash-bounded.ts). */
+  flash_zero_hidden(p: number, ld: number, rows: number, cols: number, diag: number): void;
+  attn_augment_rows(
+    src: number,
+    ld: number,
+    rows: number,
+    e: number,
+    mul: number,
+    dst: number,
+    norms: number,
+  ): void;
 }
 
 /** Set by the backend's init() once the module is instantiated. */

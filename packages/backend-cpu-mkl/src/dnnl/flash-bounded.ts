@@ -1,0 +1,290 @@
+/**
+ * flash-cpu-dnnl's fast path: attention whose softmax shift is a bound known before the
+ * scores, so the exp runs inside the first product (a oneDNN matmul post-op) and no pass
+ * over the scores looks for a row maximum.
+ *
+ * Cauchy-Schwarz bounds every score of query row i: |scale q_i . k_j| <= b_i =
+ * |scale| |q_i| max_j |k_j| (the max over the keys row i sees). Softmax is the same for
+ * any shift, so with the query rows extended by -b_i and the key rows by 1:
+ *
+ *   P = exp([scale Q, -b] [K, 1]ᵀ)        one matmul primitive, exp fused (values <= 1)
+ *   l = row sums of P                     P times a column of ones (oneDNN's GEMV)
+ *   O (+)= P V                            a matmul primitive (+= on later key blocks)
+ *   O /= l                                WASM (flash_block_finish)
+ *
+ * Per block of 512 query rows and 512 keys; nothing is carried between key blocks but O
+ * and l, since the shift does not change. The bound can sit far above a row's largest
+ * score (large norms, nearly orthogonal vectors): exp then underflows. From l we know
+ * how far: the gap g = b_i - max_j s_ij satisfies e^-g >= l / n for n visible keys, and
+ * while g <= 70 - ln n every term within 2^-24 of the largest stays a normal float (so the
+ * row is as exact as with the true maximum). A block with a row past that (or with a
+ * non-finite l, from inf or NaN inputs) is handed back to the caller, which runs it on the
+ * exact online-softmax tiles (kernels/flash-blas.ts).
+ *
+ * B1 H8 N2048 d64 on one thread of an Intel Xeon (model 207), blocks of 128 x 2048 when
+ * timed by step: the scores with their exp 38 ms (25 without), P V 28, the row sums 2 (a
+ * reduction primitive took 6 and did not split over two threads), the rest 3; the exact
+ * tiles (dnnl_sgemm products and a separate softmax step) took 84-89 ms for the call.
+ * oneDNN takes a per-row bias or binary post-op only in its reference code, hence the
+ * extra column; the transposed product (a per-column bias) made P V 20% slower.
+ */
+import { empty, type Tensor } from "@backplane/core";
+import { cpuMemory, type SdpaParams } from "@backplane/core/backend";
+import { leadingDim, type QueryBlock } from "../kernels/flash-blas.ts";
+import { attentionModule, layoutOf } from "../kernels/wasm-attention.ts";
+import { addressOf } from "../wasm/scratch.ts";
+import {
+  check,
+  execute,
+  implOf,
+  memory,
+  PlanCache,
+  type PostOp,
+  primitive,
+  primitiveDesc,
+  SUM_POST_OP,
+  stridedMd,
+} from "./call.ts";
+import { ARG, ENUMS, MATMUL_DESC_BYTES } from "./library.ts";
+import { dnnlState } from "./state.ts";
+
+const E = ENUMS;
+const F32 = E.dnnl_data_type_t.dnnl_f32;
+const NO_TRANS = 78; // 'N'
+const EXP = { alg: E.dnnl_alg_kind_t.dnnl_eltwise_exp, alpha: 0, beta: 0 };
+
+/**
+ * Query rows and keys per block: a 1 MiB block of P. Timed in turns at B1 H8 N2048 d64 on
+ * an Intel Xeon (model 207), medians, 1 thread / 2 threads: 512 x 512 67.7 / 36.5 ms,
+ * 256 x 512 67.9 / 40.5, 128 x 2048 69.5 / 39.3, 1024 x 512 69.9 / 36.4, 512 x 256 66.6 /
+ * 37.7. Nothing is rescaled between key blocks, so short ones cost only their calls.
+ */
+export const BOUNDED_ROWS = 512;
+const BK = 512;
+/** The gap the check allows, 70 - ln n, as a bound on l: l >= n^2 e^-70 (see the header). */
+const MIN_SUM_PER_KEY_SQUARED = Math.exp(-70);
+
+/** One primitive and a memory object per argument (data handles set per call). */
+interface Step {
+  prim: bigint;
+  src: bigint;
+  weights: bigint;
+  dst: bigint;
+}
+
+const steps = new PlanCache<Step>("oneDNN refused a bounded-shift step");
+
+/**
+ * A step's cache key: oneDNN splits a matmul's work for the threads it has when the
+ * primitive is made (one made for 1 thread ran on 1 of 2, as slow as on one thread), so
+ * a step is made, and found, per thread count.
+ */
+const keyOf = (what: string, ...sizes: unknown[]) => `${what} ${sizes} @${dnnlState.threads}`;
+
+/** Forgets every plan (they belong to the engine of the library loaded before). */
+export function resetBoundedPlans(): void {
+  steps.clear();
+}
+
+/** The primitive of `desc`, refused when only oneDNN's reference code takes it (far slower). */
+function makePrimitive(desc: Uint8Array, postOps: readonly PostOp[]): bigint {
+  const d = dnnlState.ready().dnnl;
+  // oneDNN keeps the scratchpad: plans are made inside the loop, which holds views of
+  // the CPU memory that an allocation there could move.
+  const pd = primitiveDesc(desc, { postOps, libraryScratchpad: true });
+  try {
+    const impl = implOf(pd);
+    if (impl.startsWith("ref")) throw new Error(`only oneDNN's reference code (${impl})`);
+    return primitive(pd);
+  } finally {
+    d.dnnl_primitive_desc_destroy(pd);
+  }
+}
+
+/** dst [m, n] (dense) = src [m, k] (row stride lda) x weights [k, n] (strides ws), then postOps. */
+function matmulStep(
+  m: number,
+  k: number,
+  n: number,
+  lda: number,
+  ws: [number, number],
+  postOps: readonly PostOp[],
+): Step {
+  const d = dnnlState.ready().dnnl;
+  const a = stridedMd([m, k], [lda, 1], F32);
+  const b = stridedMd([k, n], ws, F32);
+  const c = stridedMd([m, n], [n, 1], F32);
+  const desc = new Uint8Array(MATMUL_DESC_BYTES);
+  check("dnnl_matmul_desc_init", d.dnnl_matmul_desc_init(desc, a, b, null, c));
+  return { prim: makePrimitive(desc, postOps), src: memory(a), weights: memory(b), dst: memory(c) };
+}
+
+/** P = exp(Q' K'ᵀ) for rows x cols scores of extended rows of e1 floats. */
+const scoresStep = (rows: number, cols: number, e1: number) =>
+  steps.get(keyOf("scores", rows, cols, e1), () => matmulStep(rows, e1, cols, e1, [1, e1], [EXP]));
+
+/** O (+)= P V for rows x cols probabilities and value rows of stride ldv. */
+const valuesStep = (rows: number, cols: number, ev: number, ldv: number, accumulate: boolean) =>
+  steps.get(keyOf("values", rows, cols, ev, ldv, accumulate), () =>
+    matmulStep(rows, cols, ev, cols, [ldv, 1], accumulate ? [SUM_POST_OP] : []),
+  );
+
+/** Why the bounded path cannot run blocks of these sizes (the exact tiles run), or undefined. */
+export function boundedProblem(p: SdpaParams): string | undefined {
+  const rows = Math.min(BOUNDED_ROWS, p.L);
+  const cols = Math.min(BK, p.S);
+  for (const step of [
+    scoresStep(rows, cols, p.E + 1),
+    valuesStep(rows, cols, p.Ev, leadingDim(p.value), false),
+  ])
+    if (typeof step === "string") return step;
+  return undefined;
+}
+
+/** Runs `step` on CPU-memory byte addresses (0 for an argument it does not take). */
+function run(step: Step, src: number, weights: number, dst: number): void {
+  const d = dnnlState.ready().dnnl;
+  const buf = cpuMemory().memory.buffer;
+  const at = (addr: number) => new Uint8Array(buf, addr);
+  d.dnnl_memory_set_data_handle(step.src, at(src));
+  d.dnnl_memory_set_data_handle(step.dst, at(dst));
+  const args: [number, bigint][] = [
+    [ARG.SRC, step.src],
+    [ARG.DST, step.dst],
+  ];
+  if (step.weights) {
+    d.dnnl_memory_set_data_handle(step.weights, at(weights));
+    args.push([ARG.WEIGHTS, step.weights]);
+  }
+  execute(step.prim, args);
+}
+
+/** Byte addresses of the workspace's parts. */
+interface Workspace {
+  kext: number;
+  knorm: number;
+  qext: number;
+  qnorm: number;
+  p: number;
+  l: number;
+  sums: number;
+  ones: number;
+}
+
+/**
+ * The workspace: the keys of one head extended (S x (E + 1)) and their norms, one query
+ * block extended and its norms, P, the row sums and a column of ones.
+ */
+function workspace(p: SdpaParams): { tensor: Tensor; at: Workspace } {
+  const e1 = p.E + 1;
+  const parts = {
+    kext: p.S * e1,
+    knorm: p.S,
+    qext: BOUNDED_ROWS * e1,
+    qnorm: BOUNDED_ROWS,
+    p: BOUNDED_ROWS * BK,
+    l: BOUNDED_ROWS * 2,
+    sums: BOUNDED_ROWS,
+    ones: BK,
+  };
+  // Each part 64-byte aligned (16 floats).
+  const floats = Object.values(parts).reduce((a, n) => a + Math.ceil(n / 16) * 16, 16);
+  const tensor = empty([floats], { dtype: "float32" });
+  let next = Math.ceil(addressOf(tensor) / 64) * 64;
+  const at = {} as Workspace;
+  for (const [name, n] of Object.entries(parts)) {
+    at[name as keyof Workspace] = next;
+    next += Math.ceil(n / 16) * 64;
+  }
+  return { tensor, at };
+}
+
+/**
+ * Runs every query block of `out` on the bounded path; returns the blocks it could not
+ * hold (the caller runs them on the exact tiles, which overwrite them whole).
+ */
+// Long: one loop over heads and blocks whose steps share the extended rows, P, the sums and O.
+export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
+  const mod = attentionModule.current!;
+  const { dnnl: d, stream } = dnnlState.ready();
+  const { L, S, E: e, Ev } = p;
+  const e1 = e + 1;
+  const bh = out.numel / (L * Ev);
+  const lay = layoutOf(p);
+  const failed: QueryBlock[] = [];
+  const { tensor, at } = workspace(p);
+  try {
+    const buf = cpuMemory().memory.buffer;
+    const f32 = new Float32Array(buf);
+    const kext = at.kext / 4;
+    const knorm = new Float32Array(buf, at.knorm, S);
+    const qext = at.qext / 4;
+    const qnorm = new Float32Array(buf, at.qnorm, BOUNDED_ROWS);
+    const l = new Float64Array(buf, at.l, BOUNDED_ROWS);
+    const sums = new Float32Array(buf, at.sums, BOUNDED_ROWS);
+    const pBlock = new Float32Array(buf, at.p, BOUNDED_ROWS * BK);
+    const ones = new Float32Array(buf, at.ones, BK).fill(1);
+    const ldq = leadingDim(p.query);
+    const ldk = leadingDim(p.key);
+    const ldv = leadingDim(p.value);
+    const absScale = Math.abs(p.scale);
+    let keysOf = -1;
+    for (let b = 0; b < bh; b++) {
+      // Query heads of one GQA group read the same keys: extend them once.
+      if (lay.k[b] !== keysOf) {
+        keysOf = lay.k[b];
+        mod.attn_augment_rows(addressOf(p.key) + keysOf * 4, ldk, S, e, 1, at.kext, at.knorm);
+        for (let j = 0; j < S; j++) f32[kext + j * e1 + e] = 1;
+        // The largest key norm row i sees: a running max under causal masking.
+        for (let j = 1; j < S; j++) knorm[j] = Math.max(knorm[j], knorm[j - 1]);
+        if (!p.isCausal) knorm.fill(knorm[S - 1]);
+      }
+      const q = addressOf(p.query) + lay.q[b] * 4;
+      const v = addressOf(p.value) + lay.v[b] * 4;
+      for (let i0 = 0; i0 < L; i0 += BOUNDED_ROWS) {
+        const rows = Math.min(BOUNDED_ROWS, L - i0);
+        const o = addressOf(out) + (b * L + i0) * Ev * 4;
+        mod.attn_augment_rows(q + i0 * ldq * 4, ldq, rows, e, p.scale, at.qext, at.qnorm);
+        for (let r = 0; r < rows; r++)
+          f32[qext + r * e1 + e] = -absScale * qnorm[r] * knorm[Math.min(i0 + r, S - 1)];
+        l.fill(0, 0, rows);
+        let held = true;
+        const jEnd = p.isCausal ? Math.min(S, i0 + rows) : S;
+        for (let j0 = 0; j0 < jEnd && held; j0 += BK) {
+          const cols = Math.min(BK, jEnd - j0);
+          const scores = scoresStep(rows, cols, e1);
+          const values = valuesStep(rows, cols, Ev, ldv, j0 > 0);
+          // boundedProblem() saw the full blocks made; a ragged block's steps may still be
+          // refused: the exact tiles take the query block then.
+          if (typeof scores === "string" || typeof values === "string") {
+            held = false;
+            break;
+          }
+          run(scores, at.qext, at.kext + j0 * e1 * 4, at.p);
+          check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
+          // Under causal masking, zero what row r may not see (c > i0 + r - j0: the bound
+          // covers the visible keys only, so those may be inf).
+          if (p.isCausal) mod.flash_zero_hidden(at.p, cols, rows, cols, i0 - j0);
+          // The row sums as P times a column of ones: oneDNN's GEMV splits over its threads
+          // (12 µs a block on one thread; a reduction primitive took 38 and did not split).
+          check(
+            "dnnl_sgemm(row sums)",
+            d.dnnl_sgemm(NO_TRANS, NO_TRANS, rows, 1, cols, 1, pBlock, cols, ones, 1, 0, sums, 1),
+          );
+          for (let r = 0; r < rows; r++) l[r] += sums[r];
+          run(values, at.p, v + j0 * ldv * 4, o);
+          check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
+        }
+        for (let r = 0; r < rows && held; r++) {
+          const n = p.isCausal ? Math.min(S, i0 + r + 1) : S;
+          held = Number.isFinite(l[r]) && l[r] >= n * n * MIN_SUM_PER_KEY_SQUARED;
+        }
+        if (held) mod.flash_block_finish(o, Ev, rows, Ev, at.l);
+        else failed.push({ b, i0, rows });
+      }
+    }
+    return failed;
+  } finally {
+    tensor.dispose();
+  }
+}
