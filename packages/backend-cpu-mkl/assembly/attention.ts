@@ -777,13 +777,13 @@ export function flash_block_finish(o: usize, ldo: i32, rows: i32, ev: i32, l: us
 }
 
 /**
- * dst row r (row stride e + 1 floats; the last column is left to the caller) = mul * src
- * row r (e floats, row stride ld), and norms[r] = the Euclidean norm of src row r (f32),
- * for r < rows: the operands of flash-cpu-dnnl's bounded-shift products (the query or key
- * rows with one more column, for the per-row shift; src/dnnl/flash-bounded.ts).
+ * dst row r (row stride e + 1 floats) = [mul * src row r (e floats, row stride ld), last],
+ * and norms[r] = the Euclidean norm of src row r (f32), for r < rows: the operands of
+ * flash-cpu-dnnl's bounded-shift products (the query or key rows with one more column,
+ * for the per-row shift; src/dnnl/flash-bounded.ts).
  */
 export function attn_augment_rows(
-  src: usize, ld: i32, rows: i32, e: i32, mul: f32, dst: usize, norms: usize,
+  src: usize, ld: i32, rows: i32, e: i32, mul: f32, last: f32, dst: usize, norms: usize,
 ): void {
   const vm = f32x4.splat(mul);
   const e4 = e & ~3;
@@ -803,6 +803,7 @@ export function attn_augment_rows(
       sum += x * x;
       store<f32>(d + (<usize>c << 2), x * mul);
     }
+    store<f32>(d + (<usize>e << 2), last);
     store<f32>(norms + (<usize>r << 2), Mathf.sqrt(sum));
   }
 }

@@ -216,7 +216,6 @@ export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
   try {
     const buf = cpuMemory().memory.buffer;
     const f32 = new Float32Array(buf);
-    const kext = at.kext / 4;
     const knorm = new Float32Array(buf, at.knorm, S);
     const qext = at.qext / 4;
     const qnorm = new Float32Array(buf, at.qnorm, BOUNDED_ROWS);
@@ -233,8 +232,7 @@ export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
       // Query heads of one GQA group read the same keys: extend them once.
       if (lay.k[b] !== keysOf) {
         keysOf = lay.k[b];
-        mod.attn_augment_rows(addressOf(p.key) + keysOf * 4, ldk, S, e, 1, at.kext, at.knorm);
-        for (let j = 0; j < S; j++) f32[kext + j * e1 + e] = 1;
+        mod.attn_augment_rows(addressOf(p.key) + keysOf * 4, ldk, S, e, 1, 1, at.kext, at.knorm);
         // The largest key norm row i sees: a running max under causal masking.
         for (let j = 1; j < S; j++) knorm[j] = Math.max(knorm[j], knorm[j - 1]);
         if (!p.isCausal) knorm.fill(knorm[S - 1]);
@@ -244,10 +242,9 @@ export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
       for (let i0 = 0; i0 < L; i0 += BOUNDED_ROWS) {
         const rows = Math.min(BOUNDED_ROWS, L - i0);
         const o = addressOf(out) + (b * L + i0) * Ev * 4;
-        mod.attn_augment_rows(q + i0 * ldq * 4, ldq, rows, e, p.scale, at.qext, at.qnorm);
+        mod.attn_augment_rows(q + i0 * ldq * 4, ldq, rows, e, p.scale, 0, at.qext, at.qnorm);
         for (let r = 0; r < rows; r++)
           f32[qext + r * e1 + e] = -absScale * qnorm[r] * knorm[Math.min(i0 + r, S - 1)];
-        l.fill(0, 0, rows);
         let held = true;
         const jEnd = p.isCausal ? Math.min(S, i0 + rows) : S;
         for (let j0 = 0; j0 < jEnd && held; j0 += BK) {
@@ -266,15 +263,29 @@ export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
           // covers the visible keys only, so those may be inf).
           if (p.isCausal) mod.flash_zero_hidden(at.p, cols, rows, cols, i0 - j0);
           // The row sums as P times a column of ones: oneDNN's GEMV splits over its threads
-          // (12 µs a block on one thread; a reduction primitive took 38 and did not split).
+          // (12 µs for 128 x 2048 on one thread; a reduction primitive took 38 and did not split).
           check(
             "dnnl_sgemm(row sums)",
-            d.dnnl_sgemm(NO_TRANS, NO_TRANS, rows, 1, cols, 1, pBlock, cols, ones, 1, 0, sums, 1),
+            d.dnnl_sgemm(
+              NO_TRANS,
+              NO_TRANS,
+              rows,
+              1,
+              cols,
+              1,
+              pBlock,
+              cols,
+              ones,
+              1,
+              j0 > 0 ? 1 : 0,
+              sums,
+              1,
+            ),
           );
-          for (let r = 0; r < rows; r++) l[r] += sums[r];
           run(values, at.p, v + j0 * ldv * 4, o);
           check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
         }
+        for (let r = 0; r < rows; r++) l[r] = sums[r];
         for (let r = 0; r < rows && held; r++) {
           const n = p.isCausal ? Math.min(S, i0 + r + 1) : S;
           held = Number.isFinite(l[r]) && l[r] >= n * n * MIN_SUM_PER_KEY_SQUARED;

@@ -45,6 +45,7 @@ export interface AttentionModule {
     rows: number,
     e: number,
     mul: number,
+    last: number,
     dst: number,
     norms: number,
   ): void;
