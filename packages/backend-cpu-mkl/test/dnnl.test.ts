@@ -6,6 +6,8 @@
  * and the reason when the library is missing. Skips with one line where libdnnl is not
  * installed; .ci/run installs it and requires it (BACKPLANE_EXPECT_DNNL=1).
  */
+
+import process from "node:process";
 import {
   backends,
   conv2d,
@@ -14,6 +16,7 @@ import {
   matmul,
   randn,
   ready,
+  runtime,
   type Tensor,
 } from "@backplane/core";
 import { builtinModule, restartInit } from "@backplane/core/backend";
@@ -121,6 +124,37 @@ describe("oneDNN (cpu-dnnl)", () => {
           (c) => c.kernel === "onednn-matmul",
         )?.reason,
       ).toMatch(/batched matmul/);
+    },
+  );
+
+  itDnnl(
+    "runs on one thread when the setting is 1, after running on two (a primitive keeps the threads it was made for)",
+    () => {
+      // Process CPU time over wall time while a convolution runs back to back: about 1 on
+      // one thread, about 2 on two. oneDNN fixes a primitive's thread count when it is
+      // made: one made for two threads ran on two after omp_set_num_threads(1).
+      const x = randn([1, 64, 56, 56], { seed: 1 });
+      const w = randn([64, 64, 3, 3], { seed: 2 });
+      const busy = (threads: number) => {
+        using _t = backends.openmp.numThreadsScope(threads);
+        using _ = kernelPriority("conv2d", ["onednn-conv"]);
+        for (let i = 0; i < 5; i++) conv2d(x, w, { padding: 1 }).dispose();
+        const cpu0 = process.cpuUsage();
+        const t0 = performance.now();
+        while (performance.now() - t0 < 300) conv2d(x, w, { padding: 1 }).dispose();
+        const cpu = process.cpuUsage(cpu0);
+        return (cpu.user + cpu.system) / 1000 / (performance.now() - t0);
+      };
+      try {
+        const two = busy(2);
+        const one = busy(1);
+        // Two threads only where the machine has two cores to give.
+        if (runtime().hardwareConcurrency >= 2) expect(two).toBeGreaterThan(1.4);
+        expect(one).toBeLessThan(1.3);
+      } finally {
+        x.dispose();
+        w.dispose();
+      }
     },
   );
 

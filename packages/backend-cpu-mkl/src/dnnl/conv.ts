@@ -7,7 +7,7 @@
  * conv run again with the same weights pays it once. Bias is fused into the primitive;
  * the scratchpad and the blocked copies of input and output are tensors of the CPU device.
  */
-import { empty, getFlag, runtime, type Tensor } from "@backplane/core";
+import { empty, getFlag, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
 import {
   check,
@@ -30,8 +30,13 @@ const E = ENUMS;
 interface Plan {
   conv: bigint;
   impl: string;
-  /** 1 when one thread measured faster than the setting (small layers), else the setting. */
-  oneThread: boolean;
+  /**
+   * The OpenMP threads the primitives were made for, and run on: oneDNN fixes a
+   * primitive's thread count when it is made (one made for 2 ran on 2 threads after
+   * omp_set_num_threads(1)).
+   */
+  threads: number;
+  layout: "blocked" | "plain";
   /** Reorders user -> oneDNN (src, weights) and oneDNN -> user (dst); 0n when the layouts agree. */
   srcReorder: bigint;
   weightReorder: bigint;
@@ -72,10 +77,11 @@ function keyOf(p: Conv2dParams): string {
   return `${p.dtype},${p.n},${p.c},${p.h},${p.w},${p.outChannels},${p.kh},${p.kw},${p.strideH},${p.strideW},${p.padTop},${p.padLeft},${p.dilationH},${p.dilationW},${p.groups},${p.outH},${p.outW},${p.bias ? 1 : 0}`;
 }
 
-/** The primitive oneDNN picks for these sizes, with "any" layouts (its fastest). */
+/** The primitive oneDNN picks for these sizes, with "any" layouts (its fastest), made for `threads`. */
 // Long: the descriptors of one convolution (user and "any" layouts, strides, dilations, paddings), the primitive and its three reorders.
-function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
+function makePlan(p: Conv2dParams, layout: "blocked" | "plain", threads: number): Plan {
   const d = dnnlState.ready().dnnl;
+  dnnlState.applyThreads(threads);
   const g = p.groups;
   const oc = p.outChannels;
   const x = [p.n, p.c, p.h, p.w];
@@ -119,7 +125,8 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain"): Plan {
     const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
     return {
       conv: primitive(pd),
-      oneThread: false,
+      threads,
+      layout,
       impl: implOf(pd),
       srcReorder: reorder(userSrc, src),
       weightReorder: reorder(userW, wts),
@@ -170,29 +177,17 @@ function steadyMs(plan: Plan, p: Conv2dParams): number {
 }
 
 /**
- * Whether these params run clearly faster (1.1x) on one thread than on the setting's,
- * each in the steady state of back-to-back calls (single calls alternating between the
- * settings found the OpenMP threads awake each time and favoured them).
+ * Whether `one` (made for one thread) runs clearly faster (1.1x) than `all` (made for the
+ * setting's), each in the steady state of back-to-back calls (single calls alternating
+ * between the settings found the OpenMP threads awake each time and favoured them).
  */
-function oneThreadFaster(plan: Plan, p: Conv2dParams): boolean {
+function oneThreadFaster(all: Plan, one: Plan, p: Conv2dParams): boolean {
   const best = { one: Number.POSITIVE_INFINITY, all: Number.POSITIVE_INFINITY };
   for (let round = 0; round < 3; round++) {
-    for (const which of ["all", "one"] as const) {
-      plan.oneThread = which === "one";
-      best[which] = Math.min(best[which], steadyMs(plan, p));
-    }
+    best.all = Math.min(best.all, steadyMs(all, p));
+    best.one = Math.min(best.one, steadyMs(one, p));
   }
   return best.one * 1.1 < best.all;
-}
-
-/**
- * Threads a primitive is made for: the machine's cores at least, whatever the setting.
- * oneDNN sizes a primitive's blocking when it is made: a depthwise primitive made for one
- * thread ran 0.38-0.48 ms a call on one thread, the same layer made for two 0.21 ms
- * (3x3/2, 144 channels @56 here).
- */
-export function creationThreads(): number {
-  return Math.max(dnnlState.threadsWanted(), runtime().hardwareConcurrency);
 }
 
 /**
@@ -214,23 +209,22 @@ function lookUpPlan(p: Conv2dParams): Plan | string {
   // makes, no timing), run on one thread: oneDNN's kernels split a layer's sums by thread
   // count (a 7x7/2 layer differed between 1 and 2 threads), so the bits would too.
   const deterministic = getFlag("core.deterministic") === true;
-  const key = `${layouts}:${deterministic ? "det" : dnnlState.threadsWanted()}:${keyOf(p)}`;
+  const threads = deterministic ? 1 : dnnlState.threadsWanted();
+  const key = `${layouts}:${deterministic ? "det" : threads}:${keyOf(p)}`;
   let plan = plans.get(key);
   if (plan === undefined) {
     const made: Plan[] = [];
     const reasons: string[] = [];
     const tried = layouts === "auto" ? (["blocked", "plain"] as const) : [layouts];
-    dnnlState.applyThreads(creationThreads());
     for (const layout of tried) {
       try {
-        made.push(makePlan(p, layout));
+        made.push(makePlan(p, layout, threads));
       } catch (e) {
         reasons.push(`${layout}: ${(e as Error).message}`);
       }
     }
     if (made.length === 0) plan = `oneDNN refused this convolution (${reasons.join("; ")})`;
-    else if (deterministic) plan = { ...made[0], oneThread: true };
-    else if (p.n === 0) plan = made[0];
+    else if (deterministic || p.n === 0) plan = made[0];
     else {
       const times = made.map((m) => steadyMs(m, p));
       const best = times[1] !== undefined && times[1] < times[0] ? 1 : 0;
@@ -239,8 +233,10 @@ function lookUpPlan(p: Conv2dParams): Plan | string {
       // call) than it gains from them: keep one thread when that measured faster.
       // Only for layers this small (a first-call timing is noisy; a wrong choice sticks),
       // and only when clearly faster.
-      if (dnnlState.threadsWanted() > 1 && convWork(p) < SMALL_LAYER_FLOPS)
-        plan.oneThread = oneThreadFaster(plan, p);
+      if (threads > 1 && convWork(p) < SMALL_LAYER_FLOPS) {
+        const one = makePlan(p, plan.layout, 1);
+        if (oneThreadFaster(plan, one, p)) plan = one;
+      }
     }
     if (plans.size >= PLAN_LIMIT) plans.delete(plans.keys().next().value as string);
     plans.set(key, plan);
@@ -254,7 +250,9 @@ const data = (t: Tensor): ArrayBufferView => t.hostData();
 function weightsFor(p: Conv2dParams, plan: Plan): Tensor {
   const { dnnl: d } = dnnlState.ready();
   if (plan.weightReorder === 0n) return p.weight;
-  return dnnlState.weightCache.get(p.weight, plan.weightBytes, plan.impl, (into) => {
+  // Keyed by implementation and thread count: the weights' layout is the primitive's.
+  const layout = `${plan.impl}/${plan.threads}`;
+  return dnnlState.weightCache.get(p.weight, plan.weightBytes, layout, (into) => {
     d.dnnl_memory_set_data_handle(plan.mem.userWeights, data(p.weight));
     d.dnnl_memory_set_data_handle(plan.mem.weights, data(into));
     execute(plan.weightReorder, [
@@ -272,7 +270,7 @@ export function dnnlConv(p: Conv2dParams): Tensor {
 // Long: one call: threads, the input's reorder, the convolution, the output's reorder, each on CPU-device tensors freed in finally.
 function runPlan(plan: Plan, p: Conv2dParams): Tensor {
   const { dnnl: d } = dnnlState.ready();
-  dnnlState.applyThreads(plan.oneThread ? 1 : undefined);
+  dnnlState.applyThreads(plan.threads);
   const y = empty([p.n, p.outChannels, p.outH, p.outW], { dtype: p.dtype });
   if (y.numel === 0) return y;
   const temps: Tensor[] = [];

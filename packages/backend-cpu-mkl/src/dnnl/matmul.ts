@@ -64,8 +64,13 @@ function makePlan(p: MatmulParams): MatmulPlan {
 
 function planFor(p: MatmulParams): MatmulPlan | string {
   if (last.params === p && last.plan !== undefined) return last.plan;
-  const key = `${p.m},${p.k},${p.n},${p.aStrides.slice(-2)},${p.bStrides.slice(-2)}`;
-  const plan = plans.get(key, () => makePlan(p));
+  // oneDNN fixes a primitive's thread count when it is made: one plan per setting.
+  const threads = dnnlState.threadsWanted();
+  const key = `${p.m},${p.k},${p.n},${p.aStrides.slice(-2)},${p.bStrides.slice(-2)}@${threads}`;
+  const plan = plans.get(key, () => {
+    dnnlState.applyThreads(threads);
+    return makePlan(p);
+  });
   last = { params: p, plan };
   return plan;
 }

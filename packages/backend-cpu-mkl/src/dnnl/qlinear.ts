@@ -98,8 +98,13 @@ function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
 
 function planFor(p: QLinearParams, wZp: number): QLinearPlan | string {
   const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
-  const key = `${p.m},${p.k},${p.n},${xZp},${wZp}`;
-  return plans.get(key, () => makePlan(p, key, wZp));
+  // oneDNN fixes a primitive's thread count when it is made: one plan per setting.
+  const threads = dnnlState.threadsWanted();
+  const key = `${p.m},${p.k},${p.n},${xZp},${wZp}@${threads}`;
+  return plans.get(key, () => {
+    dnnlState.applyThreads(threads);
+    return makePlan(p, key, wZp);
+  });
 }
 
 /** Why the onednn engine refuses these inputs, or true. */
