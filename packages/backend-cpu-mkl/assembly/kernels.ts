@@ -23,4 +23,5 @@ export {
 } from "./kernels/elementwise";
 export { fftWorkspaceBytes, fft_c2c, rfft_r2c, irfft_c2r } from "./kernels/fft";
 export { requant_linear_u8, requant_planes_u8 } from "./kernels/requant";
+export { transpose_u8 } from "./kernels/transpose";
 export { linalgWorkspaceBytes, cholesky, luFactor, luSolve, solve, inv, qr, eigh, svd } from "./kernels/linalg";

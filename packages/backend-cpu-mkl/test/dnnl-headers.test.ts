@@ -81,19 +81,26 @@ describe("oneDNN declarations against the installed headers", () => {
       const m = new RegExp(`#define\\s+${name}\\s+(\\w+)`).exec(header)?.[1];
       return m === undefined ? undefined : /^\d+$/.test(m) ? Number(m) : define(m);
     };
-    const args: Record<keyof typeof ARG, string> = {
-      SRC: "DNNL_ARG_SRC",
-      SRC_1: "DNNL_ARG_SRC_1",
-      DST: "DNNL_ARG_DST",
-      WEIGHTS: "DNNL_ARG_WEIGHTS",
-      BIAS: "DNNL_ARG_BIAS",
-      SCRATCHPAD: "DNNL_ARG_SCRATCHPAD",
-      FROM: "DNNL_ARG_FROM",
-      TO: "DNNL_ARG_TO",
+    // DNNL_ARG_ATTR_MULTIPLE_POST_OP(idx) is (BASE * ((idx) + 1)): spelled out for idx 0.
+    const postOp0 = (arg: string) =>
+      (define("DNNL_ARG_ATTR_MULTIPLE_POST_OP_BASE") ?? Number.NaN) | (define(arg) ?? Number.NaN);
+    const args: Record<keyof typeof ARG, [string, number | undefined]> = {
+      SRC: ["DNNL_ARG_SRC", define("DNNL_ARG_SRC")],
+      SRC_1: ["DNNL_ARG_SRC_1", define("DNNL_ARG_SRC_1")],
+      DST: ["DNNL_ARG_DST", define("DNNL_ARG_DST")],
+      WEIGHTS: ["DNNL_ARG_WEIGHTS", define("DNNL_ARG_WEIGHTS")],
+      BIAS: ["DNNL_ARG_BIAS", define("DNNL_ARG_BIAS")],
+      SCRATCHPAD: ["DNNL_ARG_SCRATCHPAD", define("DNNL_ARG_SCRATCHPAD")],
+      POST_OP_0_SRC_1: [
+        "DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1",
+        postOp0("DNNL_ARG_SRC_1"),
+      ],
+      FROM: ["DNNL_ARG_FROM", define("DNNL_ARG_FROM")],
+      TO: ["DNNL_ARG_TO", define("DNNL_ARG_TO")],
     };
-    for (const [k, name] of Object.entries(args))
-      if (define(name) !== ARG[k as keyof typeof ARG])
-        problems.push(`${name}: ours ${ARG[k as keyof typeof ARG]}, header ${define(name)}`);
+    for (const [k, [name, value]] of Object.entries(args))
+      if (value !== ARG[k as keyof typeof ARG])
+        problems.push(`${name}: ours ${ARG[k as keyof typeof ARG]}, header ${value}`);
     expect(problems).toEqual([]);
   });
 

@@ -11,6 +11,7 @@ import {
   FlagError,
   kernelPriority,
   linearPrepack,
+  mul,
   quantizedConv2d,
   quantizedLinear,
   quantizePerChannel,
@@ -18,6 +19,7 @@ import {
   randn,
   ready,
   seededRandom,
+  tensor,
 } from "@backplane/core";
 import { restartInit } from "@backplane/core/backend";
 import { runQuantizedConformance } from "@backplane/testkit";
@@ -132,6 +134,35 @@ describe("quantized engine onednn", () => {
     }
     expect(failures).toEqual([]);
   });
+
+  itDnnl(
+    "conv2d rounds ties to even before adding an odd zero point, as the reference",
+    async () => {
+      await ready(DNNL_BACKEND);
+      if (vnniRefusal()) return; // logged by the conformance test
+      // x scale 0.5 and weight scale 1: every sum's real value is acc / 2, a tie (k + 0.5)
+      // for every odd sum; output scale 1 and zero point 101 (odd): rounding after adding
+      // the zero point would move every tie up or down by one.
+      const x = quantizePerTensor(randn([2, 6, 9, 9], { seed: 3 }), 0.5, 3, "quint8");
+      const wf = randn([8, 6, 3, 3], { seed: 4 });
+      const w = quantizePerTensor(mul(wf, tensor(3)), 1, 0, "qint8");
+      const layer = conv2dPrepack(w, undefined, { padding: 1 });
+      const y = (kernel: string) => {
+        using _ = kernelPriority("quantizedConv2d", [kernel]);
+        return Array.from(quantizedConv2d(x, layer, 1, 101).intRepr().toFloat64());
+      };
+      const want = y("reference");
+      expect(y("onednn-qconv2d")).toEqual(want);
+      // The sums themselves (output scale 0.5: q = acc, clamped to [0, 255]): a good part of
+      // them odd, so there are ties to round and the test bites.
+      const sums = (() => {
+        using _ = kernelPriority("quantizedConv2d", ["reference"]);
+        return Array.from(quantizedConv2d(x, layer, 0.5, 0).intRepr().toFloat64());
+      })();
+      expect(sums.filter((v) => v % 2 === 1).length).toBeGreaterThan(want.length / 8);
+      layer.dispose();
+    },
+  );
 
   itDnnl("linear equals the reference on random sizes and weight zero points", async () => {
     await ready(DNNL_BACKEND);

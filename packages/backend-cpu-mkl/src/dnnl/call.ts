@@ -66,15 +66,23 @@ export interface EltwisePostOp {
 /** A post-op chain entry that adds what dst held before the primitive ran (dst += result). */
 export const SUM_POST_OP = "sum";
 
-export type PostOp = EltwisePostOp | typeof SUM_POST_OP;
+/** A post-op chain entry: dst = alg(dst, src1), src1 (of descriptor `src1`) given at execution. */
+export interface BinaryPostOp {
+  binary: number;
+  src1: Uint8Array;
+}
 
-/** Sets the post-op chain of `attr` (dnnl_post_ops_append_eltwise or _sum for each). */
+export type PostOp = EltwisePostOp | BinaryPostOp | typeof SUM_POST_OP;
+
+/** Sets the post-op chain of `attr` (dnnl_post_ops_append_eltwise, _binary or _sum for each). */
 function setPostOps(attr: bigint, ops: readonly PostOp[]): void {
   const d = dnnlState.ready().dnnl;
   const po = handle("dnnl_post_ops_create", (o) => d.dnnl_post_ops_create(o));
   try {
     for (const op of ops) {
       if (op === SUM_POST_OP) check("dnnl_post_ops_append_sum", d.dnnl_post_ops_append_sum(po, 1));
+      else if ("binary" in op)
+        check("dnnl_post_ops_append_binary", d.dnnl_post_ops_append_binary(po, op.binary, op.src1));
       else
         check(
           "dnnl_post_ops_append_eltwise",
@@ -89,13 +97,16 @@ function setPostOps(attr: bigint, ops: readonly PostOp[]): void {
 
 /**
  * What a primitive's attributes may add: fused post-ops, the source's and weights' zero
- * points, and whether oneDNN keeps the scratchpad itself (outside the CPU memory: for a
+ * points, output scales, and whether oneDNN keeps the scratchpad itself (outside the CPU memory: for a
  * primitive made in the middle of a loop that holds views of that memory).
  */
 export interface PrimitiveAttrs {
   postOps?: readonly PostOp[];
+  /** Output scales applied before the post-ops: one, or one per output channel (dim 1). */
+  outputScales?: Float32Array;
   srcZeroPoint?: number;
   weightsZeroPoint?: number;
+  dstZeroPoint?: number;
   libraryScratchpad?: boolean;
 }
 
@@ -118,9 +129,17 @@ export function primitiveDesc(opDesc: Uint8Array, attrs: PrimitiveAttrs = {}): b
   const { dnnl: d, engine } = dnnlState.ready();
   const attr = handle("dnnl_primitive_attr_create", (o) => d.dnnl_primitive_attr_create(o));
   try {
+    if (attrs.outputScales) {
+      const n = attrs.outputScales.length;
+      check(
+        "dnnl_primitive_attr_set_output_scales",
+        d.dnnl_primitive_attr_set_output_scales(attr, n, n === 1 ? 0 : 2, attrs.outputScales),
+      );
+    }
     if (attrs.postOps?.length) setPostOps(attr, attrs.postOps);
     if (attrs.srcZeroPoint !== undefined) setZeroPoint(attr, ARG.SRC, attrs.srcZeroPoint);
     if (attrs.weightsZeroPoint) setZeroPoint(attr, ARG.WEIGHTS, attrs.weightsZeroPoint);
+    if (attrs.dstZeroPoint) setZeroPoint(attr, ARG.DST, attrs.dstZeroPoint);
     if (!attrs.libraryScratchpad)
       check(
         "dnnl_primitive_attr_set_scratchpad_mode",

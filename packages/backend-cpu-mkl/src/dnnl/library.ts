@@ -77,6 +77,9 @@ export const DNNL_DECL = defineLibrary({
   dnnl_post_ops_append_sum: f([H, "f32"]),
   // The activations' zero point of the onednn engine's int8 convolution.
   dnnl_primitive_attr_set_zero_points: f([H, "i32", "i64", "i32", "buffer"]),
+  // Its requantization, fused: per-channel multipliers, then the bias as a binary post-op.
+  dnnl_primitive_attr_set_output_scales: f([H, "i64", "i32", "buffer"]),
+  dnnl_post_ops_append_binary: f([H, "i32", P]),
   dnnl_set_verbose: f(["i32"]),
   // Row-major BLAS-style product (transa, transb as 'N'/'T'), on oneDNN's own threads.
   dnnl_sgemm: f([
@@ -121,14 +124,17 @@ export const ENUMS = {
     dnnl_format_tag_any: 1,
     dnnl_a: 2,
     dnnl_abcd: 5,
+    dnnl_acdb: 20,
     dnnl_abcde: 7,
   },
   dnnl_prop_kind_t: { dnnl_forward_inference: 96 },
   dnnl_alg_kind_t: {
     dnnl_convolution_direct: 1,
     dnnl_eltwise_relu: 31,
+    dnnl_eltwise_round: 64,
     dnnl_eltwise_linear: 127,
     dnnl_eltwise_exp: 191,
+    dnnl_binary_add: 131056,
     dnnl_binary_sub: 131061,
     dnnl_reduction_max: 196594,
     dnnl_reduction_sum: 196596,
@@ -153,6 +159,8 @@ export const ARG = {
   WEIGHTS: 33,
   BIAS: 41,
   SCRATCHPAD: 80,
+  /** DNNL_ARG_ATTR_MULTIPLE_POST_OP(0) | DNNL_ARG_SRC_1: the first post-op's operand. */
+  POST_OP_0_SRC_1: 16386,
   FROM: 1,
   TO: 17,
 } as const;

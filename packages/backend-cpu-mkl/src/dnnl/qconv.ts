@@ -1,20 +1,31 @@
 /**
  * The onednn engine's quantized conv2d: oneDNN's int8 convolution primitive (uint8
  * activations with their zero point set as a primitive attribute, so the padding counts as
- * real zeros; int8 weights; exact int32 sums), then the requantization in WASM
- * (requant_planes_u8: the core's formula), so the output has the bits of the reference
- * and of PyTorch's engines. The activations' and weights' layouts are oneDNN's choice
- * ("any"): the activations are reordered in per call, the weights once per layer and
- * plan (kept in the layer's engine cache). The sums come out in oneDNN's layout, are
- * reordered to NCHW int32 and requantized plane by plane (requant_planes_u8: one
- * channel's multiplier and bias per plane). Measured against requantizing channels-last
- * sums and reordering the uint8 result instead: as fast or faster on every layer of the
- * quantized suite (3x3 64>64 @56: 0.50 against 0.90 ms). The scratchpad is a CPU tensor
- * of the call.
+ * real zeros; int8 weights; exact int32 sums) with the core's requantization fused into
+ * it, step for step in float32 as the reference does it, so the output has the reference's
+ * bits:
+ *
+ *   fl(acc) * mult[c]      output scales (one per channel)
+ *   + bias[c]              a binary post-op (only with a bias)
+ *   * fl(1 / scale)        eltwise linear (alpha, beta 0: one rounding)
+ *   rint                   eltwise round (to nearest, ties to even)
+ *   + zero point           the output's zero point (exact: added to integers)
+ *   -> uint8               the store saturates to [0, 255]
+ *
+ * (Without the round post-op oneDNN would add the zero point before rounding, which moves
+ * ties when it is odd; a second linear post-op for it gave wrong values in oneDNN 2.6.) oneDNN's int8 kernels take channels-last activations and give channels-last
+ * outputs: the activations are transposed in per image and the uint8 output out, in WASM
+ * (transpose_u8), where oneDNN 2.6's uint8 reorder took 0.1-0.4 ms a layer; a layout other
+ * than plain channels-last goes through oneDNN's reorders. The weights are reordered once
+ * per layer and plan (kept in the layer's engine cache). Before, the int32 sums came out,
+ * were reordered to NCHW and requantized in WASM: 1.29 ms on the ResNet stem and 0.77 ms
+ * on MobileNet's 1x1 24>144 @56 (one thread, Intel Xeon model 207), against (fused)
+ * figures in BENCHMARKS.md.
  *
  * Refused, with the reason: CPUs without VNNI (oneDNN's int8 kernels there may saturate or
- * scale the weights), and weights with a zero point other than 0 (oneDNN's convolution
- * takes symmetric weights only).
+ * scale the weights), weights with a zero point other than 0 (oneDNN's convolution
+ * takes symmetric weights only), and a bias that is not finite (the reference's clamp
+ * and oneDNN's saturation disagree on NaN).
  */
 import { empty, type QTensor, type Tensor } from "@backplane/core";
 import { conv2dChannelParams, emptyQuantized, type QConv2dParams } from "@backplane/core/backend";
@@ -33,7 +44,6 @@ import {
   reorder,
   taggedMd,
 } from "./call.ts";
-import { creationThreads } from "./conv.ts";
 import { layerWeights } from "./int8-weights.ts";
 import { ARG, CONV_DESC_BYTES, ENUMS } from "./library.ts";
 import { hasVnni, ONEDNN_ENGINE } from "./qlinear.ts";
@@ -47,15 +57,21 @@ interface QConvPlan {
   key: string;
   conv: bigint;
   impl: string;
+  /** Whether oneDNN's activations and output are plain NHWC (WASM transposes them). */
+  srcNhwc: boolean;
+  dstNhwc: boolean;
+  /** NCHW uint8 -> oneDNN's activations, and its output -> NCHW (0n: not needed). */
   srcReorder: bigint;
-  weightReorder: bigint;
-  /** int32 sums, oneDNN's layout -> NCHW (0n when they are the same). */
   dstReorder: bigint;
+  weightReorder: bigint;
   srcBytes: number;
   weightBytes: number;
   dstBytes: number;
   scratchBytes: number;
-  mem: Record<"userSrc" | "src" | "userWeights" | "weights" | "dst" | "sums" | "scratch", bigint>;
+  mem: Record<
+    "userSrc" | "src" | "userWeights" | "weights" | "dst" | "userDst" | "bias" | "scratch",
+    bigint
+  >;
 }
 
 const plans = new PlanCache<QConvPlan>("oneDNN refused this int8 convolution");
@@ -65,10 +81,33 @@ export function resetQConvPlans(): void {
   plans.clear();
 }
 
+/** A number per layer (its multipliers are baked into the plan). */
+const layerIds = new WeakMap<object, number>();
+let nextLayer = 0;
+
 function keyOf(p: QConv2dParams): string {
   const { stride, padding, dilation, groups } = p.packed;
-  const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
-  return `${p.n},${p.c},${p.h},${p.w},${p.oc},${p.kh},${p.kw},${stride},${padding},${dilation},${groups},${xZp}`;
+  const x = p.x.qparams as { zeroPoint: number; scale: number };
+  let layer = layerIds.get(p.packed);
+  if (layer === undefined) layerIds.set(p.packed, (layer = nextLayer++));
+  return `${layer}:${p.n},${p.c},${p.h},${p.w},${p.oc},${p.kh},${p.kw},${stride},${padding},${dilation},${groups},${x.zeroPoint},${x.scale},${p.outScale},${p.outZeroPoint}`;
+}
+
+/** The requantization as output scales and a post-op chain (the header's table). */
+function requantAttrs(p: QConv2dParams, bias: Uint8Array | undefined) {
+  const linear = E.dnnl_alg_kind_t.dnnl_eltwise_linear;
+  const inv = Math.fround(1 / Math.fround(p.outScale));
+  return {
+    srcZeroPoint: (p.x.qparams as { zeroPoint: number }).zeroPoint,
+    outputScales: conv2dChannelParams(p).mult,
+    postOps: [
+      ...(bias ? [{ binary: E.dnnl_alg_kind_t.dnnl_binary_add, src1: bias }] : []),
+      { alg: linear, alpha: inv, beta: 0 },
+      { alg: E.dnnl_alg_kind_t.dnnl_eltwise_round, alpha: 0, beta: 0 },
+    ],
+    // Added to the rounded integers: exact.
+    dstZeroPoint: p.outZeroPoint,
+  };
 }
 
 // Long: the descriptors of one int8 convolution (user and "any" layouts, geometry), the primitive and its three reorders.
@@ -82,7 +121,8 @@ function makePlan(p: QConv2dParams, key: string): QConvPlan {
   const any = TAG.dnnl_format_tag_any;
   const userSrc = taggedMd(x, TAG.dnnl_abcd, T.dnnl_u8);
   const userW = taggedMd(w, wTag, T.dnnl_s8);
-  const userSums = taggedMd(y, TAG.dnnl_abcd, T.dnnl_s32);
+  const userDst = taggedMd(y, TAG.dnnl_abcd, T.dnnl_u8);
+  const bias = p.packed.bias ? taggedMd([1, p.oc, 1, 1], TAG.dnnl_abcd, T.dnnl_f32) : undefined;
   const padB = (p.oh - 1) * stride[0] + (p.kh - 1) * dilation[0] + 1 - p.h - padding[0];
   const padR = (p.ow - 1) * stride[1] + (p.kw - 1) * dilation[1] + 1 - p.w - padding[1];
   const desc = new Uint8Array(CONV_DESC_BYTES);
@@ -95,27 +135,32 @@ function makePlan(p: QConv2dParams, key: string): QConvPlan {
       taggedMd(x, any, T.dnnl_u8),
       taggedMd(w, any, T.dnnl_s8),
       null,
-      taggedMd(y, any, T.dnnl_s32),
+      taggedMd(y, any, T.dnnl_u8),
       dims([stride[0], stride[1]]),
       dims([dilation[0] - 1, dilation[1] - 1]), // oneDNN counts dilation from 0
       dims([padding[0], padding[1]]),
       dims([padB, padR]),
     ),
   );
-  const srcZeroPoint = (p.x.qparams as { zeroPoint: number }).zeroPoint;
-  const pd = primitiveDesc(desc, { srcZeroPoint });
+  const pd = primitiveDesc(desc, requantAttrs(p, bias));
   try {
     const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
     const src = queryMd(pd, E.dnnl_query_t.dnnl_query_src_md);
     const wts = queryMd(pd, E.dnnl_query_t.dnnl_query_weights_md);
     const dst = queryMd(pd, E.dnnl_query_t.dnnl_query_dst_md);
+    const nhwc = (shape: number[], md: typeof src) =>
+      d.dnnl_memory_desc_equal(taggedMd(shape, TAG.dnnl_acdb, T.dnnl_u8), md) === 1;
+    const srcNhwc = nhwc(x, src);
+    const dstNhwc = nhwc(y, dst);
     return {
       key,
       conv: primitive(pd),
       impl: implOf(pd),
-      srcReorder: reorder(userSrc, src),
+      srcNhwc,
+      dstNhwc,
+      srcReorder: srcNhwc ? 0n : reorder(userSrc, src),
+      dstReorder: dstNhwc ? 0n : reorder(dst, userDst),
       weightReorder: reorder(userW, wts),
-      dstReorder: reorder(dst, userSums),
       srcBytes: Number(d.dnnl_memory_desc_get_size(src)),
       weightBytes: Number(d.dnnl_memory_desc_get_size(wts)),
       dstBytes: Number(d.dnnl_memory_desc_get_size(dst)),
@@ -126,7 +171,8 @@ function makePlan(p: QConv2dParams, key: string): QConvPlan {
         userWeights: memory(userW),
         weights: memory(wts),
         dst: memory(dst),
-        sums: memory(userSums),
+        userDst: memory(userDst),
+        bias: bias ? memory(bias) : 0n,
         scratch: memory(scratch),
       },
     };
@@ -135,56 +181,80 @@ function makePlan(p: QConv2dParams, key: string): QConvPlan {
   }
 }
 
+/**
+ * The plan for these params on the thread setting (part of the key: oneDNN fixes a
+ * primitive's thread count when it is made), or why oneDNN refuses them.
+ */
 function planFor(p: QConv2dParams): QConvPlan | string {
-  const key = keyOf(p);
+  const threads = dnnlState.threadsWanted();
+  const key = `${keyOf(p)}@${threads}`;
   return plans.get(key, () => {
-    dnnlState.applyThreads(creationThreads());
+    dnnlState.applyThreads(threads);
     return makePlan(p, key);
   });
 }
+
+/** Whether every bias value is finite (checked once per layer). */
+const finiteBias = new WeakMap<object, boolean>();
 
 /** Why the onednn engine's conv2d refuses these inputs, or true. */
 export function dnnlQConvSupports(p: QConv2dParams): true | string {
   if (!dnnlState.lib) return "oneDNN is not loaded";
   if (!modules.kernels)
-    return "backend-cpu-mkl's WASM kernels (its requantization) have not loaded";
+    return "backend-cpu-mkl's WASM kernels (its layout transposes) have not loaded";
   if (!hasVnni())
     return "this CPU has no VNNI: oneDNN's int8 convolutions there may saturate or rescale the weights (qnnpack serves)";
   const w = p.packed.weight.qparams;
   const zps = w.scheme === "per_tensor_affine" ? [w.zeroPoint] : Array.from(w.zeroPoints);
   if (zps.some((z) => z !== 0))
     return "the weights' zero point is not 0; oneDNN's int8 convolution takes symmetric weights";
+  const bias = p.packed.bias;
+  if (bias) {
+    let finite = finiteBias.get(p.packed);
+    if (finite === undefined) {
+      finite = (bias.hostData() as Float32Array).every(Number.isFinite);
+      finiteBias.set(p.packed, finite);
+    }
+    if (!finite)
+      return "the bias has a value that is not finite; oneDNN's saturation would not match the reference's clamp";
+  }
   if (p.n === 0) return true;
   const plan = planFor(p);
   return typeof plan === "string" ? plan : true;
 }
 
-/** The int32 sums on oneDNN, reordered to NCHW, then requant_planes_u8 into the output. */
-// Long: one call: the input's reorder, the convolution, the sums' reorder and the requantization, on CPU-device tensors freed in finally.
+/**
+ * One call: the activations to oneDNN's layout, the convolution with its fused
+ * requantization, the uint8 output back to NCHW.
+ */
+// Long: one call: the activations' transpose, the convolution, the output's transpose, on CPU-device tensors freed in finally.
 export function dnnlQConv(p: QConv2dParams): QTensor {
   const result = emptyQuantized(p.outShape, "quint8", p.outScale, p.outZeroPoint);
   const out = result.storage();
   if (out.numel === 0) return result;
   const plan = planFor(p) as QConvPlan;
   const { dnnl: d, stream } = dnnlState.ready();
+  const k = modules.kernels!;
   const temps: Tensor[] = [];
-  /** A CPU tensor of `count` elements (bytes, by default). */
-  const temp = (count: number, dtype: "uint8" | "int32" | "float32" = "uint8") => {
-    const t = empty([Math.max(1, count)], { dtype });
+  /** A CPU tensor of `count` bytes. */
+  const temp = (count: number) => {
+    const t = empty([Math.max(1, count)], { dtype: "uint8" });
     temps.push(t);
     return t;
   };
   try {
     const w = layerWeights(p.packed, ONEDNN_ENGINE, plan);
     const x = p.x.storage();
-    const src = plan.srcReorder ? temp(plan.srcBytes) : x;
-    const sums = temp(out.numel, "int32");
-    const dst = plan.dstReorder ? temp(plan.dstBytes) : sums;
+    const src = temp(plan.srcBytes);
+    const dst = temp(plan.dstBytes);
     const scratch = temp(plan.scratchBytes);
-    const mult = temp(p.oc, "float32");
-    (mult.hostData() as Float32Array).set(conv2dChannelParams(p).mult);
+    const image = p.c * p.h * p.w;
+    const outImage = p.oc * p.oh * p.ow;
     dnnlState.applyThreads();
-    if (plan.srcReorder) {
+    if (plan.srcNhwc) {
+      for (let b = 0; b < p.n; b++)
+        k.transpose_u8(addressOf(x) + b * image, p.c, p.h * p.w, addressOf(src) + b * image);
+    } else {
       d.dnnl_memory_set_data_handle(plan.mem.userSrc, x.hostData());
       d.dnnl_memory_set_data_handle(plan.mem.src, src.hostData());
       execute(plan.srcReorder, [
@@ -192,38 +262,37 @@ export function dnnlQConv(p: QConv2dParams): QTensor {
         [ARG.TO, plan.mem.src],
       ]);
     }
-    const srcMem = plan.srcReorder ? plan.mem.src : plan.mem.userSrc;
-    const dstMem = plan.dstReorder ? plan.mem.dst : plan.mem.sums;
-    d.dnnl_memory_set_data_handle(srcMem, src.hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.src, src.hostData());
     d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
-    d.dnnl_memory_set_data_handle(dstMem, dst.hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.dst, dst.hostData());
     d.dnnl_memory_set_data_handle(plan.mem.scratch, scratch.hostData());
-    execute(plan.conv, [
-      [ARG.SRC, srcMem],
+    const args: [number, bigint][] = [
+      [ARG.SRC, plan.mem.src],
       [ARG.WEIGHTS, plan.mem.weights],
-      [ARG.DST, dstMem],
+      [ARG.DST, plan.mem.dst],
       [ARG.SCRATCHPAD, plan.mem.scratch],
-    ]);
-    if (plan.dstReorder) {
-      d.dnnl_memory_set_data_handle(plan.mem.sums, sums.hostData());
+    ];
+    if (plan.mem.bias) {
+      d.dnnl_memory_set_data_handle(plan.mem.bias, p.packed.bias!.hostData());
+      args.push([ARG.POST_OP_0_SRC_1, plan.mem.bias]);
+    }
+    execute(plan.conv, args);
+    if (!plan.dstNhwc) {
+      d.dnnl_memory_set_data_handle(plan.mem.userDst, out.hostData());
       execute(plan.dstReorder, [
         [ARG.FROM, plan.mem.dst],
-        [ARG.TO, plan.mem.sums],
+        [ARG.TO, plan.mem.userDst],
       ]);
     }
     check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
-    const bias = p.packed.bias;
-    modules.kernels!.requant_planes_u8(
-      addressOf(sums),
-      p.n * p.oc,
-      p.oh * p.ow,
-      p.oc,
-      addressOf(mult),
-      bias ? addressOf(bias) : 0,
-      Math.fround(1 / Math.fround(p.outScale)),
-      p.outZeroPoint,
-      addressOf(out),
-    );
+    if (plan.dstNhwc)
+      for (let b = 0; b < p.n; b++)
+        k.transpose_u8(
+          addressOf(dst) + b * outImage,
+          p.oh * p.ow,
+          p.oc,
+          addressOf(out) + b * outImage,
+        );
     return result;
   } catch (e) {
     result.dispose();

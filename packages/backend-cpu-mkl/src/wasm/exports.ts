@@ -79,4 +79,6 @@ export interface KernelsModule {
     zp: number,
     y: Ptr,
   ): void;
+  /** dst (cols x rows) = the transpose of src (rows x cols), bytes. */
+  transpose_u8(src: Ptr, rows: number, cols: number, dst: Ptr): void;
 }

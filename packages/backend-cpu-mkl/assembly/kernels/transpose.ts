@@ -1,0 +1,146 @@
+// Byte matrix transposes, for the onednn engine's int8 convolution: its activations go to
+// oneDNN channels-last (NCHW -> NHWC per image: a C x HW matrix transposed) and its
+// outputs come back (HW x C transposed), where oneDNN 2.6's own uint8 reorder took
+// 0.1-0.4 ms on the layers of the quantized bench.
+
+/** Tile edge: a 64 x 64 tile of source and of destination stays in L1 while it is written. */
+const TILE: i32 = 64;
+
+/**
+ * dst (cols x rows) = the transpose of src (rows x cols), bytes, both dense. In 64 x 64
+ * tiles of blocks of 4 rows x 16 columns: two rounds of interleaving shuffles leave each
+ * column's 4 bytes together, stored as one 32-bit word into its destination row; scalar
+ * for the last rows % 4. Two and three rows (an RGB image) have their own shuffles.
+ */
+export function transpose_u8(src: usize, rows: i32, cols: i32, dst: usize): void {
+  if (rows == 1) {
+    memory.copy(dst, src, <usize>cols);
+    return;
+  }
+  if (rows == 2) {
+    interleave2(src, cols, dst);
+    return;
+  }
+  if (rows == 3) {
+    interleave3(src, cols, dst);
+    return;
+  }
+  const r4 = rows & ~3;
+  for (let c0 = 0; c0 < cols; c0 += TILE) {
+    const cEnd = imin(cols, c0 + TILE);
+    for (let r0 = 0; r0 < r4; r0 += TILE) {
+      const rEnd = imin(r4, r0 + TILE);
+      for (let r = r0; r < rEnd; r += 4) blockRow(src, rows, cols, r, c0, cEnd, dst);
+    }
+  }
+  for (let r = r4; r < rows; r++) {
+    const s0 = src + <usize>r * <usize>cols;
+    for (let c = 0; c < cols; c++)
+      store<u8>(dst + <usize>c * <usize>rows + <usize>r, load<u8>(s0 + <usize>c));
+  }
+}
+
+// @ts-ignore: decorator
+@inline function imin(a: i32, b: i32): i32 {
+  return a < b ? a : b;
+}
+
+/** Rows r .. r + 3, columns c0 .. cEnd - 1: 4 x 16 blocks, then single columns. */
+// @ts-ignore: decorator
+@inline function blockRow(
+  src: usize, rows: i32, cols: i32, r: i32, c0: i32, cEnd: i32, dst: usize,
+): void {
+  const ld = <usize>cols;
+  const ldd = <usize>rows;
+  const s0 = src + <usize>r * ld;
+  const d0 = dst + <usize>r;
+  let c = c0;
+  for (; c + 16 <= cEnd; c += 16) {
+    const a = s0 + <usize>c;
+    const x0 = v128.load(a);
+    const x1 = v128.load(a + ld);
+    const x2 = v128.load(a + 2 * ld);
+    const x3 = v128.load(a + 3 * ld);
+    // Bytes of rows 0/1 and 2/3 interleaved, then their 16-bit pairs: word j of u_k is
+    // column 4k + j's bytes of rows r .. r + 3.
+    const t0 = i8x16.shuffle(x0, x1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const t1 = i8x16.shuffle(x0, x1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const t2 = i8x16.shuffle(x2, x3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+    const t3 = i8x16.shuffle(x2, x3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+    const u0 = i16x8.shuffle(t0, t2, 0, 8, 1, 9, 2, 10, 3, 11);
+    const u1 = i16x8.shuffle(t0, t2, 4, 12, 5, 13, 6, 14, 7, 15);
+    const u2 = i16x8.shuffle(t1, t3, 0, 8, 1, 9, 2, 10, 3, 11);
+    const u3 = i16x8.shuffle(t1, t3, 4, 12, 5, 13, 6, 14, 7, 15);
+    const d = d0 + <usize>c * ldd;
+    v128.store32_lane(d, u0, 0);
+    v128.store32_lane(d + ldd, u0, 1);
+    v128.store32_lane(d + 2 * ldd, u0, 2);
+    v128.store32_lane(d + 3 * ldd, u0, 3);
+    v128.store32_lane(d + 4 * ldd, u1, 0);
+    v128.store32_lane(d + 5 * ldd, u1, 1);
+    v128.store32_lane(d + 6 * ldd, u1, 2);
+    v128.store32_lane(d + 7 * ldd, u1, 3);
+    v128.store32_lane(d + 8 * ldd, u2, 0);
+    v128.store32_lane(d + 9 * ldd, u2, 1);
+    v128.store32_lane(d + 10 * ldd, u2, 2);
+    v128.store32_lane(d + 11 * ldd, u2, 3);
+    v128.store32_lane(d + 12 * ldd, u3, 0);
+    v128.store32_lane(d + 13 * ldd, u3, 1);
+    v128.store32_lane(d + 14 * ldd, u3, 2);
+    v128.store32_lane(d + 15 * ldd, u3, 3);
+  }
+  for (; c < cEnd; c++) {
+    const a = s0 + <usize>c;
+    const d = d0 + <usize>c * ldd;
+    store<u8>(d, load<u8>(a));
+    store<u8>(d + 1, load<u8>(a + ld));
+    store<u8>(d + 2, load<u8>(a + 2 * ld));
+    store<u8>(d + 3, load<u8>(a + 3 * ld));
+  }
+}
+
+/** Two rows: dst = a0 b0 a1 b1 ... */
+function interleave2(src: usize, cols: i32, dst: usize): void {
+  const b = src + <usize>cols;
+  let c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    const x = v128.load(src + <usize>c);
+    const y = v128.load(b + <usize>c);
+    const d = dst + (<usize>c << 1);
+    v128.store(d, i8x16.shuffle(x, y, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23));
+    v128.store(d, i8x16.shuffle(x, y, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), 16);
+  }
+  for (; c < cols; c++) {
+    store<u8>(dst + (<usize>c << 1), load<u8>(src + <usize>c));
+    store<u8>(dst + (<usize>c << 1) + 1, load<u8>(b + <usize>c));
+  }
+}
+
+/**
+ * Three rows: dst = a0 b0 c0 a1 b1 c1 ... Each 16 output bytes take two shuffles: rows a
+ * and b into place (the c slots taken from anywhere), then row c's bytes over those slots.
+ */
+function interleave3(src: usize, cols: i32, dst: usize): void {
+  const b = src + <usize>cols;
+  const e = b + <usize>cols;
+  let c = 0;
+  for (; c + 16 <= cols; c += 16) {
+    const x = v128.load(src + <usize>c);
+    const y = v128.load(b + <usize>c);
+    const z = v128.load(e + <usize>c);
+    const d = dst + <usize>c * 3;
+    // Output bytes 0-15: columns 0-5 (a0 b0 c0 ... a5); 16-31: 5-10; 32-47: 10-15.
+    const p0 = i8x16.shuffle(x, y, 0, 16, 0, 1, 17, 0, 2, 18, 0, 3, 19, 0, 4, 20, 0, 5);
+    v128.store(d, i8x16.shuffle(p0, z, 0, 1, 16, 3, 4, 17, 6, 7, 18, 9, 10, 19, 12, 13, 20, 15));
+    const p1 = i8x16.shuffle(x, y, 21, 0, 6, 22, 0, 7, 23, 0, 8, 24, 0, 9, 25, 0, 10, 26);
+    v128.store(d, i8x16.shuffle(p1, z, 0, 21, 2, 3, 22, 5, 6, 23, 8, 9, 24, 11, 12, 25, 14, 15), 16);
+    const p2 = i8x16.shuffle(x, y, 0, 11, 27, 0, 12, 28, 0, 13, 29, 0, 14, 30, 0, 15, 31, 0);
+    v128.store(d, i8x16.shuffle(p2, z, 26, 1, 2, 27, 4, 5, 28, 7, 8, 29, 10, 11, 30, 13, 14, 31), 32);
+  }
+  for (; c < cols; c++) {
+    const d = dst + <usize>c * 3;
+    store<u8>(d, load<u8>(src + <usize>c));
+    store<u8>(d + 1, load<u8>(b + <usize>c));
+    store<u8>(d + 2, load<u8>(e + <usize>c));
+  }
+}
