@@ -12,6 +12,8 @@ import {
   kernelPriority,
   linearPrepack,
   mul,
+  type PackedLinear,
+  type QTensor,
   quantizedConv2d,
   quantizedLinear,
   quantizePerChannel,
@@ -189,6 +191,39 @@ describe("quantized engine onednn", () => {
     }
     expect(failures).toEqual([]);
   });
+
+  itDnnl(
+    "linear rounds ties to even before an odd zero point; k = 0 and a NaN bias as the reference",
+    async () => {
+      await ready(DNNL_BACKEND);
+      if (vnniRefusal()) return; // logged by the conformance test
+      // As the conv2d case: acc / 2 for every sum, a tie for every odd one, zero point 101.
+      const x = quantizePerTensor(randn([16, 40], { seed: 7 }), 0.5, 3, "quint8");
+      const w = quantizePerTensor(mul(randn([24, 40], { seed: 8 }), tensor(3)), 1, 0, "qint8");
+      const y = (layer: PackedLinear, input: QTensor, kernel: string) => {
+        using _ = kernelPriority("quantizedLinear", [kernel]);
+        return Array.from(quantizedLinear(input, layer, 1, 101).intRepr().toFloat64());
+      };
+      const layer = linearPrepack(w);
+      expect(y(layer, x, "onednn-qlinear")).toEqual(y(layer, x, "reference"));
+      // No input features: every sum is 0, the bias alone decides.
+      const x0 = quantizePerTensor(randn([3, 0]), 0.5, 3, "quint8");
+      const w0 = quantizePerTensor(randn([5, 0]), 1, 0, "qint8");
+      const empty = linearPrepack(w0, randn([5], { seed: 9 }));
+      expect(y(empty, x0, "onednn-qlinear")).toEqual(y(empty, x0, "reference"));
+      // A NaN in the bias: oneDNN's saturation and the reference's clamp differ there, so
+      // the engine steps aside and says why.
+      const nanBias = linearPrepack(
+        w,
+        tensor(Float32Array.from({ length: 24 }, (_, i) => (i === 3 ? Number.NaN : 0.5))),
+      );
+      const c = explain("quantizedLinear", x, nanBias, 1, 101).candidates.find(
+        (k) => k.kernel === "onednn-qlinear",
+      );
+      expect(c?.reason).toMatch(/bias has a value that is not finite/);
+      for (const l of [layer, empty, nanBias]) l.dispose();
+    },
+  );
 
   itDnnl("conv2d refuses weights with a zero point other than 0, and says why", async () => {
     await ready(DNNL_BACKEND);

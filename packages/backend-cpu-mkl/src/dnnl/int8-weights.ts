@@ -1,12 +1,75 @@
 /**
- * The onednn engine's weights in a primitive's own (blocked) layout, reordered once per
- * layer and plan and kept in the layer's engine cache (freed with the layer): what the
- * int8 matmul (qlinear.ts) and convolution (qconv.ts) share.
+ * What the onednn engine's int8 matmul (qlinear.ts) and convolution (qconv.ts) share: the
+ * weights in a primitive's own (blocked) layout, reordered once per layer and plan and
+ * kept in the layer's engine cache (freed with the layer); the requantization fused into
+ * the primitive; a number per layer for the plan keys; the check of the bias.
  */
 import { empty, type PackedConv2d, type PackedLinear, type Tensor } from "@backplane/core";
-import { execute } from "./call.ts";
-import { ARG } from "./library.ts";
+import { execute, type PrimitiveAttrs } from "./call.ts";
+import { ARG, ENUMS } from "./library.ts";
 import { dnnlState } from "./state.ts";
+
+const ALG = ENUMS.dnnl_alg_kind_t;
+
+/**
+ * The core's requantization as a primitive's attributes, step for step in float32 as the
+ * reference computes it, so the output has its bits:
+ *
+ *   fl(acc) * mult[c]      output scales (one per output channel)
+ *   + bias[c]              a binary post-op (`bias`: its descriptor; only with a bias)
+ *   * fl(1 / scale)        eltwise linear (alpha, beta 0: one rounding)
+ *   rint                   eltwise round (to nearest, ties to even)
+ *   + zero point           the output's zero point (exact: added to integers)
+ *   -> uint8               the store saturates to [0, 255]
+ *
+ * Without the round post-op oneDNN adds the zero point before rounding, which moves ties
+ * when it is odd; a second linear post-op for it gave wrong values in oneDNN 2.6.
+ */
+export function fusedRequantization(
+  mult: Float32Array,
+  bias: Uint8Array | undefined,
+  outScale: number,
+  outZeroPoint: number,
+): PrimitiveAttrs {
+  const inv = Math.fround(1 / Math.fround(outScale));
+  return {
+    outputScales: mult,
+    postOps: [
+      ...(bias ? [{ binary: ALG.dnnl_binary_add, src1: bias }] : []),
+      { alg: ALG.dnnl_eltwise_linear, alpha: inv, beta: 0 },
+      { alg: ALG.dnnl_eltwise_round, alpha: 0, beta: 0 },
+    ],
+    dstZeroPoint: outZeroPoint,
+  };
+}
+
+const layerIds = new WeakMap<object, number>();
+let nextLayer = 0;
+
+/** A number for `layer` (plans bake its multipliers in, so their keys name it). */
+export function layerId(layer: PackedLinear | PackedConv2d): number {
+  let id = layerIds.get(layer);
+  if (id === undefined) layerIds.set(layer, (id = nextLayer++));
+  return id;
+}
+
+const finite = new WeakMap<object, boolean>();
+
+/**
+ * Why the layer's bias cannot be fused (a value that is not finite: the reference's clamp
+ * and oneDNN's saturation disagree on NaN), or undefined. Checked once per layer.
+ */
+export function biasProblem(layer: PackedLinear | PackedConv2d): string | undefined {
+  if (!layer.bias) return undefined;
+  let ok = finite.get(layer);
+  if (ok === undefined) {
+    ok = (layer.bias.hostData() as Float32Array).every(Number.isFinite);
+    finite.set(layer, ok);
+  }
+  return ok
+    ? undefined
+    : "the bias has a value that is not finite; oneDNN's saturation would not match the reference's clamp";
+}
 
 /** What a plan knows of its weights: the reorder (0n: none), its size and memory objects. */
 export interface WeightsPlan {

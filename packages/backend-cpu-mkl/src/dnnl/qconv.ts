@@ -2,25 +2,14 @@
  * The onednn engine's quantized conv2d: oneDNN's int8 convolution primitive (uint8
  * activations with their zero point set as a primitive attribute, so the padding counts as
  * real zeros; int8 weights; exact int32 sums) with the core's requantization fused into
- * it, step for step in float32 as the reference does it, so the output has the reference's
- * bits:
- *
- *   fl(acc) * mult[c]      output scales (one per channel)
- *   + bias[c]              a binary post-op (only with a bias)
- *   * fl(1 / scale)        eltwise linear (alpha, beta 0: one rounding)
- *   rint                   eltwise round (to nearest, ties to even)
- *   + zero point           the output's zero point (exact: added to integers)
- *   -> uint8               the store saturates to [0, 255]
- *
- * (Without the round post-op oneDNN would add the zero point before rounding, which moves
- * ties when it is odd; a second linear post-op for it gave wrong values in oneDNN 2.6.) oneDNN's int8 kernels take channels-last activations and give channels-last
+ * it (int8-weights.ts, fusedRequantization: the reference's float32 steps, so the output
+ * has its bits). oneDNN's int8 kernels take channels-last activations and give channels-last
  * outputs: the activations are transposed in per image and the uint8 output out, in WASM
  * (transpose_u8), where oneDNN 2.6's uint8 reorder took 0.1-0.4 ms a layer; a layout other
  * than plain channels-last goes through oneDNN's reorders. The weights are reordered once
  * per layer and plan (kept in the layer's engine cache). Before, the int32 sums came out,
- * were reordered to NCHW and requantized in WASM: 1.29 ms on the ResNet stem and 0.77 ms
- * on MobileNet's 1x1 24>144 @56 (one thread, Intel Xeon model 207), against (fused)
- * figures in BENCHMARKS.md.
+ * were reordered to NCHW and requantized in WASM: 0.67 ms on MobileNet's 1x1 24>144 @56
+ * on one thread of an Intel Xeon (model 207), 0.22 ms now (BENCHMARKS.md).
  *
  * Refused, with the reason: CPUs without VNNI (oneDNN's int8 kernels there may saturate or
  * scale the weights), weights with a zero point other than 0 (oneDNN's convolution
@@ -44,7 +33,7 @@ import {
   reorder,
   taggedMd,
 } from "./call.ts";
-import { layerWeights } from "./int8-weights.ts";
+import { biasProblem, fusedRequantization, layerId, layerWeights } from "./int8-weights.ts";
 import { ARG, CONV_DESC_BYTES, ENUMS } from "./library.ts";
 import { hasVnni, ONEDNN_ENGINE } from "./qlinear.ts";
 import { dnnlState } from "./state.ts";
@@ -81,33 +70,10 @@ export function resetQConvPlans(): void {
   plans.clear();
 }
 
-/** A number per layer (its multipliers are baked into the plan). */
-const layerIds = new WeakMap<object, number>();
-let nextLayer = 0;
-
 function keyOf(p: QConv2dParams): string {
   const { stride, padding, dilation, groups } = p.packed;
   const x = p.x.qparams as { zeroPoint: number; scale: number };
-  let layer = layerIds.get(p.packed);
-  if (layer === undefined) layerIds.set(p.packed, (layer = nextLayer++));
-  return `${layer}:${p.n},${p.c},${p.h},${p.w},${p.oc},${p.kh},${p.kw},${stride},${padding},${dilation},${groups},${x.zeroPoint},${x.scale},${p.outScale},${p.outZeroPoint}`;
-}
-
-/** The requantization as output scales and a post-op chain (the header's table). */
-function requantAttrs(p: QConv2dParams, bias: Uint8Array | undefined) {
-  const linear = E.dnnl_alg_kind_t.dnnl_eltwise_linear;
-  const inv = Math.fround(1 / Math.fround(p.outScale));
-  return {
-    srcZeroPoint: (p.x.qparams as { zeroPoint: number }).zeroPoint,
-    outputScales: conv2dChannelParams(p).mult,
-    postOps: [
-      ...(bias ? [{ binary: E.dnnl_alg_kind_t.dnnl_binary_add, src1: bias }] : []),
-      { alg: linear, alpha: inv, beta: 0 },
-      { alg: E.dnnl_alg_kind_t.dnnl_eltwise_round, alpha: 0, beta: 0 },
-    ],
-    // Added to the rounded integers: exact.
-    dstZeroPoint: p.outZeroPoint,
-  };
+  return `${layerId(p.packed)}:${p.n},${p.c},${p.h},${p.w},${p.oc},${p.kh},${p.kw},${stride},${padding},${dilation},${groups},${x.zeroPoint},${x.scale},${p.outScale},${p.outZeroPoint}`;
 }
 
 // Long: the descriptors of one int8 convolution (user and "any" layouts, geometry), the primitive and its three reorders.
@@ -142,7 +108,10 @@ function makePlan(p: QConv2dParams, key: string): QConvPlan {
       dims([padB, padR]),
     ),
   );
-  const pd = primitiveDesc(desc, requantAttrs(p, bias));
+  const pd = primitiveDesc(desc, {
+    srcZeroPoint: (p.x.qparams as { zeroPoint: number }).zeroPoint,
+    ...fusedRequantization(conv2dChannelParams(p).mult, bias, p.outScale, p.outZeroPoint),
+  });
   try {
     const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
     const src = queryMd(pd, E.dnnl_query_t.dnnl_query_src_md);
@@ -194,9 +163,6 @@ function planFor(p: QConv2dParams): QConvPlan | string {
   });
 }
 
-/** Whether every bias value is finite (checked once per layer). */
-const finiteBias = new WeakMap<object, boolean>();
-
 /** Why the onednn engine's conv2d refuses these inputs, or true. */
 export function dnnlQConvSupports(p: QConv2dParams): true | string {
   if (!dnnlState.lib) return "oneDNN is not loaded";
@@ -208,16 +174,8 @@ export function dnnlQConvSupports(p: QConv2dParams): true | string {
   const zps = w.scheme === "per_tensor_affine" ? [w.zeroPoint] : Array.from(w.zeroPoints);
   if (zps.some((z) => z !== 0))
     return "the weights' zero point is not 0; oneDNN's int8 convolution takes symmetric weights";
-  const bias = p.packed.bias;
-  if (bias) {
-    let finite = finiteBias.get(p.packed);
-    if (finite === undefined) {
-      finite = (bias.hostData() as Float32Array).every(Number.isFinite);
-      finiteBias.set(p.packed, finite);
-    }
-    if (!finite)
-      return "the bias has a value that is not finite; oneDNN's saturation would not match the reference's clamp";
-  }
+  const bias = biasProblem(p.packed);
+  if (bias) return bias;
   if (p.n === 0) return true;
   const plan = planFor(p);
   return typeof plan === "string" ? plan : true;

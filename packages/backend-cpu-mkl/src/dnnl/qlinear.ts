@@ -1,10 +1,12 @@
 /**
- * The "onednn" quantized engine (backends.quantized.engine): quantizedLinear's integer
- * product on oneDNN's int8 matmul primitive (uint8 activations with their zero point and
- * the weights' as primitive attributes, int8 weights reordered once per layer into the
- * primitive's own blocked layout, exact int32 sums), then the requantization in WASM (the
- * core's formula), so the output has the bits of the reference and of PyTorch's engines.
- * PyTorch's onednn engine runs the same primitive (with its requantization fused).
+ * The "onednn" quantized engine (backends.quantized.engine): quantizedLinear on oneDNN's
+ * int8 matmul primitive (uint8 activations with their zero point and the weights' as
+ * primitive attributes, int8 weights reordered once per layer into the primitive's own
+ * blocked layout, exact int32 sums) with the core's requantization fused into it
+ * (int8-weights.ts, fusedRequantization: the reference's float32 steps), so the output
+ * has the bits of the reference and of PyTorch's engines, and no int32 sum is stored.
+ * PyTorch's onednn engine runs the same primitive. A layer with no input features (k = 0)
+ * is requantized in WASM from zero sums.
  *
  * oneDNN's int8 kernels may saturate intermediate sums where the CPU has no VNNI
  * instructions (pairs of u8 x s8 products summed in int16): such CPUs are refused with the
@@ -26,7 +28,7 @@ import {
   stridedMd,
   taggedMd,
 } from "./call.ts";
-import { layerWeights } from "./int8-weights.ts";
+import { biasProblem, fusedRequantization, layerId, layerWeights } from "./int8-weights.ts";
 import { ARG, ENUMS, MATMUL_DESC_BYTES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
@@ -46,7 +48,7 @@ interface QLinearPlan {
   weightReorder: bigint;
   weightBytes: number;
   scratchBytes: number;
-  mem: Record<"src" | "userWeights" | "weights" | "dst" | "scratch", bigint>;
+  mem: Record<"src" | "userWeights" | "weights" | "dst" | "bias" | "scratch", bigint>;
 }
 
 const plans = new PlanCache<QLinearPlan>("oneDNN refused this int8 matmul");
@@ -69,11 +71,16 @@ function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
   // W is [n, k] row-major: the product's [k, n] operand with strides (1, k).
   const userW = stridedMd([p.k, p.n], [1, p.k], T.dnnl_s8);
   const anyW = taggedMd([p.k, p.n], E.dnnl_format_tag_t.dnnl_format_tag_any, T.dnnl_s8);
-  const dst = stridedMd([p.m, p.n], [p.n, 1], T.dnnl_s32);
+  const dst = stridedMd([p.m, p.n], [p.n, 1], T.dnnl_u8);
+  const bias = p.packed.bias ? stridedMd([1, p.n], [p.n, 1], T.dnnl_f32) : undefined;
   const desc = new Uint8Array(MATMUL_DESC_BYTES);
   check("dnnl_matmul_desc_init", d.dnnl_matmul_desc_init(desc, src, anyW, null, dst));
   const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
-  const pd = primitiveDesc(desc, { srcZeroPoint: xZp, weightsZeroPoint: wZp });
+  const pd = primitiveDesc(desc, {
+    srcZeroPoint: xZp,
+    weightsZeroPoint: wZp,
+    ...fusedRequantization(linearChannelParams(p).mult, bias, p.outScale, p.outZeroPoint),
+  });
   try {
     const weights = queryMd(pd, E.dnnl_query_t.dnnl_query_weights_md);
     const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
@@ -88,6 +95,7 @@ function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
         userWeights: memory(userW),
         weights: memory(weights),
         dst: memory(dst),
+        bias: bias ? memory(bias) : 0n,
         scratch: memory(scratch),
       },
     };
@@ -97,10 +105,11 @@ function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
 }
 
 function planFor(p: QLinearParams, wZp: number): QLinearPlan | string {
-  const xZp = (p.x.qparams as { zeroPoint: number }).zeroPoint;
-  // oneDNN fixes a primitive's thread count when it is made: one plan per setting.
+  const x = p.x.qparams as { zeroPoint: number; scale: number };
+  // oneDNN fixes a primitive's thread count when it is made: one plan per setting. The
+  // layer's multipliers and the output's parameters are baked into the primitive.
   const threads = dnnlState.threadsWanted();
-  const key = `${p.m},${p.k},${p.n},${xZp},${wZp}@${threads}`;
+  const key = `${layerId(p.packed)}:${p.m},${p.k},${p.n},${x.zeroPoint},${x.scale},${wZp},${p.outScale},${p.outZeroPoint}@${threads}`;
   return plans.get(key, () => {
     dnnlState.applyThreads(threads);
     return makePlan(p, key, wZp);
@@ -117,25 +126,33 @@ export function dnnlQLinearSupports(p: QLinearParams): true | string {
   const wZp = weightZeroPoint(p.packed);
   if (wZp === undefined)
     return "the weights' per-channel zero points differ; oneDNN's int8 matmul takes one weight zero point (symmetric weights, zero point 0, run here)";
+  const bias = biasProblem(p.packed);
+  if (bias) return bias;
   if (p.m === 0 || p.n === 0 || p.k === 0) return true;
   const plan = planFor(p, wZp);
   return typeof plan === "string" ? plan : true;
 }
 
-/** The int32 sums on oneDNN's matmul, then requant_linear_u8 into the quint8 output. */
+/** The quint8 output of oneDNN's matmul with its requantization fused (k = 0: from zero sums). */
 export function dnnlQLinear(p: QLinearParams): QTensor {
   const result = emptyQuantized(p.outShape, "quint8", p.outScale, p.outZeroPoint);
-  const out = result.storage();
   if (p.m === 0 || p.n === 0) return result;
+  try {
+    if (p.k === 0) requantizeZeros(p, result.storage());
+    else matmul(p, planFor(p, weightZeroPoint(p.packed)!) as QLinearPlan, result.storage());
+    return result;
+  } catch (e) {
+    result.dispose();
+    throw e;
+  }
+}
+
+/** The output of a layer without input features: every sum is 0 (the bias remains). */
+function requantizeZeros(p: QLinearParams, out: Tensor): void {
   const acc = empty([p.m * p.n], { dtype: "int32" });
   const mult = empty([p.n], { dtype: "float32" });
-  const temps = [acc, mult];
   try {
-    if (p.k === 0) (acc.hostData() as Int32Array).fill(0);
-    else {
-      const plan = planFor(p, weightZeroPoint(p.packed)!) as QLinearPlan;
-      temps.push(matmul(p, plan, acc));
-    }
+    (acc.hostData() as Int32Array).fill(0);
     (mult.hostData() as Float32Array).set(linearChannelParams(p).mult);
     const bias = p.packed.bias;
     modules.kernels!.requant_linear_u8(
@@ -148,31 +165,36 @@ export function dnnlQLinear(p: QLinearParams): QTensor {
       p.outZeroPoint,
       addressOf(out),
     );
-    return result;
-  } catch (e) {
-    result.dispose();
-    throw e;
   } finally {
-    for (const t of temps) t.dispose();
+    acc.dispose();
+    mult.dispose();
   }
 }
 
-/** acc = (x - x_zp)(w - w_zp)ᵀ on oneDNN's threads; returns its scratchpad (to free). */
-function matmul(p: QLinearParams, plan: QLinearPlan, acc: Tensor): Tensor {
+/** out = requantize((x - x_zp)(w - w_zp)ᵀ) on oneDNN's threads. */
+function matmul(p: QLinearParams, plan: QLinearPlan, out: Tensor): void {
   const { dnnl: d, stream } = dnnlState.ready();
   const w = layerWeights(p.packed, ONEDNN_ENGINE, plan);
   const scratch = empty([Math.max(1, plan.scratchBytes)], { dtype: "uint8" });
-  dnnlState.applyThreads();
-  d.dnnl_memory_set_data_handle(plan.mem.src, p.x.storage().hostData());
-  d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
-  d.dnnl_memory_set_data_handle(plan.mem.dst, acc.hostData());
-  d.dnnl_memory_set_data_handle(plan.mem.scratch, scratch.hostData());
-  execute(plan.matmul, [
-    [ARG.SRC, plan.mem.src],
-    [ARG.WEIGHTS, plan.mem.weights],
-    [ARG.DST, plan.mem.dst],
-    [ARG.SCRATCHPAD, plan.mem.scratch],
-  ]);
-  check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
-  return scratch;
+  try {
+    dnnlState.applyThreads();
+    d.dnnl_memory_set_data_handle(plan.mem.src, p.x.storage().hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.dst, out.hostData());
+    d.dnnl_memory_set_data_handle(plan.mem.scratch, scratch.hostData());
+    const args: [number, bigint][] = [
+      [ARG.SRC, plan.mem.src],
+      [ARG.WEIGHTS, plan.mem.weights],
+      [ARG.DST, plan.mem.dst],
+      [ARG.SCRATCHPAD, plan.mem.scratch],
+    ];
+    if (plan.mem.bias) {
+      d.dnnl_memory_set_data_handle(plan.mem.bias, p.packed.bias!.hostData());
+      args.push([ARG.POST_OP_0_SRC_1, plan.mem.bias]);
+    }
+    execute(plan.matmul, args);
+    check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
+  } finally {
+    scratch.dispose();
+  }
 }
