@@ -75,9 +75,8 @@ interface Step {
 const steps = new PlanCache<Step>("oneDNN refused a bounded-shift step");
 
 /**
- * A step's cache key: oneDNN splits a matmul's work for the threads it has when the
- * primitive is made (one made for 1 thread ran on 1 of 2, as slow as on one thread), so
- * a step is made, and found, per thread count.
+ * A step's cache key: oneDNN fixes a primitive's thread count when it is made, so a step
+ * is made, and found, per thread count (the tile loop applies it first).
  */
 const keyOf = (what: string, ...sizes: unknown[]) => `${what} ${sizes} @${dnnlState.threads}`;
 
