@@ -97,7 +97,7 @@ describe("oneDNN (cpu-dnnl)", () => {
   });
 
   itDnnl(
-    "matmul: 2-D products and transposed views, within float32's tolerance; batches refused with the reason",
+    "matmul: 2-D and batched products, broadcast batch dims and transposed views, within float32's tolerance",
     () => {
       using _ = kernelPriority("matmul", ["onednn-matmul"]);
       for (const [m, k, n] of [
@@ -118,12 +118,28 @@ describe("oneDNN (cpu-dnnl)", () => {
         expect(maxRelErr(c, r), `${m}x${k}x${n}`).toBeLessThan(2e-5);
         for (const t of [a, b, c, r]) t.dispose();
       }
-      const batched = randn([2, 3, 4]);
-      expect(
-        explain("matmul", batched, batched.transpose(1, 2)).candidates.find(
-          (c) => c.kernel === "onednn-matmul",
-        )?.reason,
-      ).toMatch(/batched matmul/);
+      // Batched: equal batch dims, broadcast ones (missing or size 1), transposed matrices.
+      for (const [as, bs, tb] of [
+        [[3, 7, 5], [3, 5, 9], false],
+        [[2, 1, 6, 4], [3, 4, 8], false],
+        [[4, 6, 13], [13, 6], false],
+        [[5, 1], [2, 3, 1, 4], false],
+        [[2, 3, 9, 7], [2, 3, 11, 7], true],
+      ] as [number[], number[], boolean][]) {
+        const a = randn(as, { seed: as.length });
+        const raw = randn(bs, { seed: bs.length + 7 });
+        const b = tb ? raw.transpose(-2, -1) : raw;
+        expect(explain("matmul", a, b).selected, `${as} @ ${bs}`).toBe("onednn-matmul");
+        const c = matmul(a, b);
+        let r: Tensor;
+        {
+          using _r = kernelPriority("matmul", ["reference"]);
+          r = matmul(a, b);
+        }
+        expect(c.shape).toEqual(r.shape);
+        expect(maxRelErr(c, r), `${as} @ ${bs}`).toBeLessThan(2e-5);
+        for (const t of [a, raw, c, r]) t.dispose();
+      }
     },
   );
 

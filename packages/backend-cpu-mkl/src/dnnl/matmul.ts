@@ -1,9 +1,12 @@
 /**
  * matmul through oneDNN's matmul primitive: a candidate beside the native BLAS and the
- * WASM GEMM, which the core's calibration ranks by what it measures. 2-D float32 products
- * only (batched ones are left to blas-gemm and wasm-gemm, which take broadcasting); each
- * operand is described by its own strides, so transposed views run without a copy. One
- * primitive per (sizes, strides), cached.
+ * WASM GEMM, which the core's calibration ranks by what it measures. float32, 2-D or
+ * batched: the batch dims broadcast as matmul's do (an operand's missing or size-1 batch
+ * dims are size 1 for oneDNN), and oneDNN splits a batch over its threads, where a BLAS
+ * can only split each product (nnpack's Winograd layers make 36 products of 49 x 128 x
+ * 128: on two threads OpenBLAS ran them no faster than on one). Each operand is described
+ * by its own strides, so transposed views run without a copy. One primitive per (sizes,
+ * strides, thread setting), cached.
  */
 import { empty, type Tensor } from "@backplane/core";
 import type { MatmulParams } from "@backplane/core/backend";
@@ -42,11 +45,27 @@ export function resetMatmulPlans(): void {
   last = { params: undefined, plan: undefined };
 }
 
+/**
+ * An operand's shape and strides at the output's rank: missing leading batch dims become
+ * size 1 (oneDNN broadcasts those), their stride the whole operand's span.
+ */
+function atOutputRank(shape: number[], strides: number[], rank: number): [number[], number[]] {
+  const pad = rank - shape.length;
+  const span = shape.reduce((acc, n, i) => acc + (n - 1) * Math.abs(strides[i]), 1);
+  return [
+    [...Array(pad).fill(1), ...shape],
+    [...Array(pad).fill(span), ...strides],
+  ];
+}
+
 function makePlan(p: MatmulParams): MatmulPlan {
   const d = dnnlState.ready().dnnl;
-  const a = stridedMd([p.m, p.k], p.aStrides.slice(-2), F32);
-  const b = stridedMd([p.k, p.n], p.bStrides.slice(-2), F32);
-  const c = stridedMd([p.m, p.n], [p.n, 1], F32);
+  const rank = p.batchShape.length + 2;
+  const a = stridedMd(...atOutputRank(p.aShape, p.aStrides, rank), F32);
+  const b = stridedMd(...atOutputRank(p.bShape, p.bStrides, rank), F32);
+  const outShape = [...p.batchShape, p.m, p.n];
+  const outStrides = outShape.map((_, i) => outShape.slice(i + 1).reduce((x, y) => x * y, 1));
+  const c = stridedMd(outShape, outStrides, F32);
   const desc = new Uint8Array(MATMUL_DESC_BYTES);
   check("dnnl_matmul_desc_init", d.dnnl_matmul_desc_init(desc, a, b, null, c));
   const pd = primitiveDesc(desc);
@@ -66,7 +85,7 @@ function planFor(p: MatmulParams): MatmulPlan | string {
   if (last.params === p && last.plan !== undefined) return last.plan;
   // oneDNN fixes a primitive's thread count when it is made: one plan per setting.
   const threads = dnnlState.threadsWanted();
-  const key = `${p.m},${p.k},${p.n},${p.aStrides.slice(-2)},${p.bStrides.slice(-2)}@${threads}`;
+  const key = `${p.aShape}:${p.aStrides}|${p.bShape}:${p.bStrides}@${threads}`;
   const plan = plans.get(key, () => {
     dnnlState.applyThreads(threads);
     return makePlan(p);
@@ -90,13 +109,19 @@ function matrixStrides(s: number[]): boolean {
   return (c === 1 && r >= 1) || (r === 1 && c >= 1);
 }
 
+/** Whether a batch dim of size > 1 has stride 0 (an expanded view oneDNN cannot describe). */
+const expandedBatch = (shape: number[], strides: number[]) =>
+  shape.slice(0, -2).some((n, i) => n > 1 && strides[i] === 0);
+
 export function dnnlMatmulSupports(p: MatmulParams): true | string {
   if (!dnnlState.lib) return "oneDNN is not loaded";
-  if (p.batchShape.length > 0)
-    return "batched matmul: onednn-matmul takes 2-D products (blas-gemm and wasm-gemm take batches)";
-  if (p.m === 0 || p.n === 0 || p.k === 0) return "an empty product: nothing for oneDNN to do";
+  if (p.batchShape.length > 10) return "more than 10 batch dims: oneDNN takes 12 dims at most";
+  if (p.m === 0 || p.n === 0 || p.k === 0 || p.batchShape.includes(0))
+    return "an empty product: nothing for oneDNN to do";
   if (!matrixStrides(p.aStrides) || !matrixStrides(p.bStrides))
     return "an operand is neither row-major nor transposed (a stride-0 or overlapping view)";
+  if (expandedBatch(p.aShape, p.aStrides) || expandedBatch(p.bShape, p.bStrides))
+    return "a batch dim is an expanded view (stride 0): blas-gemm and wasm-gemm take it";
   const plan = planFor(p);
   return typeof plan === "string" ? plan : true;
 }
