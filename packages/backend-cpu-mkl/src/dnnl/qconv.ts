@@ -65,9 +65,16 @@ interface QConvPlan {
 
 const plans = new PlanCache<QConvPlan>("oneDNN refused this int8 convolution");
 
+/** The plan of the last params asked for (supports() then run() ask for the same). */
+let last: { params: QConv2dParams | undefined; plan: QConvPlan | string | undefined } = {
+  params: undefined,
+  plan: undefined,
+};
+
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetQConvPlans(): void {
   plans.clear();
+  last = { params: undefined, plan: undefined };
 }
 
 function keyOf(p: QConv2dParams): string {
@@ -155,12 +162,15 @@ function makePlan(p: QConv2dParams, key: string): QConvPlan {
  * primitive's thread count when it is made), or why oneDNN refuses them.
  */
 function planFor(p: QConv2dParams): QConvPlan | string {
+  if (last.params === p && last.plan !== undefined) return last.plan;
   const threads = dnnlState.threadsWanted();
   const key = `${keyOf(p)}@${threads}`;
-  return plans.get(key, () => {
+  const plan = plans.get(key, () => {
     dnnlState.applyThreads(threads);
     return makePlan(p, key);
   });
+  last = { params: p, plan };
+  return plan;
 }
 
 /** Why the onednn engine's conv2d refuses these inputs, or true. */

@@ -36,10 +36,18 @@ export const ONEDNN_ENGINE = "onednn";
 const E = ENUMS;
 const T = E.dnnl_data_type_t;
 
-/** Whether the CPU has VNNI (oneDNN's int8 kernels sum u8 x s8 pairs exactly there). */
+let vnni: boolean | undefined;
+
+/**
+ * Whether the CPU has VNNI (oneDNN's int8 kernels sum u8 x s8 pairs exactly there). Asked
+ * once: the capability report took 3 µs, on every call of both int8 kernels' supports().
+ */
 export function hasVnni(): boolean {
-  const f = backends.cpu.getCpuCapabilityInfo().features;
-  return f.includes("avx512_vnni") || f.includes("avx_vnni") || f.includes("amx_int8");
+  if (vnni === undefined) {
+    const f = backends.cpu.getCpuCapabilityInfo().features;
+    vnni = f.includes("avx512_vnni") || f.includes("avx_vnni") || f.includes("amx_int8");
+  }
+  return vnni;
 }
 
 interface QLinearPlan {
@@ -53,9 +61,16 @@ interface QLinearPlan {
 
 const plans = new PlanCache<QLinearPlan>("oneDNN refused this int8 matmul");
 
+/** The plan of the last params asked for (supports() then run() ask for the same). */
+let last: { params: QLinearParams | undefined; plan: QLinearPlan | string | undefined } = {
+  params: undefined,
+  plan: undefined,
+};
+
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetQLinearPlans(): void {
   plans.clear();
+  last = { params: undefined, plan: undefined };
 }
 
 /** The weights' one zero point (per tensor, or equal on every channel), or undefined. */
@@ -105,15 +120,18 @@ function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
 }
 
 function planFor(p: QLinearParams, wZp: number): QLinearPlan | string {
+  if (last.params === p && last.plan !== undefined) return last.plan;
   const x = p.x.qparams as { zeroPoint: number; scale: number };
   // oneDNN fixes a primitive's thread count when it is made: one plan per setting. The
   // layer's multipliers and the output's parameters are baked into the primitive.
   const threads = dnnlState.threadsWanted();
   const key = `${layerId(p.packed)}:${p.m},${p.k},${p.n},${x.zeroPoint},${x.scale},${wZp},${p.outScale},${p.outZeroPoint}@${threads}`;
-  return plans.get(key, () => {
+  const plan = plans.get(key, () => {
     dnnlState.applyThreads(threads);
     return makePlan(p, key, wZp);
   });
+  last = { params: p, plan };
+  return plan;
 }
 
 /** Why the onednn engine refuses these inputs, or true. */
