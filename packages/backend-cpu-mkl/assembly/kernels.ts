@@ -1,6 +1,7 @@
 // The "kernels" WASM module of backend-cpu-mkl: elementwise ops and softmax (f32/f64),
-// FFTs (f64 complex interleaved) and dense linear algebra (f64). See assembly/README.md for
-// the conventions (imported env.memory, byte-offset pointers, caller-provided workspace).
+// FFTs (f64 complex interleaved), dense linear algebra (f64) and byte transposes. See
+// assembly/README.md for the conventions (imported env.memory, byte-offset pointers,
+// caller-provided workspace).
 export {
   add_f32,
   add_f64,
@@ -22,6 +23,5 @@ export {
   logSoftmax_f64,
 } from "./kernels/elementwise";
 export { fftWorkspaceBytes, fft_c2c, rfft_r2c, irfft_c2r } from "./kernels/fft";
-export { requant_linear_u8, requant_planes_u8 } from "./kernels/requant";
 export { transpose_u8 } from "./kernels/transpose";
 export { linalgWorkspaceBytes, cholesky, luFactor, luSolve, solve, inv, qr, eigh, svd } from "./kernels/linalg";

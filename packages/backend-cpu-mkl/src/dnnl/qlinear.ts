@@ -5,17 +5,19 @@
  * blocked layout, exact int32 sums) with the core's requantization fused into it
  * (int8-weights.ts, fusedRequantization: the reference's float32 steps), so the output
  * has the bits of the reference and of PyTorch's engines, and no int32 sum is stored.
- * PyTorch's onednn engine runs the same primitive. A layer with no input features (k = 0)
- * is requantized in WASM from zero sums.
+ * PyTorch's onednn engine runs the same primitive.
  *
  * oneDNN's int8 kernels may saturate intermediate sums where the CPU has no VNNI
  * instructions (pairs of u8 x s8 products summed in int16): such CPUs are refused with the
  * reason, and the other engines serve.
  */
 import { backends, empty, type PackedLinear, type QTensor, type Tensor } from "@backplane/core";
-import { emptyQuantized, linearChannelParams, type QLinearParams } from "@backplane/core/backend";
-import { modules } from "../kernels/wasm.ts";
-import { addressOf } from "../wasm/scratch.ts";
+import {
+  emptyQuantized,
+  linearChannelParams,
+  type QLinearParams,
+  requantizeLinear,
+} from "@backplane/core/backend";
 import {
   check,
   execute,
@@ -137,8 +139,6 @@ function planFor(p: QLinearParams, wZp: number): QLinearPlan | string {
 /** Why the onednn engine refuses these inputs, or true. */
 export function dnnlQLinearSupports(p: QLinearParams): true | string {
   if (!dnnlState.lib) return "oneDNN is not loaded";
-  if (!modules.kernels)
-    return "backend-cpu-mkl's WASM kernels (its requantization) have not loaded";
   if (!hasVnni())
     return "this CPU has no VNNI: oneDNN's int8 kernels may saturate their int16 intermediate sums (qnnpack serves)";
   const wZp = weightZeroPoint(p.packed);
@@ -151,41 +151,21 @@ export function dnnlQLinearSupports(p: QLinearParams): true | string {
   return typeof plan === "string" ? plan : true;
 }
 
-/** The quint8 output of oneDNN's matmul with its requantization fused (k = 0: from zero sums). */
+/**
+ * The quint8 output of oneDNN's matmul with its requantization fused. A layer without
+ * input features (k = 0: every sum is 0, the bias alone remains) takes the core's
+ * requantization of zero sums.
+ */
 export function dnnlQLinear(p: QLinearParams): QTensor {
+  if (p.k === 0 && p.m > 0 && p.n > 0) return requantizeLinear(p, new Int32Array(p.m * p.n));
   const result = emptyQuantized(p.outShape, "quint8", p.outScale, p.outZeroPoint);
   if (p.m === 0 || p.n === 0) return result;
   try {
-    if (p.k === 0) requantizeZeros(p, result.storage());
-    else matmul(p, planFor(p, weightZeroPoint(p.packed)!) as QLinearPlan, result.storage());
+    matmul(p, planFor(p, weightZeroPoint(p.packed)!) as QLinearPlan, result.storage());
     return result;
   } catch (e) {
     result.dispose();
     throw e;
-  }
-}
-
-/** The output of a layer without input features: every sum is 0 (the bias remains). */
-function requantizeZeros(p: QLinearParams, out: Tensor): void {
-  const acc = empty([p.m * p.n], { dtype: "int32" });
-  const mult = empty([p.n], { dtype: "float32" });
-  try {
-    (acc.hostData() as Int32Array).fill(0);
-    (mult.hostData() as Float32Array).set(linearChannelParams(p).mult);
-    const bias = p.packed.bias;
-    modules.kernels!.requant_linear_u8(
-      addressOf(acc),
-      p.m,
-      p.n,
-      addressOf(mult),
-      bias ? addressOf(bias) : 0,
-      Math.fround(1 / Math.fround(p.outScale)),
-      p.outZeroPoint,
-      addressOf(out),
-    );
-  } finally {
-    acc.dispose();
-    mult.dispose();
   }
 }
 

@@ -58,27 +58,6 @@ export interface KernelsModule {
   qr(a: Ptr, m: number, n: number, complete: number, q: Ptr, r: Ptr, work: Ptr): void;
   eigh(a: Ptr, n: number, values: Ptr, vectors: Ptr, work: Ptr): number;
   svd(a: Ptr, m: number, n: number, full: number, u: Ptr, s: Ptr, vh: Ptr, work: Ptr): number;
-  requant_linear_u8(
-    acc: Ptr,
-    m: number,
-    n: number,
-    mult: Ptr,
-    bias: Ptr,
-    inv: number,
-    zp: number,
-    y: Ptr,
-  ): void;
-  requant_planes_u8(
-    acc: Ptr,
-    planes: number,
-    plane: number,
-    oc: number,
-    mult: Ptr,
-    bias: Ptr,
-    inv: number,
-    zp: number,
-    y: Ptr,
-  ): void;
   /** dst (cols x rows) = the transpose of src (rows x cols), bytes. */
   transpose_u8(src: Ptr, rows: number, cols: number, dst: Ptr): void;
 }
