@@ -184,33 +184,54 @@ export function reorder(from: Pointer | Uint8Array, to: Pointer | Uint8Array): b
 
 /**
  * Plans by key (primitives made for one set of sizes), or why oneDNN refused them, both
- * kept; the oldest forgotten past `limit`.
+ * kept; the oldest forgotten past `limit`. oneDNN fixes a primitive's thread count when it
+ * is made (one made for two threads ran on two after omp_set_num_threads(1)), so a plan is
+ * made, and found, per thread count.
  */
 export class PlanCache<P> {
   readonly #plans = new Map<string, P | string>();
+  /** The plan of the last params object asked for (supports() then run() ask for the same). */
+  #last: { params: object | undefined; plan: P | string | undefined } = {
+    params: undefined,
+    plan: undefined,
+  };
   constructor(
     /** What a refusal says before oneDNN's message ("oneDNN refused this product"). */
     private readonly refused: string,
     private readonly limit = 64,
   ) {}
 
-  get(key: string, make: () => P): P | string {
-    let plan = this.#plans.get(key);
+  /** The plan for `key` on `threads` OpenMP threads (0 or absent: the setting), made on them. */
+  get(key: string, make: () => P, threads = 0): P | string {
+    threads ||= dnnlState.threadsWanted();
+    const full = `${key}@${threads}`;
+    let plan = this.#plans.get(full);
     if (plan === undefined) {
       try {
+        dnnlState.applyThreads(threads);
         plan = make();
       } catch (e) {
         plan = `${this.refused}: ${(e as Error).message}`;
       }
       if (this.#plans.size >= this.limit)
         this.#plans.delete(this.#plans.keys().next().value as string);
-      this.#plans.set(key, plan);
+      this.#plans.set(full, plan);
     }
+    return plan;
+  }
+
+  /** get() on the setting's threads for an op's params, the key built only for new params. */
+  forParams(params: object, key: () => string, make: () => P): P | string {
+    const last = this.#last;
+    if (last.params === params && last.plan !== undefined) return last.plan;
+    const plan = this.get(key(), make);
+    this.#last = { params, plan };
     return plan;
   }
 
   clear(): void {
     this.#plans.clear();
+    this.#last = { params: undefined, plan: undefined };
   }
 }
 

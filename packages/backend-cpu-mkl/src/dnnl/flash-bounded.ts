@@ -74,11 +74,8 @@ interface Step {
 
 const steps = new PlanCache<Step>("oneDNN refused a bounded-shift step");
 
-/**
- * A step's cache key: oneDNN fixes a primitive's thread count when it is made, so a step
- * is made, and found, per thread count (the tile loop applies it first).
- */
-const keyOf = (what: string, ...sizes: unknown[]) => `${what} ${sizes} @${dnnlState.threads}`;
+/** A step on the threads the tile loop applied (one in deterministic mode). */
+const step = (key: string, make: () => Step) => steps.get(key, make, dnnlState.threads);
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetBoundedPlans(): void {
@@ -120,11 +117,11 @@ function matmulStep(
 
 /** P = exp(Q' K'ᵀ) for rows x cols scores of extended rows of e1 floats. */
 const scoresStep = (rows: number, cols: number, e1: number) =>
-  steps.get(keyOf("scores", rows, cols, e1), () => matmulStep(rows, e1, cols, e1, [1, e1], [EXP]));
+  step(`scores ${rows},${cols},${e1}`, () => matmulStep(rows, e1, cols, e1, [1, e1], [EXP]));
 
 /** O (+)= P V for rows x cols probabilities and value rows of stride ldv. */
 const valuesStep = (rows: number, cols: number, ev: number, ldv: number, accumulate: boolean) =>
-  steps.get(keyOf("values", rows, cols, ev, ldv, accumulate), () =>
+  step(`values ${rows},${cols},${ev},${ldv},${accumulate}`, () =>
     matmulStep(rows, cols, ev, cols, [ldv, 1], accumulate ? [SUM_POST_OP] : []),
   );
 

@@ -103,9 +103,9 @@ function makePlan(rows: number, cols: number): SoftmaxPlan {
   };
 }
 
-/** Per thread count too: oneDNN fixes a primitive's when it is made (the tiles set it first). */
+/** On the threads the tile loop applied (one in deterministic mode). */
 const planFor = (rows: number, cols: number): SoftmaxPlan | string =>
-  plans.get(`${rows},${cols}@${dnnlState.threads}`, () => makePlan(rows, cols));
+  plans.get(`${rows},${cols}`, () => makePlan(rows, cols), dnnlState.threads);
 
 /** The plan for a rows x cols block of row stride `ld`, or why oneDNN does not take it. */
 function stepPlan(rows: number, cols: number, ld: number): SoftmaxPlan | string {

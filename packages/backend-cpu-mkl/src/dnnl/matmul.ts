@@ -33,16 +33,10 @@ interface MatmulPlan {
 }
 
 const plans = new PlanCache<MatmulPlan>("oneDNN refused this product");
-/** The plan of the last params asked for (supports() then run() ask for the same). */
-let last: { params: MatmulParams | undefined; plan: MatmulPlan | string | undefined } = {
-  params: undefined,
-  plan: undefined,
-};
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetMatmulPlans(): void {
   plans.clear();
-  last = { params: undefined, plan: undefined };
 }
 
 /**
@@ -82,16 +76,11 @@ function makePlan(p: MatmulParams): MatmulPlan {
 }
 
 function planFor(p: MatmulParams): MatmulPlan | string {
-  if (last.params === p && last.plan !== undefined) return last.plan;
-  // oneDNN fixes a primitive's thread count when it is made: one plan per setting.
-  const threads = dnnlState.threadsWanted();
-  const key = `${p.aShape}:${p.aStrides}|${p.bShape}:${p.bStrides}@${threads}`;
-  const plan = plans.get(key, () => {
-    dnnlState.applyThreads(threads);
-    return makePlan(p);
-  });
-  last = { params: p, plan };
-  return plan;
+  return plans.forParams(
+    p,
+    () => `${p.aShape}:${p.aStrides}|${p.bShape}:${p.bStrides}`,
+    () => makePlan(p),
+  );
 }
 
 /**

@@ -65,16 +65,9 @@ interface QConvPlan {
 
 const plans = new PlanCache<QConvPlan>("oneDNN refused this int8 convolution");
 
-/** The plan of the last params asked for (supports() then run() ask for the same). */
-let last: { params: QConv2dParams | undefined; plan: QConvPlan | string | undefined } = {
-  params: undefined,
-  plan: undefined,
-};
-
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetQConvPlans(): void {
   plans.clear();
-  last = { params: undefined, plan: undefined };
 }
 
 function keyOf(p: QConv2dParams): string {
@@ -157,20 +150,13 @@ function makePlan(p: QConv2dParams, key: string): QConvPlan {
   }
 }
 
-/**
- * The plan for these params on the thread setting (part of the key: oneDNN fixes a
- * primitive's thread count when it is made), or why oneDNN refuses them.
- */
 function planFor(p: QConv2dParams): QConvPlan | string {
-  if (last.params === p && last.plan !== undefined) return last.plan;
-  const threads = dnnlState.threadsWanted();
-  const key = `${keyOf(p)}@${threads}`;
-  const plan = plans.get(key, () => {
-    dnnlState.applyThreads(threads);
-    return makePlan(p, key);
-  });
-  last = { params: p, plan };
-  return plan;
+  // The plan's key names its weights in the layer's cache: with the threads it was made for.
+  return plans.forParams(
+    p,
+    () => keyOf(p),
+    () => makePlan(p, `${keyOf(p)}@${dnnlState.threads}`),
+  );
 }
 
 /** Why the onednn engine's conv2d refuses these inputs, or true. */

@@ -63,16 +63,9 @@ interface QLinearPlan {
 
 const plans = new PlanCache<QLinearPlan>("oneDNN refused this int8 matmul");
 
-/** The plan of the last params asked for (supports() then run() ask for the same). */
-let last: { params: QLinearParams | undefined; plan: QLinearPlan | string | undefined } = {
-  params: undefined,
-  plan: undefined,
-};
-
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetQLinearPlans(): void {
   plans.clear();
-  last = { params: undefined, plan: undefined };
 }
 
 /** The weights' one zero point (per tensor, or equal on every channel), or undefined. */
@@ -121,19 +114,13 @@ function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
   }
 }
 
+/** The layer's multipliers and the output's parameters are baked into the primitive. */
 function planFor(p: QLinearParams, wZp: number): QLinearPlan | string {
-  if (last.params === p && last.plan !== undefined) return last.plan;
   const x = p.x.qparams as { zeroPoint: number; scale: number };
-  // oneDNN fixes a primitive's thread count when it is made: one plan per setting. The
-  // layer's multipliers and the output's parameters are baked into the primitive.
-  const threads = dnnlState.threadsWanted();
-  const key = `${layerId(p.packed)}:${p.m},${p.k},${p.n},${x.zeroPoint},${x.scale},${wZp},${p.outScale},${p.outZeroPoint}@${threads}`;
-  const plan = plans.get(key, () => {
-    dnnlState.applyThreads(threads);
-    return makePlan(p, key, wZp);
-  });
-  last = { params: p, plan };
-  return plan;
+  const key = () =>
+    `${layerId(p.packed)}:${p.m},${p.k},${p.n},${x.zeroPoint},${x.scale},${wZp},${p.outScale},${p.outZeroPoint}`;
+  // The plan's key names its weights in the layer's cache: with the threads it was made for.
+  return plans.forParams(p, key, () => makePlan(p, `${key()}@${dnnlState.threads}`, wZp));
 }
 
 /** Why the onednn engine refuses these inputs, or true. */
