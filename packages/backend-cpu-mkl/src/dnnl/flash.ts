@@ -8,15 +8,13 @@
  * bounded path, 84-89 and 45-50 on the exact tiles alone. The calibration ranks this
  * kernel and flash-cpu-blas by what they measure on the machine at hand.
  */
-import { getFlag, type Tensor } from "@backplane/core";
 import type { AnyKernelDefinition, SdpaParams } from "@backplane/core/backend";
 import {
+  flashTileRun,
   flashTileSupports,
-  flashTiles,
   queryBlocks,
   type TileGemm,
 } from "../kernels/flash-blas.ts";
-import { flashOutput } from "../kernels/wasm-attention.ts";
 import { check } from "./call.ts";
 import { BOUNDED_ROWS, boundedProblem, boundedTiles } from "./flash-bounded.ts";
 import { dnnlSoftmaxStep } from "./flash-softmax.ts";
@@ -37,6 +35,10 @@ const dnnlGemm: TileGemm = {
     );
   },
   softmax: dnnlSoftmaxStep,
+  // Every query block on the bounded-shift path first (or all on the exact tiles where
+  // oneDNN refuses its steps for these sizes).
+  firstPass: (p, out) =>
+    boundedProblem(p) ? [...queryBlocks(p, out, BOUNDED_ROWS)] : boundedTiles(p, out),
   onThreads(oneThread, call) {
     dnnlState.applyThreads(oneThread ? 1 : undefined);
     try {
@@ -46,28 +48,6 @@ const dnnlGemm: TileGemm = {
     }
   },
 };
-
-/**
- * The bounded-shift path (flash-bounded.ts) over every query block, then the exact tiles
- * over the blocks it could not hold; all on one library thread in deterministic mode.
- */
-function dnnlFlashRun(p: SdpaParams): Tensor {
-  return dnnlGemm.onThreads(getFlag("core.deterministic") === true, () => {
-    const { out, done } = flashOutput(p);
-    if (done) return out;
-    try {
-      if (boundedProblem(p)) flashTiles(dnnlGemm, p, out, queryBlocks(p, out, BOUNDED_ROWS));
-      else {
-        const exact = boundedTiles(p, out);
-        if (exact.length > 0) flashTiles(dnnlGemm, p, out, exact);
-      }
-      return out;
-    } catch (e) {
-      out.dispose();
-      throw e;
-    }
-  });
-}
 
 export function dnnlFlashKernel(): AnyKernelDefinition {
   return {
@@ -85,6 +65,6 @@ export function dnnlFlashKernel(): AnyKernelDefinition {
     priority: 61,
     enabled: autoBlasOnly,
     supports: (p: SdpaParams) => flashTileSupports(dnnlGemm, p),
-    run: dnnlFlashRun,
+    run: (p: SdpaParams) => flashTileRun(dnnlGemm, p),
   } as AnyKernelDefinition;
 }

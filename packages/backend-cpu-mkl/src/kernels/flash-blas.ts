@@ -88,6 +88,11 @@ export interface TileGemm {
    * step runs instead).
    */
   softmax?(step: SoftmaxStep): boolean;
+  /**
+   * A faster pass the library runs first over every query block of `out` (flash-cpu-dnnl's
+   * bounded shift); returns the blocks it could not hold, which the exact tiles then run.
+   */
+  firstPass?(p: SdpaParams, out: Tensor): QueryBlock[];
 }
 
 /**
@@ -181,13 +186,17 @@ export function flashTileSupports(gemm: TileGemm, p: SdpaParams): true | string 
   return true;
 }
 
-/** Runs the tile loop on `gemm` (on one library thread in deterministic mode). */
+/**
+ * Runs the library's first pass, if any, then the tile loop over the blocks left (on one
+ * library thread in deterministic mode).
+ */
 export function flashTileRun(gemm: TileGemm, p: SdpaParams): Tensor {
   return gemm.onThreads(getFlag("core.deterministic") === true, () => {
     const { out, done } = flashOutput(p);
     if (done) return out;
     try {
-      flashTiles(gemm, p, out, queryBlocks(p, out, BQ));
+      const exact = gemm.firstPass ? gemm.firstPass(p, out) : [...queryBlocks(p, out, BQ)];
+      if (exact.length > 0) flashTiles(gemm, p, out, exact);
       return out;
     } catch (e) {
       out.dispose();
@@ -222,7 +231,7 @@ function* subBlocks(blocks: Iterable<QueryBlock>): Generator<QueryBlock> {
  * shift does not hold (dnnl/flash-bounded.ts).
  */
 // Long: one FlashAttention-2 tile loop; its two products and the online softmax share the running max, sum and output tile.
-export function flashTiles(
+function flashTiles(
   gemm: TileGemm,
   p: SdpaParams,
   out: Tensor,
