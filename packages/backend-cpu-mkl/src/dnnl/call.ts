@@ -161,6 +161,24 @@ export function primitive(pd: bigint): bigint {
   return handle("dnnl_primitive_create", (o) => d.dnnl_primitive_create(o, pd));
 }
 
+/**
+ * A primitive for a step inside a loop over the CPU memory (the attention kernels): oneDNN
+ * keeps its scratchpad (an allocation there could move the memory under the loop's views),
+ * and it is refused (an Error) when oneDNN has only its reference code for it, far slower
+ * than the step it would replace.
+ */
+export function loopPrimitive(desc: Uint8Array, postOps: readonly PostOp[] = []): bigint {
+  const d = dnnlState.ready().dnnl;
+  const pd = primitiveDesc(desc, { postOps, libraryScratchpad: true });
+  try {
+    const impl = implOf(pd);
+    if (impl.startsWith("ref")) throw new Error(`only oneDNN's reference code (${impl})`);
+    return primitive(pd);
+  } finally {
+    d.dnnl_primitive_desc_destroy(pd);
+  }
+}
+
 /** A descriptor the primitive descriptor chose (a dnnl_query_t), or a DnnlCallError. */
 export function queryMd(pd: bigint, what: number): Pointer {
   const p = dnnlState.ready().dnnl.dnnl_primitive_desc_query_md(pd, what, 0);

@@ -36,12 +36,10 @@ import { addressOf } from "../wasm/scratch.ts";
 import {
   check,
   execute,
-  implOf,
+  loopPrimitive,
   memory,
   PlanCache,
   type PostOp,
-  primitive,
-  primitiveDesc,
   SUM_POST_OP,
   stridedMd,
 } from "./call.ts";
@@ -82,21 +80,6 @@ export function resetBoundedPlans(): void {
   steps.clear();
 }
 
-/** The primitive of `desc`, refused when only oneDNN's reference code takes it (far slower). */
-function makePrimitive(desc: Uint8Array, postOps: readonly PostOp[]): bigint {
-  const d = dnnlState.ready().dnnl;
-  // oneDNN keeps the scratchpad: plans are made inside the loop, which holds views of
-  // the CPU memory that an allocation there could move.
-  const pd = primitiveDesc(desc, { postOps, libraryScratchpad: true });
-  try {
-    const impl = implOf(pd);
-    if (impl.startsWith("ref")) throw new Error(`only oneDNN's reference code (${impl})`);
-    return primitive(pd);
-  } finally {
-    d.dnnl_primitive_desc_destroy(pd);
-  }
-}
-
 /** dst [m, n] (dense) = src [m, k] (row stride lda) x weights [k, n] (strides ws), then postOps. */
 function matmulStep(
   m: number,
@@ -112,7 +95,7 @@ function matmulStep(
   const c = stridedMd([m, n], [n, 1], F32);
   const desc = new Uint8Array(MATMUL_DESC_BYTES);
   check("dnnl_matmul_desc_init", d.dnnl_matmul_desc_init(desc, a, b, null, c));
-  return { prim: makePrimitive(desc, postOps), src: memory(a), weights: memory(b), dst: memory(c) };
+  return { prim: loopPrimitive(desc, postOps), src: memory(a), weights: memory(b), dst: memory(c) };
 }
 
 /** P = exp(Q' K'ᵀ) for rows x cols scores of extended rows of e1 floats. */

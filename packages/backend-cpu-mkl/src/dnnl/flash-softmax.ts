@@ -18,18 +18,7 @@
  */
 import { cpuMemory } from "@backplane/core/backend";
 import type { SoftmaxStep } from "../kernels/flash-blas.ts";
-import {
-  check,
-  type EltwisePostOp,
-  execute,
-  implOf,
-  memory,
-  PlanCache,
-  primitive,
-  primitiveDesc,
-  queryMd,
-  stridedMd,
-} from "./call.ts";
+import { check, execute, loopPrimitive, memory, PlanCache, stridedMd } from "./call.ts";
 import { ARG, BINARY_DESC_BYTES, ENUMS, REDUCTION_DESC_BYTES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
@@ -55,25 +44,6 @@ export function resetSoftmaxPlans(): void {
   plans.clear();
 }
 
-/**
- * A primitive of `desc` with `postOps`. Refused (an Error) when oneDNN has only its
- * reference code for it (slower than the WASM step) or wants a scratchpad (the step has
- * none: an allocation could grow the memory under the tile loop's views).
- */
-function makeStep(desc: Uint8Array, postOps: readonly EltwisePostOp[] = []): bigint {
-  const d = dnnlState.ready().dnnl;
-  const pd = primitiveDesc(desc, { postOps });
-  try {
-    const impl = implOf(pd);
-    if (impl.startsWith("ref")) throw new Error(`only oneDNN's reference code (${impl})`);
-    const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
-    if (d.dnnl_memory_desc_get_size(scratch) > 0) throw new Error("it wants a scratchpad");
-    return primitive(pd);
-  } finally {
-    d.dnnl_primitive_desc_destroy(pd);
-  }
-}
-
 /** The three primitives for a dense rows x cols block (oneDNN's JIT takes dense rows). */
 function makePlan(rows: number, cols: number): SoftmaxPlan {
   const d = dnnlState.ready().dnnl;
@@ -82,7 +52,7 @@ function makePlan(rows: number, cols: number): SoftmaxPlan {
   const reduction = (alg: number) => {
     const desc = new Uint8Array(REDUCTION_DESC_BYTES);
     check("dnnl_reduction_desc_init", d.dnnl_reduction_desc_init(desc, alg, block, column, 0, 0));
-    return makeStep(desc);
+    return loopPrimitive(desc);
   };
   const sub = new Uint8Array(BINARY_DESC_BYTES);
   check(
@@ -91,7 +61,7 @@ function makePlan(rows: number, cols: number): SoftmaxPlan {
   );
   return {
     max: reduction(ALG.dnnl_reduction_max),
-    exp: makeStep(sub, [
+    exp: loopPrimitive(sub, [
       { alg: ALG.dnnl_eltwise_linear, alpha: Math.LN2, beta: 0 },
       { alg: ALG.dnnl_eltwise_exp, alpha: 0, beta: 0 },
     ]),
