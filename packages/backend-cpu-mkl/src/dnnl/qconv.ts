@@ -2,7 +2,7 @@
  * The onednn engine's quantized conv2d: oneDNN's int8 convolution primitive (uint8
  * activations with their zero point set as a primitive attribute, so the padding counts as
  * real zeros; int8 weights; exact int32 sums) with the core's requantization fused into
- * it (int8-weights.ts, fusedRequantization: the reference's float32 steps, so the output
+ * it (int8-layers.ts, fusedRequantization: the reference's float32 steps, so the output
  * has its bits). oneDNN's int8 kernels take channels-last activations and give channels-last
  * outputs: the activations are transposed in per image and the uint8 output out, in WASM
  * (transpose_u8), where oneDNN 2.6's uint8 reorder took 0.1-0.4 ms a layer; a layout other
@@ -33,7 +33,7 @@ import {
   reorder,
   taggedMd,
 } from "./call.ts";
-import { biasProblem, fusedRequantization, layerId, layerWeights } from "./int8-weights.ts";
+import { biasProblem, fusedRequantization, layerId, layerWeights } from "./int8-layers.ts";
 import { ARG, CONV_DESC_BYTES, ENUMS } from "./library.ts";
 import { hasVnni, ONEDNN_ENGINE } from "./qlinear.ts";
 import { dnnlState } from "./state.ts";

@@ -3,7 +3,7 @@
  * int8 matmul primitive (uint8 activations with their zero point and the weights' as
  * primitive attributes, int8 weights reordered once per layer into the primitive's own
  * blocked layout, exact int32 sums) with the core's requantization fused into it
- * (int8-weights.ts, fusedRequantization: the reference's float32 steps), so the output
+ * (int8-layers.ts, fusedRequantization: the reference's float32 steps), so the output
  * has the bits of the reference and of PyTorch's engines, and no int32 sum is stored.
  * PyTorch's onednn engine runs the same primitive.
  *
@@ -30,7 +30,7 @@ import {
   stridedMd,
   taggedMd,
 } from "./call.ts";
-import { biasProblem, fusedRequantization, layerId, layerWeights } from "./int8-weights.ts";
+import { biasProblem, fusedRequantization, layerId, layerWeights } from "./int8-layers.ts";
 import { ARG, ENUMS, MATMUL_DESC_BYTES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
