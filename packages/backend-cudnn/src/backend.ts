@@ -6,6 +6,7 @@
 import { type BackendDefinition, defineBackend } from "@backplane/core/backend";
 import { convKernels } from "./kernels/conv2d.ts";
 import { sdpaKernels } from "./kernels/sdpa.ts";
+import type { PlanSummary } from "./plan/cache.ts";
 import { libraryStatus, maybeRuntime, unavailableReason, versionText } from "./state.ts";
 import { VERSION } from "./version.ts";
 
@@ -17,11 +18,14 @@ export interface CudnnApi {
   diagnostics(): ReturnType<typeof libraryStatus> & { planCacheSize: number };
   /** Drops every cached execution plan (they are rebuilt on next use). */
   clearPlanCache(): void;
+  /** Every cached plan, least recently used first: its problem key and the engine chosen. */
+  plans(): PlanSummary[];
 }
 
 export const cudnnApi: CudnnApi = {
   diagnostics: () => ({ ...libraryStatus(), planCacheSize: maybeRuntime()?.plans.size ?? 0 }),
   clearPlanCache: () => maybeRuntime()?.plans.clear(),
+  plans: () => maybeRuntime()?.plans.summaries() ?? [],
 };
 
 export const cudnnBackend: BackendDefinition = defineBackend({

@@ -13,6 +13,20 @@ export interface CachedPlan extends ExecutionPlan {
   readonly timings: readonly { engine: number; ms: number }[];
 }
 
+/** What a cached plan is, for users: the problem, the engine and how it was chosen. */
+export interface PlanSummary {
+  /** The problem: op, dtype, layout, shapes, flags (as the cache keys it). */
+  readonly key: string;
+  /** cuDNN's engine index (the heuristics' list position). */
+  readonly engine: number;
+  readonly chosenBy: "heuristics" | "benchmark";
+  readonly workspaceBytes: number;
+  /** Engines left out, and why (flags, or cuDNN refusing the plan). */
+  readonly excluded: readonly { index: number; reason: string }[];
+  /** Benchmark timings in ms, by engine (empty unless chosen by benchmark). */
+  readonly timings: readonly { engine: number; ms: number }[];
+}
+
 export class PlanCache {
   private readonly plans = new Map<string, CachedPlan>();
   constructor(readonly capacity = 256) {}
@@ -44,6 +58,17 @@ export class PlanCache {
 
   keys(): string[] {
     return [...this.plans.keys()];
+  }
+
+  summaries(): PlanSummary[] {
+    return [...this.plans].map(([key, p]) => ({
+      key,
+      engine: p.engine,
+      chosenBy: p.chosenBy,
+      workspaceBytes: p.workspaceBytes,
+      excluded: p.excluded,
+      timings: p.timings,
+    }));
   }
 
   clear(): void {
