@@ -50,28 +50,32 @@ if (only.has("conformance")) {
   const t0 = performance.now();
   const summaries = [];
   for (const backend of [CUDA_BACKEND, CUDNN_BACKEND]) {
-    const names = (getBackend(backend)?.def.kernels ?? []).map((k) => k.name);
+    const names = [...new Set((getBackend(backend)?.def.kernels ?? []).map((k) => k.name))];
     const tf32 = names.filter((n) => n.includes("tf32"));
     const runs = [
       { kernels: names.filter((n) => !tf32.includes(n)), precision: "highest" },
       { kernels: tf32, precision: "high", tolerances: TF32_TOLERANCE },
     ];
     for (const r of runs) {
-      if (r.kernels.length === 0) continue;
       const prev = getFlag("core.float32MatmulPrecision");
       setFlag("core.float32MatmulPrecision", r.precision);
-      try {
-        const rep = await runConformance(backend, { kernels: r.kernels, tolerances: r.tolerances });
-        failures += rep.failed.length;
-        console.log(`conformance ${rep}`);
-        summaries.push({ backend, precision: r.precision, summary: String(rep), results: rep.results });
-      } catch (e) {
-        failures++;
-        console.log(`conformance ${backend} threw: ${(e as Error).stack}`);
-        summaries.push({ backend, precision: r.precision, error: String((e as Error).stack) });
-      } finally {
-        setFlag("core.float32MatmulPrecision", prev);
+      // One kernel at a time, named before it runs: a native crash leaves its name in the log.
+      for (const kernel of r.kernels) {
+        console.log(`conformance ${backend}/${kernel} ...`);
+        try {
+          const rep = await runConformance(backend, { kernels: [kernel], tolerances: r.tolerances });
+          failures += rep.failed.length;
+          console.log(`  ${rep}`.replace(`${backend}:`, `${kernel}:`));
+          summaries.push({ backend, kernel, precision: r.precision, summary: String(rep), results: rep.results });
+        } catch (e) {
+          failures++;
+          console.log(`  threw: ${(e as Error).stack}`);
+          summaries.push({ backend, kernel, precision: r.precision, error: String((e as Error).stack) });
+        }
+        report.steps.conformance = { seconds: (performance.now() - t0) / 1000, runs: summaries };
+        writeJson(out, file, report);
       }
+      setFlag("core.float32MatmulPrecision", prev);
     }
   }
   report.steps.conformance = { seconds: (performance.now() - t0) / 1000, runs: summaries };
@@ -87,7 +91,14 @@ if (only.has("checks")) {
 }
 
 if (only.has("timings")) {
-  report.steps.timings = await runTimings({ quick, log: (l) => console.log(l) });
+  report.steps.timings = await runTimings({
+    quick,
+    log: (l) => console.log(l),
+    progress: (rows) => {
+      report.steps.timings = rows;
+      writeJson(out, file, report);
+    },
+  });
   writeJson(out, file, report);
 }
 

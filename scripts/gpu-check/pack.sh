@@ -11,12 +11,24 @@ deno=node_modules/deno/deno
 if [ ! -f .gpu/deno.xz ] || [ "$deno" -nt .gpu/deno.xz ]; then
   xz -T0 -6 -c "$deno" >.gpu/deno.xz.tmp && mv .gpu/deno.xz.tmp .gpu/deno.xz
 fi
-# The Vulkan loader (libvulkan.so.1): NVIDIA's driver ships the ICD, not the loader.
-if ! ls .gpu/libvulkan1_*.deb >/dev/null 2>&1; then
+# The Vulkan loader (libvulkan.so.1) and glvnd (libGLX_nvidia, NVIDIA's Vulkan ICD, needs
+# libGLdispatch): NVIDIA's driver ships the ICD, not these.
+if ! ls .gpu/libglvnd0_*.deb >/dev/null 2>&1; then
   lists=$(mktemp -d)
   mkdir -p "$lists/partial"
   o=(-oAPT::Architecture=amd64 -oAPT::Architectures=amd64 "-oDir::State::Lists=$lists")
   apt-get "${o[@]}" update -qq
-  (cd .gpu && apt-get "${o[@]}" download libvulkan1)
+  (cd .gpu && apt-get "${o[@]}" download libvulkan1 libglvnd0 libegl1 libgl1 libglx0 libopengl0 2>&1 | grep -v unsandboxed)
 fi
+# The packages' tests under Deno without node_modules: the vitest shim bundled with jest's
+# expect, and an import map that points at it.
+node_modules/.bin/esbuild scripts/deno-vitest.ts --bundle --format=esm --platform=node \
+  --log-level=warning --outfile=.gpu/vitest.js
+node -e '
+  const m = JSON.parse(require("fs").readFileSync("deno.json", "utf8"));
+  for (const k of Object.keys(m.imports)) m.imports[k] = m.imports[k].replace(/^\.\//, "../");
+  m.imports.vitest = "./vitest.js";
+  require("fs").writeFileSync(".gpu/deno.json", JSON.stringify(m, null, 2));
+'
+
 du -sh .gpu/*

@@ -59,12 +59,13 @@ for spec in cudnn:libcudnn.so.9:nvidia/cudnn/lib cublas:libcublas.so.13:nvidia/c
   fi
 done
 # Debian's Vulkan loader (carried in .gpu/), unpacked beside, not over, the system.
-for f in .gpu/libvulkan1_*.deb; do
-  [ -f "$f" ] || continue
-  ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1 ' && break
-  mkdir -p /tmp/backplane-gpu/vk && dpkg -x "$f" /tmp/backplane-gpu/vk
-  export LD_LIBRARY_PATH=/tmp/backplane-gpu/vk/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-done
+if ! ldconfig -p 2>/dev/null | grep -q 'libvulkan.so.1 '; then
+  for f in .gpu/*.deb; do
+    [ -f "$f" ] && mkdir -p /tmp/backplane-gpu/vk && dpkg -x "$f" /tmp/backplane-gpu/vk
+  done
+  [ -d /tmp/backplane-gpu/vk ] &&
+    export LD_LIBRARY_PATH=/tmp/backplane-gpu/vk/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+fi
 icd=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 if [ -z "${VK_DRIVER_FILES:-}" ] && [ -f $icd ] && ! ls /usr/share/vulkan/icd.d/nvidia_icd.json /etc/vulkan/icd.d/nvidia_icd.json >/dev/null 2>&1; then
   export VK_DRIVER_FILES=$icd
@@ -96,12 +97,16 @@ for s in "${steps[@]}"; do
   case $s in
     machine) step machine 60 machine ;;
     check)
-      step conformance 110 "${deno_run[@]}" scripts/gpu-check/check.ts --out "$out" --only conformance "${quick[@]}"
-      step checks+timings 170 "${deno_run[@]}" scripts/gpu-check/check.ts --out "$out" --only checks,timings "${quick[@]}" ;;
-    tests) step tests 60 "$deno" test -A --no-check --config deno.json \
+      step conformance 100 "${deno_run[@]}" scripts/gpu-check/check.ts --out "$out" --only conformance "${quick[@]}"
+      step checks+timings 220 "${deno_run[@]}" scripts/gpu-check/check.ts --out "$out" --only checks,timings "${quick[@]}" ;;
+    tests)
+      # Without node_modules (the GPU machine), the import map of pack.sh with its bundled shim.
+      config=deno.json
+      [ -d node_modules/expect ] || config=.gpu/deno.json
+      step tests 50 "$deno" test -A --no-check --config $config \
       packages/backend-cuda/test packages/backend-cudnn/test ;;
-    torch) step torch 120 env PYTHONUNBUFFERED=1 "$py" scripts/gpu-check/torch-peers.py "$out" "${quick[@]}" ;;
-    webgpu) step webgpu 90 "${deno_run[@]}" scripts/gpu-check/webgpu.ts --out "$out" "${quick[@]}" ;;
+    torch) step torch 90 env PYTHONUNBUFFERED=1 "$py" scripts/gpu-check/torch-peers.py "$out" "${quick[@]}" ;;
+    webgpu) VK_LOADER_DEBUG=error step webgpu 70 "${deno_run[@]}" scripts/gpu-check/webgpu.ts --out "$out" "${quick[@]}" ;;
     report) step report 60 "${deno_run[@]}" scripts/gpu-check/report.ts --out "$out" ;;
     *) echo "gpu-check: unknown step $s (machine check tests torch webgpu report)"; exit 2 ;;
   esac

@@ -9,6 +9,7 @@ import {
   backends,
   conv2d,
   type DType,
+  empty,
   explain,
   matmul,
   nn,
@@ -69,22 +70,45 @@ async function row(
   fn: () => Tensor,
   quick: boolean,
 ): Promise<TimingRow> {
+  let r: TimingRow;
   try {
     const ms = await timeCalls(fn, quick);
-    return { ...base, ms, tflops: flop / (ms * 1e9) };
+    r = { ...base, ms, tflops: flop / (ms * 1e9) };
   } catch (e) {
-    return { ...base, error: (e as Error).message.split("\n")[0] };
+    r = { ...base, error: (e as Error).message.split("\n")[0] };
   }
+  onRow(r);
+  return r;
 }
 
+/** Called with each row as soon as it is measured (the log line, the JSON kept current). */
+let onRow: (r: TimingRow) => void = () => {};
+
+function line(r: TimingRow): string {
+  const figures = r.error
+    ? `ERROR ${r.error}`
+    : `${(r.ms! * 1000).toFixed(1).padStart(10)} us ${r.tflops ? `${r.tflops.toFixed(1).padStart(7)} TFLOP/s` : ""} ${r.kernel ?? ""}`;
+  return `${r.suite.padEnd(8)} ${r.case.padEnd(42)} ${r.impl.padEnd(20)} ${figures}`;
+}
+
+/**
+ * A device tensor of random values: a 2^20-element random block repeated (timings need
+ * realistic values, not 200 million fresh ones generated in JS).
+ */
 function onDevice(shape: number[], dtype: DType, seed: number): Tensor {
-  const host = randn(shape, { seed, dtype });
+  const count = shape.reduce((a, b) => a * b, 1);
+  const block = randn([Math.min(count, 1 << 20)], { seed, dtype });
+  const host = empty(shape, { dtype });
+  const src = block.hostData() as Float32Array;
+  const dst = host.hostData() as Float32Array;
+  for (let at = 0; at < count; at += src.length) dst.set(src.subarray(0, Math.min(src.length, count - at)), at);
   const t = host.to("cuda");
   host.dispose();
+  block.dispose();
   return t;
 }
 
-async function gemm(quick: boolean, out: TimingRow[]): Promise<void> {
+async function gemm(quick: boolean): Promise<void> {
   const { n: full, precisions } = cases().gemm;
   const n = quick ? 1024 : full;
   for (const p of precisions) {
@@ -95,7 +119,7 @@ async function gemm(quick: boolean, out: TimingRow[]): Promise<void> {
     for (const lib of ["cublas", "cublaslt"] as const) {
       backends.cuda.preferredBlasLibrary(lib);
       const kernel = explain("matmul", a, b).selected;
-      out.push(await row({ suite: "gemm", case: `${n} ${p}`, impl: lib, kernel }, 2 * n ** 3, () => matmul(a, b), quick));
+      await row({ suite: "gemm", case: `${n} ${p}`, impl: lib, kernel }, 2 * n ** 3, () => matmul(a, b), quick);
     }
     backends.cuda.preferredBlasLibrary("cublas");
     setFloat32MatmulPrecision("highest");
@@ -104,7 +128,7 @@ async function gemm(quick: boolean, out: TimingRow[]): Promise<void> {
   }
 }
 
-async function sdpa(quick: boolean, out: TimingRow[]): Promise<void> {
+async function sdpa(quick: boolean): Promise<void> {
   const { batch, heads, grid, families } = cases().sdpa;
   for (const g of grid) {
     for (const seq of quick ? g.seq.slice(0, 1) : g.seq) {
@@ -123,7 +147,7 @@ async function sdpa(quick: boolean, out: TimingRow[]): Promise<void> {
             const kernel = nn.attention.withSdpaKernel([fam], () =>
               explain("scaledDotProductAttention", q, k, v, { isCausal: causal }),
             ).selected;
-            out.push(await row({ suite: "sdpa", case: name, impl: family, kernel }, flop, call, quick));
+            await row({ suite: "sdpa", case: name, impl: family, kernel }, flop, call, quick);
           }
         }
         for (const t of [q, k, v]) t!.dispose();
@@ -132,7 +156,7 @@ async function sdpa(quick: boolean, out: TimingRow[]): Promise<void> {
   }
 }
 
-async function conv(quick: boolean, out: TimingRow[]): Promise<void> {
+async function conv(quick: boolean): Promise<void> {
   const { batch, dtypes, layers } = cases().conv2d;
   for (const dtype of dtypes as DType[]) {
     for (const l of quick ? layers.slice(0, 2) : layers) {
@@ -143,9 +167,7 @@ async function conv(quick: boolean, out: TimingRow[]): Promise<void> {
       const oh = Math.floor((l.hw + 2 * l.pad - l.r) / l.stride) + 1;
       const flop = 2 * batch * l.k * oh * oh * l.c * l.r * l.r;
       const kernel = explain("conv2d", x, w, opts).selected;
-      out.push(
-        await row({ suite: "conv2d", case: `${l.name} ${dtype} NHWC`, impl: "cudnn", kernel }, flop, () => conv2d(x, w, opts), quick),
-      );
+      await row({ suite: "conv2d", case: `${l.name} ${dtype} NHWC`, impl: "cudnn", kernel }, flop, () => conv2d(x, w, opts), quick);
       x.dispose();
       w.dispose();
     }
@@ -153,7 +175,7 @@ async function conv(quick: boolean, out: TimingRow[]): Promise<void> {
 }
 
 /** A 1x1 product: the dispatcher's and the launch's cost, enqueued back to back and one at a time. */
-async function overhead(out: TimingRow[]): Promise<void> {
+async function overhead(): Promise<void> {
   const { calls } = cases().overhead;
   const a = onDevice([1, 1], "float32", 1);
   const kernel = explain("matmul", a, a).selected;
@@ -174,30 +196,34 @@ async function overhead(out: TimingRow[]): Promise<void> {
     latency.push((performance.now() - t) * 1000);
   }
   const median = (x: number[]) => x.sort((p, q) => p - q)[x.length >> 1]!;
-  out.push({ suite: "overhead", case: "matmul 1x1 fp32, back to back (us/call)", impl: "backplane", kernel, ms: median(enqueue) / 1000 });
-  out.push({ suite: "overhead", case: "matmul 1x1 fp32, call + synchronize (us)", impl: "backplane", kernel, ms: median(latency) / 1000 });
+  onRow({ suite: "overhead", case: "matmul 1x1 fp32, back to back (us/call)", impl: "backplane", kernel, ms: median(enqueue) / 1000 });
+  onRow({ suite: "overhead", case: "matmul 1x1 fp32, call + synchronize (us)", impl: "backplane", kernel, ms: median(latency) / 1000 });
   a.dispose();
 }
 
-export async function runTimings(opts: { quick: boolean; log: (line: string) => void }): Promise<TimingRow[]> {
+export async function runTimings(opts: {
+  quick: boolean;
+  log: (line: string) => void;
+  progress?: (rows: TimingRow[]) => void;
+}): Promise<TimingRow[]> {
   const rows: TimingRow[] = [];
+  onRow = (r) => {
+    rows.push(r);
+    opts.log(line(r));
+    opts.progress?.(rows);
+  };
   const t0 = performance.now();
   for (const [name, suite] of [
-    ["overhead", () => overhead(rows)],
-    ["gemm", () => gemm(opts.quick, rows)],
-    ["conv2d", () => conv(opts.quick, rows)],
-    ["sdpa", () => sdpa(opts.quick, rows)],
+    ["overhead", () => overhead()],
+    ["gemm", () => gemm(opts.quick)],
+    ["conv2d", () => conv(opts.quick)],
+    ["sdpa", () => sdpa(opts.quick)],
   ] as const) {
-    const from = rows.length;
     try {
       await suite();
     } catch (e) {
-      rows.push({ suite: name, case: "(suite)", impl: "-", error: (e as Error).stack?.split("\n").slice(0, 3).join(" | ") });
+      onRow({ suite: name, case: "(suite)", impl: "-", error: (e as Error).stack?.split("\n").slice(0, 3).join(" | ") });
     }
-    for (const r of rows.slice(from))
-      opts.log(
-        `${r.suite.padEnd(8)} ${r.case.padEnd(42)} ${r.impl.padEnd(20)} ${r.error ? `ERROR ${r.error}` : `${(r.ms! * 1000).toFixed(1).padStart(10)} us ${r.tflops ? `${r.tflops.toFixed(1).padStart(7)} TFLOP/s` : ""} ${r.kernel ?? ""}`}`,
-      );
   }
   opts.log(`timings: ${((performance.now() - t0) / 1000).toFixed(1)} s`);
   return rows;

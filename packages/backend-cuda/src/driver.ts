@@ -10,6 +10,9 @@ import { CudaError } from "./errors.ts";
 import type { CudaLayer } from "./layer.ts";
 import { CU } from "./native/driver-api.ts";
 
+/** How long synchronizeAsync polls before it starts yielding to the event loop (ms). */
+const SPIN_MS = 2;
+
 export interface DeviceInfo {
   index: number;
   name: string;
@@ -312,10 +315,15 @@ export class CudaDriver {
     const ev = this.events.pop() ?? this.createEvent();
     try {
       this.check("cuEventRecord", this.layer.cu.cuEventRecord(ev, this.stream(index)));
+      // Poll without yielding for a short while first: a timer's turn costs about 1 ms
+      // (measured on an H200: 1.17 ms for a 1x1 product and its synchronize, torch 0.02 ms),
+      // far more than most waits. Longer waits yield to the event loop between polls.
+      const spinUntil = performance.now() + SPIN_MS;
       for (;;) {
         const s = this.layer.cu.cuEventQuery(ev);
         if (s === CU.CUDA_SUCCESS) break;
         if (s !== CU.CUDA_ERROR_NOT_READY) this.check("cuEventQuery", s);
+        if (performance.now() < spinUntil) continue;
         await new Promise((r) => setTimeout(r, 0));
         this.use(index);
       }

@@ -2,7 +2,7 @@
  * cufftPlanCache (per device, LRU, read-only size, maxSize default 4096, clear(), indexing and
  * bare use for the current device) and the fft ops that use it, over a RecordingLayer.
  */
-import { ArgumentError, backends, fft, ifft, irfft, randn, rfft } from "@backplane/core";
+import { ArgumentError, backends, fft, ifft, irfft, randn, rfft, Tensor } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 import {
   cudaApi,
@@ -155,6 +155,21 @@ describe("fft ops on cuFFT (RecordingLayer)", () => {
       fft(randn([5, 2], { seed: 3, dtype: "float64" }).to("cuda"));
       expect(layer.callsOf("cufftExecZ2Z")).toHaveLength(1);
       expect(cudaApi.deviceCount()).toBe(1);
+    });
+  });
+
+  it("gathers a view at an odd offset: cuFFT takes only inputs aligned to its complex type", async () => {
+    await withRecording({ devices: [SM80] }, (layer) => {
+      const base = randn([17], { seed: 5 }).to("cuda");
+      // An H200 answered CUFFT_INVALID_VALUE for this view's pointer (4-byte aligned).
+      const odd = new Tensor(base.storage, "float32", [16], [1], 1);
+      rfft(odd);
+      expect(layer.launches.map((l) => l.kernel)).toEqual(["copy2d_b4"]);
+      layer.clear();
+      const even = new Tensor(base.storage, "float32", [14], [1], 2);
+      rfft(even);
+      expect(layer.launches).toHaveLength(0);
+      expect(layer.callsOf("cufftExecR2C")).toHaveLength(1);
     });
   });
 

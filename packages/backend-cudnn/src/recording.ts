@@ -133,6 +133,13 @@ export class RecordingLayer implements CudnnLayer {
       cudnnBackendFinalize(h) {
         const r = self.record(h);
         if (!r) return self.fail(STATUS.CUDNN_STATUS_BAD_PARAM, "unknown descriptor");
+        // cudnn_graph.h marks the graph's handle required: without it a real GPU's engines
+        // were configured for "smVersion 0" and refused at finalize or execute.
+        if (
+          r.type === DESC.CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR &&
+          !r.attrs.has(ATTR.CUDNN_ATTR_OPERATIONGRAPH_HANDLE)
+        )
+          return self.fail(STATUS.CUDNN_STATUS_BAD_PARAM, "CUDNN_ATTR_OPERATIONGRAPH_HANDLE is required");
         if (r.type === DESC.CUDNN_BACKEND_ENGINE_DESCRIPTOR) r.engine = self.engineOf(r);
         if (r.type === DESC.CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)
           r.engine ??= self.record(

@@ -62,7 +62,7 @@ export class CudnnRuntime {
   ): CachedPlan {
     const cached = this.plans.get(key);
     if (cached) return cached;
-    const b = new GraphBuilder(this.lib);
+    const b = new GraphBuilder(this.lib, handle);
     try {
       const graph = build(b);
       const candidates = engineConfigs(this.lib, graph);

@@ -45,7 +45,16 @@ export class GraphBuilder {
   /** The tensors by uid, as built. */
   readonly tensors = new Map<number, TensorSpec>();
 
-  constructor(readonly lib: CudnnSymbols) {}
+  /**
+   * `handle`: the cuDNN handle of the device the graph will run on. cudnn_graph.h lists the
+   * operation graph's handle as required (deprecated, yet it is how cuDNN learns the device):
+   * without it an H200 got engine configs for "smVersion 0", which finalize refused or
+   * execute answered with CUDNN_STATUS_NOT_SUPPORTED_ARCH_MISMATCH.
+   */
+  constructor(
+    readonly lib: CudnnSymbols,
+    readonly handle?: bigint,
+  ) {}
 
   private make(type: Parameters<typeof Descriptor.create>[1]): Descriptor {
     const d = Descriptor.create(this.lib, type);
@@ -179,9 +188,14 @@ export class GraphBuilder {
 
   /** The finalized OPERATIONGRAPH of every operation added so far. */
   graph(): Descriptor {
-    return this.make("CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR")
-      .set("OPS", ATTR.CUDNN_ATTR_OPERATIONGRAPH_OPS, desc(...this.ops))
-      .finalize();
+    const g = this.make("CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR");
+    // No handle (0n: no device yet) leaves cuDNN to refuse the plan with its own reason.
+    if (this.handle)
+      g.set("HANDLE", ATTR.CUDNN_ATTR_OPERATIONGRAPH_HANDLE, {
+        type: "CUDNN_TYPE_HANDLE",
+        values: [this.handle],
+      });
+    return g.set("OPS", ATTR.CUDNN_ATTR_OPERATIONGRAPH_OPS, desc(...this.ops)).finalize();
   }
 
   get operationCount(): number {

@@ -15,7 +15,7 @@ import {
   LIBRARY_ENUMS as X,
 } from "../../native/library-api.ts";
 import { type CudaRuntime, grid1d, type Scratch } from "../../runtime.ts";
-import type { GemmMode } from "./modes.ts";
+import { cublasWorkspaceBytes, type GemmMode } from "./modes.ts";
 
 /** One logical (rows x cols) matrix per batch entry: element offsets and element strides. */
 export interface Operand {
@@ -297,8 +297,13 @@ export function runCublas(
   }
 }
 
-/** cuBLASLt's workspace limit for one matmul. */
-export const LT_WORKSPACE_BYTES = 4 << 20;
+/**
+ * cuBLASLt's workspace limit for one matmul: torch's (CUBLASLT_WORKSPACE_SIZE defaults to the
+ * cuBLAS workspace, 32 MiB on sm_90), since Hopper's fastest kernels want more than 4 MiB.
+ */
+export function ltWorkspaceBytes(major: number): number {
+  return cublasWorkspaceBytes(undefined, major);
+}
 
 /** Runs a planned, strided GEMM through cuBLASLt (descriptors, heuristic, cublasLtMatmul). */
 // Long: the cuBLASLt descriptor set-up in the order the library requires, released in one finally.
@@ -388,7 +393,7 @@ export function runCublasLt(
     check("cublas", "cublasLtMatmulPreferenceCreate", lib.cublasLtMatmulPreferenceCreate(out));
     const pref = out[0]!;
     created.push(["pref", pref]);
-    const ws = BigUint64Array.of(BigInt(LT_WORKSPACE_BYTES));
+    const ws = BigUint64Array.of(BigInt(ltWorkspaceBytes(rt.driver.device(s.device).major)));
     check(
       "cublas",
       "cublasLtMatmulPreferenceSetAttribute",

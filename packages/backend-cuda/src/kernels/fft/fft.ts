@@ -108,7 +108,10 @@ function run(p: FftParams): Tensor {
   rt.scratch(device, (s) => {
     // The input, contiguous [outer, nIn, inner] (gathered, padded or trimmed as needed).
     let input: bigint;
-    const contiguous = p.x.isContiguous && l.len === l.nIn && p.kind !== "irfft";
+    // cuFFT wants every input aligned to its complex type (CUFFT_INVALID_VALUE otherwise,
+    // seen on an H200 for a view at an odd float offset): such views are gathered.
+    const aligned = (p.x.offset * scalar) % (2 * scalar) === 0;
+    const contiguous = p.x.isContiguous && aligned && l.len === l.nIn && p.kind !== "irfft";
     if (contiguous) {
       input = dataPtr(p.x);
     } else {
