@@ -22,13 +22,15 @@ if ! ls .gpu/libglvnd0_*.deb >/dev/null 2>&1; then
 fi
 # The packages' tests under Deno without node_modules: the vitest shim bundled with jest's
 # expect, and an import map that points at it.
+# (An import map, not a config: Deno finds the repository's deno.json above the tests anyway.)
 node_modules/.bin/esbuild scripts/deno-vitest.ts --bundle --format=esm --platform=node \
+  --banner:js='import { createRequire } from "node:module"; const require = createRequire(import.meta.url); const __dirname = import.meta.dirname; const __filename = import.meta.filename;' \
   --log-level=warning --outfile=.gpu/vitest.js
 node -e '
-  const m = JSON.parse(require("fs").readFileSync("deno.json", "utf8"));
-  for (const k of Object.keys(m.imports)) m.imports[k] = m.imports[k].replace(/^\.\//, "../");
-  m.imports.vitest = "./vitest.js";
-  require("fs").writeFileSync(".gpu/deno.json", JSON.stringify(m, null, 2));
+  const { imports } = JSON.parse(require("fs").readFileSync("deno.json", "utf8"));
+  for (const k of Object.keys(imports)) imports[k] = imports[k].replace(/^\.\//, "../");
+  imports.vitest = "./vitest.js";
+  require("fs").writeFileSync(".gpu/import-map.json", JSON.stringify({ imports }, null, 2));
 '
 
 du -sh .gpu/*

@@ -101,9 +101,9 @@ for s in "${steps[@]}"; do
       step checks+timings 220 "${deno_run[@]}" scripts/gpu-check/check.ts --out "$out" --only checks,timings "${quick[@]}" ;;
     tests)
       # Without node_modules (the GPU machine), the import map of pack.sh with its bundled shim.
-      config=deno.json
-      [ -d node_modules/expect ] || config=.gpu/deno.json
-      step tests 50 "$deno" test -A --no-check --config $config \
+      config=(--config deno.json)
+      [ -d node_modules/expect ] || config=(--no-config --import-map .gpu/import-map.json)
+      step tests 50 "$deno" test -A --no-check "${config[@]}" \
       packages/backend-cuda/test packages/backend-cudnn/test ;;
     torch) step torch 90 env PYTHONUNBUFFERED=1 "$py" scripts/gpu-check/torch-peers.py "$out" "${quick[@]}" ;;
     webgpu) VK_LOADER_DEBUG=error step webgpu 70 "${deno_run[@]}" scripts/gpu-check/webgpu.ts --out "$out" "${quick[@]}" ;;

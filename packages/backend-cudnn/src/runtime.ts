@@ -65,7 +65,8 @@ export class CudnnRuntime {
     const b = new GraphBuilder(this.lib, handle);
     try {
       const graph = build(b);
-      const candidates = engineConfigs(this.lib, graph);
+      const heuristicErrors: string[] = [];
+      const candidates = engineConfigs(this.lib, graph, heuristicErrors);
       const { allowed, excluded } = screen(candidates, dtype, flags);
       const want = benchmarkCount(allowed.length, flags);
       const built: ExecutionPlan[] = [];
@@ -79,7 +80,7 @@ export class CudnnRuntime {
         }
       }
       for (const c of candidates) destroyCandidate(c);
-      if (built.length === 0) throw noPlan(candidates.length, refused);
+      if (built.length === 0) throw noPlan(candidates.length, refused, heuristicErrors);
       const timings =
         flags.benchmark && time && built.length > 1
           ? built.map((p) => ({ engine: p.engine, ms: time(p), plan: p }))
@@ -147,13 +148,15 @@ export class CudnnRuntime {
 function noPlan(
   proposed: number,
   refused: readonly { index: number; reason: string }[],
+  heuristicErrors: readonly string[],
 ): CudnnError {
+  const heuristics = heuristicErrors.length ? ` (heuristics: ${heuristicErrors.join("; ")})` : "";
   const why =
     proposed === 0
-      ? "cuDNN's heuristics proposed no engine for this graph"
+      ? `cuDNN's heuristics proposed no engine for this graph${heuristics}`
       : `none of the ${proposed} engines cuDNN proposed can run: ${refused
           .slice(0, 4)
           .map((r) => `engine ${r.index}: ${r.reason}`)
-          .join("; ")}`;
+          .join("; ")}${heuristics}`;
   return new CudnnError("choosing an execution plan", STATUS.CUDNN_STATUS_NOT_SUPPORTED, why);
 }

@@ -84,6 +84,10 @@ describe("with a device (recording layer, fake context)", () => {
     const w = randn([4, 3, 3, 8]).to("cuda").permute([0, 3, 1, 2]);
     const y = conv2d(x, w, { padding: 1 });
     expect(y.strides).toEqual([6 * 6 * 4, 1, 6 * 4, 4]);
+    // The caller's dispose() is the last reference: the output's memory is given back at once.
+    expect(y.storage.refs).toBe(1);
+    y.dispose();
+    expect(y.storage.refs).toBe(0);
   });
 
   it("attention runs as CUDNN_ATTENTION; cudnn.enabled = false and enableCudnnSdp(false) turn it off", () => {
@@ -122,6 +126,27 @@ describe("with a device (recording layer, fake context)", () => {
         (k) => k.kernel === "cudnn-attention",
       )!.reason,
     ).toMatch(/multiples of 8/);
+  });
+
+  it("a problem cuDNN makes no plan for is refused in supports(), with cuDNN's reason", () => {
+    // As on an H200 (cuDNN 9.19): the static checks pass, every engine refuses the graph.
+    const refusing = new RecordingLayer([{ index: 0, refuse: "CUDNN_STATUS_NOT_SUPPORTED (fake)" }]);
+    const undoLayer = installLayer(refusing);
+    refreshAvailability();
+    try {
+      const q = cuda([1, 2, 24, 64], "float16");
+      const e = explain("scaledDotProductAttention", q, q, q);
+      const why = e.candidates.find((k) => k.kernel === "cudnn-attention")!.reason;
+      expect(why).toMatch(/cuDNN makes no plan for this attention: .*NOT_SUPPORTED/);
+      expect(e.selected).not.toBe("cudnn-attention");
+      // Asked again, the refusal is remembered: no second round of plan building.
+      const calls = refusing.calls.length;
+      explain("scaledDotProductAttention", q, q, q);
+      expect(refusing.calls.length).toBe(calls);
+    } finally {
+      undoLayer();
+      refreshAvailability();
+    }
   });
 
   it("bad input is a typed error before any cuDNN call", () => {

@@ -120,6 +120,34 @@ export function sdpaPlan(
   return { plan, ptrs };
 }
 
+/** cuDNN's refusals by plan key (bounded: the oldest go first). */
+const refusals = new Map<string, string>();
+const MAX_REFUSALS = 256;
+
+/**
+ * Whether cuDNN makes a plan for this problem: undefined when it does (the plan is cached for
+ * run()), else cuDNN's reason, remembered. The static checks cannot say it all: on an H200
+ * with cuDNN 9.19 every engine refused graphs the support matrix allows, and a kernel that
+ * accepts and then throws leaves the dispatcher no fallback. Plans are probed without
+ * benchmark timing: which engines cuDNN accepts does not depend on it.
+ */
+export function planRefusal(d: Device, p: SdpaParams): string | undefined {
+  const flags = { ...selectionFlags(), benchmark: false };
+  const key = sdpaKey(p, flags);
+  if (d.rt.plans.get(key)) return undefined;
+  const known = refusals.get(key);
+  if (known !== undefined) return known;
+  try {
+    d.rt.plan(key, (b) => buildSdpaGraph(b, p), p.dtype, flags, d.rt.handle(d.ctx, d.index));
+    return undefined;
+  } catch (e) {
+    const reason = `cuDNN makes no plan for this attention: ${(e as Error).message}`;
+    if (refusals.size >= MAX_REFUSALS) refusals.delete(refusals.keys().next().value!);
+    refusals.set(key, reason);
+    return reason;
+  }
+}
+
 function run(p: SdpaParams): Tensor {
   const d = deviceFor(p.query);
   if (typeof d === "string") throw new DeviceError(`cudnn-attention: ${d}`);
@@ -145,7 +173,8 @@ export function sdpaKernels(): KernelDefinition<SdpaParams>[] {
       supports: (p) => {
         const d = deviceFor(p.query);
         if (typeof d === "string") return d;
-        return sdpaSupport(p, { cc: capability(d), version: libraryStatus().version });
+        const ok = sdpaSupport(p, { cc: capability(d), version: libraryStatus().version });
+        return ok === true ? (planRefusal(d, p) ?? true) : ok;
       },
       run,
     },

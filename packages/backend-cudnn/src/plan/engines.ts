@@ -46,8 +46,12 @@ function notesOf(lib: CudnnSymbols, config: Descriptor): EngineInfo {
  * propose nothing, every engine of the graph that finalizes, in global-index order. The
  * caller destroys the configs.
  */
-export function engineConfigs(lib: CudnnSymbols, graph: Descriptor): Candidate<Descriptor>[] {
-  const proposed = heuristicConfigs(lib, graph);
+export function engineConfigs(
+  lib: CudnnSymbols,
+  graph: Descriptor,
+  heuristicErrors: string[] = [],
+): Candidate<Descriptor>[] {
+  const proposed = heuristicConfigs(lib, graph, heuristicErrors);
   return proposed.length > 0 ? proposed : enumeratedConfigs(lib, graph);
 }
 
@@ -99,8 +103,15 @@ export function enumeratedConfigs(lib: CudnnSymbols, graph: Descriptor): Candida
   return out;
 }
 
-/** The configs cuDNN's heuristics propose (none where no GPU can be queried). */
-export function heuristicConfigs(lib: CudnnSymbols, graph: Descriptor): Candidate<Descriptor>[] {
+/**
+ * The configs cuDNN's heuristics propose (none where no GPU can be queried); why a mode
+ * answered nothing goes to `errors` (for the message when no plan can be made).
+ */
+export function heuristicConfigs(
+  lib: CudnnSymbols,
+  graph: Descriptor,
+  errors: string[] = [],
+): Candidate<Descriptor>[] {
   const out: Candidate<Descriptor>[] = [];
   const seen = new Set<number>();
   for (const mode of [HEUR.CUDNN_HEUR_MODE_A, HEUR.CUDNN_HEUR_MODE_FALLBACK]) {
@@ -121,9 +132,10 @@ export function heuristicConfigs(lib: CudnnSymbols, graph: Descriptor): Candidat
         })
         .finalize();
       n = heur.getDescriptors("RESULTS", ATTR.CUDNN_ATTR_ENGINEHEUR_RESULTS, configs);
-    } catch {
+    } catch (e) {
       // A mode that cannot answer for this graph adds nothing; the other may.
       n = 0;
+      errors.push(`${mode === HEUR.CUDNN_HEUR_MODE_A ? "mode A" : "fallback"}: ${(e as Error).message}`);
     } finally {
       heur.destroy();
     }
