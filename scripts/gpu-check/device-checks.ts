@@ -62,7 +62,9 @@ async function copies(): Promise<Check> {
     const same = back.every((x, i) => Object.is(x, want[i]));
     ok &&= same && back.length === a.numel;
     const mb = (a.numel * (dtype === "float64" ? 8 : dtype === "float32" ? 4 : 2)) / 1e6;
-    parts.push(`${dtype}[${shape}] ${same ? "exact" : "DIFFERS"}${mb > 1 ? ` (${((2 * mb) / ms).toFixed(0)} MB/s both ways)` : ""}`);
+    parts.push(
+      `${dtype}[${shape}] ${same ? "exact" : "DIFFERS"}${mb > 1 ? ` (${((2 * mb) / ms).toFixed(0)} MB/s both ways)` : ""}`,
+    );
     d.dispose();
   }
   return { name: "host <-> device copies round-trip bit for bit", ok, detail: parts.join("; ") };
@@ -79,7 +81,11 @@ async function stridedViews(): Promise<Check> {
   const err = relErr(got, want);
   ad.dispose();
   bd.dispose();
-  return { name: "views on cuda: transposed and column-gapped operands of matmul", ok: err < 1e-5, detail: `max rel err ${err.toExponential(2)}` };
+  return {
+    name: "views on cuda: transposed and column-gapped operands of matmul",
+    ok: err < 1e-5,
+    detail: `max rel err ${err.toExponential(2)}`,
+  };
 }
 
 async function ordering(): Promise<Check> {
@@ -89,7 +95,11 @@ async function ordering(): Promise<Check> {
   const got = await host(matmul(a.to("cuda"), b.to("cuda")));
   const want = matmul(a.astype("float64"), b.astype("float64")).toFloat64();
   const err = relErr(got, want);
-  return { name: "stream order: upload, matmul, download with no synchronize", ok: err < 1e-5, detail: `max rel err ${err.toExponential(2)}` };
+  return {
+    name: "stream order: upload, matmul, download with no synchronize",
+    ok: err < 1e-5,
+    detail: `max rel err ${err.toExponential(2)}`,
+  };
 }
 
 async function allocator(): Promise<Check> {
@@ -105,7 +115,8 @@ async function allocator(): Promise<Check> {
   cudaApi.emptyCache();
   const s3 = cudaApi.memoryStats();
   const free1 = cudaApi.memGetInfo().free;
-  const reused = s2.cacheHits - s1.cacheHits >= 32 && s2.reservedBytes.current === s1.reservedBytes.current;
+  const reused =
+    s2.cacheHits - s1.cacheHits >= 32 && s2.reservedBytes.current === s1.reservedBytes.current;
   const released = s3.reservedBytes.current < s2.reservedBytes.current && free1 > free0;
   return {
     name: "caching allocator: reuse after dispose, emptyCache gives memory back",
@@ -141,7 +152,9 @@ async function cudnnFlags(): Promise<Check[]> {
   const w = randn([64, 64, 3, 3], { seed: 2 });
   const want = conv2d(x.astype("float64"), w.astype("float64"), { padding: 1 }).toFloat64();
   const [xd, wd] = [x.to("cuda"), w.to("cuda")];
-  const saved = ["benchmark", "deterministic", "allowTf32"].map((k) => [k, getFlag(`cudnn.${k}`)] as const);
+  const saved = ["benchmark", "deterministic", "allowTf32"].map(
+    (k) => [k, getFlag(`cudnn.${k}`)] as const,
+  );
   const runWith = async (flags: Record<string, boolean>) => {
     for (const [k, v] of Object.entries(flags)) setFlag(`cudnn.${k}`, v);
     cudnnApi.clearPlanCache();
@@ -160,7 +173,10 @@ async function cudnnFlags(): Promise<Check[]> {
     return [
       {
         name: "cudnn.benchmark: off takes the heuristics' engine, on times candidates",
-        ok: heur.plan?.chosenBy === "heuristics" && bench.plan?.chosenBy === "benchmark" && (bench.plan?.timings.length ?? 0) > 0,
+        ok:
+          heur.plan?.chosenBy === "heuristics" &&
+          bench.plan?.chosenBy === "benchmark" &&
+          (bench.plan?.timings.length ?? 0) > 0,
         detail: `off: ${describe(heur)}; on: ${describe(bench)} (${bench.plan?.timings.map((t) => `${t.engine}:${t.ms.toFixed(3)}ms`).join(" ")})`,
       },
       {
@@ -185,10 +201,12 @@ function refusals(): Check {
   const q16 = randn([1, 2, 64, 512], { seed: 1, dtype: "float16" }).to("cuda");
   const a = explain("scaledDotProductAttention", q32, q32, q32);
   const b = explain("scaledDotProductAttention", q16, q16, q16);
-  const reasons = (e: typeof a) => e.candidates.filter((c) => !c.accepted).map((c) => `${c.kernel}: ${c.reason}`);
+  const reasons = (e: typeof a) =>
+    e.candidates.filter((c) => !c.accepted).map((c) => `${c.kernel}: ${c.reason}`);
   const ra = reasons(a);
   const rb = reasons(b);
-  const flashRefused = ra.some((r) => r.startsWith("cuda-flash")) && rb.some((r) => r.startsWith("cuda-flash"));
+  const flashRefused =
+    ra.some((r) => r.startsWith("cuda-flash")) && rb.some((r) => r.startsWith("cuda-flash"));
   q32.dispose();
   q16.dispose();
   return {
@@ -201,12 +219,24 @@ function refusals(): Check {
 async function sdpaOnce(): Promise<Check> {
   // Causal attention with a sequence that is no multiple of any tile, against float64.
   const [q, k, v] = [1, 2, 3].map((s) => randn([2, 3, 77, 64], { seed: s }));
-  const want = scaledDotProductAttention(q!.astype("float64"), k!.astype("float64"), v!.astype("float64"), { isCausal: true }).toFloat64();
+  const want = scaledDotProductAttention(
+    q!.astype("float64"),
+    k!.astype("float64"),
+    v!.astype("float64"),
+    { isCausal: true },
+  ).toFloat64();
   const qd = [q, k, v].map((t) => t!.astype("float16").to("cuda"));
   const e = explain("scaledDotProductAttention", qd[0], qd[1], qd[2], { isCausal: true });
-  const err = relErr(await host(scaledDotProductAttention(qd[0]!, qd[1]!, qd[2]!, { isCausal: true })), want);
+  const err = relErr(
+    await host(scaledDotProductAttention(qd[0]!, qd[1]!, qd[2]!, { isCausal: true })),
+    want,
+  );
   for (const t of qd) t.dispose();
-  return { name: "sdpa float16 causal [2,3,77,64] through dispatch", ok: err < 4e-3, detail: `${e.selected}: rel err ${err.toExponential(2)}` };
+  return {
+    name: "sdpa float16 causal [2,3,77,64] through dispatch",
+    ok: err < 4e-3,
+    detail: `${e.selected}: rel err ${err.toExponential(2)}`,
+  };
 }
 
 export async function deviceChecks(): Promise<Check[]> {
@@ -225,7 +255,11 @@ export async function deviceChecks(): Promise<Check[]> {
       const r = await c();
       out.push(...(Array.isArray(r) ? r : [r]));
     } catch (e) {
-      out.push({ name, ok: false, detail: `threw ${(e as Error).stack?.split("\n").slice(0, 4).join(" | ")}` });
+      out.push({
+        name,
+        ok: false,
+        detail: `threw ${(e as Error).stack?.split("\n").slice(0, 4).join(" | ")}`,
+      });
     }
   }
   return out;

@@ -3,13 +3,16 @@ import { host } from "@backplane/core/backend";
 
 export interface CheckReport {
   started: string;
+  cuda?: { status: unknown; ptx?: unknown; diagnostics?: unknown };
+  cudnn?: { status: unknown; diagnostics: unknown };
   steps: Record<string, unknown>;
-  [k: string]: unknown;
+  allocator?: unknown;
+  cudnnPlans?: number;
 }
 
 const fs = await import("node:fs");
 
-export function args(): { out: string; only: Set<string>; quick: boolean } {
+export function args(): { out: string; only: Set<string>; quick: boolean; recording: boolean } {
   const argv: string[] = host.Deno?.args ?? process.argv.slice(2);
   const value = (name: string) => {
     const i = argv.indexOf(name);
@@ -20,17 +23,14 @@ export function args(): { out: string; only: Set<string>; quick: boolean } {
     out: value("--out") ?? "artifacts/gpu-check",
     only: new Set(only),
     quick: argv.includes("--quick"),
+    recording: argv.includes("--recording"),
   };
 }
 
 /** JSON with bigints as strings and non-finite numbers as null. */
 export function writeJson(dir: string, name: string, value: unknown): void {
   fs.mkdirSync(dir, { recursive: true });
-  const text = JSON.stringify(
-    value,
-    (_k, v) => (typeof v === "bigint" ? v.toString() : v),
-    1,
-  );
+  const text = JSON.stringify(value, (_k, v) => (typeof v === "bigint" ? v.toString() : v), 1);
   fs.writeFileSync(`${dir}/${name}`, `${text}\n`);
 }
 
@@ -56,7 +56,15 @@ export interface Cases {
   conv2d: {
     batch: number;
     dtypes: string[];
-    layers: { name: string; c: number; k: number; hw: number; r: number; stride: number; pad: number }[];
+    layers: {
+      name: string;
+      c: number;
+      k: number;
+      hw: number;
+      r: number;
+      stride: number;
+      pad: number;
+    }[];
   };
   overhead: { calls: number };
   timing: { batchMs: number; batches: number; maxCalls: number };

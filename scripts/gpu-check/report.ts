@@ -23,30 +23,66 @@ interface Conf {
   precision: string;
   summary?: string;
   error?: string;
-  results?: { op: string; kernel: string; dtype: string; case: string; status: string; error?: number; tolerance?: number; message?: string }[];
+  results?: {
+    op: string;
+    kernel: string;
+    dtype: string;
+    case: string;
+    status: string;
+    error?: number;
+    tolerance?: number;
+    message?: string;
+  }[];
 }
 interface Check {
-  cuda?: { status?: { available?: boolean; reason?: string }; diagnostics?: { devices?: { name: string; major: number; minor: number }[]; driverVersion?: number } };
+  cuda?: {
+    status?: { available?: boolean; reason?: string };
+    diagnostics?: {
+      devices?: { name: string; major: number; minor: number }[];
+      driverVersion?: number;
+    };
+  };
   cudnn?: { status?: { version?: string } };
-  steps: { conformance?: { seconds: number; runs: Conf[] }; checks?: { name: string; ok: boolean; detail: string }[]; timings?: TimingRow[] };
+  steps: {
+    conformance?: { seconds: number; runs: Conf[] };
+    checks?: { name: string; ok: boolean; detail: string }[];
+    timings?: TimingRow[];
+  };
 }
-interface TorchRow { suite: string; case: string; impl: string; ms?: number; tflops?: number; error?: string }
+interface TorchRow {
+  suite: string;
+  case: string;
+  impl: string;
+  ms?: number;
+  tflops?: number;
+  error?: string;
+}
 // check.json, or the check-*.json of a split run: their steps merged.
-const check = ["check.json", ...fs.readdirSync(out).filter((f: string) => /^check-.+\.json$/.test(f))]
-  .map((f) => load<Check>(f))
-  .reduce<Check | undefined>((acc, c) => (c ? { ...acc, ...c, steps: { ...acc?.steps, ...c.steps } } : acc), undefined);
+let check: Check | undefined;
+for (const f of [
+  "check.json",
+  ...fs.readdirSync(out).filter((n: string) => /^check-.+\.json$/.test(n)),
+]) {
+  const c = load<Check>(f);
+  if (c) check = { ...check, ...c, steps: { ...check?.steps, ...c.steps } };
+}
 const torch = load<{ info: Record<string, unknown>; rows: TorchRow[] }>("torch.json");
-const webgpu = load<Record<string, unknown> & { timings?: TorchRow[]; conformance?: { summary: string } }>("webgpu.json");
+const webgpu = load<
+  Record<string, unknown> & { timings?: TorchRow[]; conformance?: { summary: string } }
+>("webgpu.json");
 
 const lines: string[] = [];
 const say = (s = "") => lines.push(s);
-const fmt = (ms?: number) => (ms === undefined ? "-" : ms < 0.1 ? `${(ms * 1000).toFixed(1)} us` : `${ms.toFixed(3)} ms`);
+const fmt = (ms?: number) =>
+  ms === undefined ? "-" : ms < 0.1 ? `${(ms * 1000).toFixed(1)} us` : `${ms.toFixed(3)} ms`;
 const tf = (x?: number) => (x === undefined ? "-" : x.toFixed(1));
 
 say("# GPU check");
 say();
 const dev = check?.cuda?.diagnostics?.devices?.[0];
-say(`- device: ${dev ? `${dev.name} (sm_${dev.major}${dev.minor})` : `none (${check?.cuda?.status?.reason ?? "check.json missing"})`}`);
+say(
+  `- device: ${dev ? `${dev.name} (sm_${dev.major}${dev.minor})` : `none (${check?.cuda?.status?.reason ?? "check.json missing"})`}`,
+);
 say(`- torch: ${JSON.stringify(torch?.info ?? "torch.json missing")}`);
 say(`- cuDNN (ours): ${check?.cudnn?.status?.version ?? "-"}`);
 say();
@@ -56,9 +92,13 @@ if (conf) {
   say(`## Conformance (${conf.seconds.toFixed(0)} s)`);
   say();
   for (const r of conf.runs) {
-    say(`- ${r.backend} (float32 matmul precision ${r.precision}): ${r.summary?.split("\n")[0] ?? r.error}`);
+    say(
+      `- ${r.backend} (float32 matmul precision ${r.precision}): ${r.summary?.split("\n")[0] ?? r.error}`,
+    );
     for (const f of (r.results ?? []).filter((x) => x.status === "fail").slice(0, 40))
-      say(`  - FAIL ${f.op} [${f.kernel}, ${f.dtype}] ${f.case}: ${f.message ?? `${f.error?.toExponential(2)} > ${f.tolerance?.toExponential(1)}`}`);
+      say(
+        `  - FAIL ${f.op} [${f.kernel}, ${f.dtype}] ${f.case}: ${f.message ?? `${f.error?.toExponential(2)} > ${f.tolerance?.toExponential(1)}`}`,
+      );
   }
   say();
   say("| kernel | dtype | cases passed | refused | worst rel. error | tolerance |");
@@ -74,7 +114,10 @@ if (conf) {
     g.tol = r.tolerance ?? g.tol;
     groups.set(k, g);
   }
-  for (const [k, g] of groups) say(`| ${k} | ${g.pass} | ${g.refused} | ${g.worst.toExponential(1)} | ${g.tol?.toExponential(0) ?? "-"} |`);
+  for (const [k, g] of groups)
+    say(
+      `| ${k} | ${g.pass} | ${g.refused} | ${g.worst.toExponential(1)} | ${g.tol?.toExponential(0) ?? "-"} |`,
+    );
   say();
 }
 
@@ -102,10 +145,14 @@ for (const suite of ["overhead", "gemm", "conv2d", "sdpa"]) {
     const p = peer(suite, r.case, r.impl);
     const mine = r.error ? `error: ${r.error.slice(0, 120)}` : fmt(r.ms);
     const their = p?.error ? `error: ${p.error.slice(0, 80)}` : fmt(p?.ms);
-    say(`| ${r.case} | ${r.impl} | ${r.kernel ?? "-"} | ${mine} | ${tf(r.tflops)} | ${their} | ${tf(p?.tflops)} | ${ratio(r.ms, p?.ms)} |`);
+    say(
+      `| ${r.case} | ${r.impl} | ${r.kernel ?? "-"} | ${mine} | ${tf(r.tflops)} | ${their} | ${tf(p?.tflops)} | ${ratio(r.ms, p?.ms)} |`,
+    );
   }
   for (const t of theirs.filter((x) => x.suite === suite && !rows.some((r) => r.case === x.case)))
-    say(`| ${t.case} | - | - | - | - | ${t.error ? `error: ${t.error.slice(0, 80)}` : fmt(t.ms)} | ${tf(t.tflops)} | - |`);
+    say(
+      `| ${t.case} | - | - | - | - | ${t.error ? `error: ${t.error.slice(0, 80)}` : fmt(t.ms)} | ${tf(t.tflops)} | - |`,
+    );
   say();
 }
 
@@ -117,7 +164,8 @@ if (webgpu) {
   say();
   say("| case | ms | TFLOP/s |");
   say("| --- | --- | --- |");
-  for (const r of webgpu.timings ?? []) say(`| ${r.suite} ${r.case} | ${r.error ?? fmt(r.ms)} | ${tf(r.tflops)} |`);
+  for (const r of webgpu.timings ?? [])
+    say(`| ${r.suite} ${r.case} | ${r.error ?? fmt(r.ms)} | ${tf(r.tflops)} |`);
   say();
 }
 

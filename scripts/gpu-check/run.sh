@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The GPU check, in one command (on the GPU machine, or anywhere to see what is missing):
 #
-#   bash scripts/gpu-check/run.sh [--quick] [step ...]
+#   bash scripts/gpu-check/run.sh [--quick] [--recording] [step ...]
+#
+# --quick: smaller timing problems. --recording: without a GPU, run check.ts's device checks
+# and timings over backend-cuda's RecordingLayer (the scripts' own code; no numerics).
 #
 # steps (default: all, in this order):
 #   machine  nvidia-smi, the driver, torch's view of the device, the libraries found
@@ -18,10 +21,13 @@ set -u
 cd "$(dirname "$0")/../.."
 out=${OUT:-artifacts/gpu-check}
 mkdir -p "$out"
-quick=()
+flags=()
 steps=()
 for a in "$@"; do
-  if [ "$a" = --quick ]; then quick=(--quick); else steps+=("$a"); fi
+  case $a in
+    --quick | --recording) flags+=("$a") ;;
+    *) steps+=("$a") ;;
+  esac
 done
 [ ${#steps[@]} -gt 0 ] || steps=(machine check torch webgpu tests report)
 exec > >(tee -a "$out/run.log") 2>&1
@@ -97,16 +103,16 @@ for s in "${steps[@]}"; do
   case $s in
     machine) step machine 60 machine ;;
     check)
-      step conformance 100 "${deno_run[@]}" scripts/gpu-check/check.ts --out "$out" --only conformance "${quick[@]}"
-      step checks+timings 220 "${deno_run[@]}" scripts/gpu-check/check.ts --out "$out" --only checks,timings "${quick[@]}" ;;
+      step conformance 100 "${deno_run[@]}" scripts/gpu-check/check.ts --out "$out" --only conformance "${flags[@]}"
+      step checks+timings 220 "${deno_run[@]}" scripts/gpu-check/check.ts --out "$out" --only checks,timings "${flags[@]}" ;;
     tests)
       # Without node_modules (the GPU machine), the import map of pack.sh with its bundled shim.
       config=(--config deno.json)
       [ -d node_modules/expect ] || config=(--no-config --import-map .gpu/import-map.json)
       step tests 50 "$deno" test -A --no-check "${config[@]}" \
       packages/backend-cuda/test packages/backend-cudnn/test ;;
-    torch) step torch 90 env PYTHONUNBUFFERED=1 "$py" scripts/gpu-check/torch-peers.py "$out" "${quick[@]}" ;;
-    webgpu) VK_LOADER_DEBUG=error step webgpu 70 "${deno_run[@]}" scripts/gpu-check/webgpu.ts --out "$out" "${quick[@]}" ;;
+    torch) step torch 90 env PYTHONUNBUFFERED=1 "$py" scripts/gpu-check/torch-peers.py "$out" "${flags[@]/--recording/}" ;;
+    webgpu) VK_LOADER_DEBUG=error step webgpu 70 "${deno_run[@]}" scripts/gpu-check/webgpu.ts --out "$out" "${flags[@]}" ;;
     report) step report 60 "${deno_run[@]}" scripts/gpu-check/report.ts --out "$out" ;;
     *) echo "gpu-check: unknown step $s (machine check tests torch webgpu report)"; exit 2 ;;
   esac

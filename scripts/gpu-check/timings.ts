@@ -101,7 +101,8 @@ function onDevice(shape: number[], dtype: DType, seed: number): Tensor {
   const host = empty(shape, { dtype });
   const src = block.hostData() as Float32Array;
   const dst = host.hostData() as Float32Array;
-  for (let at = 0; at < count; at += src.length) dst.set(src.subarray(0, Math.min(src.length, count - at)), at);
+  for (let at = 0; at < count; at += src.length)
+    dst.set(src.subarray(0, Math.min(src.length, count - at)), at);
   const t = host.to("cuda");
   host.dispose();
   block.dispose();
@@ -119,7 +120,12 @@ async function gemm(quick: boolean): Promise<void> {
     for (const lib of ["cublas", "cublaslt"] as const) {
       backends.cuda.preferredBlasLibrary(lib);
       const kernel = explain("matmul", a, b).selected;
-      await row({ suite: "gemm", case: `${n} ${p}`, impl: lib, kernel }, 2 * n ** 3, () => matmul(a, b), quick);
+      await row(
+        { suite: "gemm", case: `${n} ${p}`, impl: lib, kernel },
+        2 * n ** 3,
+        () => matmul(a, b),
+        quick,
+      );
     }
     backends.cuda.preferredBlasLibrary("cublas");
     setFloat32MatmulPrecision("highest");
@@ -139,7 +145,7 @@ async function sdpa(quick: boolean): Promise<void> {
           const flop = (4 * batch * heads * seq * seq * d) / (causal ? 2 : 1);
           const name = `B${batch} H${heads} N${seq} d${d} ${g.dtype}${causal ? " causal" : ""}`;
           for (const family of families) {
-            const fam = SDPBackend[family as keyof typeof SDPBackend];
+            const fam = SDPBackend[family as keyof typeof SDPBackend] as SDPBackend;
             const call = () =>
               nn.attention.withSdpaKernel([fam], () =>
                 scaledDotProductAttention(q!, k!, v!, { isCausal: causal }),
@@ -167,7 +173,12 @@ async function conv(quick: boolean): Promise<void> {
       const oh = Math.floor((l.hw + 2 * l.pad - l.r) / l.stride) + 1;
       const flop = 2 * batch * l.k * oh * oh * l.c * l.r * l.r;
       const kernel = explain("conv2d", x, w, opts).selected;
-      await row({ suite: "conv2d", case: `${l.name} ${dtype} NHWC`, impl: "cudnn", kernel }, flop, () => conv2d(x, w, opts), quick);
+      await row(
+        { suite: "conv2d", case: `${l.name} ${dtype} NHWC`, impl: "cudnn", kernel },
+        flop,
+        () => conv2d(x, w, opts),
+        quick,
+      );
       x.dispose();
       w.dispose();
     }
@@ -196,8 +207,20 @@ async function overhead(): Promise<void> {
     latency.push((performance.now() - t) * 1000);
   }
   const median = (x: number[]) => x.sort((p, q) => p - q)[x.length >> 1]!;
-  onRow({ suite: "overhead", case: "matmul 1x1 fp32, back to back (us/call)", impl: "backplane", kernel, ms: median(enqueue) / 1000 });
-  onRow({ suite: "overhead", case: "matmul 1x1 fp32, call + synchronize (us)", impl: "backplane", kernel, ms: median(latency) / 1000 });
+  onRow({
+    suite: "overhead",
+    case: "matmul 1x1 fp32, back to back (us/call)",
+    impl: "backplane",
+    kernel,
+    ms: median(enqueue) / 1000,
+  });
+  onRow({
+    suite: "overhead",
+    case: "matmul 1x1 fp32, call + synchronize (us)",
+    impl: "backplane",
+    kernel,
+    ms: median(latency) / 1000,
+  });
   a.dispose();
 }
 
@@ -222,7 +245,12 @@ export async function runTimings(opts: {
     try {
       await suite();
     } catch (e) {
-      onRow({ suite: name, case: "(suite)", impl: "-", error: (e as Error).stack?.split("\n").slice(0, 3).join(" | ") });
+      onRow({
+        suite: name,
+        case: "(suite)",
+        impl: "-",
+        error: (e as Error).stack?.split("\n").slice(0, 3).join(" | "),
+      });
     }
   }
   opts.log(`timings: ${((performance.now() - t0) / 1000).toFixed(1)} s`);

@@ -6,13 +6,21 @@
  *
  *   deno run -A --no-check --config deno.json scripts/gpu-check/webgpu.ts [--out DIR] [--quick]
  */
-import { type DType, matmul, randn, ready, scaledDotProductAttention, type Tensor } from "@backplane/core";
+
 import {
   WEBGPU_BACKEND,
   webgpuAvailability,
   webgpuCapability,
   webgpuDevice,
 } from "@backplane/backend-webgpu";
+import {
+  type DType,
+  matmul,
+  randn,
+  ready,
+  scaledDotProductAttention,
+  type Tensor,
+} from "@backplane/core";
 import { runConformance } from "@backplane/testkit";
 import { args, cases, exitWith, writeJson } from "./io.ts";
 
@@ -70,7 +78,9 @@ async function row(suite: string, name: string, flop: number, fn: () => Tensor) 
   report.timings = rows;
   writeJson(out, "webgpu.json", report);
   const r = rows.at(-1)!;
-  console.log(`${suite.padEnd(6)} ${name.padEnd(36)} ${r.error ? `ERROR ${r.error}` : `${r.ms!.toFixed(3).padStart(9)} ms ${r.tflops!.toFixed(2).padStart(7)} TFLOP/s`}`);
+  console.log(
+    `${suite.padEnd(6)} ${name.padEnd(36)} ${r.error ? `ERROR ${r.error}` : `${r.ms!.toFixed(3).padStart(9)} ms ${r.tflops!.toFixed(2).padStart(7)} TFLOP/s`}`,
+  );
 }
 
 // A software adapter (llvmpipe, SwiftShader) times small sizes only, to exercise the script.
@@ -87,10 +97,15 @@ const { batch, heads } = software ? { batch: 1, heads: 2 } : cases().sdpa;
 for (const dtype of dtypes) {
   for (const seq of software ? [256] : quick ? [1024] : [1024, 2048, 4096]) {
     for (const causal of [false, true]) {
-      const [q, k, v] = [1, 2, 3].map((s) => randn([batch, heads, seq, 64], { seed: s, dtype }).to("webgpu"));
+      const [q, k, v] = [1, 2, 3].map((s) =>
+        randn([batch, heads, seq, 64], { seed: s, dtype }).to("webgpu"),
+      );
       const flop = (4 * batch * heads * seq * seq * 64) / (causal ? 2 : 1);
-      await row("sdpa", `B${batch} H${heads} N${seq} d64 ${dtype}${causal ? " causal" : ""}`, flop, () =>
-        scaledDotProductAttention(q!, k!, v!, { isCausal: causal }),
+      await row(
+        "sdpa",
+        `B${batch} H${heads} N${seq} d64 ${dtype}${causal ? " causal" : ""}`,
+        flop,
+        () => scaledDotProductAttention(q!, k!, v!, { isCausal: causal }),
       );
       for (const t of [q, k, v]) t!.dispose();
     }

@@ -13,7 +13,7 @@ import { cudnnBackend } from "./backend.ts";
 registerBackend(cudnnBackend);
 
 export { CUDNN_BACKEND, type CudnnApi, cudnnApi } from "./backend.ts";
-export type { PlanSummary } from "./plan/cache.ts";
 export { CudnnError } from "./errors.ts";
+export type { PlanSummary } from "./plan/cache.ts";
 export { type LibraryStatus, libraryStatus } from "./state.ts";
 export { VERSION } from "./version.ts";

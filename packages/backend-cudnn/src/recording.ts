@@ -139,7 +139,10 @@ export class RecordingLayer implements CudnnLayer {
           r.type === DESC.CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR &&
           !r.attrs.has(ATTR.CUDNN_ATTR_OPERATIONGRAPH_HANDLE)
         )
-          return self.fail(STATUS.CUDNN_STATUS_BAD_PARAM, "CUDNN_ATTR_OPERATIONGRAPH_HANDLE is required");
+          return self.fail(
+            STATUS.CUDNN_STATUS_BAD_PARAM,
+            "CUDNN_ATTR_OPERATIONGRAPH_HANDLE is required",
+          );
         if (r.type === DESC.CUDNN_BACKEND_ENGINE_DESCRIPTOR) r.engine = self.engineOf(r);
         if (r.type === DESC.CUDNN_BACKEND_ENGINECFG_DESCRIPTOR)
           r.engine ??= self.record(

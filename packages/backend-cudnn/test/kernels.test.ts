@@ -4,7 +4,7 @@
  * device (a fake context over the recording layer) they are chosen, cudnn.enabled turns
  * them off, and bad input is a typed error before any cuDNN call.
  */
-import "@backplane/backend-cuda";
+import { cudaStatus } from "@backplane/backend-cuda";
 import "../src/index.ts";
 import {
   backends,
@@ -14,8 +14,10 @@ import {
   explain,
   getFlag,
   NoKernelError,
+  nn,
   randn,
   refreshAvailability,
+  SDPBackend,
   scaledDotProductAttention,
 } from "@backplane/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -28,8 +30,11 @@ afterAll(() => memory.restore());
 const cuda = (shape: number[], dtype: "float32" | "float16" = "float32") =>
   randn(shape, { dtype }).to("cuda");
 
+// On a machine with a GPU these two describe what it lacks, so they skip there.
+const itNoGpu = cudaStatus().available ? it.skip : it;
+
 describe("on this machine (no GPU)", () => {
-  it("registers both kernels; explain() lists them with the reason they cannot run", () => {
+  itNoGpu("registers both kernels; explain() lists them with the reason they cannot run", () => {
     const conv = explain("conv2d", cuda([1, 8, 8, 8]), cuda([4, 8, 3, 3]));
     const c = conv.candidates.find((k) => k.kernel === "cudnn-conv2d")!;
     expect(c.backend).toBe("cudnn");
@@ -41,7 +46,7 @@ describe("on this machine (no GPU)", () => {
     );
   });
 
-  it("status() gives a short reason with the fix; version() is torch's integer", () => {
+  itNoGpu("status() gives a short reason with the fix; version() is torch's integer", () => {
     const st = backends.cudnn.status();
     expect(st.available).toBe(false);
     expect(st.reason!.length).toBeLessThanOrEqual(300);
@@ -92,8 +97,13 @@ describe("with a device (recording layer, fake context)", () => {
 
   it("attention runs as CUDNN_ATTENTION; cudnn.enabled = false and enableCudnnSdp(false) turn it off", () => {
     const q = cuda([1, 2, 16, 64], "float16");
-    expect(explain("scaledDotProductAttention", q, q, q).selected).toBe("cudnn-attention");
-    scaledDotProductAttention(q, q, q, { isCausal: true });
+    // Accepted; chosen when asked for (on a GPU machine backend-cuda's flash kernel ranks first).
+    const cudnnOnly = <R>(f: () => R) =>
+      nn.attention.withSdpaKernel([SDPBackend.CUDNN_ATTENTION], f);
+    expect(cudnnOnly(() => explain("scaledDotProductAttention", q, q, q).selected)).toBe(
+      "cudnn-attention",
+    );
+    cudnnOnly(() => scaledDotProductAttention(q, q, q, { isCausal: true }));
     expect(layer.executions.at(-1)!.uids).toEqual([11, 12, 13, 14, 15, 17]);
     backends.cudnn.enabled = false;
     try {
@@ -130,7 +140,9 @@ describe("with a device (recording layer, fake context)", () => {
 
   it("a problem cuDNN makes no plan for is refused in supports(), with cuDNN's reason", () => {
     // As on an H200 (cuDNN 9.19): the static checks pass, every engine refuses the graph.
-    const refusing = new RecordingLayer([{ index: 0, refuse: "CUDNN_STATUS_NOT_SUPPORTED (fake)" }]);
+    const refusing = new RecordingLayer([
+      { index: 0, refuse: "CUDNN_STATUS_NOT_SUPPORTED (fake)" },
+    ]);
     const undoLayer = installLayer(refusing);
     refreshAvailability();
     try {

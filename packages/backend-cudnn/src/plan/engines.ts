@@ -135,7 +135,9 @@ export function heuristicConfigs(
     } catch (e) {
       // A mode that cannot answer for this graph adds nothing; the other may.
       n = 0;
-      errors.push(`${mode === HEUR.CUDNN_HEUR_MODE_A ? "mode A" : "fallback"}: ${(e as Error).message}`);
+      errors.push(
+        `${mode === HEUR.CUDNN_HEUR_MODE_A ? "mode A" : "fallback"}: ${(e as Error).message}`,
+      );
     } finally {
       heur.destroy();
     }
