@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Fills .gpu/ (git-ignored through .git/info/exclude) with what the GPU machine lacks and
-# cannot download: Deno's binary (xz) and Debian's Vulkan loader. The device call carries
-# .gpu and runs scripts/gpu-check/run.sh. Run from the repository root after `npm ci`.
+# Fills .gpu/ (git-ignored) with what a GPU machine without a package registry lacks: Deno's
+# binary (xz), Debian's Vulkan loader and glvnd, and the vitest shim bundled for Deno. Carry
+# .gpu beside the checkout and run scripts/gpu-check/run.sh there (docs/gpu-check.md).
+# Run from the repository root after `npm ci`.
 set -euo pipefail
 cd "$(git rev-parse --show-toplevel)"
-grep -qx '/.gpu/' .git/info/exclude 2>/dev/null || echo '/.gpu/' >>.git/info/exclude
 mkdir -p .gpu
 deno=node_modules/deno/deno
 [ -x "$deno" ] || { echo "pack: $deno is missing; run npm ci first" >&2; exit 1; }

@@ -7,6 +7,7 @@ import {
   backends,
   canUseEfficientAttention,
   canUseFlashAttention,
+  explain,
   isFlashAttentionAvailable,
   nn,
   randn,
@@ -134,7 +135,10 @@ describe("canUse* and the launches (RecordingLayer)", () => {
       expect(sdpaRefusals(SDPBackend.FLASH_ATTENTION, new SDPAParams(q!, k!, v!))).toEqual([
         "cuda-flash (cuda): flash attention needs compute capability 8.0+ (sm80); Fake T4 is 7.5",
       ]);
-      const out = scaledDotProductAttention(q!, k!, v!, { isCausal: true, seed: 3 });
+      const fused = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION];
+      const out = nn.attention.withSdpaKernel(fused, () =>
+        scaledDotProductAttention(q!, k!, v!, { isCausal: true, seed: 3 }),
+      );
       expect(out.shape).toEqual([1, 2, 10, 32]);
       const l = layer.launches.at(-1)!;
       expect(l.kernel).toBe("mem_efficient_fwd_f16");
@@ -152,7 +156,8 @@ describe("canUse* and the launches (RecordingLayer)", () => {
   it("FLASH_ATTENTION launches flash_fwd with its tile geometry", async () => {
     await withRecording({ devices: [SM80] }, (layer) => {
       const [q, k, v] = onCuda(qkv([2, 3, 40, 128], "bfloat16"));
-      scaledDotProductAttention(q!, k!, v!, { dropoutP: 0.25, seed: 11 });
+      const flash = <R>(f: () => R) => nn.attention.withSdpaKernel([SDPBackend.FLASH_ATTENTION], f);
+      flash(() => scaledDotProductAttention(q!, k!, v!, { dropoutP: 0.25, seed: 11 }));
       const l = layer.launches.at(-1)!;
       expect(l.kernel).toBe("flash_fwd_bf16");
       expect(l.grid).toEqual([3, 6, 1]); // ceil(40 / 16 rows), 2 x 3
@@ -160,9 +165,24 @@ describe("canUse* and the launches (RecordingLayer)", () => {
       expect(launchArg(l, 24, "f32")).toBeCloseTo(0.25, 6);
       // Above 48 KiB the kernel opts into more shared memory first.
       const [q2, k2, v2] = onCuda(qkv([1, 1, 16, 256], "float16"));
-      scaledDotProductAttention(q2!, k2!, v2!);
+      flash(() => scaledDotProductAttention(q2!, k2!, v2!));
       const attr = layer.callsOf("cuFuncSetAttribute").at(-1)!;
       expect(attr.args.slice(1)).toEqual([8, 16 * 256 * 4 + 64 * 258 * 2 + 64 * 256 * 2]);
+    });
+  });
+
+  it("by default MATH runs first while its scores fit in half the device, the fused kernels beyond", async () => {
+    // Measured on an H200: this package's math path 10x-90x faster than its flash kernel.
+    await withRecording({ devices: [SM80] }, () => {
+      const [q, k, v] = onCuda(qkv([1, 2, 64, 64], "float16"));
+      expect(explain("scaledDotProductAttention", q, k, v).selected).toBe("cuda-math");
+      // 2 heads x 100,000^2 scores x (4 + 2) bytes = 120 GB: more than half of 40 GiB.
+      const [bq, bk, bv] = onCuda(qkv([1, 2, 100_000, 8], "float16"));
+      const e = explain("scaledDotProductAttention", bq, bk, bv);
+      expect(e.selected).toBe("cuda-flash");
+      expect(e.candidates.find((c) => c.kernel === "cuda-math")!.reason).toMatch(
+        /score matrices need 111\.8 GiB, more than half of Fake A100's 40 GiB/,
+      );
     });
   });
 

@@ -12,6 +12,8 @@ export interface DeviceFacts {
   major: number;
   minor: number;
   sharedMemoryPerBlockOptin: number;
+  /** Bytes of device memory (bounds the math path's score matrices). */
+  totalMemory?: number;
 }
 
 /** The package's PTX targets compute_75: older GPUs cannot JIT it. */
@@ -96,5 +98,18 @@ export function mathSupport(
   if (cublasReason) return `the math path needs cuBLAS: ${cublasReason}`;
   if (p.dtype === "bfloat16" && cc(d) < 80)
     return `bfloat16 GEMM needs compute capability 8.0+; ${d.name} is ${ccText(d)}`;
+  const bytes = mathScratchBytes(p);
+  if (d.totalMemory !== undefined && bytes > d.totalMemory * MATH_MEMORY_SHARE)
+    return `the math path's score matrices need ${(bytes / 2 ** 30).toFixed(1)} GiB, more than half of ${d.name}'s ${(d.totalMemory / 2 ** 30).toFixed(0)} GiB (the fused kernels need none)`;
   return true;
+}
+
+/** The share of device memory the math path may take for its scores and probabilities. */
+export const MATH_MEMORY_SHARE = 0.5;
+
+/** Scratch of the math path: float32 (float64) scores and probabilities in the input dtype. */
+export function mathScratchBytes(p: SdpaParams): number {
+  const acc = p.dtype === "float64" ? 8 : 4;
+  const t = p.dtype === "float64" ? 8 : p.dtype === "float32" ? 4 : 2;
+  return batchCount(p) * p.L * p.S * (acc + t);
 }
