@@ -59,4 +59,28 @@ describe("matmul on expanded and overlapping views", () => {
     }
     expect(checked).toBeGreaterThanOrEqual(7); // wasm-gemm on every case; blas-gemm too where OpenBLAS loads
   });
+
+  it("a 1-D operand of stride 0 is copied with its matrix strides (blas-gemm passed an undefined ld)", async () => {
+    await ready(WASM_BACKEND);
+    await ready(NATIVE_BACKEND);
+    const one = randn([1], { seed: 6 });
+    const vec = new Tensor(one.storage, "float32", [8], [0], one.offset);
+    const m = randn([2, 8], { seed: 7 });
+    const mt = randn([8, 3], { seed: 8 });
+    let checked = 0;
+    for (const kernel of ["blas-gemm", "wasm-gemm"]) {
+      for (const [a, b] of [
+        [m, vec],
+        [vec, mt],
+        [vec, vec],
+      ] as [Tensor, Tensor][]) {
+        const ok = withKernelPriority("matmul", [kernel], () => explain("matmul", a, b).selected);
+        if (ok !== kernel) continue;
+        const y = withKernelPriority("matmul", [kernel], () => matmul(a, b));
+        expect(maxError(y, a, b), `${kernel}: [${a.shape}] x [${b.shape}]`).toBeLessThan(1e-5);
+        checked++;
+      }
+    }
+    expect(checked).toBeGreaterThanOrEqual(3);
+  });
 });

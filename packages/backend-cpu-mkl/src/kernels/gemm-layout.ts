@@ -50,7 +50,9 @@ function operand(
   const l = layout(strides[strides.length - 2], strides[strides.length - 1], rows, cols);
   if (l) return { op: { tensor: t, ...l, copied: false }, strides };
   const c = t.contiguous();
-  const s = [...c.strides];
+  // A 1-D operand is a 1 x k row (a) or a k x 1 column (b): its copy's matrix strides are
+  // those, not the copy's single stride (which left the leading dimension undefined).
+  const s = t.rank === 1 ? (cols === 1 ? [1, 0] : [0, 1]) : [...c.strides];
   return {
     op: { tensor: c, ...layout(s[s.length - 2], s[s.length - 1], rows, cols)!, copied: true },
     strides: s,

@@ -84,8 +84,9 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
     "dilation",
     "groups",
   ]) as Conv2dOptions;
-  const bias = o.bias ?? null;
-  const ts = bias ? [input, weight, checkTensor("conv2d", "bias", bias)] : [input, weight];
+  // Checked by type, not truthiness: bias 0, false or "" is an ArgumentError, not "no bias".
+  const bias = o.bias == null ? null : checkTensor("conv2d", "bias", o.bias);
+  const ts = bias ? [input, weight, bias] : [input, weight];
   checkSame("conv2d", ["input", "weight", "bias"], ts);
   checkFloat("conv2d", "input", input);
   checkRank("conv2d", "input", input, 4);

@@ -7,6 +7,7 @@ import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import {
   checkBool,
+  checkFiniteForIteration,
   checkFloat,
   checkOptions,
   checkRank,
@@ -85,7 +86,11 @@ export const luFactorOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
 });
 export const eighOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
   name: "eigh",
-  prepare: (a: Tensor) => base("eigh", a, true),
+  prepare: (a: Tensor) => {
+    const p = base("eigh", a, true);
+    checkFiniteForIteration("eigh", "A", a);
+    return p;
+  },
   shapeKey: key,
 });
 export const qrOp: OpRecord<LinalgParams, [a: Tensor, opts?: { mode?: "reduced" | "complete" }]> =
@@ -102,15 +107,18 @@ export const qrOp: OpRecord<LinalgParams, [a: Tensor, opts?: { mode?: "reduced" 
 export const svdOp: OpRecord<LinalgParams, [a: Tensor, opts?: { fullMatrices?: boolean }]> =
   defineOp({
     name: "svd",
-    prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) =>
-      base("svd", a, false, {
+    prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) => {
+      const p = base("svd", a, false, {
         fullMatrices: checkBool(
           "svd",
           "fullMatrices",
           checkOptions("svd", opts, ["fullMatrices"]).fullMatrices,
           true,
         ),
-      }),
+      });
+      checkFiniteForIteration("svd", "A", a);
+      return p;
+    },
     shapeKey: key,
   });
 export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor]> = defineOp({

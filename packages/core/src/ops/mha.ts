@@ -159,9 +159,9 @@ function checkSequences(query: Tensor, key: Tensor, value: Tensor) {
 /** attnMask (bool or additive, broadcasting to the scores) or isCausal, not both. */
 function checkMask(query: Tensor, o: MhaOptions, scores: number[]) {
   const isCausal = checkBool(OP, "isCausal", o.isCausal, false);
-  const attnMask = o.attnMask ?? null;
+  // Checked by type, not truthiness: attnMask 0, false or "" is an ArgumentError, not "no mask".
+  const attnMask = o.attnMask == null ? null : checkTensor(OP, "attnMask", o.attnMask);
   if (attnMask) {
-    checkTensor(OP, "attnMask", attnMask);
     if (attnMask.device !== query.device)
       throw new DeviceError(`${OP}: attnMask is on ${attnMask.device}, query on ${query.device}`);
     if (attnMask.dtype !== "bool" && attnMask.dtype !== query.dtype)

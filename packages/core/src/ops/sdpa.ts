@@ -100,10 +100,10 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
   }
   const batchShape = broadcastShapes(op, qb, kb, ["query's batch dims", "key's batch dims"]);
   const isCausal = checkBool(op, "isCausal", o.isCausal, false);
-  const attnMask = o.attnMask ?? null;
+  // Checked by type, not truthiness: attnMask 0, false or "" is an ArgumentError, not "no mask".
+  const attnMask = o.attnMask == null ? null : checkTensor(op, "attnMask", o.attnMask);
   let maskKind: SdpaParams["maskKind"] = "none";
   if (attnMask) {
-    checkTensor(op, "attnMask", attnMask);
     if (attnMask.device !== query.device)
       throw new DeviceError(`${op}: attnMask is on ${attnMask.device}, query on ${query.device}`);
     if (isCausal)

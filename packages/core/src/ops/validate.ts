@@ -1,6 +1,6 @@
 /** Argument checks shared by every op: each failure names the argument and what was expected. */
 
-import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
+import { ArgumentError, DeviceError, DTypeError, LinalgError, ShapeError } from "../errors.ts";
 import { type DType, isFloat } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -21,6 +21,25 @@ export function checkFloat(op: string, name: string, t: Tensor): void {
     throw new DTypeError(
       `${op}: ${name} has dtype ${t.dtype}; expected a floating dtype (float32, float64, float16, bfloat16)`,
     );
+  }
+}
+
+/**
+ * Iterative factorizations (eigh, svd) never converge on NaN or infinity: LAPACK's gesdd
+ * looped at 100% CPU for minutes on one infinity. One pass over host-visible input, cheap
+ * next to the factorization, gives every kernel the same answer: a LinalgError. (Device
+ * memory is not read here; the device libraries report non-convergence themselves.)
+ */
+export function checkFiniteForIteration(op: string, name: string, t: Tensor): void {
+  if (!t.storage.memory.hostView || t.numel === 0) return;
+  const direct = t.isContiguous && (t.dtype === "float32" || t.dtype === "float64");
+  const data = direct ? t.hostData() : t.toFloat64();
+  for (let i = 0; i < t.numel; i++) {
+    if (!Number.isFinite(data[i] as number))
+      throw new LinalgError(
+        op,
+        `did not converge: ${name} contains NaN or infinity (element ${i}); the factorization is defined for finite input only`,
+      );
   }
 }
 

@@ -2,7 +2,12 @@
 import type { BinaryParams, UnaryParams } from "../ops/elementwise.ts";
 import type { MatmulParams } from "../ops/matmul.ts";
 import type { SoftmaxParams } from "../ops/softmax.ts";
-import { contiguousStrides, forEachIndex, type Tensor } from "../tensor/tensor.ts";
+import {
+  contiguousStrides,
+  forEachIndex,
+  forEachIndexPair,
+  type Tensor,
+} from "../tensor/tensor.ts";
 import { batchOffsets, leadingBroadcastStrides, output, reader, writer } from "./access.ts";
 
 export function matmulReference(p: MatmulParams): Tensor {
@@ -43,10 +48,10 @@ function binary(p: BinaryParams, f: (x: number, y: number) => number): Tensor {
   const W = writer(out);
   const sa = leadingBroadcastStrides(p.a.shape, p.a.strides, p.outShape);
   const sb = leadingBroadcastStrides(p.b.shape, p.b.strides, p.outShape);
-  // Walk the output once, tracking both operands' positions (delta of the strides).
-  const posB: number[] = [];
-  forEachIndex(p.outShape, sb, (pos) => posB.push(pos));
-  forEachIndex(p.outShape, sa, (pos, i) => W(i, f(A(pos), B(posB[i]))));
+  // Walk the output once, tracking both operands' positions (no table of them: one entry
+  // per output element does not fit V8's arrays past 2^27 elements).
+  let i = 0;
+  forEachIndexPair(p.outShape, sa, sb, (pa, pb) => W(i++, f(A(pa), B(pb))));
   return out;
 }
 
@@ -113,7 +118,9 @@ export function softmaxReference(p: SoftmaxParams): Tensor {
   const X = reader(x);
   const W = writer(out);
   if (x.rank === 0) {
-    W(0, log ? 0 : 1);
+    // x - max(x) is NaN for a non-finite x: NaN, as torch (and every WASM kernel) gives.
+    const shifted = X(0) - X(0);
+    W(0, log ? shifted : Math.exp(shifted));
     return out;
   }
   const len = x.shape[dim];
@@ -122,9 +129,9 @@ export function softmaxReference(p: SoftmaxParams): Tensor {
   const os = contiguousStrides(x.shape).filter((_, i) => i !== dim);
   const sx = x.strides[dim];
   const so = contiguousStrides(x.shape)[dim];
-  const outPos: number[] = [];
-  forEachIndex(outer, os, (pos) => outPos.push(pos));
-  forEachIndex(outer, xs, (base, r) => {
+  // Input and output positions walk together: no table of rows (120 million rows of a
+  // [2, 1.2e8] softmax over dim 0 made V8 abort the process building one).
+  forEachIndexPair(outer, xs, os, (base, outBase) => {
     let max = Number.NEGATIVE_INFINITY;
     for (let i = 0; i < len; i++) max = Math.max(max, X(base + i * sx));
     let sum = 0;
@@ -134,7 +141,7 @@ export function softmaxReference(p: SoftmaxParams): Tensor {
     const logSum = Math.log(sum);
     for (let i = 0; i < len; i++) {
       const shifted = X(base + i * sx) - max;
-      W(outPos[r] + i * so, log ? shifted - logSum : Math.exp(shifted) / sum);
+      W(outBase + i * so, log ? shifted - logSum : Math.exp(shifted) / sum);
     }
   });
   return out;

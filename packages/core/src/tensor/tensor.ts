@@ -79,6 +79,7 @@ export class Tensor implements Disposable {
     this.shape = shape;
     this.strides = strides ?? contiguousStrides(shape);
     this.offset = offset;
+    checkView(storage, dtype, shape, this.strides, offset);
     this.device = storage.device;
     this.deviceType = deviceTypeOf(storage.device);
     finalizer?.register(this, storage, this);
@@ -385,6 +386,34 @@ export function forEachIndex(
   }
 }
 
+/** forEachIndex over two strided layouts of one shape at once: fn(posA, posB). */
+export function forEachIndexPair(
+  shape: readonly number[],
+  stridesA: readonly number[],
+  stridesB: readonly number[],
+  fn: (a: number, b: number) => void,
+): void {
+  const n = sizeOf(shape);
+  if (n === 0) return;
+  const rank = shape.length;
+  const idx = new Array<number>(rank).fill(0);
+  let a = 0;
+  let b = 0;
+  for (let i = 0; i < n; i++) {
+    fn(a, b);
+    for (let d = rank - 1; d >= 0; d--) {
+      if (++idx[d] < shape[d]) {
+        a += stridesA[d];
+        b += stridesB[d];
+        break;
+      }
+      a -= stridesA[d] * (shape[d] - 1);
+      b -= stridesB[d] * (shape[d] - 1);
+      idx[d] = 0;
+    }
+  }
+}
+
 function copyStrided(t: Tensor): Tensor {
   const mem = t.storage.memory;
   if (!mem.hostView && mem.gather) {
@@ -612,4 +641,40 @@ export function fromFloat64(values: Float64Array, shape: readonly number[], dtyp
   if (dtype === "float64" || dtype === "float32") dst.set(values as never);
   else for (let i = 0; i < values.length; i++) writeNumber(dtype, dst, i, values[i]);
   return t;
+}
+
+const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+
+/**
+ * A view is checked once, where it is made (as torch's as_strided): integer, non-negative
+ * sizes, strides and offset, and every element inside the storage. No kernel then meets a
+ * view that reads outside its memory (native BLAS segfaulted on one, WASM trapped).
+ */
+function checkView(
+  storage: Storage,
+  dtype: DType,
+  shape: readonly number[],
+  strides: readonly number[],
+  offset: number,
+): void {
+  const where = () => `view [${shape}] strides [${strides}] offset ${offset}`;
+  if (!Array.isArray(shape) || !shape.every(isIndex))
+    throw new ShapeError(`tensor shape must be non-negative integers; got ${where()}`);
+  if (!Array.isArray(strides) || strides.length !== shape.length || !strides.every(isIndex))
+    throw new ShapeError(
+      `tensor strides must be ${shape.length} non-negative integers (one per dim); got ${where()}`,
+    );
+  if (!isIndex(offset))
+    throw new ShapeError(`tensor offset must be a non-negative integer; got ${where()}`);
+  const capacity = Math.floor(storage.byteLength / bytesPerElement(dtype));
+  let last = offset;
+  let empty = false;
+  for (let i = 0; i < shape.length; i++) {
+    if (shape[i] === 0) empty = true;
+    else last += (shape[i]! - 1) * strides[i]!;
+  }
+  if (empty ? offset > capacity : last >= capacity)
+    throw new ShapeError(
+      `${where()} reaches element ${last} of a ${dtype} storage of ${capacity} elements; every element of a view must lie inside its storage`,
+    );
 }
