@@ -13,7 +13,7 @@
 //     mask (causal, boolean, additive, key padding); per row: block max, new running
 //     max m, correction 2^(m_old - m), P = 2^(Sb - m) (vectorised exp2), running sum l
 //     O = O * correction + P V                               BR x Ev  (4x8 register tiles)
-//   out rows = O / l   (a row with no key left, m = -inf, is NaN, as the reference)
+//   out rows = O / l   (a row with no key left, m = -inf, is 0, as the reference and PyTorch)
 //
 // Memory: the workspace (flashWorkspaceBytes) holds one item's tiles; nothing grows with
 // the sequence lengths. Each output row is computed by one call in a fixed order, so the
@@ -619,9 +619,15 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
     for (let r = 0; r < rows; r++) {
       const orow = O + <usize>r * ldO;
       const dst = oPtr + <usize>(i0 + r) * <usize>(EV << 2);
+      // A row whose every score was -inf (fully masked) attends to nothing: 0, as PyTorch
+      // 2.13 gives (its O holds exp(-inf + inf) = NaN, so it is written, not scaled).
       const dead = load<f32>(Mr + (<usize>r << 2)) == -Infinity;
-      const inv: f32 = dead ? NaN : <f32>(1.0 / load<f64>(Lr + (<usize>r << 3)));
+      const inv: f32 = dead ? 0 : <f32>(1.0 / load<f64>(Lr + (<usize>r << 3)));
       const vi = f32x4.splat(inv);
+      if (dead) {
+        memory.fill(dst, 0, <usize>(EV << 2));
+        continue;
+      }
       let c = 0;
       for (; c + 4 <= EV; c += 4) {
         const o = <usize>c << 2;

@@ -70,13 +70,13 @@ __device__ void mem_efficient_fwd(BP_ATTENTION_PARAMS) {
     }
     m = m_new;
   }
-  // Every key masked: lsum is 0 and the row is NaN, as torch's math path gives.
+  // Every key masked: lsum is 0 and the row is 0, as PyTorch 2.13 gives (NaN scores: NaN).
   const float inv = 1.f / lsum;
   T* orow = o + (b * L + l) * (long long)Ev;
 #pragma unroll
   for (int i = 0; i < NV; ++i) {
     const int e = lane + 32 * i;
-    if (e < Ev) orow[e] = bp::from_float<T>(lsum > 0.f ? acc[i] * inv : NAN);
+    if (e < Ev) orow[e] = bp::from_float<T>(lsum > 0.f ? acc[i] * inv : lsum == 0.f ? 0.f : NAN);
   }
 }
 

@@ -122,7 +122,7 @@ __device__ void flash_fwd(BP_ATTENTION_PARAMS) {
 #pragma unroll
     for (int i = 0; i < NV; ++i) {
       const int e = lane + 32 * i;
-      if (e < Ev) orow[e] = bp::from_float<T>(lsum[rr] > 0.f ? acc[rr][i] * inv : NAN);
+      if (e < Ev) orow[e] = bp::from_float<T>(lsum[rr] > 0.f ? acc[rr][i] * inv : lsum[rr] == 0.f ? 0.f : NAN);
     }
   }
 }

@@ -2,7 +2,8 @@
 // The MATH attention path's softmax: cuBLAS computes the scores S = Q K^T (fp32, or fp64 for
 // float64 inputs) into [B, L, S]; this kernel applies scale, causal and boolean/additive
 // masks, softmax and dropout row by row and writes the probabilities in the input dtype for
-// the second GEMM (P V). A row whose every score is masked gives NaN, as torch's math path.
+// the second GEMM (P V). A row whose every score is masked gives 0, as PyTorch 2.13 does on
+// every backend; NaN scores still give NaN.
 #include "common.cuh"
 
 namespace {
@@ -73,13 +74,19 @@ __device__ void attn_softmax(const A* scores, T* probs, const void* mask, const 
       mx = v > mx ? v : mx;
     }
     mx = block_reduce<A>(mx, true, shared);
+    // Masked scores add nothing (exp(-inf - mx) = 0 unless mx is -inf too): a fully masked
+    // row sums to exactly 0 and is written as zeros, while NaN scores keep the sum NaN.
     A sum = 0;
-    for (int s = threadIdx.x; s < S; s += blockDim.x) sum += exp_<A>(value(s) - mx);
+    for (int s = threadIdx.x; s < S; s += blockDim.x) {
+      const A v = value(s);
+      sum += v == neg_inf<A>() ? A(0) : exp_<A>(v - mx);
+    }
     sum = block_reduce<A>(sum, false, shared);
+    const bool dead = sum == A(0);
     const A inv = A(1) / sum;
     const A inv_keep = dropout_p > 0.f ? A(1) / A(1.0f - dropout_p) : A(1);
     for (int s = threadIdx.x; s < S; s += blockDim.x) {
-      A w = exp_<A>(value(s) - mx) * inv;
+      A w = dead ? A(0) : exp_<A>(value(s) - mx) * inv;
       if (dropout_p > 0.f) w = bp::dropout_uniform(seed, b, l, s) < dropout_p ? A(0) : w * inv_keep;
       y[s] = from_acc<A, T>(w);
     }

@@ -211,6 +211,7 @@ int32_t impl_sdpa(int32_t dtype, void *q, void *k, void *v, void *mask, int32_t 
       int64_t yo = (b * hq + h) * L * Ev;
       for (int64_t i = 0; i < L; i++) {
         double max = -INFINITY, sum = 0;
+        int64_t masked = 0;
         for (int64_t j = 0; j < S; j++) {
           double s = 0;
           for (int64_t e = 0; e < E; e++)
@@ -222,6 +223,12 @@ int32_t impl_sdpa(int32_t dtype, void *q, void *k, void *v, void *mask, int32_t 
           if (mask_kind == BP_MPS_MASK_ADDITIVE) s += load(dtype, mask, mo + i * S + j);
           scores[j] = s;
           if (s > max) max = s;
+          if (s == -INFINITY) masked++;
+        }
+        /* Every score -inf (fully masked): the row is 0, as PyTorch 2.13 gives. */
+        if (masked == S) {
+          for (int64_t e = 0; e < Ev; e++) store(dtype, y, yo + i * Ev + e, 0);
+          continue;
         }
         for (int64_t j = 0; j < S; j++) sum += scores[j] = exp(scores[j] - max);
         for (int64_t e = 0; e < Ev; e++) {

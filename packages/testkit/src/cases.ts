@@ -3,7 +3,7 @@
  * empty dims, broadcasting, strided views), built from a seed so a failure can be replayed.
  */
 import type { DType, Tensor } from "@backplane/core";
-import { boolMask, randomTensor as R, type Rng, spdTensor } from "./random.ts";
+import { boolMask, maskRow, randomTensor as R, type Rng, spdTensor } from "./random.ts";
 
 export interface OpCase {
   /** A readable name of the shapes and options, e.g. "7x13 @ 13x5". */
@@ -140,6 +140,24 @@ export const CASES: Record<string, OpCase[]> = {
         R([1, 3, 6, 8], d, r),
         R([1, 3, 6, 8], d, r),
         { attnMask: R([5, 6], d, r) },
+      ],
+    },
+    {
+      name: "bool mask, one row fully masked (0, as PyTorch 2.13)",
+      make: (d, r) => [
+        R([2, 5, 8], d, r),
+        R([2, 11, 8], d, r),
+        R([2, 11, 4], d, r),
+        { attnMask: maskRow(boolMask([5, 11], r), 2) },
+      ],
+    },
+    {
+      name: "additive mask, one row all -Infinity (0, as PyTorch 2.13)",
+      make: (d, r) => [
+        R([1, 3, 5, 8], d, r),
+        R([1, 3, 6, 8], d, r),
+        R([1, 3, 6, 8], d, r),
+        { attnMask: maskRow(R([5, 6], d, r), 0) },
       ],
     },
     {

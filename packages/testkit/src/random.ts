@@ -30,6 +30,17 @@ export function spdTensor(batch: number[], n: number, dtype: DType, rng: Rng): T
 }
 
 /** A random boolean mask with at least one true per row of the last dimension. */
+/**
+ * A copy of an attention mask whose row `row` masks every key (bool: all false; additive:
+ * all -Infinity). PyTorch 2.13 gives such a row 0, not NaN, on every backend.
+ */
+export function maskRow(mask: Tensor, row: number): Tensor {
+  const v = mask.toFloat64();
+  const last = mask.shape[mask.rank - 1] ?? 1;
+  v.fill(mask.dtype === "bool" ? 0 : Number.NEGATIVE_INFINITY, row * last, (row + 1) * last);
+  return tensor(v, { shape: [...mask.shape], dtype: mask.dtype });
+}
+
 export function boolMask(shape: number[], rng: Rng): Tensor {
   const n = shape.reduce((a, b) => a * b, 1);
   const last = shape[shape.length - 1] || 1;

@@ -65,7 +65,7 @@ function code(
 @group(0) @binding(2) var<storage, read> V: array<T>;
 @group(0) @binding(3) var<storage, read> Mk: ${maskDecl};
 @group(0) @binding(4) var<storage, read_write> O: array<T>;
-// 0 L, 1 S, 2 E, 3 Ev, 4 batchRank, 5 NaN bits, 6 causal, 7 scale (f32 bits), 8 gqaGroup,
+// 0 L, 1 S, 2 E, 3 Ev, 4 batchRank, 5 NaN bits (unused by this kernel), 6 causal, 7 scale (f32 bits), 8 gqaGroup,
 // 9 qOff, 10 kOff, 11 vOff, 12 mOff, 13 qs0, 14 qs1, 15 ks0, 16 ks1, 17 vs0, 18 vs1, 19 ms0, 20 ms1,
 // 21 batchShape[${R}], 29 qBatch[${R}], 37 kBatch[${R}], 45 vBatch[${R}], 53 mBatch[${R}]
 @group(0) @binding(5) var<storage, read> prm: array<u32>;
@@ -152,8 +152,8 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
       let inv = 1.0 / l;
       for (var e = 0u; e < Ev; e++) { O[base + e] = T(acc[e] * inv); }
     } else {
-      // Every key masked: NaN, as torch's math kernel gives (bits from prm: Tint folds NaN literals).
-      for (var e = 0u; e < Ev; e++) { O[base + e] = T(bitcast<f32>(prm[5])); }
+      // Every key masked: 0, as PyTorch 2.13 gives on every backend (not 0 / 0).
+      for (var e = 0u; e < Ev; e++) { O[base + e] = T(0.0); }
     }
   }
 }`;

@@ -64,6 +64,7 @@ export function sdpaReference(p: SdpaParams): Tensor {
   for (let bi = 0; bi < qOff.length; bi++) {
     for (let i = 0; i < L; i++) {
       let max = Number.NEGATIVE_INFINITY;
+      let masked = 0;
       for (let j = 0; j < S; j++) {
         let s = 0;
         for (let e = 0; e < E; e++)
@@ -78,6 +79,13 @@ export function sdpaReference(p: SdpaParams): Tensor {
         }
         scores[j] = s;
         if (s > max) max = s;
+        if (s === Number.NEGATIVE_INFINITY) masked++;
+      }
+      // A row whose every score is -Infinity (fully masked) attends to nothing: 0, as
+      // PyTorch 2.13's safe softmax gives on every backend (not exp(-inf + inf) = NaN).
+      if (masked === S) {
+        for (let e = 0; e < Ev; e++) Wr(o++, 0);
+        continue;
       }
       let sum = 0;
       for (let j = 0; j < S; j++) sum += scores[j] = Math.exp(scores[j] - max);
