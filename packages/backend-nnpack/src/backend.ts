@@ -15,7 +15,7 @@ import {
   setTransformCacheLimit,
   transformCacheInfo,
 } from "./cache.ts";
-import { type Algorithm, chooseAlgorithm, nnpackKernels } from "./kernels/conv2d.ts";
+import { type Algorithm, autoAlgorithm, nnpackKernels } from "./kernels/conv2d.ts";
 import { loadQgemm, QNNPACK_ENGINE } from "./qgemm.ts";
 import { qnnpackKernels } from "./quantized.ts";
 import { loadConv, loadConvSync } from "./wasm.ts";
@@ -53,7 +53,7 @@ function gemmKernel(): string | undefined {
 
 /** The algorithm the "auto" kernel would run for conv2d(input, weight, opts). */
 export function algorithmFor(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Algorithm {
-  return chooseAlgorithm(conv2dOp.prepare(input, weight, opts));
+  return autoAlgorithm(conv2dOp.prepare(input, weight, opts));
 }
 
 export const nnpackBackend: BackendDefinition = defineBackend({

@@ -108,6 +108,31 @@ export function chooseAlgorithm(p: Conv2dParams): Algorithm {
   return fftTile(p);
 }
 
+/** Winograd and FFT mix every input of a tile (and every tap of a kernel) into each output. */
+const SPREADS_NON_FINITE = new Set<Algorithm>(["wt8x8", "wt6x6", "ft8x8", "ft16x16"]);
+
+/**
+ * What "auto" runs: chooseAlgorithm's pick, unless that is a transform algorithm and the
+ * input or weight holds NaN or infinity. A transform spreads one such value over its tile
+ * (one NaN pixel made 64 outputs NaN; 1,500 of 1,600 on ft16x16), so then the local
+ * implicit GEMM runs, which keeps it where a direct convolution puts it. The scan is one
+ * pass over input and weight, a small fraction of a transform convolution's time.
+ */
+export function autoAlgorithm(p: Conv2dParams): Algorithm {
+  const alg = chooseAlgorithm(p);
+  if (!SPREADS_NON_FINITE.has(alg)) return alg;
+  return allFinite(p.input) && allFinite(p.weight) ? alg : "implicit-gemm";
+}
+
+function allFinite(t: Tensor): boolean {
+  const data = t.isContiguous ? (t.hostData() as Float32Array) : t.toFloat64();
+  const n = t.numel;
+  // x - x is 0 for every finite x and NaN for NaN and ±Infinity; the sum keeps any NaN.
+  let acc = 0;
+  for (let i = 0; i < n; i++) acc += data[i]! - data[i]!;
+  return acc === 0;
+}
+
 const RUN: Record<Algorithm, (p: Conv2dParams) => Tensor> = {
   wt8x8: (p) => transformConv(p, "wt8x8"),
   wt6x6: (p) => transformConv(p, "wt6x6"),
@@ -153,7 +178,7 @@ export function nnpackKernels(): KernelDefinition<Conv2dParams>[] {
       F32_F64,
       60,
       () => true,
-      (p) => runAlgorithm(chooseAlgorithm(p), p),
+      (p) => runAlgorithm(autoAlgorithm(p), p),
     ),
     kernel("wt8x8", F32, 56, (p) => supportsWinograd(p), RUN.wt8x8),
     kernel("wt6x6", F32, 55, (p) => supportsWinograd(p, "F(4x4,3x3)"), RUN.wt6x6),

@@ -1,0 +1,59 @@
+/**
+ * NaN and infinity stay where a direct convolution puts them under "auto". Winograd and FFT
+ * mix a whole tile: one NaN pixel of x[1,4,16,16] made 64 outputs NaN through wt6x6 / wt8x8
+ * (up to 1,500 of 1,600 with 5x5 kernels on ft16x16); "auto" now takes the local implicit
+ * GEMM when input or weight is not finite. The transform kernels, asked for by name, still
+ * spread them (docs/torch-mapping.md).
+ */
+import { conv2d, randn, ready, type Tensor, withKernelPriority, zeros } from "@backplane/core";
+import { getKernel } from "@backplane/core/backend";
+import { describe, expect, it } from "vitest";
+import { algorithmFor, NNPACK_BACKEND } from "../src/index.ts";
+
+function nanMask(t: Tensor): string {
+  return Array.from(t.toFloat64(), (v) => (Number.isNaN(v) ? "1" : "0")).join("");
+}
+
+function reference(x: Tensor, w: Tensor, padding: number): Tensor {
+  return withKernelPriority("conv2d", ["reference"], () => conv2d(x, w, { padding }));
+}
+
+describe("non-finite values under auto", () => {
+  it("one NaN pixel: auto's NaNs are the reference's, for 3x3 and 5x5 kernels", async () => {
+    await ready(NNPACK_BACKEND);
+    for (const [k, padding, size] of [
+      [3, 1, 16],
+      [5, 2, 40],
+    ] as const) {
+      const x = randn([1, 4, size, size], { seed: 1 });
+      const w = randn([4, 4, k, k], { seed: 2 });
+      const before = algorithmFor(x, w, { padding });
+      (x.hostData() as Float32Array)[1 * size * size + 7 * size + 9] = Number.NaN;
+      expect(algorithmFor(x, w, { padding })).toBe(
+        /^(wt|ft)/.test(before) ? "implicit-gemm" : before,
+      );
+      const y = withKernelPriority("conv2d", ["auto"], () => conv2d(x, w, { padding }));
+      const want = nanMask(reference(x, w, padding));
+      expect(nanMask(y)).toBe(want);
+      expect(want.split("1").length - 1).toBe(4 * k * k);
+    }
+  });
+
+  it("zero weights and one infinite pixel: NaN only where the reference has it", async () => {
+    await ready(NNPACK_BACKEND);
+    const x = randn([1, 4, 16, 16], { seed: 3 });
+    (x.hostData() as Float32Array)[5 * 16 + 5] = Number.POSITIVE_INFINITY;
+    const w = zeros([4, 4, 3, 3]);
+    const y = withKernelPriority("conv2d", ["auto"], () => conv2d(x, w, { padding: 1 }));
+    expect(nanMask(y)).toBe(nanMask(reference(x, w, 1)));
+    expect(y.toFloat64().filter((v) => v === 0).length).toBe(4 * 256 - 4 * 9);
+  });
+
+  it("finite input keeps the fast algorithm", async () => {
+    await ready(NNPACK_BACKEND);
+    const x = randn([1, 16, 32, 32], { seed: 4 });
+    const w = randn([16, 16, 3, 3], { seed: 5 });
+    expect(algorithmFor(x, w, { padding: 1 })).toMatch(/^wt/);
+    expect(getKernel("conv2d", "auto")).toBeDefined();
+  });
+});
