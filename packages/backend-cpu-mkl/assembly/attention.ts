@@ -562,9 +562,14 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
         const mb = f32x4.extract_lane(vm0, 0);
         const pRow = Pp + (<usize>(((r >> 2) * BC) << 6)) + (<usize>(r & 3) << 4);
         if (mb === -Infinity) {
-          // No key of this block is left for the row: it adds nothing.
+          // No key of this block is left for the row: it adds nothing. Unless a score is NaN
+          // (pmax skips those): then the row's sum becomes NaN, as the reference's does.
           for (let c = 0; c < nk4; c++) v128.store(pRow + (<usize>c << 6), f32x4.splat(0));
           store<f32>(Cr + (<usize>r << 2), 1);
+          for (let c = 0; c < nk; c++) {
+            const sc = load<f32>(srow + (<usize>c << 2));
+            if (sc != sc) store<f64>(Lr + (<usize>r << 3), NaN);
+          }
           continue;
         }
         const mOld = load<f32>(Mr + (<usize>r << 2));
@@ -621,7 +626,8 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
       const dst = oPtr + <usize>(i0 + r) * <usize>(EV << 2);
       // A row whose every score was -inf (fully masked) attends to nothing: 0, as PyTorch
       // 2.13 gives (its O holds exp(-inf + inf) = NaN, so it is written, not scaled).
-      const dead = load<f32>(Mr + (<usize>r << 2)) == -Infinity;
+      const dead =
+        load<f32>(Mr + (<usize>r << 2)) == -Infinity && load<f64>(Lr + (<usize>r << 3)) == 0;
       const inv: f32 = dead ? 0 : <f32>(1.0 / load<f64>(Lr + (<usize>r << 3)));
       const vi = f32x4.splat(inv);
       if (dead) {
@@ -774,11 +780,16 @@ function expRowInPlace8(srow: usize, n8: i32, m: f32): f32 {
     (f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3));
 }
 
-/** O row r (ev floats, row stride ldo) /= l[r] (f64) for `rows` rows; l = 0 gives NaN, as the reference. */
+/**
+ * O row r (ev floats, row stride ldo) /= l[r] (f64) for `rows` rows. l = 0 (every score of
+ * the row -inf: fully masked) gives 0, as the reference and PyTorch 2.13; l = NaN gives NaN.
+ */
 export function flash_block_finish(o: usize, ldo: i32, rows: i32, ev: i32, l: usize): void {
   for (let r = 0; r < rows; r++) {
-    const inv = <f32>(1.0 / load<f64>(l + (<usize>r << 3)));
-    scaleRow(o + ((<usize>r * <usize>ldo) << 2), ev, inv);
+    const lr = load<f64>(l + (<usize>r << 3));
+    const row = o + ((<usize>r * <usize>ldo) << 2);
+    if (lr == 0) memory.fill(row, 0, <usize>(ev << 2));
+    else scaleRow(row, ev, <f32>(1.0 / lr));
   }
 }
 

@@ -99,6 +99,12 @@ describe("cholesky of non-positive-definite matrices (issue 21)", () => {
           const a: Tensor = tensor(c.rows, { dtype });
           const err = withKernelPriority("cholesky", [kernel], () => failure(() => cholesky(a)));
           expect(err, `${kernel} ${dtype} ${c.name}`).toBeInstanceOf(LinalgError);
+          // NaN never reaches a kernel: linear algebra takes finite input only (issue 33).
+          if (c.rows.flat().some((v) => !Number.isFinite(v))) {
+            expect(err!.message).toMatch(/cholesky: A contains NaN or infinity/);
+            a.dispose();
+            continue;
+          }
           expect(err!.position, `${kernel} ${dtype} ${c.name}`).toBe(c.minor);
           expect(err!.message).toMatch(/not positive definite \(leading minor of order \d/);
           a.dispose();

@@ -1,6 +1,6 @@
 /**
- * NaN and infinity into the iterative factorizations (eigh, svd): one answer from every
- * kernel, a LinalgError, at once. LAPACK's gesdd looped at 100% CPU on an 8 x 13 matrix
+ * NaN and infinity into linear algebra: one answer from every kernel, a LinalgError, at
+ * once (shown here on the iterative factorizations, eigh and svd, and on inv and solve). LAPACK's gesdd looped at 100% CPU on an 8 x 13 matrix
  * holding one infinity (150 s on Node before it was killed); square and tall inputs came
  * back as NaN while the WASM and reference kernels raised the error.
  */
@@ -53,7 +53,7 @@ describe("eigh and svd on non-finite input", () => {
         for (const kernel of KERNELS.eigh) {
           const a = withValue([9, 9], dtype, 40, v);
           expect(() => withKernelPriority("eigh", [kernel], () => eigh(a)), kernel).toThrow(
-            /eigh: did not converge: A contains NaN or infinity/,
+            /eigh: A contains NaN or infinity/,
           );
           checked++;
         }
@@ -62,9 +62,25 @@ describe("eigh and svd on non-finite input", () => {
     expect(checked).toBe(2 * 3 * (3 * 3 + 3));
   });
 
+  it("the direct factorizations too: inv, solve (A or B), cholesky, luFactor, qr", async () => {
+    const { cholesky, inv, luFactor, qr, solve } = await import("@backplane/core");
+    const a = withValue([13, 13], "float32", 40, Number.NaN);
+    const b = withValue([13, 2], "float32", 3, Number.POSITIVE_INFINITY);
+    const ok = randn([13, 13], { seed: 9 });
+    for (const f of [
+      () => inv(a),
+      () => solve(a, ok),
+      () => solve(ok, b),
+      () => cholesky(a),
+      () => luFactor(a),
+      () => qr(a),
+    ])
+      expect(f).toThrow(/contains NaN or infinity/);
+  });
+
   it("a batch with one bad matrix, and a transposed view, are caught too", () => {
     const batch = withValue([3, 4, 4], "float64", 2 * 16 + 5, Number.NaN);
-    expect(() => svd(batch)).toThrow(/element 37/);
+    expect(() => svd(batch)).toThrow(/svd: A contains NaN or infinity/);
     const wide = withValue([5, 7], "float64", 8, Number.POSITIVE_INFINITY);
     expect(() => svd(wide.permute([1, 0]))).toThrow(LinalgError);
   });

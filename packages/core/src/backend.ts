@@ -166,6 +166,7 @@ export {
   setAllocationHook,
 } from "./tensor/memory.ts";
 export {
+  allFinite,
   checkShape,
   contiguousStrides,
   forEachIndex,

@@ -4,7 +4,7 @@
  * picks among them by NNPACK's rules. Every supports() names what it leaves to others.
  */
 import type { DType, Tensor } from "@backplane/core";
-import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
+import { allFinite, type Conv2dParams, type KernelDefinition } from "@backplane/core/backend";
 import { depthwise } from "../algorithms/depthwise.ts";
 import { implicitGemm, pointwise } from "../algorithms/gemm.ts";
 import { transformConv } from "../algorithms/transform.ts";
@@ -124,13 +124,12 @@ export function autoAlgorithm(p: Conv2dParams): Algorithm {
   return allFinite(p.input) && allFinite(p.weight) ? alg : "implicit-gemm";
 }
 
-function allFinite(t: Tensor): boolean {
-  const data = t.isContiguous ? (t.hostData() as Float32Array) : t.toFloat64();
-  const n = t.numel;
-  // x - x is 0 for every finite x and NaN for NaN and ±Infinity; the sum keeps any NaN.
-  let acc = 0;
-  for (let i = 0; i < n; i++) acc += data[i]! - data[i]!;
-  return acc === 0;
+/** A transform kernel's answer: refused, with the reason, for non-finite input or weight. */
+function finite(p: Conv2dParams, ok: true | string): true | string {
+  if (ok !== true) return ok;
+  return allFinite(p.input) && allFinite(p.weight)
+    ? true
+    : "a Winograd or FFT transform would spread the NaN or infinity in the input or weight over its whole tile; implicit-gemm and direct keep it local";
 }
 
 const RUN: Record<Algorithm, (p: Conv2dParams) => Tensor> = {
@@ -180,10 +179,10 @@ export function nnpackKernels(): KernelDefinition<Conv2dParams>[] {
       () => true,
       (p) => runAlgorithm(autoAlgorithm(p), p),
     ),
-    kernel("wt8x8", F32, 56, (p) => supportsWinograd(p), RUN.wt8x8),
-    kernel("wt6x6", F32, 55, (p) => supportsWinograd(p, "F(4x4,3x3)"), RUN.wt6x6),
-    kernel("ft8x8", F32, 54, (p) => supportsFft(p, 8), RUN.ft8x8),
-    kernel("ft16x16", F32, 53, (p) => supportsFft(p, 16), RUN.ft16x16),
+    kernel("wt8x8", F32, 56, (p) => finite(p, supportsWinograd(p)), RUN.wt8x8),
+    kernel("wt6x6", F32, 55, (p) => finite(p, supportsWinograd(p, "F(4x4,3x3)")), RUN.wt6x6),
+    kernel("ft8x8", F32, 54, (p) => finite(p, supportsFft(p, 8)), RUN.ft8x8),
+    kernel("ft16x16", F32, 53, (p) => finite(p, supportsFft(p, 16)), RUN.ft16x16),
     kernel("direct", F32_F64, 52, supportsDirect, runDirect),
     kernel("implicit-gemm", F32_F64, 51, () => true, implicitGemm),
   ];

@@ -7,7 +7,7 @@ import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import {
   checkBool,
-  checkFiniteForIteration,
+  checkFiniteLinalg,
   checkFloat,
   checkOptions,
   checkRank,
@@ -41,6 +41,7 @@ function base(op: string, a: Tensor, square: boolean, extra: Extra = {}): Linalg
     throw new ShapeError(
       `${op}: A must be square (or a batch of square matrices), got shape [${a.shape}]`,
     );
+  checkFiniteLinalg(op, "A", a);
   return {
     a,
     b: null,
@@ -87,9 +88,7 @@ export const luFactorOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
 export const eighOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
   name: "eigh",
   prepare: (a: Tensor) => {
-    const p = base("eigh", a, true);
-    checkFiniteForIteration("eigh", "A", a);
-    return p;
+    return base("eigh", a, true);
   },
   shapeKey: key,
 });
@@ -116,7 +115,6 @@ export const svdOp: OpRecord<LinalgParams, [a: Tensor, opts?: { fullMatrices?: b
           true,
         ),
       });
-      checkFiniteForIteration("svd", "A", a);
       return p;
     },
     shapeKey: key,
@@ -127,6 +125,7 @@ export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor]> = defineOp(
     const p = base("solve", a, true);
     checkTensor("solve", "B", b);
     checkSame("solve", ["A", "B"], [a, b]);
+    checkFiniteLinalg("solve", "B", b);
     // torch: B is a vector when its shape is A's batch shape plus [n].
     const bVector =
       b.rank === 1 ||

@@ -2,7 +2,7 @@
 
 import { ArgumentError, DeviceError, DTypeError, LinalgError, ShapeError } from "../errors.ts";
 import { type DType, isFloat } from "../tensor/dtype.ts";
-import { Tensor } from "../tensor/tensor.ts";
+import { allFinite, Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 
 export function checkTensor(op: string, name: string, x: unknown): Tensor {
@@ -25,22 +25,18 @@ export function checkFloat(op: string, name: string, t: Tensor): void {
 }
 
 /**
- * Iterative factorizations (eigh, svd) never converge on NaN or infinity: LAPACK's gesdd
- * looped at 100% CPU for minutes on one infinity. One pass over host-visible input, cheap
- * next to the factorization, gives every kernel the same answer: a LinalgError. (Device
- * memory is not read here; the device libraries report non-convergence themselves.)
+ * Linear algebra takes finite input only. The iterative factorizations (eigh, svd) never
+ * converge on NaN or infinity (LAPACK's gesdd looped at 100% CPU for minutes on one), and
+ * the direct ones (inv, solve, LU, QR, Cholesky) spread them differently in each library's
+ * pivoting. One pass over host-visible input, cheap next to the factorization, gives every
+ * kernel the same answer: a LinalgError. (Device memory is not read here.)
  */
-export function checkFiniteForIteration(op: string, name: string, t: Tensor): void {
-  if (!t.storage.memory.hostView || t.numel === 0) return;
-  const direct = t.isContiguous && (t.dtype === "float32" || t.dtype === "float64");
-  const data = direct ? t.hostData() : t.toFloat64();
-  for (let i = 0; i < t.numel; i++) {
-    if (!Number.isFinite(data[i] as number))
-      throw new LinalgError(
-        op,
-        `did not converge: ${name} contains NaN or infinity (element ${i}); the factorization is defined for finite input only`,
-      );
-  }
+export function checkFiniteLinalg(op: string, name: string, t: Tensor): void {
+  if (allFinite(t)) return;
+  throw new LinalgError(
+    op,
+    `${name} contains NaN or infinity; linear algebra takes finite input only`,
+  );
 }
 
 export function checkDTypeIn(op: string, name: string, t: Tensor, allowed: readonly DType[]): void {

@@ -26,13 +26,17 @@ export function conv2dReference(p: Conv2dParams): Tensor {
             const chan = g * cg + ci;
             for (let i = 0; i < kh; i++) {
               const iy = y * p.strideH - p.padTop + i * p.dilationH;
-              if (iy < 0 || iy >= h) continue;
+              const rowIn = iy >= 0 && iy < h;
               for (let j = 0; j < kw; j++) {
                 const ix = x * p.strideW - p.padLeft + j * p.dilationW;
-                if (ix < 0 || ix >= w) continue;
-                acc +=
-                  X(b * xs0 + chan * xs1 + iy * xs2 + ix * xs3) *
-                  K(f * ks0 + ci * ks1 + i * ks2 + j * ks3);
+                const k = K(f * ks0 + ci * ks1 + i * ks2 + j * ks3);
+                // Padding is zeros that are multiplied, as in torch: a NaN or infinite tap
+                // over the padding makes NaN (0 * inf), the same in every kernel.
+                if (!rowIn || ix < 0 || ix >= w) {
+                  if (!Number.isFinite(k)) acc += k * 0;
+                  continue;
+                }
+                acc += X(b * xs0 + chan * xs1 + iy * xs2 + ix * xs3) * k;
               }
             }
           }

@@ -11,6 +11,7 @@ import {
   checkDType,
   type DType,
   isDType,
+  isFloat,
   readNumber,
   type StorageArray,
   viewOf,
@@ -384,6 +385,21 @@ export function forEachIndex(
       idx[d] = 0;
     }
   }
+}
+
+/**
+ * True when no element of a host-visible float tensor is NaN or ±Infinity (one pass; other
+ * dtypes and device memory: true). Kernels whose algorithms spread a non-finite value
+ * (Winograd, FFT, some blocked layouts) ask it to refuse such input with the reason.
+ */
+export function allFinite(t: Tensor): boolean {
+  if (!t.storage.memory.hostView || t.numel === 0 || !isFloat(t.dtype)) return true;
+  const direct = t.isContiguous && (t.dtype === "float32" || t.dtype === "float64");
+  const data = direct ? (t.hostData() as Float32Array | Float64Array) : t.toFloat64();
+  // x - x is 0 for every finite x and NaN otherwise; the sum keeps any NaN.
+  let acc = 0;
+  for (let i = 0; i < t.numel; i++) acc += data[i]! - data[i]!;
+  return acc === 0;
 }
 
 /** forEachIndex over two strided layouts of one shape at once: fn(posA, posB). */
