@@ -692,6 +692,11 @@ export function flash_block_softmax(
     const mNew = Mathf.max(mOld, bmax);
     if (mNew == -Infinity) {
       // Every score so far is -inf (only possible with -inf inputs): nothing to add yet.
+      // NaN scores (pmax skips them) make the row's sum NaN, as the reference's.
+      for (let c = 0; c < valid; c++) {
+        const sc = load<f32>(srow + (<usize>c << 2));
+        if (sc != sc) store<f64>(l + (<usize>r << 3), NaN);
+      }
       memory.fill(srow, 0, <usize>cols << 2);
       continue;
     }

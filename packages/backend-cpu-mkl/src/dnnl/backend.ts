@@ -7,6 +7,7 @@
 import { backends, getFlag, onFlagChange, runtime } from "@backplane/core";
 import {
   type AnyKernelDefinition,
+  allFinite,
   type BackendDefinition,
   type Conv2dParams,
   defineBackend,
@@ -77,6 +78,15 @@ function convSupports(p: Conv2dParams): true | string {
     if (t && !t.isContiguous)
       return `${name} is a strided view: cpu-dnnl takes contiguous NCHW tensors (contiguous() first)`;
   }
+  // Padding wider than the kernel reaches (outputs that see no input at all): oneDNN 2.6
+  // took 11 s on its first call of a 1x1 convolution padded by 4096 (Node; the fuzz suite).
+  if (p.padTop > p.dilationH * (p.kh - 1) || p.padLeft > p.dilationW * (p.kw - 1))
+    return "padding wider than the (dilated) kernel: oneDNN's first call of such a convolution is slow; the local kernels take it";
+  // A NaN or infinite tap over the padding is NaN (0 * inf) in torch and every other kernel;
+  // oneDNN 2.6 skips the padding in some kernels and multiplies it in others (the fuzz suite
+  // found both). The weight is small next to the input, so it is checked every call.
+  if (!allFinite(p.weight))
+    return "the weight holds NaN or infinity, and oneDNN's kernels disagree on it over the padding; the local kernels give the one answer";
   const plan = planFor(p);
   return typeof plan === "string" ? plan : true;
 }

@@ -106,6 +106,10 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
       `conv2d: weight [${weight.shape}] expects ${cPerGroup} input channels per group, input has ${c} channels in ${groups} group(s) (${c / groups} each)`,
     );
   }
+  if (kh === 0 || kw === 0)
+    throw new ShapeError(
+      `conv2d: weight [${weight.shape}] has a kernel of size ${kh}x${kw}; kernels are at least 1x1 (as in torch)`,
+    );
   if (bias && (bias.rank !== 1 || bias.shape[0] !== outChannels)) {
     throw new ShapeError(`conv2d: bias must have shape [${outChannels}], got [${bias.shape}]`);
   }
