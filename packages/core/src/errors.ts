@@ -156,6 +156,27 @@ export class FallbackError extends BackplaneError {
   }
 }
 
+/**
+ * A kernel's run() threw something that is not a Backplane error: the message names the op,
+ * the kernel and its backend, so a user knows whose code failed; `cause` keeps the original.
+ */
+export class KernelError extends BackplaneError {
+  readonly op: string;
+  readonly kernel: string;
+  readonly backend: string;
+  constructor(op: string, kernel: string, backend: string, cause: unknown) {
+    const why = cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause);
+    super(
+      "E_KERNEL",
+      `${op}: kernel ${kernel} of backend ${backend} failed: ${why} (a bug in that backend; report it to its package with this message)`,
+    );
+    this.op = op;
+    this.kernel = kernel;
+    this.backend = backend;
+    (this as { cause?: unknown }).cause = cause;
+  }
+}
+
 /** A native library or symbol could not be loaded. */
 export class FfiError extends BackplaneError {
   constructor(message: string) {

@@ -5,9 +5,9 @@
  */
 
 // What the core sets up when imported: the CPU device's memory (one WebAssembly memory
-// every WASM kernel imports) and the float64 reference kernels of every op.
+// every WASM kernel imports) and, last (after every op is defined), the float64 reference
+// kernels of every op.
 import "./wasm/memory.ts";
-import "./reference/index.ts";
 
 export { CALIBRATION_BUDGET_MS, type CalibrationReport } from "./dispatch/calibrate.ts";
 export {
@@ -134,3 +134,6 @@ export { WorkerError } from "./wasm/parallel.ts";
 import { SDPBackend, sdpaKernel, withSdpaKernel } from "./dispatch/sdpa-select.ts";
 /** torch.nn.attention */
 export const nn = { attention: { sdpaKernel, withSdpaKernel, SDPBackend } };
+
+// Last: kernels register only for defined ops, and the exports above define them.
+import "./reference/index.ts";

@@ -5,6 +5,7 @@
  * an element a kernel forgets to write fails. Works inside any test runner.
  */
 import {
+  ArgumentError,
   BackplaneError,
   type DType,
   explain,
@@ -12,7 +13,13 @@ import {
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
-import { dispatch, getBackend, getOp, setAllocationHook } from "@backplane/core/backend";
+import {
+  dispatch,
+  getBackend,
+  getOp,
+  listBackends,
+  setAllocationHook,
+} from "@backplane/core/backend";
 import { hash, mapTensors, tensorsIn } from "./args.ts";
 import { BAD_CALLS } from "./bad-inputs.ts";
 import { CASES, type OpCase } from "./cases.ts";
@@ -362,11 +369,18 @@ export async function runConformance(
   backendName: string,
   opts: ConformanceOptions = {},
 ): Promise<ConformanceReport> {
-  const b = getBackend(backendName);
-  if (!b)
-    throw new Error(
-      `runConformance: backend ${JSON.stringify(backendName)} is not registered; import its package first`,
+  // The backend's name, or its package's (what the docs' examples and users reach for).
+  const b =
+    getBackend(backendName) ?? listBackends().find((x) => x.def.packageName === backendName);
+  if (!b) {
+    const known = listBackends().map((x) =>
+      x.def.packageName ? `${x.def.name} (${x.def.packageName})` : x.def.name,
     );
+    throw new ArgumentError(
+      `runConformance: no backend ${JSON.stringify(backendName)} is registered; import its package first. Registered: ${known.join(", ")}`,
+    );
+  }
+  backendName = b.def.name;
   const kernels = (b.def.kernels ?? []).filter(
     (k) =>
       CASES[k.op] &&

@@ -6,8 +6,10 @@
 
 import {
   ArgumentError,
+  BackplaneError,
   type CandidateReport,
   FallbackError,
+  KernelError,
   NoKernelError,
   NondeterministicError,
 } from "../errors.ts";
@@ -201,7 +203,7 @@ export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): unknow
       if (e.wanted !== undefined) checkStrict(op, e, k, params);
       return e.verbose || frame.calls !== undefined
         ? traced(op, k, params, e.verbose)
-        : k.run(params);
+        : runKernel(op, k, params);
     }
   }
   return runHeldBack(op, e, params);
@@ -358,6 +360,16 @@ export function setVerboseSink(sink: (line: string) => void): (line: string) => 
   return prev;
 }
 
+/** A kernel's run(); what it throws that is not a Backplane error becomes a KernelError. */
+function runKernel(op: OpRecord, k: Kernel, params: OpParams): unknown {
+  try {
+    return k.run(params as never);
+  } catch (err) {
+    if (err instanceof BackplaneError) throw err;
+    throw new KernelError(op.name, k.name, k.backend, err);
+  }
+}
+
 /** Writes one line to the verbose sink (backends trace their library calls through it). */
 export function emitVerbose(line: string): void {
   verboseSink(line);
@@ -366,7 +378,7 @@ export function emitVerbose(line: string): void {
 /** Runs a kernel timed: for the verbose trace and for record() scopes. */
 function traced(op: OpRecord, k: Kernel, params: OpParams, verbose: boolean): unknown {
   const t0 = now();
-  const out = k.run(params);
+  const out = runKernel(op, k, params);
   const ms = now() - t0;
   const calls = currentFrame().calls;
   if (calls !== undefined) {
@@ -395,7 +407,7 @@ function runAutotuned(op: OpRecord, e: Entry, params: OpParams): unknown {
   const won = e.winners.get(key);
   const trace = e.verbose || currentFrame().calls !== undefined;
   if (won && (won.supports === undefined || won.supports(params as never) === true)) {
-    return trace ? traced(op, won, params, e.verbose) : won.run(params);
+    return trace ? traced(op, won, params, e.verbose) : runKernel(op, won, params);
   }
   const fit = e.kernels.filter(
     (k) => k.supports === undefined || k.supports(params as never) === true,
@@ -419,7 +431,7 @@ function runAutotuned(op: OpRecord, e: Entry, params: OpParams): unknown {
       `backplane_verbose,autotune,${op.name},${key},winner=${best.backend}:${best.name},${bestMs.toFixed(4)} ms`,
     );
   if (e.wanted !== undefined) checkStrict(op, e, best, params);
-  return trace ? traced(op, best, params, e.verbose) : best.run(params);
+  return trace ? traced(op, best, params, e.verbose) : runKernel(op, best, params);
 }
 
 /** Forgets every autotune winner (they are also dropped when flags or registrations change). */

@@ -7,6 +7,7 @@
 import { ArgumentError, RegistrationError } from "../errors.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { show } from "../util/format.ts";
+import { didYouMean } from "../util/suggest.ts";
 
 export type MatmulPrecision = "highest" | "high" | "medium";
 
@@ -78,6 +79,9 @@ export interface OpRecord<P extends OpParams = OpParams, A extends unknown[] = u
 
 const ops = new Map<string, OpRecord>();
 
+/** Ops given a definition (defineOp): the only ones kernels may be registered for. */
+const defined = new Set<string>();
+
 export function defineOp<P extends OpParams, A extends unknown[]>(
   def: OpDefinition<P, A>,
 ): OpRecord<P, A> {
@@ -90,10 +94,12 @@ export function defineOp<P extends OpParams, A extends unknown[]>(
       work: def.work,
       rankPerShape: def.rankPerShape,
     });
+    defined.add(def.name);
     return existing as OpRecord<P, A>;
   }
   const rec: OpRecord<P, A> = { ...def, kernels: [], cache: new WeakMap(), cacheGeneration: -1 };
   ops.set(def.name, rec);
+  defined.add(def.name);
   return rec;
 }
 
@@ -133,6 +139,13 @@ export function addKernels(
   const seen = new Set<string>();
   for (const k of list) {
     checkKernel(backend, devices, k);
+    // A misspelt op would otherwise register a kernel nothing ever calls.
+    if (!defined.has(k.op)) {
+      const guess = didYouMean(k.op, defined);
+      throw new RegistrationError(
+        `backend ${backend}, kernel ${show(k.name)}: there is no op ${show(k.op)}${guess ? `; did you mean ${guess}?` : ""} (a new op is defined with defineOp() before its kernels are registered)`,
+      );
+    }
     const key = `${k.op}/${k.name}`;
     const clash = ops.get(k.op)?.kernels.find((x) => x.name === k.name);
     if (clash || seen.has(key)) {

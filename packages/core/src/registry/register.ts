@@ -5,10 +5,17 @@
  */
 import { addKernels } from "../dispatch/kernels.ts";
 import { RegistrationError } from "../errors.ts";
-import { addFlagReader, registerFlagChoice, setFlagChoiceFilter } from "../flags/state.ts";
+import { leaves } from "../flags/spec.ts";
+import {
+  addFlagReader,
+  allFlagKeys,
+  registerFlagChoice,
+  setFlagChoiceFilter,
+} from "../flags/state.ts";
 import { extendNamespace, namespaceObject } from "../namespaces/namespace.ts";
 import { registerDeviceMemory } from "../tensor/memory.ts";
 import { show } from "../util/format.ts";
+import { didYouMean } from "../util/suggest.ts";
 import {
   addToRegistry,
   availabilityOf,
@@ -66,6 +73,7 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   }
   const entry: RegisteredBackend = { def, initState: def.init ? "pending" : "ready" };
   // Kernels are checked before anything is recorded, so a failed registration leaves no trace.
+  checkKernelFlags(def);
   addKernels(def.name, def.devices, def.kernels ?? []);
   addToRegistry(entry);
   for (const ns of def.namespaces ?? []) namespaceObject(ns);
@@ -78,4 +86,24 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   for (const m of def.memories ?? []) registerDeviceMemory(m);
   bumpGeneration();
   return entry;
+}
+
+/**
+ * Every flag a kernel names exists: the core's, another backend's, or this backend's own.
+ * A misspelt key ("fl3.enabld") would otherwise leave the kernel disabled for good.
+ */
+function checkKernelFlags(def: BackendDefinition): void {
+  const own = Object.entries(def.flags ?? {}).flatMap(([ns, schema]) =>
+    [...leaves(schema)].map(([key]) => `${ns}.${key}`),
+  );
+  const known = new Set([...allFlagKeys(), ...own]);
+  for (const k of def.kernels ?? []) {
+    for (const key of ((k as { flags?: unknown }).flags as string[] | undefined) ?? []) {
+      if (known.has(key)) continue;
+      const guess = didYouMean(key, known);
+      throw new RegistrationError(
+        `backend ${def.name}, kernel ${show(k?.name)}: flag ${show(key)} is not defined${guess ? `; did you mean ${guess}?` : ""} (a backend's own flags go in its flags schema)`,
+      );
+    }
+  }
 }

@@ -1,0 +1,121 @@
+/**
+ * What registration and dispatch check of a backend author: a kernel for an op that does
+ * not exist, or naming a flag no schema defines, is a RegistrationError with did-you-mean
+ * (issue 34: "matmull" was accepted and the kernel never ran; "fl3.enabld" left a kernel
+ * disabled for good); an exception from run() reaches the user as a KernelError naming op,
+ * kernel and backend, with the original as its cause. Backplane's own errors pass through.
+ */
+import {
+  KernelError,
+  LinalgError,
+  matmul,
+  RegistrationError,
+  randn,
+  withKernelPriority,
+} from "@backplane/core";
+import { defineBackend, registerBackend } from "@backplane/core/backend";
+import { describe, expect, it } from "vitest";
+
+const base = {
+  devices: ["cpu"],
+  isAvailable: () => ({ available: true }) as const,
+};
+const kernel = (extra: Record<string, unknown>) => ({
+  op: "matmul",
+  name: "k",
+  device: "cpu",
+  dtypes: ["float32"],
+  deterministic: true,
+  priority: 1,
+  run: () => {
+    throw new Error("unreachable");
+  },
+  ...extra,
+});
+
+describe("registration checks the kernels against the ops and flags that exist", () => {
+  it("an unknown op: a RegistrationError with the closest op, and nothing registered", () => {
+    expect(() =>
+      registerBackend(
+        defineBackend({ ...base, name: "typo-op", kernels: [kernel({ op: "matmull" }) as never] }),
+      ),
+    ).toThrow(RegistrationError);
+    expect(() =>
+      registerBackend(
+        defineBackend({ ...base, name: "typo-op", kernels: [kernel({ op: "matmull" }) as never] }),
+      ),
+    ).toThrow(/there is no op "matmull"; did you mean matmul\?/);
+  });
+
+  it("an undefined flag key: a RegistrationError; the backend's own schema counts", () => {
+    expect(() =>
+      registerBackend(
+        defineBackend({
+          ...base,
+          name: "typo-flag",
+          kernels: [kernel({ name: "a", flags: ["fl3.enabld"] }) as never],
+          flags: { fl3: { enabled: { kind: "bool", default: true } } },
+        }),
+      ),
+    ).toThrow(/flag "fl3.enabld" is not defined; did you mean fl3.enabled\?/);
+    expect(() =>
+      registerBackend(
+        defineBackend({
+          ...base,
+          name: "own-flag",
+          kernels: [
+            kernel({ name: "own-flag-k", flags: ["fl4.enabled"], priority: -100 }) as never,
+          ],
+          flags: { fl4: { enabled: { kind: "bool", default: true } } },
+        }),
+      ),
+    ).not.toThrow();
+  });
+});
+
+describe("an exception from a kernel's run()", () => {
+  registerBackend(
+    defineBackend({
+      ...base,
+      name: "throwing",
+      kernels: [
+        kernel({
+          name: "boom",
+          priority: -50,
+          run: () => {
+            throw new Error("boom in kernel");
+          },
+        }) as never,
+        kernel({
+          name: "typed",
+          priority: -60,
+          run: () => {
+            throw new LinalgError("matmul", "a typed failure of the kernel");
+          },
+        }) as never,
+      ],
+    }),
+  );
+
+  it("is a KernelError naming op, kernel and backend, with the original as cause", () => {
+    const a = randn([2, 2]);
+    let caught: unknown;
+    try {
+      withKernelPriority("matmul", ["boom"], () => matmul(a, a));
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(KernelError);
+    const e = caught as KernelError;
+    expect(e.message).toMatch(
+      /matmul: kernel boom of backend throwing failed: Error: boom in kernel/,
+    );
+    expect([e.op, e.kernel, e.backend]).toEqual(["matmul", "boom", "throwing"]);
+    expect((e as { cause?: Error }).cause?.message).toBe("boom in kernel");
+  });
+
+  it("a Backplane error from run() passes through as it is", () => {
+    const a = randn([2, 2]);
+    expect(() => withKernelPriority("matmul", ["typed"], () => matmul(a, a))).toThrow(LinalgError);
+  });
+});
