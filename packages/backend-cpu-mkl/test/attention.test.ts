@@ -116,7 +116,7 @@ const SHORT: OpCase[] = [
     make: (d, r) => [...qkv(d, r, [2, 9, 16], [2, 40, 16]), { attnMask: R([9, 1], d, r) }],
   },
   {
-    name: "bool mask [1, 1, L, S] with a fully masked row (NaN, as the reference)",
+    name: "bool mask [1, 1, L, S] with a fully masked row (0, as the reference and PyTorch 2.13)",
     make: (d, r) => {
       const m = new Uint8Array(6 * 70).map(() => (r() < 0.5 ? 1 : 0));
       m.fill(0, 2 * 70, 3 * 70);

@@ -3,7 +3,7 @@
  * empty dims, broadcasting, strided views), built from a seed so a failure can be replayed.
  */
 import type { DType, Tensor } from "@backplane/core";
-import { boolMask, maskRow, randomTensor as R, type Rng, spdTensor } from "./random.ts";
+import { boolMask, maskRow, randomTensor as R, type Rng, spdTensor, withEvery } from "./random.ts";
 
 export interface OpCase {
   /** A readable name of the shapes and options, e.g. "7x13 @ 13x5". */
@@ -72,10 +72,21 @@ export const CASES: Record<string, OpCase[]> = {
     { name: "large logits 3x101", make: (d, r) => [R([3, 101], d, r, 40), -1] },
     { name: "1", make: (d, r) => [R([1], d, r), 0] },
     { name: "3x0 (empty)", make: (d, r) => [R([3, 0], d, r), -1] },
+    // One answer per op at the edges: a 0-d input (1), masked logits (-Infinity: 0).
+    { name: "0-d", make: (d, r) => [R([], d, r), -1] },
+    {
+      name: "4x9 with -Infinity logits",
+      make: (d, r) => [withEvery(R([4, 9], d, r), 1, 4, Number.NEGATIVE_INFINITY), -1],
+    },
   ],
   logSoftmax: [
     { name: "5x17 dim -1", make: (d, r) => [R([5, 17], d, r), -1] },
     { name: "2x3x5 dim 1", make: (d, r) => [R([2, 3, 5], d, r, 10), 1] },
+    { name: "0-d", make: (d, r) => [R([], d, r), -1] },
+    {
+      name: "4x9 with -Infinity logits",
+      make: (d, r) => [withEvery(R([4, 9], d, r), 1, 4, Number.NEGATIVE_INFINITY), -1],
+    },
   ],
   conv2d: [
     { name: "1x3x7x7 * 5x3x3x3", make: (d, r) => [R([1, 3, 7, 7], d, r), R([5, 3, 3, 3], d, r)] },

@@ -41,6 +41,13 @@ export function maskRow(mask: Tensor, row: number): Tensor {
   return tensor(v, { shape: [...mask.shape], dtype: mask.dtype });
 }
 
+/** A copy of `t` with every `every`-th element (from `first`) set to `value`. */
+export function withEvery(t: Tensor, first: number, every: number, value: number): Tensor {
+  const v = t.toFloat64();
+  for (let i = first; i < v.length; i += every) v[i] = value;
+  return tensor(v, { shape: [...t.shape], dtype: t.dtype });
+}
+
 export function boolMask(shape: number[], rng: Rng): Tensor {
   const n = shape.reduce((a, b) => a * b, 1);
   const last = shape[shape.length - 1] || 1;
