@@ -177,6 +177,25 @@ export class KernelError extends BackplaneError {
   }
 }
 
+/**
+ * A kernel returned something other than what its op promises (no result, the wrong shape,
+ * dtype or device, or an input tensor itself): named with op, kernel and backend.
+ */
+export class KernelContractError extends BackplaneError {
+  readonly op: string;
+  readonly kernel: string;
+  readonly backend: string;
+  constructor(op: string, kernel: string, backend: string, problem: string) {
+    super(
+      "E_KERNEL_CONTRACT",
+      `${op}: kernel ${kernel} of backend ${backend} ${problem} (a bug in that backend; report it to its package with this message)`,
+    );
+    this.op = op;
+    this.kernel = kernel;
+    this.backend = backend;
+  }
+}
+
 /** A native library or symbol could not be loaded. */
 export class FfiError extends BackplaneError {
   constructor(message: string) {

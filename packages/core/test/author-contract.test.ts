@@ -6,12 +6,15 @@
  * kernel and backend, with the original as its cause. Backplane's own errors pass through.
  */
 import {
+  backends,
+  KernelContractError,
   KernelError,
   LinalgError,
   matmul,
   RegistrationError,
   randn,
   withKernelPriority,
+  zeros,
 } from "@backplane/core";
 import { defineBackend, registerBackend } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
@@ -117,5 +120,44 @@ describe("an exception from a kernel's run()", () => {
   it("a Backplane error from run() passes through as it is", () => {
     const a = randn([2, 2]);
     expect(() => withKernelPriority("matmul", ["typed"], () => matmul(a, a))).toThrow(LinalgError);
+  });
+});
+
+describe("a kernel's result is checked against its op", () => {
+  const a = randn([4, 4]);
+  const bad = {
+    wrongShape: () => zeros([1, 1]),
+    wrongDtype: () => zeros([4, 4], { dtype: "float64" }),
+    theInput: (p: { a: unknown }) => p.a,
+    nothing: () => undefined,
+  };
+  registerBackend(
+    defineBackend({
+      ...base,
+      name: "contract-breaking",
+      kernels: Object.entries(bad).map(([name, run], i) =>
+        kernel({ name, run, priority: -200 - i }),
+      ) as never[],
+    }),
+  );
+  const force = (name: string) => () => withKernelPriority("matmul", [name], () => matmul(a, a));
+
+  it("with core.checkKernels (and in strict mode, and in the testkit): a KernelContractError", () => {
+    using _ = backends.flags({ core: { checkKernels: true } });
+    expect(force("wrongShape")).toThrow(
+      /kernel wrongShape of backend contract-breaking returned a result of shape \[1,1\]; the op promises \[4,4\]/,
+    );
+    expect(force("wrongDtype")).toThrow(
+      /returned a result of dtype float64; the op promises float32/,
+    );
+    expect(force("theInput")).toThrow(/returned one of its inputs as its result/);
+    expect(force("wrongShape")).toThrow(KernelContractError);
+  });
+
+  it("without the flag only a missing result is refused (the check costs nothing then)", () => {
+    expect(force("nothing")).toThrow(
+      /kernel nothing of backend contract-breaking returned undefined, not a result/,
+    );
+    expect(force("wrongShape")().shape).toEqual([1, 1]);
   });
 });

@@ -9,7 +9,9 @@ import {
   BackplaneError,
   type DType,
   explain,
+  getFlag,
   isFloat,
+  setFlag,
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
@@ -381,6 +383,22 @@ export async function runConformance(
     );
   }
   backendName = b.def.name;
+  // Every result is checked against its op's promise while the suite runs (shape, dtype,
+  // device, not an input): a kernel breaking it fails with a KernelContractError.
+  const checking = getFlag("core.checkKernels");
+  setFlag("core.checkKernels", true);
+  try {
+    return await conformanceOf(backendName, b, opts);
+  } finally {
+    setFlag("core.checkKernels", checking);
+  }
+}
+
+async function conformanceOf(
+  backendName: string,
+  b: NonNullable<ReturnType<typeof getBackend>>,
+  opts: ConformanceOptions,
+): Promise<ConformanceReport> {
   const kernels = (b.def.kernels ?? []).filter(
     (k) =>
       CASES[k.op] &&

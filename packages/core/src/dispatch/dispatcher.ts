@@ -9,6 +9,7 @@ import {
   BackplaneError,
   type CandidateReport,
   FallbackError,
+  KernelContractError,
   KernelError,
   NoKernelError,
   NondeterministicError,
@@ -36,6 +37,7 @@ import {
   sizeClasses,
 } from "./measured.ts";
 import { type ShapeOrder, shapeOrder } from "./per-shape.ts";
+import { checkResult } from "./result-check.ts";
 import { now, timeInterleaved } from "./timing.ts";
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
@@ -49,6 +51,8 @@ interface Entry {
   /** Kernels refused statically, with the reason, for explain() and errors. */
   refused: CandidateReport[];
   verbose: boolean;
+  /** Check each result against the op's promise (core.checkKernels or core.strict). */
+  check: boolean;
   autotune: boolean;
   autotuneLimit: number;
   /** Autotune winners by shape key. */
@@ -123,6 +127,7 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     heldBack: [],
     refused: [],
     verbose: false,
+    check: flagOf(state, "core.checkKernels") === true || flagOf(state, "core.strict") === true,
     autotune: flagOf(state, "core.benchmark") === true || flagOf(state, "cudnn.benchmark") === true,
     autotuneLimit: (flagOf(state, "cudnn.benchmarkLimit") as number | undefined) ?? 0,
     winners: new Map(),
@@ -202,8 +207,8 @@ export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): unknow
     if (k.supports === undefined || k.supports(params) === true) {
       if (e.wanted !== undefined) checkStrict(op, e, k, params);
       return e.verbose || frame.calls !== undefined
-        ? traced(op, k, params, e.verbose)
-        : runKernel(op, k, params);
+        ? traced(op, k, params, e)
+        : runKernel(op, k, params, e.check);
     }
   }
   return runHeldBack(op, e, params);
@@ -234,7 +239,7 @@ function runHeldBack(op: OpRecord, e: Entry, params: OpParams): unknown {
         `nondeterministic:${op.name}/${k.name}`,
         `${op.name}: ${k.name} (${k.backend}) is nondeterministic but useDeterministicAlgorithms(true, { warnOnly: true }) lets it run`,
       );
-      return traced(op, k, params, e.verbose);
+      return traced(op, k, params, e);
     }
   }
   const report = candidates(op, e, params).candidates;
@@ -360,14 +365,23 @@ export function setVerboseSink(sink: (line: string) => void): (line: string) => 
   return prev;
 }
 
-/** A kernel's run(); what it throws that is not a Backplane error becomes a KernelError. */
-function runKernel(op: OpRecord, k: Kernel, params: OpParams): unknown {
+/**
+ * A kernel's run(). What it throws that is not a Backplane error becomes a KernelError; no
+ * result at all is a KernelContractError; with `check` (core.checkKernels, core.strict, the
+ * testkit) the result must also be what the op promises (checkResult).
+ */
+function runKernel(op: OpRecord, k: Kernel, params: OpParams, check: boolean): unknown {
+  let out: unknown;
   try {
-    return k.run(params as never);
+    out = k.run(params as never);
   } catch (err) {
     if (err instanceof BackplaneError) throw err;
     throw new KernelError(op.name, k.name, k.backend, err);
   }
+  if (out === undefined || out === null)
+    throw new KernelContractError(op.name, k.name, k.backend, `returned ${out}, not a result`);
+  if (check) checkResult(op, k, params, out);
+  return out;
 }
 
 /** Writes one line to the verbose sink (backends trace their library calls through it). */
@@ -376,9 +390,10 @@ export function emitVerbose(line: string): void {
 }
 
 /** Runs a kernel timed: for the verbose trace and for record() scopes. */
-function traced(op: OpRecord, k: Kernel, params: OpParams, verbose: boolean): unknown {
+function traced(op: OpRecord, k: Kernel, params: OpParams, e: Entry): unknown {
+  const verbose = e.verbose;
   const t0 = now();
-  const out = runKernel(op, k, params);
+  const out = runKernel(op, k, params, e.check);
   const ms = now() - t0;
   const calls = currentFrame().calls;
   if (calls !== undefined) {
@@ -407,7 +422,7 @@ function runAutotuned(op: OpRecord, e: Entry, params: OpParams): unknown {
   const won = e.winners.get(key);
   const trace = e.verbose || currentFrame().calls !== undefined;
   if (won && (won.supports === undefined || won.supports(params as never) === true)) {
-    return trace ? traced(op, won, params, e.verbose) : runKernel(op, won, params);
+    return trace ? traced(op, won, params, e) : runKernel(op, won, params, e.check);
   }
   const fit = e.kernels.filter(
     (k) => k.supports === undefined || k.supports(params as never) === true,
@@ -431,7 +446,7 @@ function runAutotuned(op: OpRecord, e: Entry, params: OpParams): unknown {
       `backplane_verbose,autotune,${op.name},${key},winner=${best.backend}:${best.name},${bestMs.toFixed(4)} ms`,
     );
   if (e.wanted !== undefined) checkStrict(op, e, best, params);
-  return trace ? traced(op, best, params, e.verbose) : runKernel(op, best, params);
+  return trace ? traced(op, best, params, e) : runKernel(op, best, params, e.check);
 }
 
 /** Forgets every autotune winner (they are also dropped when flags or registrations change). */

@@ -28,6 +28,8 @@ export interface KernelDefinition<P extends OpParams = OpParams> {
   dtypes: readonly DType[];
   /** Same inputs, same bits, every run. */
   deterministic: boolean;
+  /** The kernel may return one of its inputs (written in place); checked results may not otherwise. */
+  inPlace?: boolean;
   /** Boolean flags that must all be true for the kernel to be considered, e.g. ["nnpack.enabled"]. */
   flags?: readonly string[];
   /** Further flag-based conditions; return the reason when they refuse. */
@@ -64,6 +66,16 @@ export interface OpDefinition<P extends OpParams, A extends unknown[]> {
    * layers of one size favour different backends), instead of per size class.
    */
   rankPerShape?: boolean;
+  /**
+   * What a kernel must return for these params: one tensor's shape and dtype, or a named
+   * set of them (decompositions). Checked under core.checkKernels / core.strict.
+   */
+  result?(params: P): ResultSpec | Record<string, ResultSpec>;
+}
+
+export interface ResultSpec {
+  shape: readonly number[];
+  dtype: DType;
 }
 
 /** A kernel of any op, in lists that mix ops (its params type is the op's, erased here). */
@@ -93,6 +105,7 @@ export function defineOp<P extends OpParams, A extends unknown[]>(
       shapeKey: def.shapeKey,
       work: def.work,
       rankPerShape: def.rankPerShape,
+      result: def.result,
     });
     defined.add(def.name);
     return existing as OpRecord<P, A>;

@@ -33,6 +33,7 @@ export interface BuiltinFlagSchemas {
     verbose: BoolSpec;
     benchmark: BoolSpec;
     strict: BoolSpec;
+    checkKernels: BoolSpec;
   };
   cpu: {
     preferredBlasLibrary: EnumSpec<"auto" | "mkl" | "openblas" | "blis" | "wasm">;
@@ -124,7 +125,12 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
     benchmark: bool(false, { doc: "autotune every op's candidates once per shape", readBy: CORE }),
     strict: bool(false, {
       env: "BACKPLANE_STRICT",
-      doc: "a kernel priority the inputs defeat raises FallbackError instead of falling back",
+      doc: "a kernel priority the inputs defeat raises FallbackError instead of falling back; kernel results are checked as with checkKernels",
+      readBy: CORE,
+    }),
+    checkKernels: bool(false, {
+      env: "BACKPLANE_CHECK_KERNELS",
+      doc: "check every kernel result against its op (shape, dtype, device, not an input): KernelContractError otherwise; the testkit turns it on",
       readBy: CORE,
     }),
   },

@@ -191,6 +191,7 @@ export const conv2dOp: OpRecord<
   work: (p: Conv2dParams) =>
     (2 * p.n * p.outChannels * p.outH * p.outW * p.c * p.kh * p.kw) / p.groups,
   rankPerShape: true,
+  result: (p: Conv2dParams) => ({ shape: [p.n, p.outChannels, p.outH, p.outW], dtype: p.dtype }),
 });
 
 /** 2-D convolution (cross-correlation, as in torch) of input [N, C, H, W] with weight [O, C/groups, kH, kW]. */

@@ -37,6 +37,7 @@ function binary(op: string): OpRecord<BinaryParams, [a: Tensor, b: Tensor]> {
     name: op,
     prepare,
     shapeKey: (p: BinaryParams) => `${p.a.shape.join("x")},${p.b.shape.join("x")}`,
+    result: (p: BinaryParams) => ({ shape: p.outShape, dtype: p.dtype }),
   });
 }
 
@@ -60,6 +61,7 @@ export const reluOp: OpRecord<UnaryParams, [x: Tensor]> = defineOp({
     return { x, approximate: "none", deviceType: x.deviceType, dtype: x.dtype };
   },
   shapeKey: (p: UnaryParams) => p.x.shape.join("x"),
+  result: (p: UnaryParams) => ({ shape: p.x.shape, dtype: p.dtype }),
 });
 
 export const geluOp: OpRecord<UnaryParams, [x: Tensor, opts?: { approximate?: "none" | "tanh" }]> =
@@ -78,6 +80,7 @@ export const geluOp: OpRecord<UnaryParams, [x: Tensor, opts?: { approximate?: "n
       return { x, approximate, deviceType: x.deviceType, dtype: x.dtype };
     },
     shapeKey: (p: UnaryParams) => p.x.shape.join("x"),
+    result: (p: UnaryParams) => ({ shape: p.x.shape, dtype: p.dtype }),
   });
 
 /** max(x, 0). */

@@ -88,6 +88,7 @@ function define(kind: FftParams["kind"]): FftOp {
     name: kind,
     prepare,
     shapeKey: (p: FftParams) => `${p.x.shape.join("x")},n${p.n}@${p.dim}`,
+    result: (p: FftParams) => ({ shape: p.outShape, dtype: p.dtype }),
   });
 }
 

@@ -78,6 +78,7 @@ export const matmulOp: OpRecord<MatmulParams, [a: Tensor, b: Tensor]> = defineOp
   shapeKey: (p: MatmulParams) =>
     `${p.batchShape.length ? `${p.batchShape.join("x")}x` : ""}${p.m}x${p.k}x${p.n}`,
   work: (p: MatmulParams) => 2 * p.m * p.n * p.k * p.batchShape.reduce((a, b) => a * b, 1),
+  result: (p: MatmulParams) => ({ shape: p.outShape, dtype: p.dtype }),
 });
 
 /** Matrix product of a and b (torch.matmul). */

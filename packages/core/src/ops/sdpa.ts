@@ -158,6 +158,7 @@ export const sdpaOp: OpRecord<
   shapeKey: (p: SdpaParams) =>
     `${p.batchShape.join("x")},L${p.L},S${p.S},E${p.E},Ev${p.Ev},${p.maskKind}${p.isCausal ? ",causal" : ""}`,
   work: (p: SdpaParams) => 2 * p.L * p.S * (p.E + p.Ev) * p.batchShape.reduce((a, b) => a * b, 1),
+  result: (p: SdpaParams) => ({ shape: [...p.batchShape, p.L, p.Ev], dtype: p.dtype }),
 });
 
 /** softmax(q k^T * scale + mask) v, with dropout on the attention weights. */

@@ -22,6 +22,7 @@ function define(name: string, log: boolean): SoftmaxOp {
       return { x, dim: x.rank === 0 ? 0 : d, log, deviceType: x.deviceType, dtype: x.dtype };
     },
     shapeKey: (p: SoftmaxParams) => `${p.x.shape.join("x")}@${p.dim}`,
+    result: (p: SoftmaxParams) => ({ shape: p.x.shape, dtype: p.dtype }),
   });
 }
 
