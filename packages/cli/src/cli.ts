@@ -18,6 +18,14 @@ import { collectReport, formatReport, reportFailed } from "./doctor.ts";
 import { explainCall, runCall } from "./explain.ts";
 import { loadInstalledBackends } from "./load-backends.ts";
 
+/** Op names as PyTorch users type them (torch.nn.functional's) -> Backplane's. */
+const OP_ALIASES: Record<string, string> = {
+  sdpa: "scaledDotProductAttention",
+  scaled_dot_product_attention: "scaledDotProductAttention",
+  log_softmax: "logSoftmax",
+  multi_head_attention: "multiHeadAttention",
+};
+
 const HELP = `backplane: torch.backends for TypeScript
 
 Usage:
@@ -160,7 +168,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "explain") {
     allowOnly(flags, ["shapes", "dtype", "device", "run"], "explain");
-    const op = positional[0];
+    // PyTorch's short names for ops Backplane spells out.
+    const op = OP_ALIASES[positional[0] ?? ""] ?? positional[0];
     if (!op)
       throw new UsageError("explain: name an op, e.g. backplane explain matmul --shapes 2x3,3x4");
     // GPU backends only for a GPU device: CPU work opens no driver (and prints no driver noise).
@@ -168,7 +177,7 @@ async function main(argv: string[]): Promise<number> {
     await loadInstalledBackends({ gpu: onGpu });
     if (!opNames().includes(op))
       throw new UsageError(
-        `explain: unknown op ${JSON.stringify(op)}; ops: ${opNames().join(", ")}`,
+        `explain: unknown op ${JSON.stringify(op)}; ops: ${opNames().join(", ")} (and ${Object.keys(OP_ALIASES).join(", ")})`,
       );
     if (typeof flags.shapes !== "string")
       throw new UsageError("explain: --shapes is required, e.g. --shapes 2x3,3x4");

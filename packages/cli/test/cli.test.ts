@@ -57,6 +57,13 @@ describe("backplane CLI", () => {
     expect(none.status).toBe(1);
   });
 
+  it("explain takes PyTorch's short op names (sdpa, log_softmax)", () => {
+    const r = run("explain", "sdpa", "--shapes", "1x2x4x8,1x2x4x8,1x2x4x8");
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/scaledDotProductAttention/);
+    expect(run("explain", "log_softmax", "--shapes", "3x4").status).toBe(0);
+  });
+
   it("explain --run prints the kernel call it recorded, the same kernel it chose", () => {
     const r = run("explain", "matmul", "--shapes", "5x3,3x2", "--run");
     expect(r.status).toBe(0);
