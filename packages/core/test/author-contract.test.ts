@@ -161,3 +161,53 @@ describe("a kernel's result is checked against its op", () => {
     expect(force("wrongShape")().shape).toEqual([1, 1]);
   });
 });
+
+describe("an op called before a backend finished initialising", () => {
+  it("warns once per op that a slower kernel may have run, and runs the kernel after ready()", async () => {
+    const { ready, setLogHandler, relu, setFlag } = await import("@backplane/core");
+    let release: () => void = () => {};
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    let ran = 0;
+    registerBackend(
+      defineBackend({
+        ...base,
+        name: "slow-to-load",
+        init: () => gate,
+        // Its own switch, turned off at the end: Bun runs this package's files in one process.
+        flags: { slowToLoad: { enabled: { kind: "bool", default: true } } },
+        kernels: [
+          kernel({
+            op: "relu",
+            name: "slow-relu",
+            priority: 1000,
+            flags: ["slowToLoad.enabled"],
+            run: (p: { x: { shape: number[] } }) => {
+              ran++;
+              return zeros(p.x.shape);
+            },
+          }) as never,
+        ],
+      }),
+    );
+    const lines: string[] = [];
+    const prev = setLogHandler((_level, message) => void lines.push(message));
+    try {
+      const x = randn([3]);
+      relu(x);
+      relu(x);
+      expect(ran).toBe(0);
+      expect(
+        lines.filter((l) => l.includes("relu ran before slow-to-load finished initialising")),
+      ).toHaveLength(1);
+      release();
+      await ready("slow-to-load");
+      relu(x);
+      expect(ran).toBe(1);
+    } finally {
+      setLogHandler(prev);
+      setFlag("slowToLoad.enabled", false);
+    }
+  });
+});

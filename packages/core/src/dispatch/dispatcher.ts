@@ -53,6 +53,8 @@ interface Entry {
   verbose: boolean;
   /** Check each result against the op's promise (core.checkKernels or core.strict). */
   check: boolean;
+  /** Backends whose kernels were passed over because they were still initialising. */
+  initialising: string[] | undefined;
   autotune: boolean;
   autotuneLimit: number;
   /** Autotune winners by shape key. */
@@ -128,6 +130,7 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     refused: [],
     verbose: false,
     check: flagOf(state, "core.checkKernels") === true || flagOf(state, "core.strict") === true,
+    initialising: undefined,
     autotune: flagOf(state, "core.benchmark") === true || flagOf(state, "cudnn.benchmark") === true,
     autotuneLimit: (flagOf(state, "cudnn.benchmarkLimit") as number | undefined) ?? 0,
     winners: new Map(),
@@ -143,6 +146,8 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     const why = staticRefusal(k, state, deviceType, dtype);
     if (why !== undefined) {
       e.refused.push({ kernel: k.name, backend: k.backend, accepted: false, reason: why });
+      if (why.includes("is still initialising") && !e.initialising?.includes(k.backend))
+        (e.initialising ??= []).push(k.backend);
       continue;
     }
     if (deterministic && !k.deterministic) e.heldBack.push(k);
@@ -200,6 +205,7 @@ function entryFor(op: OpRecord, state: FlagState, deviceType: string, dtype: DTy
 export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): unknown {
   const frame = currentFrame();
   const e = entryFor(op, frame.state, params.deviceType, params.dtype);
+  if (e.initialising !== undefined) warnInitialising(op, e.initialising);
   if (e.autotune) return runAutotuned(op, e, params);
   const ks = kernelsFor(op, e, params);
   for (let i = 0; i < ks.length; i++) {
@@ -382,6 +388,14 @@ function runKernel(op: OpRecord, k: Kernel, params: OpParams, check: boolean): u
     throw new KernelContractError(op.name, k.name, k.backend, `returned ${out}, not a result`);
   if (check) checkResult(op, k, params, out);
   return out;
+}
+
+/** Once per op: it ran while faster backends were still loading (no await ready() first). */
+function warnInitialising(op: OpRecord, backends: readonly string[]): void {
+  warnOnce(
+    `initialising:${op.name}`,
+    `[backplane] ${op.name} ran before ${backends.join(", ")} finished initialising, so a slower kernel may have run; await ready() once at start-up`,
+  );
 }
 
 /** Writes one line to the verbose sink (backends trace their library calls through it). */
