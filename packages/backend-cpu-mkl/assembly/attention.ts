@@ -566,10 +566,7 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
           // (pmax skips those): then the row's sum becomes NaN, as the reference's does.
           for (let c = 0; c < nk4; c++) v128.store(pRow + (<usize>c << 6), f32x4.splat(0));
           store<f32>(Cr + (<usize>r << 2), 1);
-          for (let c = 0; c < nk; c++) {
-            const sc = load<f32>(srow + (<usize>c << 2));
-            if (sc != sc) store<f64>(Lr + (<usize>r << 3), NaN);
-          }
+          if (anyNaN(srow, nk)) store<f64>(Lr + (<usize>r << 3), NaN);
           continue;
         }
         const mOld = load<f32>(Mr + (<usize>r << 2));
@@ -647,6 +644,15 @@ export function flash_f32(desc: usize, first: i32, count: i32, work: usize): voi
   }
 }
 
+/** Whether any of the first n floats at p is NaN (the scores pmax's block maximum skips). */
+function anyNaN(p: usize, n: i32): bool {
+  for (let c = 0; c < n; c++) {
+    const x = load<f32>(p + (<usize>c << 2));
+    if (x != x) return true;
+  }
+  return false;
+}
+
 // @ts-ignore: decorator
 @inline
 function imax(a: i32, b: i32): i32 {
@@ -693,10 +699,7 @@ export function flash_block_softmax(
     if (mNew == -Infinity) {
       // Every score so far is -inf (only possible with -inf inputs): nothing to add yet.
       // NaN scores (pmax skips them) make the row's sum NaN, as the reference's.
-      for (let c = 0; c < valid; c++) {
-        const sc = load<f32>(srow + (<usize>c << 2));
-        if (sc != sc) store<f64>(l + (<usize>r << 3), NaN);
-      }
+      if (anyNaN(srow, valid)) store<f64>(l + (<usize>r << 3), NaN);
       memory.fill(srow, 0, <usize>cols << 2);
       continue;
     }

@@ -62,6 +62,8 @@ export class CudnnRuntime {
   ): CachedPlan {
     const cached = this.plans.get(key);
     if (cached) return cached;
+    const refused = this.plans.refusal(key);
+    if (refused) throw refused;
     const b = new GraphBuilder(this.lib, handle);
     try {
       const graph = build(b);
@@ -80,7 +82,12 @@ export class CudnnRuntime {
         }
       }
       for (const c of candidates) destroyCandidate(c);
-      if (built.length === 0) throw noPlan(candidates.length, refused, heuristicErrors);
+      if (built.length === 0) {
+        // Remembered: asking again (every supports() of the problem) builds nothing.
+        const err = noPlan(candidates.length, refused, heuristicErrors);
+        this.plans.refuse(key, err);
+        throw err;
+      }
       const timings =
         flags.benchmark && time && built.length > 1
           ? built.map((p) => ({ engine: p.engine, ms: time(p), plan: p }))

@@ -103,6 +103,26 @@ describe("plan choice follows the flags", () => {
     );
   });
 
+  it("a refused problem is remembered: asking again builds no graph, clearing forgets it", () => {
+    const { plan, rt, layer } = setup(engines().map((e) => ({ ...e, numericalNotes: [NONDET] })));
+    let built = 0;
+    const create = layer.symbols.cudnnBackendCreateDescriptor;
+    (
+      layer.symbols as { cudnnBackendCreateDescriptor: typeof create }
+    ).cudnnBackendCreateDescriptor = (...a: Parameters<typeof create>) => {
+      built++;
+      return create(...a);
+    };
+    expect(() => plan({ deterministic: true }, "refused")).toThrow(CudnnError);
+    const first = built;
+    expect(first).toBeGreaterThan(0);
+    expect(() => plan({ deterministic: true }, "refused")).toThrow(/none of the 3 engines/);
+    expect(built).toBe(first);
+    rt.plans.clear();
+    expect(() => plan({ deterministic: true }, "refused")).toThrow(CudnnError);
+    expect(built).toBeGreaterThan(first);
+  });
+
   it("plans are cached by key; other flags build another plan", () => {
     const { plan, rt, layer } = setup();
     const a = plan({}, "k");

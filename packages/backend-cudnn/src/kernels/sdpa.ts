@@ -120,31 +120,21 @@ export function sdpaPlan(
   return { plan, ptrs };
 }
 
-/** cuDNN's refusals by plan key (bounded: the oldest go first). */
-const refusals = new Map<string, string>();
-const MAX_REFUSALS = 256;
-
 /**
  * Whether cuDNN makes a plan for this problem: undefined when it does (the plan is cached for
- * run()), else cuDNN's reason, remembered. The static checks cannot say it all: on an H200
- * with cuDNN 9.19 every engine refused graphs the support matrix allows, and a kernel that
- * accepts and then throws leaves the dispatcher no fallback. Plans are probed without
- * benchmark timing: which engines cuDNN accepts does not depend on it.
+ * run()), else cuDNN's reason (the runtime remembers it). The static checks cannot say it all:
+ * on an H200 with cuDNN 9.19 every engine refused graphs the support matrix allows, and a
+ * kernel that accepts and then throws leaves the dispatcher no fallback. Plans are probed
+ * without benchmark timing: which engines cuDNN accepts does not depend on it.
  */
 export function planRefusal(d: Device, p: SdpaParams): string | undefined {
   const flags = { ...selectionFlags(), benchmark: false };
-  const key = sdpaKey(p, flags);
-  if (d.rt.plans.get(key)) return undefined;
-  const known = refusals.get(key);
-  if (known !== undefined) return known;
   try {
-    d.rt.plan(key, (b) => buildSdpaGraph(b, p), p.dtype, flags, d.rt.handle(d.ctx, d.index));
+    const handle = d.rt.handle(d.ctx, d.index);
+    d.rt.plan(sdpaKey(p, flags), (b) => buildSdpaGraph(b, p), p.dtype, flags, handle);
     return undefined;
   } catch (e) {
-    const reason = `cuDNN makes no plan for this attention: ${(e as Error).message}`;
-    if (refusals.size >= MAX_REFUSALS) refusals.delete(refusals.keys().next().value!);
-    refusals.set(key, reason);
-    return reason;
+    return `cuDNN makes no plan for this attention: ${(e as Error).message}`;
   }
 }
 

@@ -29,7 +29,20 @@ export interface PlanSummary {
 
 export class PlanCache {
   private readonly plans = new Map<string, CachedPlan>();
+  /** Problems cuDNN made no plan for, with its error, so they are not built again. */
+  private readonly refusals = new Map<string, Error>();
   constructor(readonly capacity = 256) {}
+
+  /** cuDNN's error for a problem it refused before, if any. */
+  refusal(key: string): Error | undefined {
+    return this.refusals.get(key);
+  }
+
+  refuse(key: string, error: Error): void {
+    this.refusals.set(key, error);
+    if (this.refusals.size > this.capacity)
+      this.refusals.delete(this.refusals.keys().next().value!);
+  }
 
   get(key: string): CachedPlan | undefined {
     const p = this.plans.get(key);
@@ -74,5 +87,6 @@ export class PlanCache {
   clear(): void {
     for (const p of this.plans.values()) p.descriptor.destroy();
     this.plans.clear();
+    this.refusals.clear();
   }
 }

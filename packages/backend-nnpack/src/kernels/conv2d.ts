@@ -121,13 +121,15 @@ const SPREADS_NON_FINITE = new Set<Algorithm>(["wt8x8", "wt6x6", "ft8x8", "ft16x
 export function autoAlgorithm(p: Conv2dParams): Algorithm {
   const alg = chooseAlgorithm(p);
   if (!SPREADS_NON_FINITE.has(alg)) return alg;
-  return allFinite(p.input) && allFinite(p.weight) ? alg : "implicit-gemm";
+  return finiteOperands(p) ? alg : "implicit-gemm";
 }
+
+const finiteOperands = (p: Conv2dParams) => allFinite(p.input) && allFinite(p.weight);
 
 /** A transform kernel's answer: refused, with the reason, for non-finite input or weight. */
 function finite(p: Conv2dParams, ok: true | string): true | string {
   if (ok !== true) return ok;
-  return allFinite(p.input) && allFinite(p.weight)
+  return finiteOperands(p)
     ? true
     : "a Winograd or FFT transform would spread the NaN or infinity in the input or weight over its whole tile; implicit-gemm and direct keep it local";
 }

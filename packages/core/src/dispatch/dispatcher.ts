@@ -146,7 +146,7 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     const why = staticRefusal(k, state, deviceType, dtype);
     if (why !== undefined) {
       e.refused.push({ kernel: k.name, backend: k.backend, accepted: false, reason: why });
-      if (why.includes("is still initialising") && !e.initialising?.includes(k.backend))
+      if (getBackend(k.backend)?.initState === "running" && !e.initialising?.includes(k.backend))
         (e.initialising ??= []).push(k.backend);
       continue;
     }

@@ -87,9 +87,7 @@ export const luFactorOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
 });
 export const eighOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
   name: "eigh",
-  prepare: (a: Tensor) => {
-    return base("eigh", a, true);
-  },
+  prepare: (a: Tensor) => base("eigh", a, true),
   shapeKey: key,
 });
 export const qrOp: OpRecord<LinalgParams, [a: Tensor, opts?: { mode?: "reduced" | "complete" }]> =
@@ -106,17 +104,15 @@ export const qrOp: OpRecord<LinalgParams, [a: Tensor, opts?: { mode?: "reduced" 
 export const svdOp: OpRecord<LinalgParams, [a: Tensor, opts?: { fullMatrices?: boolean }]> =
   defineOp({
     name: "svd",
-    prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) => {
-      const p = base("svd", a, false, {
+    prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) =>
+      base("svd", a, false, {
         fullMatrices: checkBool(
           "svd",
           "fullMatrices",
           checkOptions("svd", opts, ["fullMatrices"]).fullMatrices,
           true,
         ),
-      });
-      return p;
-    },
+      }),
     shapeKey: key,
   });
 export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor]> = defineOp({

@@ -369,22 +369,8 @@ export function forEachIndex(
   strides: readonly number[],
   fn: (pos: number, i: number) => void,
 ): void {
-  const n = sizeOf(shape);
-  if (n === 0) return;
-  const rank = shape.length;
-  const idx = new Array<number>(rank).fill(0);
-  let pos = 0;
-  for (let i = 0; i < n; i++) {
-    fn(pos, i);
-    for (let d = rank - 1; d >= 0; d--) {
-      if (++idx[d] < shape[d]) {
-        pos += strides[d];
-        break;
-      }
-      pos -= strides[d] * (shape[d] - 1);
-      idx[d] = 0;
-    }
-  }
+  // The element's index is its position in the contiguous layout of the same shape.
+  forEachIndexPair(shape, strides, contiguousStrides(shape), fn);
 }
 
 /**

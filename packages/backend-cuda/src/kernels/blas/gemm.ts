@@ -297,14 +297,6 @@ export function runCublas(
   }
 }
 
-/**
- * cuBLASLt's workspace limit for one matmul: torch's (CUBLASLT_WORKSPACE_SIZE defaults to the
- * cuBLAS workspace, 32 MiB on sm_90), since Hopper's fastest kernels want more than 4 MiB.
- */
-export function ltWorkspaceBytes(major: number): number {
-  return cublasWorkspaceBytes(undefined, major);
-}
-
 /** Runs a planned, strided GEMM through cuBLASLt (descriptors, heuristic, cublasLtMatmul). */
 // Long: the cuBLASLt descriptor set-up in the order the library requires, released in one finally.
 export function runCublasLt(
@@ -393,7 +385,10 @@ export function runCublasLt(
     check("cublas", "cublasLtMatmulPreferenceCreate", lib.cublasLtMatmulPreferenceCreate(out));
     const pref = out[0]!;
     created.push(["pref", pref]);
-    const ws = BigUint64Array.of(BigInt(ltWorkspaceBytes(rt.driver.device(s.device).major)));
+    // cuBLASLt's workspace limit is torch's (CUBLASLT_WORKSPACE_SIZE defaults to the cuBLAS
+    // workspace, 32 MiB on sm_90): Hopper's fastest kernels want more than 4 MiB.
+    const major = rt.driver.device(s.device).major;
+    const ws = BigUint64Array.of(BigInt(cublasWorkspaceBytes(undefined, major)));
     check(
       "cublas",
       "cublasLtMatmulPreferenceSetAttribute",
