@@ -105,6 +105,11 @@ static int64_t extent(const int64_t *dims, int n, int64_t elem) {
   void *var = operand(handle, (uint64_t)(bytes), what, &status);                               \
   if (!var) goto done
 
+/* No buffer, offset or copy is larger (Metal's own limits are far below). */
+#define MAX_BYTES (((uint64_t)1) << 48)
+/* No element index is larger: extent() and the strided walk stay below it. */
+#define MAX_ELEMENTS (((int64_t)1) << 52)
+
 static int valid_dtype(int32_t dtype) { return dtype >= BP_MPS_F32 && dtype <= BP_MPS_BF16; }
 
 /* ---- entry points ---- */
@@ -169,7 +174,7 @@ static int32_t grow_table(void) {
 int32_t bp_mps_buffer_alloc(uint64_t bytes, uint64_t *handle_out) {
   ENTER();
   CHECK(handle_out, BP_MPS_E_INVALID_ARGUMENT, "buffer_alloc: no output handle");
-  CHECK(bytes <= (((uint64_t)1) << 48), BP_MPS_E_INVALID_ARGUMENT,
+  CHECK(bytes <= MAX_BYTES, BP_MPS_E_INVALID_ARGUMENT,
         "buffer_alloc: %llu bytes is not a buffer size", (unsigned long long)bytes);
   CHECK(memory_cap == 0 || held_bytes + bytes <= memory_cap, BP_MPS_E_OUT_OF_MEMORY,
         "MPS out of memory: %llu bytes held, %llu more asked, the cap is %llu "
@@ -217,7 +222,9 @@ int32_t bp_mps_buffer_free(uint64_t handle) {
 int32_t bp_mps_buffer_write(uint64_t handle, uint64_t offset, const void *src, uint64_t bytes) {
   ENTER();
   CHECK(src || bytes == 0, BP_MPS_E_INVALID_ARGUMENT, "buffer_write: no source");
-  CHECK(offset <= (((uint64_t)1) << 48), BP_MPS_E_OUT_OF_RANGE, "buffer_write: bad offset");
+  CHECK(offset <= MAX_BYTES && bytes <= MAX_BYTES, BP_MPS_E_OUT_OF_RANGE,
+        "buffer_write: offset %llu, %llu bytes", (unsigned long long)offset,
+        (unsigned long long)bytes);
   OPERAND(dst, handle, offset + bytes, "buffer_write");
   status = impl_synchronize();
   if (status) goto done;
@@ -228,7 +235,9 @@ int32_t bp_mps_buffer_write(uint64_t handle, uint64_t offset, const void *src, u
 int32_t bp_mps_buffer_read(uint64_t handle, uint64_t offset, void *dst, uint64_t bytes) {
   ENTER();
   CHECK(dst || bytes == 0, BP_MPS_E_INVALID_ARGUMENT, "buffer_read: no destination");
-  CHECK(offset <= (((uint64_t)1) << 48), BP_MPS_E_OUT_OF_RANGE, "buffer_read: bad offset");
+  CHECK(offset <= MAX_BYTES && bytes <= MAX_BYTES, BP_MPS_E_OUT_OF_RANGE,
+        "buffer_read: offset %llu, %llu bytes", (unsigned long long)offset,
+        (unsigned long long)bytes);
   OPERAND(src, handle, offset + bytes, "buffer_read");
   status = impl_synchronize();
   if (status) goto done;
@@ -239,8 +248,10 @@ int32_t bp_mps_buffer_read(uint64_t handle, uint64_t offset, void *dst, uint64_t
 int32_t bp_mps_buffer_copy(uint64_t src, uint64_t src_offset, uint64_t dst, uint64_t dst_offset,
                            uint64_t bytes) {
   ENTER();
-  CHECK(src_offset <= (((uint64_t)1) << 48) && dst_offset <= (((uint64_t)1) << 48),
-        BP_MPS_E_OUT_OF_RANGE, "buffer_copy: bad offset");
+  CHECK(src_offset <= MAX_BYTES && dst_offset <= MAX_BYTES && bytes <= MAX_BYTES,
+        BP_MPS_E_OUT_OF_RANGE, "buffer_copy: offsets %llu, %llu, %llu bytes",
+        (unsigned long long)src_offset, (unsigned long long)dst_offset,
+        (unsigned long long)bytes);
   OPERAND(s, src, src_offset + bytes, "buffer_copy source");
   OPERAND(d, dst, dst_offset + bytes, "buffer_copy destination");
   if (bytes) status = impl_copy(s, src_offset, d, dst_offset, bytes);
@@ -261,12 +272,18 @@ int32_t bp_mps_strided_copy(int32_t elem_bytes, uint64_t src, int64_t offset, in
   CHECK(rank >= 0 && rank <= BP_MPS_MAX_RANK && (rank == 0 || (shape && strides)),
         BP_MPS_E_INVALID_ARGUMENT, "strided_copy: rank %d (at most %d)", rank, BP_MPS_MAX_RANK);
   int64_t count = extent(shape, rank, 1);
-  CHECK(count >= 0 && offset >= 0, BP_MPS_E_INVALID_ARGUMENT, "strided_copy: bad shape");
+  CHECK(count >= 0 && offset >= 0 && offset < MAX_ELEMENTS, BP_MPS_E_INVALID_ARGUMENT,
+        "strided_copy: bad shape or offset");
+  /* The last element read, kept below 2^52 step by step (no product may overflow). */
   int64_t last = offset;
   for (int i = 0; i < rank; i++) {
     CHECK(strides[i] >= 0 && strides[i] < (((int64_t)1) << 40), BP_MPS_E_INVALID_ARGUMENT,
           "strided_copy: stride %lld", (long long)strides[i]);
-    if (shape[i] > 0) last += (shape[i] - 1) * strides[i];
+    if (shape[i] < 2 || strides[i] == 0) continue;
+    CHECK(shape[i] - 1 <= (MAX_ELEMENTS - last) / strides[i], BP_MPS_E_OUT_OF_RANGE,
+          "strided_copy: dim %d (%lld x stride %lld) reaches past 2^52 elements", i,
+          (long long)shape[i], (long long)strides[i]);
+    last += (shape[i] - 1) * strides[i];
   }
   OPERAND(d, dst, count * elem_bytes, "strided_copy destination");
   OPERAND(s, src, count ? (last + 1) * elem_bytes : 0, "strided_copy source");

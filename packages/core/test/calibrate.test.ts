@@ -2,8 +2,10 @@
  * CPU kernels ranked by measurement (issue 22): the order between backends follows what
  * they measured (with a margin), per size class; the user's priority, deterministic mode
  * and cpu.calibrate = false keep the authors' order; the figures are cached per machine.
- * Two test backends answer matmul for small sizes: "calib-slow" (priority 200, 2 ms of
- * busy work per call) and "calib-fast" (priority 150, none): timing fixtures, not kernels.
+ * Two test backends answer matmul for small sizes: "calib-slow" (priority 200, 2 ms more
+ * per call) and "calib-fast" (priority 150, none): timing fixtures, not kernels. Their extra
+ * cost is added to the clock the ranking reads (setTimingClock), not spent busy-waiting, so
+ * a loaded machine cannot reorder them: the real part of each run is microseconds.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,6 +25,7 @@ import {
   defineBackend,
   type MatmulParams,
   registerBackend,
+  setTimingClock,
 } from "@backplane/core/backend";
 import { afterAll, describe, expect, it } from "vitest";
 import { calibration, ensureCalibrated, forgetCalibration } from "../src/dispatch/calibrate.ts";
@@ -30,6 +33,9 @@ import type { Kernel } from "../src/dispatch/kernels.ts";
 import { classFor, MARGIN, sizeClasses, useMeasurements } from "../src/dispatch/measured.ts";
 
 let active = false;
+/** Milliseconds the fixtures have "spent": added to the real clock while a test runs. */
+let fixtureMs = 0;
+const withFixtureClock = () => setTimingClock(() => performance.now() + fixtureMs);
 const fake = (backend: string, priority: number, extraMs: number) =>
   registerBackend(
     defineBackend({
@@ -49,8 +55,7 @@ const fake = (backend: string, priority: number, extraMs: number) =>
           // Only the time matters here (explain() is all the test asks of them): the result
           // is a tensor of the right shape, and the slow one spends extraMs more.
           run: (p: MatmulParams) => {
-            const end = performance.now() + extraMs;
-            while (performance.now() < end) {}
+            fixtureMs += extraMs;
             const out = empty(p.outShape, { dtype: "float32" });
             (out.hostData() as Float32Array).fill(0);
             return out;
@@ -111,8 +116,10 @@ describe("calibration", () => {
   const dir = mkdtempSync(join(tmpdir(), "bp-calibration-"));
   const saved = process.env.BACKPLANE_CACHE_DIR;
   process.env.BACKPLANE_CACHE_DIR = dir;
+  let systemClock: (() => number) | undefined;
   afterAll(async () => {
     active = false;
+    if (systemClock) setTimingClock(systemClock);
     await backends.cpu.calibrate(); // figures without the test backends
     if (saved === undefined) delete process.env.BACKPLANE_CACHE_DIR;
     else process.env.BACKPLANE_CACHE_DIR = saved;
@@ -121,6 +128,7 @@ describe("calibration", () => {
 
   it("ranks the faster backend first, shows the figures in explain(), and caches them", async () => {
     active = true;
+    systemClock = withFixtureClock();
     const a: Tensor = randn([64, 64], { seed: 1 });
     const b: Tensor = randn([64, 64], { seed: 2 });
     let rep = await backends.cpu.calibrate();
@@ -215,8 +223,7 @@ describe("conv2d: ranked per shape at its first call", () => {
             supports: () => (on ? true : "inactive"),
             // Timing fixtures: a tensor of the right shape, 2 ms slower on "its" shapes.
             run: (p: Conv2dParams) => {
-              const end = performance.now() + (slow(p.c) ? 2 : 0);
-              while (performance.now() < end) {}
+              if (slow(p.c)) fixtureMs += 2;
               const out = empty([p.n, p.outChannels, p.outH, p.outW], { dtype: "float32" });
               (out.hostData() as Float32Array).fill(0);
               return out;
@@ -231,6 +238,7 @@ describe("conv2d: ranked per shape at its first call", () => {
   it("runs the backend that measured faster on each shape, and explain() shows the figures", () => {
     on = true;
     slowFor.add(4);
+    const systemClock = withFixtureClock();
     try {
       const w3 = randn([2, 3, 3, 3], { seed: 1 });
       const w4 = randn([2, 4, 3, 3], { seed: 2 });
@@ -258,6 +266,7 @@ describe("conv2d: ranked per shape at its first call", () => {
       for (const t of [w3, w4, x3, x4]) t.dispose();
     } finally {
       on = false;
+      setTimingClock(systemClock);
     }
   });
 });

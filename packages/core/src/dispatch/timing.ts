@@ -3,11 +3,30 @@
  * ranking and the autotuner: each backend's first accepting kernel, timed in interleaved
  * rounds (a burst of load slows them alike) with the best run of each kept.
  */
+import { ArgumentError } from "../errors.ts";
 import type { Kernel, OpParams } from "./kernels.ts";
 import type { KernelFigure } from "./measured.ts";
 
-export const now = (): number =>
+const systemClock = (): number =>
   typeof performance !== "undefined" ? performance.now() : Date.now();
+let clock: () => number = systemClock;
+
+/** Milliseconds on the clock every timing decision reads (see setTimingClock). */
+export const now = (): number => clock();
+
+/**
+ * Replaces the clock that calibration, the per-shape ranking and the autotuner read, and
+ * returns the one it replaced (`undefined` restores the system clock). For tests of
+ * timing-driven choices: a kernel that advances a fake clock by its "cost" is ranked the
+ * same on a loaded machine as on an idle one, where wall-clock sleeps are not.
+ */
+export function setTimingClock(next: (() => number) | undefined): () => number {
+  if (next !== undefined && typeof next !== "function")
+    throw new ArgumentError(`setTimingClock: expected a function or undefined, got ${typeof next}`);
+  const previous = clock;
+  clock = next ?? systemClock;
+  return previous;
+}
 
 type Disposable = { dispose(): void };
 const isDisposable = (x: unknown): x is Disposable =>
