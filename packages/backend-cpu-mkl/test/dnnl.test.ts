@@ -7,6 +7,7 @@
  * installed; .ci/run installs it and requires it (BACKPLANE_EXPECT_DNNL=1).
  */
 
+import { existsSync, readFileSync } from "node:fs";
 import process from "node:process";
 import {
   backends,
@@ -40,6 +41,16 @@ function maxRelErr(a: Tensor, b: Tensor): number {
     scale = Math.max(scale, Math.abs(y[i]));
   }
   return err / scale;
+}
+
+/**
+ * The calling thread's CPU time in ms (the first field of Linux's schedstat, in ns), or
+ * undefined where /proc/thread-self is missing. Node 20 has no process.threadCpuUsage.
+ */
+function mainThreadCpuMs(): (() => number) | undefined {
+  const file = "/proc/thread-self/schedstat";
+  if (!existsSync(file)) return undefined;
+  return () => Number(readFileSync(file, "utf8").split(" ")[0]) / 1e6;
 }
 
 function reference(x: Tensor, w: Tensor, opts: object): Tensor {
@@ -146,9 +157,16 @@ describe("oneDNN (cpu-dnnl)", () => {
   itDnnl(
     "runs on one thread when the setting is 1, after running on two (a primitive keeps the threads it was made for)",
     () => {
-      // Process CPU time over wall time while a convolution runs back to back: about 1 on
-      // one thread, about 2 on two. oneDNN fixes a primitive's thread count when it is
-      // made: one made for two threads ran on two after omp_set_num_threads(1).
+      // Process CPU time over the calling thread's own CPU time, over a fixed number of
+      // convolutions: about 1 on one thread, about 2 on two, however loaded the machine is
+      // (wall time counts the cores other processes take). oneDNN fixes a primitive's
+      // thread count when it is made: one made for two threads ran on two after
+      // omp_set_num_threads(1).
+      const threadCpuMs = mainThreadCpuMs();
+      if (!threadCpuMs) {
+        console.log("[backend-cpu-mkl] thread count test skipped: no /proc/thread-self");
+        return;
+      }
       const x = randn([1, 64, 56, 56], { seed: 1 });
       const w = randn([64, 64, 3, 3], { seed: 2 });
       const busy = (threads: number) => {
@@ -156,16 +174,19 @@ describe("oneDNN (cpu-dnnl)", () => {
         using _ = kernelPriority("conv2d", ["onednn-conv"]);
         for (let i = 0; i < 5; i++) conv2d(x, w, { padding: 1 }).dispose();
         const cpu0 = process.cpuUsage();
-        const t0 = performance.now();
-        while (performance.now() - t0 < 300) conv2d(x, w, { padding: 1 }).dispose();
+        const own0 = threadCpuMs();
+        for (let i = 0; i < 30; i++) conv2d(x, w, { padding: 1 }).dispose();
         const cpu = process.cpuUsage(cpu0);
-        return (cpu.user + cpu.system) / 1000 / (performance.now() - t0);
+        return (cpu.user + cpu.system) / 1000 / (threadCpuMs() - own0);
       };
       try {
         const two = busy(2);
         const one = busy(1);
+        console.log(
+          `[backend-cpu-mkl] process / main-thread CPU time: ${two.toFixed(2)} on two threads, ${one.toFixed(2)} on one`,
+        );
         // Two threads only where the machine has two cores to give.
-        if (runtime().hardwareConcurrency >= 2) expect(two).toBeGreaterThan(1.4);
+        if (runtime().hardwareConcurrency >= 2) expect(two).toBeGreaterThan(1.5);
         expect(one).toBeLessThan(1.3);
       } finally {
         x.dispose();
@@ -177,6 +198,9 @@ describe("oneDNN (cpu-dnnl)", () => {
   itDnnl("reorders a weight tensor once, and again when it changes in place", () => {
     // oneDNN's blocked layouts (the ones with a weight reorder), whatever the timing says.
     setDnnlLayouts("blocked");
+    // oneDNN's kernel whatever the per-shape ranking measures (nnpack, loaded in the same
+    // process under Deno, may win this shape and skip the cache).
+    using _ = kernelPriority("conv2d", ["onednn-conv"]);
     try {
       const x = randn([1, 64, 28, 28], { seed: 1 });
       const w = randn([64, 64, 3, 3], { seed: 2 });

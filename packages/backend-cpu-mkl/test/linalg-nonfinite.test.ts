@@ -46,7 +46,9 @@ describe("eigh and svd on non-finite input", () => {
               () => withKernelPriority("svd", [kernel], () => svd(a)),
               `${kernel} ${shape}`,
             ).toThrow(LinalgError);
-            expect(performance.now() - t0).toBeLessThan(1000);
+            // At once means not looping (gesdd ran for 150 s): 10 s leaves room for a
+            // loaded machine, where a call of microseconds can wait long for a core.
+            expect(performance.now() - t0, `${kernel} ${shape}`).toBeLessThan(10_000);
             checked++;
           }
         }

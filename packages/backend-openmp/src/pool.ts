@@ -150,6 +150,14 @@ export class WorkerPool implements ParallelService {
   callerSpin: number;
   /** See PoolOptions.stallTimeoutMs (default 60 s; 0: wait as long as chunks take). */
   stallTimeoutMs: number;
+  /**
+   * Test hook: how long the caller of a parallel run waits for a woken worker to claim a
+   * chunk before taking chunks itself (0, the default: no wait). On a loaded machine the
+   * caller can otherwise finish every chunk before a worker is scheduled, so a test that
+   * must see a worker take part sets it (bounded: a worker that never comes is a failure,
+   * not a hang).
+   */
+  helperWaitMs = 0;
   private readonly maxWorkers: number;
   private readonly wanted: () => number;
   private readonly counters = {
@@ -576,6 +584,7 @@ export class WorkerPool implements ParallelService {
       if (Atomics.load(h.ctl, L.S_SLEEP) !== 0) Atomics.notify(h.ctl, L.S_WAKE, 1);
     }
     this.counters.parallelRuns++;
+    if (this.helperWaitMs > 0) this.waitHelperClaim();
     // Thread 0: take chunks like any worker.
     let callerError: unknown;
     let callerFailed = false;
@@ -669,6 +678,17 @@ export class WorkerPool implements ParallelService {
     g[L.G_FAILED] = 0;
     g[L.G_MODGEN] = task.module === DEBUG_MODULE ? 0 : (this.genOf.get(task.module) ?? 0);
     g[L.G_EPOCH]++;
+  }
+
+  /** See helperWaitMs: until a worker has taken a chunk (the caller has taken none yet). */
+  private waitHelperClaim(): void {
+    const end = nowMs() + this.helperWaitMs;
+    while (
+      Atomics.load(this.g, L.G_NEXT) === 0 &&
+      Atomics.load(this.g, L.G_FAILED) === 0 &&
+      nowMs() < end
+    )
+      this.sleep(0.05);
   }
 
   /** Waits until no worker is still reading the previous task's description. */

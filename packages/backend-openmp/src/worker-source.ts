@@ -108,16 +108,19 @@ function leave() {
 function markDead(reason) {
   if (closing || s === undefined) return;
   closing = true;
+  const stopping = Atomics.load(s, L.S_STATE) === L.STOPPING;
+  // DEAD before the chunk is given back: a caller that stops waiting at that G_DONE must
+  // see a death (and replace the worker), however late this thread runs the next line.
+  Atomics.store(s, L.S_STATE, L.DEAD);
   const hold = Atomics.exchange(s, L.S_HOLD, 0);
   if (hold !== 0) {
     writeError(reason + " while running chunk " + (hold - 1));
     Atomics.compareExchange(g, L.G_FAILED, 0, workerId);
     Atomics.add(g, L.G_DONE, 1);
-  } else if (Atomics.load(s, L.S_STATE) !== L.STOPPING) {
+  } else if (!stopping) {
     writeError(reason);
   }
   leave();
-  Atomics.store(s, L.S_STATE, L.DEAD);
   Atomics.notify(g, L.G_DONE);
   Atomics.notify(g, L.G_INSIDE);
 }

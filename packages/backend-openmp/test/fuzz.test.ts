@@ -10,8 +10,13 @@
  * written; a result with elementwise semantics matches the reference kernel, NaN for NaN.
  * The seed is printed on failure; BACKPLANE_FUZZ_SEED replays one.
  */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { env } from "node:process";
 import {
   BackplaneError,
+  backends,
   explain,
   randn,
   ready,
@@ -21,7 +26,7 @@ import {
 } from "@backplane/core";
 import { dispatch, getOp, readEnv } from "@backplane/core/backend";
 import { CASES, makeRng } from "@backplane/testkit";
-import { describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import "@backplane/backend-cpu-mkl";
 import "@backplane/backend-nnpack";
 import "../src/index.ts";
@@ -210,8 +215,24 @@ function compareWithReference(
 }
 
 describe("fuzz: the CPU backends with the pool", () => {
+  // A cache directory of its own: nothing another run or test file wrote steers the kernels.
+  const cache = mkdtempSync(join(tmpdir(), "bp-fuzz-cache-"));
+  const savedCache = env.BACKPLANE_CACHE_DIR;
+  beforeAll(() => {
+    env.BACKPLANE_CACHE_DIR = cache;
+  });
+  afterAll(() => {
+    if (savedCache === undefined) delete env.BACKPLANE_CACHE_DIR;
+    else env.BACKPLANE_CACHE_DIR = savedCache;
+    rmSync(cache, { recursive: true, force: true });
+  });
+
   it(`${CALLS} corrupted calls: typed errors only, no trap, no stray write, right results`, async () => {
+    // The authors' kernel order, not one measured (calibration, per-shape ranking): the
+    // unforced calls then pick the same kernels on every run, so a failing seed replays.
+    using _ = backends.cpu.flags({ calibrate: false });
     await ready();
+    expect(backends.cpu.calibration()?.source).toBe("off");
     const r = seededRandom(SEED);
     const sentinel = randn([4096], { seed: 99 });
     const sentinelBytes = bytesOf(sentinel);
@@ -277,7 +298,9 @@ describe("fuzz: the CPU backends with the pool", () => {
     );
     expect(untyped, `seed ${SEED}`).toEqual([]);
     expect(wrong, `seed ${SEED}`).toEqual([]);
-    expect(slowest, `seed ${SEED}: ${slowestCall} took ${slowest} ms`).toBeLessThan(10_000);
+    // Guards against a call that hangs (or nearly: huge strides or paddings looping), not
+    // speed: far above any call here, even on a loaded machine.
+    expect(slowest, `seed ${SEED}: ${slowestCall} took ${slowest} ms`).toBeLessThan(60_000);
     expect(typed + ok).toBe(CALLS);
   }, 600_000);
 });

@@ -49,6 +49,21 @@ export async function eventually(
   return false;
 }
 
+/**
+ * Runs `fn` with the pool's caller waiting (up to waitMs) for a woken worker to claim a chunk
+ * of each parallel run (WorkerPool.helperWaitMs), so a worker surely takes part however
+ * the machine schedules its threads.
+ */
+export function withHelperWait<T>(pool: WorkerPool, fn: () => T, waitMs = 10_000): T {
+  const saved = pool.helperWaitMs;
+  pool.helperWaitMs = waitMs;
+  try {
+    return fn();
+  } finally {
+    pool.helperWaitMs = saved;
+  }
+}
+
 /** Makes a second pool (its own control block and workers) on the same memory. */
 export function newPool(opts: Partial<ConstructorParameters<typeof WorkerPool>[0]> = {}) {
   return new WorkerPool({ memory: cpuMemory().memory, wantedThreads: () => 2, ...opts });

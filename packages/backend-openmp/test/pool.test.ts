@@ -282,6 +282,10 @@ describe("failures", () => {
 
   it("a worker that exits mid-task is a WorkerError; it is replaced, and the next run succeeds", async () => {
     const pool = await readyPool(2);
+    // Every worker the pool wants up first: one still starting could turn READY between
+    // the snapshot and the checks below.
+    await pool.ready();
+    expect(pool.stats().starting).toBe(0);
     const deaths = pool.stats().deaths;
     const readyBefore = pool.readyWorkers();
     let error: unknown;
@@ -311,6 +315,8 @@ describe("failures", () => {
     expect(msg).toMatch(/worker \d+ .*died/);
     expect(msg).toMatch(/exited|closed itself/);
     expect(pool.stats().deaths).toBe(deaths + 1);
+    const dead = (error as { worker: number }).worker;
+    expect(pool.slots.some((s) => s.id === dead)).toBe(false);
     // Until the replacement is ready, only live workers count.
     expect(pool.readyWorkers()).toBe(readyBefore - 1);
     expect(pool.threads()).toBe(readyBefore);
@@ -380,7 +386,8 @@ describe("stress", () => {
       seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
       return seed % k;
     };
-    const t0 = performance.now();
+    // (no wall-time bound: a deadlock is caught by the test timeout and the stall watchdog)
+    const failures = pool.stats().failures;
     let tasks = 0;
     let wrong = 0;
     try {
@@ -414,10 +421,10 @@ describe("stress", () => {
     } finally {
       buf.free();
     }
-    const seconds = (performance.now() - t0) / 1000;
     expect(wrong).toBe(0);
-    expect(seconds).toBeLessThan(20);
-    expect(pool.stats().failures).toBeGreaterThanOrEqual(0);
+    // `failures` counts runs a chunk failed in (each also throws); the tests above add
+    // some on purpose, so none of these runs may add one.
+    expect(pool.stats().failures).toBe(failures);
   });
 });
 
@@ -435,6 +442,7 @@ describe("process lifetime", () => {
     const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
     const { tmpdir } = await import("node:os");
     const { join } = await import("node:path");
+    const { env } = await import("node:process");
     const { fileURLToPath } = await import("node:url");
     const root = fileURLToPath(new URL("../../..", import.meta.url));
     const src = fileURLToPath(new URL("../src/index.ts", import.meta.url));
@@ -462,6 +470,8 @@ console.log("done", pool.stats().workers);
             : [g.process!.execPath, ["--import", "tsx", script]];
       const r = spawnSync(command[0] as string, command[1] as string[], {
         cwd: root,
+        // A fixed size (one worker), not the machine's cores: /done 1/ holds on any machine.
+        env: { ...env, OMP_NUM_THREADS: "2" },
         encoding: "utf8",
         timeout: 30_000,
       });

@@ -3,7 +3,7 @@
 import { WorkerError } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 import { DEBUG_MODULE, RUNTIME_MODULE } from "../src/index.ts";
-import { eventually, f64Buffer, newPool } from "./helpers.ts";
+import { eventually, f64Buffer, newPool, withHelperWait } from "./helpers.ts";
 
 const hasWorker = typeof globalThis.Worker === "function";
 
@@ -30,10 +30,13 @@ describe("Web Workers", () => {
           },
           2,
         );
+      // A worker takes chunks: each try waits up to 200 ms for one to claim a chunk, and
+      // the event loop turns between tries (a Web Worker may still be waiting for a WASM
+      // module posted to it, which a caller blocked in the run would never let arrive).
       const took = await eventually(() => {
         const before = pool.stats().workerChunks;
         buf.view().fill(0);
-        iota();
+        withHelperWait(pool, iota, 200);
         expect(buf.view().every((x, i) => x === i)).toBe(true);
         return pool.stats().workerChunks > before;
       });

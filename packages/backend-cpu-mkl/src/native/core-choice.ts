@@ -45,6 +45,9 @@ export interface CoreChoice<L> {
   how: string;
 }
 
+/** How fast an instance is, in GFLOP/s (the higher the better). */
+export type MeasureGemm = (s: GemmSymbols) => number;
+
 /** One-thread sgemm 256, best of 5, in GFLOP/s. */
 function gflops(s: GemmSymbols): number {
   const n = 256;
@@ -136,12 +139,14 @@ type Cached = Record<string, { core: string; measured: Record<string, number> }>
 /**
  * The best core for the OpenBLAS loaded from `path` (symbols `lib`): the same instance when
  * its core is right for the CPU (or the user set OPENBLAS_CORETYPE), else the fastest of
- * it and copies loaded with better cores. `open` loads a path as the caller's library type.
+ * it and copies loaded with better cores. `open` loads a path as the caller's library type;
+ * `measure` rates an instance (tests pass fixed figures, which no load on the machine changes).
  */
 export async function chooseCore<L extends { symbols: GemmSymbols }>(
   path: string,
   lib: L,
   open: (path: string) => Promise<L | undefined>,
+  measure: MeasureGemm = gflops,
 ): Promise<CoreChoice<L>> {
   const loaded = lib.symbols.openblas_get_corename?.() ?? "";
   const features = backends.cpu.getCpuCapabilityInfo().features;
@@ -160,7 +165,7 @@ export async function chooseCore<L extends { symbols: GemmSymbols }>(
   if (c.getenv(cstr("OPENBLAS_CORETYPE"))) return keep("OPENBLAS_CORETYPE is set by the user");
   if (!check.belowCpu) return keep("the core OpenBLAS chose matches the CPU");
   try {
-    return await measureCores(fs, c, path, lib, loaded, check, open);
+    return await measureCores(fs, c, path, lib, loaded, check, open, measure);
   } catch (e) {
     return keep(`could not try other cores: ${(e as Error).message}`);
   }
@@ -175,6 +180,7 @@ async function measureCores<L extends { symbols: GemmSymbols }>(
   loaded: string,
   check: CoreCheck,
   open: (path: string) => Promise<L | undefined>,
+  measure: MeasureGemm,
 ): Promise<CoreChoice<L>> {
   const cpu = backends.cpu.getCpuCapabilityInfo();
   const real = fs.realpathSync(path);
@@ -192,7 +198,7 @@ async function measureCores<L extends { symbols: GemmSymbols }>(
     if (!other || !copy) return;
     // A core the library cannot run on this CPU is refused by OpenBLAS: it keeps its own.
     if (other.symbols.openblas_get_corename?.()?.toLowerCase() !== core.toLowerCase()) return;
-    const gf = known ?? gflops(other.symbols);
+    const gf = known ?? measure(other.symbols);
     measured[core] = gf;
     if (gf > best.gf) best = { core, lib: other, path: copy, gf };
   };
@@ -208,7 +214,7 @@ async function measureCores<L extends { symbols: GemmSymbols }>(
         how: "cache",
       };
   }
-  measured[loaded] = gflops(lib.symbols);
+  measured[loaded] = measure(lib.symbols);
   best.gf = measured[loaded];
   for (const core of check.candidates) await tryCore(core);
   cache[key] = { core: best.core, measured };
