@@ -33,4 +33,6 @@ if (!existsSync(bin) || !works()) {
   }
 }
 const r = spawnSync(bin, args, { stdio: "inherit" });
+// A signal (an abort from glibc's heap checks, a crash) is named, not hidden behind exit 1.
+if (r.signal) console.error(`[runtime] ${tool} was ended by ${r.signal}`);
 process.exit(r.status ?? 1);

@@ -9,6 +9,7 @@
 import { getFlag, refreshAvailability, runtime } from "@backplane/core";
 import type { Availability } from "@backplane/core/backend";
 import { builtinModule, host } from "@backplane/core/backend";
+import { preferVulkanOnDeno } from "./deno-vulkan.ts";
 
 /** Device-level facts every kernel reads (limits are the device's, after requestDevice). */
 export interface GpuState {
@@ -211,9 +212,13 @@ function noAdapterHint(): string {
 
 async function open(): Promise<GpuState> {
   const { gpu, source } = await acquireGpu();
+  const vulkanOnly = source === "navigator.gpu" ? preferVulkanOnDeno() : undefined;
   const powerPreference = getFlag("webgpu.powerPreference") as GPUPowerPreference;
   const adapter = await gpu.requestAdapter({ powerPreference });
-  if (!adapter) throw new Error(`requestAdapter() returned null (${source})${noAdapterHint()}`);
+  if (!adapter)
+    throw new Error(
+      `requestAdapter() returned null (${source})${vulkanOnly ? `; ${vulkanOnly}` : ""}${noAdapterHint()}`,
+    );
   const wanted = ["shader-f16", "timestamp-query"].filter((f) =>
     adapter.features.has(f as GPUFeatureName),
   );

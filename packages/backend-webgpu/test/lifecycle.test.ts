@@ -81,6 +81,29 @@ describe("webgpu availability", () => {
     );
   });
 
+  // Deno's OpenGL path loads libglvnd's EGL, whose exit-time destructor races a thread
+  // ending beside it (a heap corruption after every test passed): see src/deno-vulkan.ts.
+  const deno = (globalThis as { Deno?: { env: { get(n: string): string | undefined } } }).Deno;
+  gpuIt("on Deno on Linux with a Vulkan driver, EGL is never loaded (Vulkan only)", async () => {
+    if (!deno || !/linux/.test(String(Reflect.get(deno, "build")?.os))) return; // Deno on Linux only
+    const fs = await import("node:fs");
+    const chosen = deno.env.get("DENO_WEBGPU_BACKEND");
+    const icds = ["/etc/vulkan/icd.d", "/usr/local/share/vulkan/icd.d", "/usr/share/vulkan/icd.d"];
+    const driver =
+      Boolean(deno.env.get("VK_ICD_FILENAMES") || deno.env.get("VK_DRIVER_FILES")) ||
+      icds.some((d) => fs.existsSync(d) && fs.readdirSync(d).some((f) => f.endsWith(".json")));
+    if (!driver) {
+      console.log("[backend-webgpu] no Vulkan driver declared: Deno keeps its own choice");
+      return;
+    }
+    // Unset here means backend-webgpu did not choose; another value is the user's choice.
+    expect(chosen).toBeDefined();
+    if (chosen !== "vulkan") return;
+    const maps = fs.readFileSync("/proc/self/maps", "utf8");
+    expect(maps).not.toMatch(/libEGL/);
+    expect(maps).toMatch(/libvulkan/);
+  });
+
   gpuIt("uncaptured device errors are collected", async () => {
     const device = webgpuDevice()!;
     const n = webgpuCapability()!.errors.length;
