@@ -4,7 +4,12 @@
  * (quantized-conv.ts) in WASM SIMD128 (assembly/qgemm.ts), so they run in every runtime,
  * browsers included.
  */
-import { type AnyKernelDefinition, quantizedEngineGate } from "@backplane/core/backend";
+import {
+  type AnyKernelDefinition,
+  quantizedConv2dOp,
+  quantizedEngineGate,
+  quantizedLinearOp,
+} from "@backplane/core/backend";
 import { QNNPACK_ENGINE } from "./qgemm.ts";
 import { qnnpackConv2d, qnnpackConv2dSupports } from "./quantized-conv.ts";
 import { qnnpackLinear, qnnpackLinearSupports } from "./quantized-linear.ts";
@@ -19,19 +24,17 @@ export function qnnpackKernels(): AnyKernelDefinition[] {
     enabled: quantizedEngineGate(QNNPACK_ENGINE),
   } as const;
   return [
-    {
+    quantizedLinearOp.kernel({
       ...common,
-      op: "quantizedLinear",
       name: "qnnpack-linear",
-      supports: qnnpackLinearSupports as (p: never) => true | string,
-      run: qnnpackLinear as (p: never) => unknown,
-    },
-    {
+      supports: qnnpackLinearSupports,
+      run: qnnpackLinear,
+    }),
+    quantizedConv2dOp.kernel({
       ...common,
-      op: "quantizedConv2d",
       name: "qnnpack-conv2d",
-      supports: qnnpackConv2dSupports as (p: never) => true | string,
-      run: qnnpackConv2d as (p: never) => unknown,
-    },
+      supports: qnnpackConv2dSupports,
+      run: qnnpackConv2d,
+    }),
   ];
 }

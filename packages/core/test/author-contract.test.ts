@@ -16,7 +16,7 @@ import {
   withKernelPriority,
   zeros,
 } from "@backplane/core";
-import { defineBackend, registerBackend } from "@backplane/core/backend";
+import { defineBackend, matmulOp, qrOp, registerBackend, softmaxOp } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 
 const base = {
@@ -213,5 +213,44 @@ describe("an op called before a backend finished initialising", () => {
       setLogHandler(prev);
       setFlag("slowToLoad.enabled", false);
     }
+  });
+});
+
+describe("a kernel defined through its op is typed by it", () => {
+  const common = {
+    device: "cpu",
+    dtypes: ["float32"],
+    deterministic: true,
+    priority: -300,
+  } as const;
+  it("op.kernel() fills in the op; other params or another result type do not compile", () => {
+    const k = matmulOp.kernel({
+      ...common,
+      name: "typed-matmul",
+      supports: (p) => (p.m <= 4 ? true : "small products only"),
+      run: (p) => zeros(p.outShape),
+    });
+    expect(k.op).toBe("matmul");
+    const q = qrOp.kernel({ ...common, name: "typed-qr", run: (p) => ({ Q: p.a, R: p.a }) });
+    expect(q.op).toBe("qr");
+    matmulOp.kernel({
+      ...common,
+      name: "wrong-result",
+      // @ts-expect-error: matmul's kernels return a Tensor
+      run: () => 42,
+    });
+    softmaxOp.kernel({
+      ...common,
+      name: "wrong-params",
+      // @ts-expect-error: softmax's params have no m (they are not matmul's)
+      supports: (p) => (p.m > 0 ? true : "never"),
+      run: (p) => p.x,
+    });
+    qrOp.kernel({
+      ...common,
+      name: "wrong-record",
+      // @ts-expect-error: qr's result is { Q, R }
+      run: (p) => ({ Q: p.a }),
+    });
   });
 });

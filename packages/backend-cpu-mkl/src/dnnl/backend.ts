@@ -10,9 +10,11 @@ import {
   allFinite,
   type BackendDefinition,
   type Conv2dParams,
+  conv2dOp,
   defineBackend,
   getBackend,
   initFfi,
+  matmulOp,
   readEnv,
   statusOf,
 } from "@backplane/core/backend";
@@ -93,8 +95,7 @@ function convSupports(p: Conv2dParams): true | string {
 
 function dnnlKernels(): AnyKernelDefinition[] {
   return [
-    {
-      op: "conv2d",
+    conv2dOp.kernel({
       name: "onednn-conv",
       device: "cpu",
       dtypes: ["float32", "bfloat16"],
@@ -102,11 +103,10 @@ function dnnlKernels(): AnyKernelDefinition[] {
       flags: ["mkldnn.enabled"],
       verboseFlags: ["mkldnn.verbose"],
       priority: 70,
-      supports: convSupports as (p: never) => true | string,
-      run: dnnlConv as (p: never) => unknown,
-    },
-    {
-      op: "matmul",
+      supports: convSupports,
+      run: dnnlConv,
+    }),
+    matmulOp.kernel({
       name: "onednn-matmul",
       device: "cpu",
       dtypes: ["float32"],
@@ -118,9 +118,9 @@ function dnnlKernels(): AnyKernelDefinition[] {
       // Below the native BLAS and above the WASM GEMM; the calibration reorders by measurement.
       priority: 75,
       enabled: autoBlasOnly,
-      supports: dnnlMatmulSupports as (p: never) => true | string,
-      run: dnnlMatmul as (p: never) => unknown,
-    },
+      supports: dnnlMatmulSupports,
+      run: dnnlMatmul,
+    }),
     dnnlFlashKernel(),
     ...dnnlQuantizedKernels(),
   ];

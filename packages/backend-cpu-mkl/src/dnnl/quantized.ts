@@ -2,14 +2,18 @@
  * The "onednn" quantized engine's kernels (backends.quantized.engine): linear on oneDNN's
  * int8 GEMM (qlinear.ts), conv2d on its int8 convolution primitive (qconv.ts).
  */
-import { type AnyKernelDefinition, quantizedEngineGate } from "@backplane/core/backend";
+import {
+  type AnyKernelDefinition,
+  quantizedConv2dOp,
+  quantizedEngineGate,
+  quantizedLinearOp,
+} from "@backplane/core/backend";
 import { dnnlQConv, dnnlQConvSupports } from "./qconv.ts";
 import { dnnlQLinear, dnnlQLinearSupports, ONEDNN_ENGINE } from "./qlinear.ts";
 
 export function dnnlQuantizedKernels(): AnyKernelDefinition[] {
   return [
-    {
-      op: "quantizedLinear",
+    quantizedLinearOp.kernel({
       name: "onednn-qlinear",
       device: "cpu",
       dtypes: ["uint8"],
@@ -18,11 +22,10 @@ export function dnnlQuantizedKernels(): AnyKernelDefinition[] {
       verboseFlags: ["mkldnn.verbose"],
       priority: 50,
       enabled: quantizedEngineGate(ONEDNN_ENGINE),
-      supports: dnnlQLinearSupports as (p: never) => true | string,
-      run: dnnlQLinear as (p: never) => unknown,
-    },
-    {
-      op: "quantizedConv2d",
+      supports: dnnlQLinearSupports,
+      run: dnnlQLinear,
+    }),
+    quantizedConv2dOp.kernel({
       name: "onednn-qconv2d",
       device: "cpu",
       dtypes: ["uint8"],
@@ -33,8 +36,8 @@ export function dnnlQuantizedKernels(): AnyKernelDefinition[] {
       verboseFlags: ["mkldnn.verbose"],
       priority: 50,
       enabled: quantizedEngineGate(ONEDNN_ENGINE),
-      supports: dnnlQConvSupports as (p: never) => true | string,
-      run: dnnlQConv as (p: never) => unknown,
-    },
+      supports: dnnlQConvSupports,
+      run: dnnlQConv,
+    }),
   ];
 }

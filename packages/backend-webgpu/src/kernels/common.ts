@@ -13,8 +13,8 @@ export const FLOAT_DTYPES = ["float32", "float16"] as const;
 /** Flags that make the dispatcher trace these kernels (besides core.verbose). */
 export const VERBOSE = ["webgpu.verbose"] as const;
 
-/** The WGSL scalar of a dtype, and the line that enables it. */
-export function wgslType(dtype: DType): { T: string; enable: string } {
+/** The WGSL scalar of a dtype (its name, as the pipeline keys carry it), and the line that enables it. */
+export function wgslType(dtype: string): { T: string; enable: string } {
   if (dtype === "float16") return { T: "f16", enable: "enable f16;\n" };
   if (dtype === "int32") return { T: "i32", enable: "" };
   return { T: "f32", enable: "" };

@@ -18,7 +18,7 @@ const TY = 16;
 
 // Long: a WGSL shader as a template string.
 function code(dtype: string): string {
-  const { T, enable } = wgslType(dtype as never);
+  const { T, enable } = wgslType(dtype);
   return `${enable}alias T = ${T};
 @group(0) @binding(0) var<storage, read> X: array<T>;
 @group(0) @binding(1) var<storage, read> Wt: array<T>;

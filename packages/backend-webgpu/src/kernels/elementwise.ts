@@ -52,7 +52,7 @@ ${Array.from({ length: reads }, (_, k) => `@group(0) @binding(${k}) var<storage,
 `;
 
 function binaryCode(dtype: string, opExpr: string, strided: boolean): string {
-  const { T, enable } = wgslType(dtype as never);
+  const { T, enable } = wgslType(dtype);
   return `${header(T, enable, 2)}
 @compute @workgroup_size(${WG})
 fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
@@ -75,7 +75,7 @@ fn erf_(x: f32) -> f32 {
 }`;
 
 function unaryCode(dtype: string, kind: "relu" | "gelu" | "gelu-tanh", strided: boolean): string {
-  const { T, enable } = wgslType(dtype as never);
+  const { T, enable } = wgslType(dtype);
   const f =
     kind === "relu"
       ? "fn f(x: T) -> T { return max(x, T(0)); }"

@@ -33,7 +33,7 @@ export const MATMUL_INVOCATIONS = TX * TY;
 
 // Long: a WGSL shader as a template string.
 function code(dtype: string): string {
-  const { T, enable } = wgslType(dtype as never);
+  const { T, enable } = wgslType(dtype);
   const B = MAX_BATCH_RANK;
   return `${enable}alias T = ${T};
 @group(0) @binding(0) var<storage, read> A: array<T>;
@@ -140,7 +140,7 @@ fn store(base: u32, i: u32, j: u32, M: u32, N: u32, v: vec4<f32>) {
 const SMALL = 1024;
 
 function smallCode(dtype: string): string {
-  const { T, enable } = wgslType(dtype as never);
+  const { T, enable } = wgslType(dtype);
   const B = MAX_BATCH_RANK;
   return `${enable}alias T = ${T};
 @group(0) @binding(0) var<storage, read> A: array<T>;

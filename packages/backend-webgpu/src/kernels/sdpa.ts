@@ -46,7 +46,7 @@ function code(
   DV: number,
   BC: number,
 ): string {
-  const { T, enable } = wgslType(dtype as never);
+  const { T, enable } = wgslType(dtype);
   const R = MAX_BATCH_RANK;
   const maskDecl =
     maskKind === "bool"

@@ -25,7 +25,7 @@ import {
 const WG = 64;
 
 function code(dtype: string, log: boolean): string {
-  const { T, enable } = wgslType(dtype as never);
+  const { T, enable } = wgslType(dtype);
   const R = MAX_RANK;
   return `${enable}alias T = ${T};
 @group(0) @binding(0) var<storage, read> X: array<T>;

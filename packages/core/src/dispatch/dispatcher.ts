@@ -201,8 +201,17 @@ function entryFor(op: OpRecord, state: FlagState, deviceType: string, dtype: DTy
   return e;
 }
 
-/** Runs `op` on the best kernel for `params`. The hot path of every op. */
-export function dispatch<P extends OpParams>(op: OpRecord<P>, params: P): unknown {
+/**
+ * Runs `op` on the best kernel for `params`: the op's result type. The hot path of every op.
+ * The one place a kernel's result takes its op's type: the table holds kernels of every
+ * op, each registered under its op's name (typed when defined through `op.kernel()`), and
+ * core.checkKernels holds each result to the op's `result()` at run time.
+ */
+export function dispatch<P extends OpParams, R>(op: OpRecord<P, never, R>, params: P): R {
+  return dispatchAny(op, params) as R;
+}
+
+function dispatchAny(op: OpRecord, params: OpParams): unknown {
   const frame = currentFrame();
   const e = entryFor(op, frame.state, params.deviceType, params.dtype);
   if (e.initialising !== undefined) warnInitialising(op, e.initialising);
@@ -236,7 +245,7 @@ function checkStrict(op: OpRecord, e: Entry, k: Kernel, params: OpParams): void 
 
 function runHeldBack(op: OpRecord, e: Entry, params: OpParams): unknown {
   for (const k of e.heldBack) {
-    if (k.supports === undefined || k.supports(params as never) === true) {
+    if (k.supports === undefined || k.supports(params) === true) {
       if (flagOf(currentState(), "core.deterministicWarnOnly") !== true) {
         throw new NondeterministicError(op.name, `${k.name} (${k.backend})`);
       }
@@ -259,8 +268,7 @@ function hintFor(op: OpRecord, report: CandidateReport[], params: OpParams): str
     const k = op.kernels.find((x) => x.name === c.kernel);
     let accepts = false;
     try {
-      accepts =
-        k !== undefined && (k.supports === undefined || k.supports(params as never) === true);
+      accepts = k !== undefined && (k.supports === undefined || k.supports(params) === true);
     } catch {
       accepts = false;
     }
@@ -287,7 +295,7 @@ function candidates(op: OpRecord, e: Entry, params: OpParams): Explanation {
   const consider = (k: Kernel, heldBack: boolean) => {
     let ok: true | string = true;
     try {
-      ok = k.supports ? k.supports(params as never) : true;
+      ok = k.supports ? k.supports(params) : true;
     } catch (err) {
       ok = `supports() threw: ${(err as Error).message}`;
     }
@@ -379,7 +387,7 @@ export function setVerboseSink(sink: (line: string) => void): (line: string) => 
 function runKernel(op: OpRecord, k: Kernel, params: OpParams, check: boolean): unknown {
   let out: unknown;
   try {
-    out = k.run(params as never);
+    out = k.run(params);
   } catch (err) {
     if (err instanceof BackplaneError) throw err;
     throw new KernelError(op.name, k.name, k.backend, err);
@@ -435,12 +443,10 @@ function runAutotuned(op: OpRecord, e: Entry, params: OpParams): unknown {
   const key = op.shapeKey(params);
   const won = e.winners.get(key);
   const trace = e.verbose || currentFrame().calls !== undefined;
-  if (won && (won.supports === undefined || won.supports(params as never) === true)) {
+  if (won && (won.supports === undefined || won.supports(params) === true)) {
     return trace ? traced(op, won, params, e) : runKernel(op, won, params, e.check);
   }
-  const fit = e.kernels.filter(
-    (k) => k.supports === undefined || k.supports(params as never) === true,
-  );
+  const fit = e.kernels.filter((k) => k.supports === undefined || k.supports(params) === true);
   if (fit.length === 0) return runHeldBack(op, e, params);
   const trial = e.autotuneLimit > 0 ? fit.slice(0, e.autotuneLimit) : fit;
   const figures = timeInterleaved(trial, params, { rounds: 1 }, (_, err) => {

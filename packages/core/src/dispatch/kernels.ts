@@ -4,8 +4,9 @@
  * that validates their arguments into params.
  */
 
-import { ArgumentError, RegistrationError } from "../errors.ts";
+import { RegistrationError } from "../errors.ts";
 import type { DType } from "../tensor/dtype.ts";
+import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { didYouMean } from "../util/suggest.ts";
 
@@ -18,7 +19,11 @@ export interface OpParams {
   dtype: DType;
 }
 
-export interface KernelDefinition<P extends OpParams = OpParams> {
+/**
+ * One kernel of an op. P is the op's params type and R its result type: define a kernel
+ * through its op (`matmulOp.kernel({ name, ..., run })`) and both come from the op.
+ */
+export interface KernelDefinition<P extends OpParams = OpParams, R = unknown> {
   op: string;
   /** Implementation name, unique within the op, e.g. "reference", "openblas-sgemm", "wt8x8". */
   name: string;
@@ -42,11 +47,11 @@ export interface KernelDefinition<P extends OpParams = OpParams> {
   priority: number;
   /** Flags (besides core.verbose) that make the dispatcher trace this kernel, e.g. "mkl.verbose". */
   verboseFlags?: readonly string[];
-  /** The op's result (a Tensor, or the tuple the op documents); the op function types it. */
-  run(params: P): unknown;
+  /** The op's result: a Tensor, or the record the op documents (decompositions). */
+  run(params: P): R;
 }
 
-export interface Kernel<P extends OpParams = OpParams> extends KernelDefinition<P> {
+export interface Kernel<P extends OpParams = OpParams, R = unknown> extends KernelDefinition<P, R> {
   readonly backend: string;
 }
 
@@ -81,9 +86,17 @@ export interface ResultSpec {
 /** A kernel of any op, in lists that mix ops (its params type is the op's, erased here). */
 export type AnyKernelDefinition = KernelDefinition<never>;
 
-export interface OpRecord<P extends OpParams = OpParams, A extends unknown[] = unknown[]>
-  extends OpDefinition<P, A> {
-  kernels: Kernel<P>[];
+export interface OpRecord<
+  P extends OpParams = OpParams,
+  A extends unknown[] = unknown[],
+  R = unknown,
+> extends OpDefinition<P, A> {
+  kernels: Kernel<P, R>[];
+  /**
+   * A kernel of this op, its params and result typed by the op (`op` filled in): a
+   * kernel whose run() takes other params or returns another type does not compile.
+   */
+  kernel(def: Omit<KernelDefinition<P, R>, "op">): KernelDefinition<P, R>;
   /** Dispatcher caches, owned by dispatcher.ts. */
   cache: WeakMap<object, unknown>;
   cacheGeneration: number;
@@ -94,12 +107,17 @@ const ops = new Map<string, OpRecord>();
 /** Ops given a definition (defineOp): the only ones kernels may be registered for. */
 const defined = new Set<string>();
 
-export function defineOp<P extends OpParams, A extends unknown[]>(
+/**
+ * Defines an op. Its result type R is a Tensor unless the op says otherwise (the
+ * decompositions' records, the quantized ops' QTensor): annotate the handle, e.g.
+ * `const qrOp: OpRecord<LinalgParams, [a: Tensor], { Q: Tensor; R: Tensor }> = defineOp(...)`.
+ */
+export function defineOp<P extends OpParams, A extends unknown[], R = Tensor>(
   def: OpDefinition<P, A>,
-): OpRecord<P, A> {
+): OpRecord<P, A, R> {
   const existing = ops.get(def.name);
   if (existing) {
-    // An op may be declared by a kernel first; the real definition fills it in.
+    // Defined again (a module evaluated twice): the newer definition wins, kernels stay.
     Object.assign(existing, {
       prepare: def.prepare,
       shapeKey: def.shapeKey,
@@ -108,9 +126,15 @@ export function defineOp<P extends OpParams, A extends unknown[]>(
       result: def.result,
     });
     defined.add(def.name);
-    return existing as OpRecord<P, A>;
+    return existing as OpRecord<P, A, R>;
   }
-  const rec: OpRecord<P, A> = { ...def, kernels: [], cache: new WeakMap(), cacheGeneration: -1 };
+  const rec: OpRecord<P, A, R> = {
+    ...def,
+    kernels: [],
+    cache: new WeakMap(),
+    cacheGeneration: -1,
+    kernel: (k) => ({ ...k, op: def.name }),
+  };
   ops.set(def.name, rec);
   defined.add(def.name);
   return rec;
@@ -169,22 +193,7 @@ export function addKernels(
     seen.add(key);
   }
   for (const k of list) {
-    let rec = ops.get(k.op);
-    if (!rec) {
-      rec = {
-        name: k.op,
-        prepare: () => {
-          throw new ArgumentError(
-            `op ${k.op} has kernels but no definition; import the package that defines it`,
-          );
-        },
-        shapeKey: () => "",
-        kernels: [],
-        cache: new WeakMap(),
-        cacheGeneration: -1,
-      };
-      ops.set(k.op, rec);
-    }
+    const rec = ops.get(k.op) as OpRecord; // defined: checked above
     rec.kernels.push({ ...k, backend });
     rec.kernels.sort((a, b) => b.priority - a.priority);
   }

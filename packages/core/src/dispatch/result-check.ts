@@ -12,7 +12,7 @@ const isSpec = (x: unknown): x is ResultSpec =>
   typeof x === "object" && x !== null && Array.isArray((x as ResultSpec).shape);
 
 export function checkResult(op: OpRecord, k: Kernel, params: OpParams, out: unknown): void {
-  const promise = op.result?.(params as never);
+  const promise = op.result?.(params);
   if (promise === undefined) return;
   const fail = (problem: string) => new KernelContractError(op.name, k.name, k.backend, problem);
   const inputs = Object.values(params).filter((v): v is Tensor => v instanceof Tensor);

@@ -46,7 +46,7 @@ export function firstPerBackend(kernels: readonly Kernel[], params: OpParams): K
     if (k.backend === "reference" || out.has(k.backend)) continue;
     let ok: true | string;
     try {
-      ok = k.supports ? k.supports(params as never) : true;
+      ok = k.supports ? k.supports(params) : true;
     } catch {
       ok = "threw";
     }
@@ -83,7 +83,7 @@ export function timeInterleaved(
   for (const k of ks) {
     if (now() > start) return "late"; // measured whole or not at all
     try {
-      disposeResult(k.run(params as never));
+      disposeResult(k.run(params));
       best.set(k, Number.POSITIVE_INFINITY);
     } catch (e) {
       onError(k, e);
@@ -95,7 +95,7 @@ export function timeInterleaved(
     const t0 = now();
     for (const k of best.keys()) {
       const t = now();
-      disposeResult(k.run(params as never));
+      disposeResult(k.run(params));
       best.set(k, Math.min(best.get(k) as number, now() - t));
     }
     last = now() - t0;

@@ -182,7 +182,8 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
 
 export const conv2dOp: OpRecord<
   Conv2dParams,
-  [input: Tensor, weight: Tensor, opts?: Conv2dOptions]
+  [input: Tensor, weight: Tensor, opts?: Conv2dOptions],
+  Tensor
 > = defineOp({
   name: "conv2d",
   prepare,
@@ -196,5 +197,5 @@ export const conv2dOp: OpRecord<
 
 /** 2-D convolution (cross-correlation, as in torch) of input [N, C, H, W] with weight [O, C/groups, kH, kW]. */
 export function conv2d(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Tensor {
-  return dispatch(conv2dOp, prepare(input, weight, opts)) as Tensor;
+  return dispatch(conv2dOp, prepare(input, weight, opts));
 }

@@ -170,16 +170,15 @@ function prepare(equation: string, ...operands: Tensor[]): EinsumParams {
   return { ...parsed, operands, deviceType: operands[0].deviceType, dtype: operands[0].dtype };
 }
 
-export const einsumOp: OpRecord<EinsumParams, [equation: string, ...operands: Tensor[]]> = defineOp(
-  {
+export const einsumOp: OpRecord<EinsumParams, [equation: string, ...operands: Tensor[]], Tensor> =
+  defineOp({
     name: "einsum",
     prepare,
     shapeKey: (p: EinsumParams) =>
       `${p.equation}:${p.operands.map((t) => t.shape.join("x")).join(",")}`,
-  },
-);
+  });
 
 /** Einstein summation over the operands (torch.einsum). */
 export function einsum(equation: string, ...operands: Tensor[]): Tensor {
-  return dispatch(einsumOp, prepare(equation, ...operands)) as Tensor;
+  return dispatch(einsumOp, prepare(equation, ...operands));
 }

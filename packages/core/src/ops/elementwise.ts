@@ -24,7 +24,7 @@ export interface UnaryParams extends OpParams {
   approximate: "none" | "tanh";
 }
 
-function binary(op: string): OpRecord<BinaryParams, [a: Tensor, b: Tensor]> {
+function binary(op: string): OpRecord<BinaryParams, [a: Tensor, b: Tensor], Tensor> {
   const prepare = (a: Tensor, b: Tensor): BinaryParams => {
     checkTensor(op, "a", a);
     checkTensor(op, "b", b);
@@ -41,19 +41,19 @@ function binary(op: string): OpRecord<BinaryParams, [a: Tensor, b: Tensor]> {
   });
 }
 
-export const addOp: OpRecord<BinaryParams, [a: Tensor, b: Tensor]> = binary("add");
-export const mulOp: OpRecord<BinaryParams, [a: Tensor, b: Tensor]> = binary("mul");
+export const addOp: OpRecord<BinaryParams, [a: Tensor, b: Tensor], Tensor> = binary("add");
+export const mulOp: OpRecord<BinaryParams, [a: Tensor, b: Tensor], Tensor> = binary("mul");
 
 /** a + b with broadcasting. */
 export function add(a: Tensor, b: Tensor): Tensor {
-  return dispatch(addOp, addOp.prepare(a, b)) as Tensor;
+  return dispatch(addOp, addOp.prepare(a, b));
 }
 /** a * b (elementwise) with broadcasting. */
 export function mul(a: Tensor, b: Tensor): Tensor {
-  return dispatch(mulOp, mulOp.prepare(a, b)) as Tensor;
+  return dispatch(mulOp, mulOp.prepare(a, b));
 }
 
-export const reluOp: OpRecord<UnaryParams, [x: Tensor]> = defineOp({
+export const reluOp: OpRecord<UnaryParams, [x: Tensor], Tensor> = defineOp({
   name: "relu",
   prepare: (x: Tensor): UnaryParams => {
     checkTensor("relu", "x", x);
@@ -64,30 +64,33 @@ export const reluOp: OpRecord<UnaryParams, [x: Tensor]> = defineOp({
   result: (p: UnaryParams) => ({ shape: p.x.shape, dtype: p.dtype }),
 });
 
-export const geluOp: OpRecord<UnaryParams, [x: Tensor, opts?: { approximate?: "none" | "tanh" }]> =
-  defineOp({
-    name: "gelu",
-    prepare: (x: Tensor, opts?: { approximate?: "none" | "tanh" }): UnaryParams => {
-      checkTensor("gelu", "x", x);
-      checkFloat("gelu", "x", x);
-      const o = checkOptions("gelu", opts, ["approximate"]);
-      const approximate = o.approximate ?? "none";
-      if (approximate !== "none" && approximate !== "tanh") {
-        throw new ArgumentError(
-          `gelu: approximate must be "none" or "tanh", got ${show(approximate)}`,
-        );
-      }
-      return { x, approximate, deviceType: x.deviceType, dtype: x.dtype };
-    },
-    shapeKey: (p: UnaryParams) => p.x.shape.join("x"),
-    result: (p: UnaryParams) => ({ shape: p.x.shape, dtype: p.dtype }),
-  });
+export const geluOp: OpRecord<
+  UnaryParams,
+  [x: Tensor, opts?: { approximate?: "none" | "tanh" }],
+  Tensor
+> = defineOp({
+  name: "gelu",
+  prepare: (x: Tensor, opts?: { approximate?: "none" | "tanh" }): UnaryParams => {
+    checkTensor("gelu", "x", x);
+    checkFloat("gelu", "x", x);
+    const o = checkOptions("gelu", opts, ["approximate"]);
+    const approximate = o.approximate ?? "none";
+    if (approximate !== "none" && approximate !== "tanh") {
+      throw new ArgumentError(
+        `gelu: approximate must be "none" or "tanh", got ${show(approximate)}`,
+      );
+    }
+    return { x, approximate, deviceType: x.deviceType, dtype: x.dtype };
+  },
+  shapeKey: (p: UnaryParams) => p.x.shape.join("x"),
+  result: (p: UnaryParams) => ({ shape: p.x.shape, dtype: p.dtype }),
+});
 
 /** max(x, 0). */
 export function relu(x: Tensor): Tensor {
-  return dispatch(reluOp, reluOp.prepare(x)) as Tensor;
+  return dispatch(reluOp, reluOp.prepare(x));
 }
 /** Gaussian error linear unit; approximate "tanh" as in torch. */
 export function gelu(x: Tensor, opts?: { approximate?: "none" | "tanh" }): Tensor {
-  return dispatch(geluOp, geluOp.prepare(x, opts)) as Tensor;
+  return dispatch(geluOp, geluOp.prepare(x, opts));
 }

@@ -32,7 +32,7 @@ export interface FftParams extends OpParams {
   outShape: number[];
 }
 
-type FftOp = OpRecord<FftParams, [x: Tensor, opts?: FftOptions]>;
+type FftOp = OpRecord<FftParams, [x: Tensor, opts?: FftOptions], Tensor>;
 
 function define(kind: FftParams["kind"]): FftOp {
   const complexInput = kind !== "rfft";
@@ -99,16 +99,16 @@ export const irfftOp: FftOp = define("irfft");
 
 /** Discrete Fourier transform of a complex tensor [..., 2]. */
 export function fft(x: Tensor, opts?: FftOptions): Tensor {
-  return dispatch(fftOp, fftOp.prepare(x, opts)) as Tensor;
+  return dispatch(fftOp, fftOp.prepare(x, opts));
 }
 export function ifft(x: Tensor, opts?: FftOptions): Tensor {
-  return dispatch(ifftOp, ifftOp.prepare(x, opts)) as Tensor;
+  return dispatch(ifftOp, ifftOp.prepare(x, opts));
 }
 /** Real input -> the n/2+1 non-negative frequency bins, complex [..., 2]. */
 export function rfft(x: Tensor, opts?: FftOptions): Tensor {
-  return dispatch(rfftOp, rfftOp.prepare(x, opts)) as Tensor;
+  return dispatch(rfftOp, rfftOp.prepare(x, opts));
 }
 /** Inverse of rfft: n/2+1 complex bins [..., 2] -> n real samples. */
 export function irfft(x: Tensor, opts?: FftOptions): Tensor {
-  return dispatch(irfftOp, irfftOp.prepare(x, opts)) as Tensor;
+  return dispatch(irfftOp, irfftOp.prepare(x, opts));
 }

@@ -60,8 +60,8 @@ function base(op: string, a: Tensor, square: boolean, extra: Extra = {}): Linalg
 
 const key = (p: LinalgParams) => `${p.a.shape.join("x")}${p.b ? `,${p.b.shape.join("x")}` : ""}`;
 
-export const choleskyOp: OpRecord<LinalgParams, [a: Tensor, opts?: { upper?: boolean }]> = defineOp(
-  {
+export const choleskyOp: OpRecord<LinalgParams, [a: Tensor, opts?: { upper?: boolean }], Tensor> =
+  defineOp({
     name: "cholesky",
     prepare: (a: Tensor, opts?: { upper?: boolean }) =>
       base("cholesky", a, true, {
@@ -73,49 +73,59 @@ export const choleskyOp: OpRecord<LinalgParams, [a: Tensor, opts?: { upper?: boo
         ),
       }),
     shapeKey: key,
-  },
-);
-export const invOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
+  });
+export const invOp: OpRecord<LinalgParams, [a: Tensor], Tensor> = defineOp({
   name: "inv",
   prepare: (a: Tensor) => base("inv", a, true),
   shapeKey: key,
 });
-export const luFactorOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
-  name: "luFactor",
-  prepare: (a: Tensor) => base("luFactor", a, true),
-  shapeKey: key,
-});
-export const eighOp: OpRecord<LinalgParams, [a: Tensor]> = defineOp({
+export const luFactorOp: OpRecord<LinalgParams, [a: Tensor], { LU: Tensor; pivots: Tensor }> =
+  defineOp({
+    name: "luFactor",
+    prepare: (a: Tensor) => base("luFactor", a, true),
+    shapeKey: key,
+  });
+export const eighOp: OpRecord<
+  LinalgParams,
+  [a: Tensor],
+  { eigenvalues: Tensor; eigenvectors: Tensor }
+> = defineOp({
   name: "eigh",
   prepare: (a: Tensor) => base("eigh", a, true),
   shapeKey: key,
 });
-export const qrOp: OpRecord<LinalgParams, [a: Tensor, opts?: { mode?: "reduced" | "complete" }]> =
-  defineOp({
-    name: "qr",
-    prepare: (a: Tensor, opts?: { mode?: "reduced" | "complete" }) => {
-      const mode = checkOptions("qr", opts, ["mode"]).mode ?? "reduced";
-      if (mode !== "reduced" && mode !== "complete")
-        throw new ArgumentError(`qr: mode must be "reduced" or "complete", got ${show(mode)}`);
-      return base("qr", a, false, { mode });
-    },
-    shapeKey: key,
-  });
-export const svdOp: OpRecord<LinalgParams, [a: Tensor, opts?: { fullMatrices?: boolean }]> =
-  defineOp({
-    name: "svd",
-    prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) =>
-      base("svd", a, false, {
-        fullMatrices: checkBool(
-          "svd",
-          "fullMatrices",
-          checkOptions("svd", opts, ["fullMatrices"]).fullMatrices,
-          true,
-        ),
-      }),
-    shapeKey: key,
-  });
-export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor]> = defineOp({
+export const qrOp: OpRecord<
+  LinalgParams,
+  [a: Tensor, opts?: { mode?: "reduced" | "complete" }],
+  { Q: Tensor; R: Tensor }
+> = defineOp({
+  name: "qr",
+  prepare: (a: Tensor, opts?: { mode?: "reduced" | "complete" }) => {
+    const mode = checkOptions("qr", opts, ["mode"]).mode ?? "reduced";
+    if (mode !== "reduced" && mode !== "complete")
+      throw new ArgumentError(`qr: mode must be "reduced" or "complete", got ${show(mode)}`);
+    return base("qr", a, false, { mode });
+  },
+  shapeKey: key,
+});
+export const svdOp: OpRecord<
+  LinalgParams,
+  [a: Tensor, opts?: { fullMatrices?: boolean }],
+  { U: Tensor; S: Tensor; Vh: Tensor }
+> = defineOp({
+  name: "svd",
+  prepare: (a: Tensor, opts?: { fullMatrices?: boolean }) =>
+    base("svd", a, false, {
+      fullMatrices: checkBool(
+        "svd",
+        "fullMatrices",
+        checkOptions("svd", opts, ["fullMatrices"]).fullMatrices,
+        true,
+      ),
+    }),
+  shapeKey: key,
+});
+export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor], Tensor> = defineOp({
   name: "solve",
   prepare: (a: Tensor, b: Tensor) => {
     const p = base("solve", a, true);
@@ -142,30 +152,30 @@ export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor]> = defineOp(
 
 /** L with A = L L^T (or U with A = U^T U when upper). Throws LinalgError when A is not positive definite. */
 export function cholesky(a: Tensor, opts?: { upper?: boolean }): Tensor {
-  return dispatch(choleskyOp, choleskyOp.prepare(a, opts)) as Tensor;
+  return dispatch(choleskyOp, choleskyOp.prepare(a, opts));
 }
 export function inv(a: Tensor): Tensor {
-  return dispatch(invOp, invOp.prepare(a)) as Tensor;
+  return dispatch(invOp, invOp.prepare(a));
 }
 /** X with A X = B. */
 export function solve(a: Tensor, b: Tensor): Tensor {
-  return dispatch(solveOp, solveOp.prepare(a, b)) as Tensor;
+  return dispatch(solveOp, solveOp.prepare(a, b));
 }
 /** Packed LU with partial pivoting; pivots are 1-based (LAPACK getrf), int32. */
 export function luFactor(a: Tensor): { LU: Tensor; pivots: Tensor } {
-  return dispatch(luFactorOp, luFactorOp.prepare(a)) as { LU: Tensor; pivots: Tensor };
+  return dispatch(luFactorOp, luFactorOp.prepare(a));
 }
 export function qr(a: Tensor, opts?: { mode?: "reduced" | "complete" }): { Q: Tensor; R: Tensor } {
-  return dispatch(qrOp, qrOp.prepare(a, opts)) as { Q: Tensor; R: Tensor };
+  return dispatch(qrOp, qrOp.prepare(a, opts));
 }
 /** Eigen-decomposition of symmetric A (lower triangle used): ascending eigenvalues, eigenvectors as columns. */
 export function eigh(a: Tensor): { eigenvalues: Tensor; eigenvectors: Tensor } {
-  return dispatch(eighOp, eighOp.prepare(a)) as { eigenvalues: Tensor; eigenvectors: Tensor };
+  return dispatch(eighOp, eighOp.prepare(a));
 }
 /** A = U diag(S) Vh, singular values descending. */
 export function svd(
   a: Tensor,
   opts?: { fullMatrices?: boolean },
 ): { U: Tensor; S: Tensor; Vh: Tensor } {
-  return dispatch(svdOp, svdOp.prepare(a, opts)) as { U: Tensor; S: Tensor; Vh: Tensor };
+  return dispatch(svdOp, svdOp.prepare(a, opts));
 }

@@ -72,7 +72,7 @@ function prepare(a: Tensor, b: Tensor): MatmulParams {
   };
 }
 
-export const matmulOp: OpRecord<MatmulParams, [a: Tensor, b: Tensor]> = defineOp({
+export const matmulOp: OpRecord<MatmulParams, [a: Tensor, b: Tensor], Tensor> = defineOp({
   name: "matmul",
   prepare,
   shapeKey: (p: MatmulParams) =>
@@ -83,5 +83,5 @@ export const matmulOp: OpRecord<MatmulParams, [a: Tensor, b: Tensor]> = defineOp
 
 /** Matrix product of a and b (torch.matmul). */
 export function matmul(a: Tensor, b: Tensor): Tensor {
-  return dispatch(matmulOp, prepare(a, b)) as Tensor;
+  return dispatch(matmulOp, prepare(a, b));
 }

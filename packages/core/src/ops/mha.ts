@@ -211,7 +211,8 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
 
 export const mhaOp: OpRecord<
   MhaParams,
-  [query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions]
+  [query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions],
+  Tensor
 > = defineOp({
   name: OP,
   prepare,
@@ -229,5 +230,5 @@ export function multiHeadAttention(
   value: Tensor,
   opts: MhaOptions,
 ): Tensor {
-  return dispatch(mhaOp, prepare(query, key, value, opts)) as Tensor;
+  return dispatch(mhaOp, prepare(query, key, value, opts));
 }

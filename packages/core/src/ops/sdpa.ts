@@ -151,7 +151,8 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
 
 export const sdpaOp: OpRecord<
   SdpaParams,
-  [query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions]
+  [query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions],
+  Tensor
 > = defineOp({
   name: "scaledDotProductAttention",
   prepare,
@@ -168,5 +169,5 @@ export function scaledDotProductAttention(
   value: Tensor,
   opts?: SdpaOptions,
 ): Tensor {
-  return dispatch(sdpaOp, prepare(query, key, value, opts)) as Tensor;
+  return dispatch(sdpaOp, prepare(query, key, value, opts));
 }

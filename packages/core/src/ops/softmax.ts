@@ -10,7 +10,7 @@ export interface SoftmaxParams extends OpParams {
   log: boolean;
 }
 
-type SoftmaxOp = OpRecord<SoftmaxParams, [x: Tensor, dim?: number]>;
+type SoftmaxOp = OpRecord<SoftmaxParams, [x: Tensor, dim?: number], Tensor>;
 
 function define(name: string, log: boolean): SoftmaxOp {
   return defineOp({
@@ -31,9 +31,9 @@ export const logSoftmaxOp: SoftmaxOp = define("logSoftmax", true);
 
 /** exp(x) / sum(exp(x)) along dim (default: last). */
 export function softmax(x: Tensor, dim = -1): Tensor {
-  return dispatch(softmaxOp, softmaxOp.prepare(x, dim)) as Tensor;
+  return dispatch(softmaxOp, softmaxOp.prepare(x, dim));
 }
 /** log(softmax(x)) computed stably. */
 export function logSoftmax(x: Tensor, dim = -1): Tensor {
-  return dispatch(logSoftmaxOp, logSoftmaxOp.prepare(x, dim)) as Tensor;
+  return dispatch(logSoftmaxOp, logSoftmaxOp.prepare(x, dim));
 }

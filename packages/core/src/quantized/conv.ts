@@ -196,7 +196,8 @@ function prepare(
 
 export const quantizedConv2dOp: OpRecord<
   QConv2dParams,
-  [x: QTensor, packed: PackedConv2d, outScale: number, outZeroPoint: number]
+  [x: QTensor, packed: PackedConv2d, outScale: number, outZeroPoint: number],
+  QTensor
 > = defineOp({
   name: "quantizedConv2d",
   prepare,
@@ -212,7 +213,7 @@ export function quantizedConv2d(
   outScale: number,
   outZeroPoint: number,
 ): QTensor {
-  return dispatch(quantizedConv2dOp, prepare(x, packed, outScale, outZeroPoint)) as QTensor;
+  return dispatch(quantizedConv2dOp, prepare(x, packed, outScale, outZeroPoint));
 }
 
 /** Per output channel: the weights' zero point and fl(x_scale · w_scale). */

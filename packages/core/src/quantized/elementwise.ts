@@ -22,7 +22,7 @@ export interface QReluParams extends OpParams {
 
 const storageDType = (q: QTensor): DType => Q_STORAGE[q.dtype].dtype;
 
-export const quantizedReluOp: OpRecord<QReluParams, [x: QTensor]> = defineOp({
+export const quantizedReluOp: OpRecord<QReluParams, [x: QTensor], QTensor> = defineOp({
   name: "quantizedRelu",
   prepare: (x: QTensor): QReluParams => {
     const q = checkQTensor("quantizedRelu", "x", x);
@@ -34,7 +34,7 @@ export const quantizedReluOp: OpRecord<QReluParams, [x: QTensor]> = defineOp({
 
 /** max(x, 0) on a quantized tensor: the integers clamped below at the zero point. */
 export function quantizedRelu(x: QTensor): QTensor {
-  return dispatch(quantizedReluOp, quantizedReluOp.prepare(x)) as QTensor;
+  return dispatch(quantizedReluOp, quantizedReluOp.prepare(x));
 }
 
 /** The zero point of each element's channel (per channel) or of the tensor. */
@@ -84,7 +84,8 @@ function prepareAdd(a: QTensor, b: QTensor, outScale: number, outZeroPoint: numb
 
 export const quantizedAddOp: OpRecord<
   QAddParams,
-  [a: QTensor, b: QTensor, outScale: number, outZeroPoint: number]
+  [a: QTensor, b: QTensor, outScale: number, outZeroPoint: number],
+  QTensor
 > = defineOp({
   name: "quantizedAdd",
   prepare: prepareAdd,
@@ -99,7 +100,7 @@ export function quantizedAdd(
   outScale: number,
   outZeroPoint: number,
 ): QTensor {
-  return dispatch(quantizedAddOp, prepareAdd(a, b, outScale, outZeroPoint)) as QTensor;
+  return dispatch(quantizedAddOp, prepareAdd(a, b, outScale, outZeroPoint));
 }
 
 /**

@@ -137,7 +137,8 @@ function prepare(
 
 export const quantizedLinearOp: OpRecord<
   QLinearParams,
-  [x: QTensor, packed: PackedLinear, outScale: number, outZeroPoint: number]
+  [x: QTensor, packed: PackedLinear, outScale: number, outZeroPoint: number],
+  QTensor
 > = defineOp({
   name: "quantizedLinear",
   prepare,
@@ -152,7 +153,7 @@ export function quantizedLinear(
   outScale: number,
   outZeroPoint: number,
 ): QTensor {
-  return dispatch(quantizedLinearOp, prepare(x, packed, outScale, outZeroPoint)) as QTensor;
+  return dispatch(quantizedLinearOp, prepare(x, packed, outScale, outZeroPoint));
 }
 
 /**

@@ -68,7 +68,8 @@ function prepare(a: QTensor, b: QTensor, outScale: number, outZeroPoint: number)
 
 export const quantizedMatmulOp: OpRecord<
   QMatmulParams,
-  [a: QTensor, b: QTensor, outScale: number, outZeroPoint: number]
+  [a: QTensor, b: QTensor, outScale: number, outZeroPoint: number],
+  QTensor
 > = defineOp({
   name: "quantizedMatmul",
   prepare,
@@ -83,7 +84,7 @@ export function quantizedMatmul(
   outScale: number,
   outZeroPoint: number,
 ): QTensor {
-  return dispatch(quantizedMatmulOp, prepare(a, b, outScale, outZeroPoint)) as QTensor;
+  return dispatch(quantizedMatmulOp, prepare(a, b, outScale, outZeroPoint));
 }
 
 export function quantizedMatmulReference(p: QMatmulParams): QTensor {
