@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 // The packages as a user gets them: `npm pack` core and three backends, install the
 // tarballs into a fresh project outside the workspace, and run one script that imports
-// them and checks matmul, conv2d and SDPA against known values, on Node, Bun and Deno.
+// them and checks matmul, conv2d and SDPA against known values, on Node, Bun and Deno;
+// and one with two more copies of the core installed beside it (one core per process).
 // Then the same checks in a page built by Vite from that project, served with and without
 // the COOP/COEP headers and opened in headless Chromium (vite-page.mjs). Needs the
 // packages built. Exit 1 when a runtime fails.
 import { execFileSync, spawnSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -49,10 +50,105 @@ export async function check() {
   };
 }
 `;
+// Two more copies of the core beside the one the backends use, as npm installs them when
+// two packages pin different versions: the same version (core-same) joins the first copy
+// (one Tensor class, one registry), a later breaking version (core-next) refuses to load.
+const TWO_CORES = `
+const core = await import("@backplane/core");
+const author = await import("@backplane/core/backend");
+await import("@backplane/backend-cpu-mkl");
+const same = await import("core-same");
+const sameAuthor = await import("core-same/backend");
+const t = same.tensor([[1, 2], [3, 4]]);
+const joined = same.Tensor === core.Tensor && sameAuthor.registerBackend === author.registerBackend &&
+  t instanceof core.Tensor && core.matmul(t, t).toArray().flat().join() === "7,10,15,22" &&
+  same.backends.mkl.isBuilt() === core.backends.mkl.isBuilt();
+if (!joined) throw new Error("core-same did not join the first copy");
+let refused = "";
+try {
+  await import("core-next");
+} catch (e) {
+  refused = e.code === "E_CORE_CONFLICT" && /0.2.0/.test(e.message) && /npm dedupe/.test(e.message) ? "refused" : String(e);
+}
+if (refused !== "refused") throw new Error("core-next should refuse to load: " + refused);
+console.log("ok " + core.runtime().name + ": a second copy of the same version joins, 0.2.0 refuses (E_CORE_CONFLICT)");
+`;
+// The published .d.ts files as a Node project sees them: @types/node, no DOM lib,
+// skipLibCheck off; and a backend's namespace typed by module augmentation, as the guide
+// shows (docs/writing-a-backend.md).
+const TYPES = `
+import { backends, matmul, type Tensor, tensor } from "@backplane/core";
+import { defineBackend, matmulOp, registerBackend } from "@backplane/core/backend";
+import "@backplane/backend-cpu-mkl";
+import "@backplane/backend-nnpack";
+import "@backplane/backend-openmp";
+import { runConformance } from "@backplane/testkit";
+
+declare module "@backplane/core" {
+  interface Backends {
+    typedCheck: { isAvailable(): boolean; enabled: boolean };
+  }
+}
+
+const kernel = matmulOp.kernel({
+  name: "typed-check-matmul",
+  device: "cpu",
+  dtypes: ["float32"],
+  deterministic: true,
+  priority: -1,
+  run: (p): Tensor => matmul(p.a, p.b),
+});
+registerBackend(defineBackend({ name: "typed-check", devices: ["cpu"], isAvailable: () => ({ available: true }), kernels: [kernel] }));
+const on: boolean = backends.typedCheck.enabled;
+const t: Tensor = tensor([[1]]);
+void on;
+void t;
+void runConformance;
+`;
+const TSCONFIG = {
+  compilerOptions: {
+    target: "es2022",
+    module: "nodenext",
+    moduleResolution: "nodenext",
+    lib: ["es2022"],
+    types: ["node"],
+    strict: true,
+    skipLibCheck: false,
+    noEmit: true,
+  },
+  files: ["types.ts"],
+};
 const RUN = `import { check } from "./check.mjs";
 const { result, openmp } = await check();
 console.log(result + "; openmp: " + openmp);
 `;
+
+/** The core's tarball again as version 0.2.0 (package.json and the version in its bundle). */
+function nextCoreTarball(tarball, where) {
+  const unpacked = join(where, "core-next");
+  mkdirSync(unpacked);
+  execFileSync("tar", ["-xzf", tarball, "-C", unpacked]);
+  const pkgDir = join(unpacked, "package");
+  const pkgFile = join(pkgDir, "package.json");
+  const pkg = JSON.parse(readFileSync(pkgFile, "utf8"));
+  const bundled = readdirSync(join(pkgDir, "dist")).filter((f) => f.endsWith(".js"));
+  let patched = 0;
+  for (const f of bundled) {
+    const path = join(pkgDir, "dist", f);
+    const text = readFileSync(path, "utf8");
+    const next = text.replace(`var version = "${pkg.version}"`, 'var version = "0.2.0"');
+    if (next !== text) patched++;
+    writeFileSync(path, next);
+  }
+  if (patched !== 1)
+    throw new Error(`expected the core's version once in its bundle, found ${patched}`);
+  writeFileSync(pkgFile, JSON.stringify({ ...pkg, version: "0.2.0" }, null, 2));
+  execFileSync("npm", ["pack", "--silent", "--pack-destination", where], {
+    cwd: pkgDir,
+    stdio: ["ignore", "ignore", "inherit"],
+  });
+  return "backplane-core-0.2.0.tgz";
+}
 
 try {
   for (const p of PACKAGES)
@@ -66,6 +162,9 @@ try {
       `file:./tarballs/${f}`,
     ]),
   );
+  const coreTarball = readdirSync(tarballs).find((f) => /^backplane-core-/.test(f));
+  deps["core-same"] = `file:./tarballs/${coreTarball}`;
+  deps["core-next"] = `file:./${nextCoreTarball(join(tarballs, coreTarball), dir)}`;
   writeFileSync(
     join(dir, "package.json"),
     JSON.stringify(
@@ -76,6 +175,9 @@ try {
   );
   writeFileSync(join(dir, "check.mjs"), CHECK);
   writeFileSync(join(dir, "run.mjs"), RUN);
+  writeFileSync(join(dir, "two-cores.mjs"), TWO_CORES);
+  writeFileSync(join(dir, "types.ts"), TYPES);
+  writeFileSync(join(dir, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2));
   execFileSync("npm", ["install", "--no-audit", "--no-fund", "--silent"], {
     cwd: dir,
     stdio: "inherit",
@@ -86,6 +188,9 @@ try {
     ["node", process.execPath, ["run.mjs"]],
     ["bun", bin("bun"), ["run.mjs"]],
     ["deno", bin("deno"), ["run", "-A", "run.mjs"]],
+    ["node", process.execPath, ["two-cores.mjs"]],
+    ["bun", bin("bun"), ["two-cores.mjs"]],
+    ["deno", bin("deno"), ["run", "-A", "two-cores.mjs"]],
   ]) {
     const r = spawnSync(cmd, args, { cwd: dir, encoding: "utf8" });
     const line = r.stdout.trim().split("\n").pop() ?? "";
@@ -94,6 +199,27 @@ try {
       failed++;
       console.log(`FAIL ${name} (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
     }
+  }
+  // The .d.ts files type-checked as a Node project without the DOM lib (the repository's
+  // TypeScript and @types/node, found through typeRoots).
+  const tsc = spawnSync(
+    process.execPath,
+    [
+      join(repo, "node_modules", "typescript", "bin", "tsc"),
+      "-p",
+      "tsconfig.json",
+      "--typeRoots",
+      join(repo, "node_modules", "@types"),
+    ],
+    { cwd: dir, encoding: "utf8" },
+  );
+  if (tsc.status === 0)
+    console.log(
+      "ok tsc: the .d.ts files type-check with @types/node, no DOM lib, skipLibCheck off",
+    );
+  else {
+    failed++;
+    console.log(`FAIL tsc (exit ${tsc.status}):\n${tsc.stdout}\n${tsc.stderr}`);
   }
   // The CLI as a user installs it: its bin runs from the consumer project.
   const cli = spawnSync(

@@ -23,6 +23,7 @@ import {
   onWasmModule,
   type ParallelService,
   type ParallelTask,
+  type WasmMemory,
   type WasmModuleEntry,
   wasmModules,
 } from "@backplane/core/backend";
@@ -39,7 +40,7 @@ import type { WorkerKind } from "./worker-source.ts";
 
 export interface PoolOptions {
   /** The CPU memory the workers share (default: cpuMemory().memory from the core). */
-  memory: WebAssembly.Memory;
+  memory: WasmMemory;
   /** "auto": worker_threads where the runtime has them (Node, Bun, Deno), else Web Workers. */
   workers?: "auto" | WorkerKind;
   /** How long an idle worker spins on its wake word before sleeping (default 50). */

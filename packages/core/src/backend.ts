@@ -1,206 +1,179 @@
+// Written by scripts/core-entries.ts from src/author-api.ts: edit that file, then run the script.
 /**
- * @backplane/core/backend, the author entry: what a backend package needs besides the
- * user API: register a backend and its kernels, define ops, claim CPU memory and load
- * WASM modules into it, run parallel-for tasks, reach native libraries over FFI, and the
- * device-memory contract. docs/writing-a-backend.md uses only this and the user entry.
+ * @backplane/core/backend, the author entry: registering backends and kernels, op handles
+ * and params, CPU memory, WASM modules, parallel-for, FFI, device memory
+ * (src/author-api.ts). docs/writing-a-backend.md uses only this and the user entry.
+ *
+ * One core per process: src/one-core.ts hands out the API of the first copy of the core
+ * that loaded (this one, or a compatible copy elsewhere in node_modules), or throws a
+ * CoreConflictError naming both copies.
  */
+import * as userApi from "./api.ts";
+import * as api from "./author-api.ts";
+import { oneCore } from "./one-core.ts";
 
-// The same set-up as the user entry, whichever of the two a program imports first.
-import "./index.ts";
+const shared: typeof api = oneCore(userApi, api).author;
 
-// Registering a backend and its kernels
-export { forgetCalibration } from "./dispatch/calibrate.ts";
-export { dispatch, emitVerbose, getKernel } from "./dispatch/dispatcher.ts";
-export {
-  type AnyKernelDefinition,
-  addKernels,
-  defineOp,
-  getOp,
-  type Kernel,
-  type KernelDefinition,
-  type MatmulPrecision,
-  type OpDefinition,
-  type OpParams,
-  type OpRecord,
-} from "./dispatch/kernels.ts";
-export { setTimingClock } from "./dispatch/timing.ts";
-export { NAMESPACE_PACKAGES } from "./flags/builtin.ts";
-export { FlagState } from "./flags/snapshot.ts";
-export {
-  allowedText,
-  bool,
-  envNames,
-  int,
-  isSpec,
-  leaves,
-  oneOf,
-  parseEnv,
-  str,
-  typeText,
-  validate,
-} from "./flags/spec.ts";
-export {
-  addFlagReader,
-  checkFlag,
-  currentState,
-  flagChoices,
-  flagReaders,
-  registerFlagChoice,
-} from "./flags/state.ts";
-export {
-  extendNamespace,
-  namespaceObject as defineNamespace,
-  statusOf,
-} from "./namespaces/namespace.ts";
-// Op parameters, as kernels receive them
-export type { Conv2dParams } from "./ops/conv2d.ts";
-export { conv2dOp } from "./ops/conv2d.ts";
-export { type EinsumParams, einsumOp, parseEinsum } from "./ops/einsum.ts";
-export {
-  addOp,
-  type BinaryParams,
-  geluOp,
-  mulOp,
-  reluOp,
-  type UnaryParams,
-} from "./ops/elementwise.ts";
-export { type FftParams, fftOp, ifftOp, irfftOp, rfftOp } from "./ops/fft.ts";
-export {
-  choleskyOp,
-  eighOp,
-  invOp,
-  type LinalgParams,
-  luFactorOp,
-  qrOp,
-  solveOp,
-  svdOp,
-} from "./ops/linalg.ts";
-export { type MatmulParams, matmulOp } from "./ops/matmul.ts";
-export { type MhaParams, mhaOp, sameTensor } from "./ops/mha.ts";
-export { type SdpaParams, sdpaOp } from "./ops/sdpa.ts";
-export { logSoftmaxOp, type SoftmaxParams, softmaxOp } from "./ops/softmax.ts";
-export {
-  conv2dChannelParams,
-  type QConv2dParams,
-  quantizedConv2dOp,
-  requantizeConv2d,
-} from "./quantized/conv.ts";
-export {
-  type QAddParams,
-  type QReluParams,
-  quantizedAddOp,
-  quantizedReluOp,
-} from "./quantized/elementwise.ts";
-export {
-  linearChannelParams,
-  type QLinearParams,
-  quantizedEngineGate,
-  quantizedLinearOp,
-  requantizeLinear,
-} from "./quantized/linear.ts";
-export { type QMatmulParams, quantizedMatmulOp } from "./quantized/matmul.ts";
-export {
-  emptyQuantized,
-  Q_STORAGE,
-  type QParams,
-  quantizeValue,
-  rint,
-} from "./quantized/qtensor.ts";
-// Kernel helpers: strided access and float64 matrices
-export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
-export { referenceKernels } from "./reference/index.ts";
-export {
-  matricesOf,
-  pivotsTensor,
-  qrShapes,
-  rightHandSides,
-  solveOutputShape,
-  stackMatrices,
-  svdShapes,
-} from "./reference/linalg.ts";
-export {
-  type Availability,
-  type BackendDefinition,
-  getBackend,
-  type InitState,
-  listBackends,
-  type RegisteredBackend,
-  /** Starts (and awaits) backends' initialisation without ranking the CPU kernels: a backend package's own background start. */
-  ready as initBackends,
-  restartInit,
-} from "./registry/backends.ts";
-export { defineBackend, registerBackend } from "./registry/register.ts";
-// The host: environment and native libraries over FFI (bun:ffi, Deno.dlopen, koffi)
-export { readEnv } from "./runtime/detect.ts";
-export * from "./runtime/ffi/index.ts";
-export { builtinModule, type HostGlobals, host } from "./runtime/host.ts";
-export { readCacheFile, userCacheDir, writeCacheFile } from "./runtime/user-cache.ts";
-export {
-  type DeviceBuffer,
-  type DeviceContext,
-  type DeviceProperties,
-  deviceContext,
-  provideDeviceContext,
-  withdrawDeviceContext,
-} from "./tensor/device-context.ts";
-// Device memory and the CPU's WASM memory
-export {
-  bf16ToNumber,
-  checkDType,
-  f16ToNumber,
-  numberToBf16,
-  numberToF16,
-  readNumber,
-  type StorageArray,
-  viewOf,
-  writeNumber,
-} from "./tensor/dtype.ts";
-export {
-  allocateStorage,
-  type DeviceMemory,
-  deviceMemory,
-  deviceTypeOf,
-  jsCpuMemory,
-  normalizeDevice,
-  registerDeviceMemory,
-  type Storage,
-  setAllocationHook,
-} from "./tensor/memory.ts";
-export {
-  allFinite,
-  checkShape,
-  contiguousStrides,
-  forEachIndex,
-  normalizeDim,
-  sizeOf,
-} from "./tensor/tensor.ts";
-// Warnings a backend gives once (through setLogHandler's handler)
-export { warnOnce } from "./util/log.ts";
-export {
-  loadWasmModule,
-  loadWasmModuleSync,
-  relaxedSimdEnabled,
-  setWasmLocation,
-  type WasmModuleFiles,
-  wasmModuleUrl,
-} from "./wasm/loader.ts";
-export { type CpuMemoryStats, cpuMemory, WasmCpuMemory, wasmKernelImports } from "./wasm/memory.ts";
-export {
-  onWasmModule,
-  registerWasmModule,
-  type WasmModuleEntry,
-  wasmModule,
-  wasmModules,
-} from "./wasm/modules.ts";
-export {
-  chunkArgs,
-  chunksOf,
-  cpuThreads,
-  type ParallelService,
-  type ParallelTask,
-  parallelFor,
-  parallelService,
-  setParallelService,
-  WorkerError,
-} from "./wasm/parallel.ts";
-export { claimStaticMemory, dataExtent, HEAP_BASE, staticClaims } from "./wasm/static.ts";
+export type * from "./author-api.ts";
+export const FFI_TYPES: typeof api.FFI_TYPES = shared.FFI_TYPES;
+export const FlagState: typeof api.FlagState = shared.FlagState;
+export const HEAP_BASE: typeof api.HEAP_BASE = shared.HEAP_BASE;
+export const NAMESPACE_PACKAGES: typeof api.NAMESPACE_PACKAGES = shared.NAMESPACE_PACKAGES;
+export const Q_STORAGE: typeof api.Q_STORAGE = shared.Q_STORAGE;
+export const SEARCH_PATH_ENV: typeof api.SEARCH_PATH_ENV = shared.SEARCH_PATH_ENV;
+export const WasmCpuMemory: typeof api.WasmCpuMemory = shared.WasmCpuMemory;
+export const WorkerError: typeof api.WorkerError = shared.WorkerError;
+export const addFlagReader: typeof api.addFlagReader = shared.addFlagReader;
+export const addKernels: typeof api.addKernels = shared.addKernels;
+export const addOp: typeof api.addOp = shared.addOp;
+export const allFinite: typeof api.allFinite = shared.allFinite;
+export const allocateStorage: typeof api.allocateStorage = shared.allocateStorage;
+export const allowedText: typeof api.allowedText = shared.allowedText;
+export const batchOffsets: typeof api.batchOffsets = shared.batchOffsets;
+export const bf16ToNumber: typeof api.bf16ToNumber = shared.bf16ToNumber;
+export const bool: typeof api.bool = shared.bool;
+export const builtinModule: typeof api.builtinModule = shared.builtinModule;
+export const checkDType: typeof api.checkDType = shared.checkDType;
+export const checkFlag: typeof api.checkFlag = shared.checkFlag;
+export const checkShape: typeof api.checkShape = shared.checkShape;
+export const choleskyOp: typeof api.choleskyOp = shared.choleskyOp;
+export const chunkArgs: typeof api.chunkArgs = shared.chunkArgs;
+export const chunksOf: typeof api.chunksOf = shared.chunksOf;
+export const claimStaticMemory: typeof api.claimStaticMemory = shared.claimStaticMemory;
+export const contiguousStrides: typeof api.contiguousStrides = shared.contiguousStrides;
+export const conv2dChannelParams: typeof api.conv2dChannelParams = shared.conv2dChannelParams;
+export const conv2dOp: typeof api.conv2dOp = shared.conv2dOp;
+export const cpuMemory: typeof api.cpuMemory = shared.cpuMemory;
+export const cpuThreads: typeof api.cpuThreads = shared.cpuThreads;
+export const currentState: typeof api.currentState = shared.currentState;
+export const dataExtent: typeof api.dataExtent = shared.dataExtent;
+export const defaultSearchDirs: typeof api.defaultSearchDirs = shared.defaultSearchDirs;
+export const defineBackend: typeof api.defineBackend = shared.defineBackend;
+export const defineLibrary: typeof api.defineLibrary = shared.defineLibrary;
+export const defineNamespace: typeof api.defineNamespace = shared.defineNamespace;
+export const defineOp: typeof api.defineOp = shared.defineOp;
+export const detectRuntime: typeof api.detectRuntime = shared.detectRuntime;
+export const deviceContext: typeof api.deviceContext = shared.deviceContext;
+export const deviceMemory: typeof api.deviceMemory = shared.deviceMemory;
+export const deviceTypeOf: typeof api.deviceTypeOf = shared.deviceTypeOf;
+export const dispatch: typeof api.dispatch = shared.dispatch;
+export const eighOp: typeof api.eighOp = shared.eighOp;
+export const einsumOp: typeof api.einsumOp = shared.einsumOp;
+export const emitVerbose: typeof api.emitVerbose = shared.emitVerbose;
+export const emptyQuantized: typeof api.emptyQuantized = shared.emptyQuantized;
+export const envNames: typeof api.envNames = shared.envNames;
+export const extendNamespace: typeof api.extendNamespace = shared.extendNamespace;
+export const f16ToNumber: typeof api.f16ToNumber = shared.f16ToNumber;
+export const fftOp: typeof api.fftOp = shared.fftOp;
+export const flagChoices: typeof api.flagChoices = shared.flagChoices;
+export const flagReaders: typeof api.flagReaders = shared.flagReaders;
+export const forEachIndex: typeof api.forEachIndex = shared.forEachIndex;
+export const forgetCalibration: typeof api.forgetCalibration = shared.forgetCalibration;
+export const geluOp: typeof api.geluOp = shared.geluOp;
+export const getBackend: typeof api.getBackend = shared.getBackend;
+export const getKernel: typeof api.getKernel = shared.getKernel;
+export const getOp: typeof api.getOp = shared.getOp;
+export const host: typeof api.host = shared.host;
+export const hostInfo: typeof api.hostInfo = shared.hostInfo;
+export const ifftOp: typeof api.ifftOp = shared.ifftOp;
+export const initBackends: typeof api.initBackends = shared.initBackends;
+export const initFfi: typeof api.initFfi = shared.initFfi;
+export const int: typeof api.int = shared.int;
+export const invOp: typeof api.invOp = shared.invOp;
+export const irfftOp: typeof api.irfftOp = shared.irfftOp;
+export const isNullPtr: typeof api.isNullPtr = shared.isNullPtr;
+export const isSpec: typeof api.isSpec = shared.isSpec;
+export const jsCpuMemory: typeof api.jsCpuMemory = shared.jsCpuMemory;
+export const leadingBroadcastStrides: typeof api.leadingBroadcastStrides =
+  shared.leadingBroadcastStrides;
+export const leaves: typeof api.leaves = shared.leaves;
+export const libraryFileNames: typeof api.libraryFileNames = shared.libraryFileNames;
+export const linearChannelParams: typeof api.linearChannelParams = shared.linearChannelParams;
+export const listBackends: typeof api.listBackends = shared.listBackends;
+export const loadWasmModule: typeof api.loadWasmModule = shared.loadWasmModule;
+export const loadWasmModuleSync: typeof api.loadWasmModuleSync = shared.loadWasmModuleSync;
+export const logSoftmaxOp: typeof api.logSoftmaxOp = shared.logSoftmaxOp;
+export const luFactorOp: typeof api.luFactorOp = shared.luFactorOp;
+export const matmulOp: typeof api.matmulOp = shared.matmulOp;
+export const matricesOf: typeof api.matricesOf = shared.matricesOf;
+export const mhaOp: typeof api.mhaOp = shared.mhaOp;
+export const mulOp: typeof api.mulOp = shared.mulOp;
+export const normalizeDevice: typeof api.normalizeDevice = shared.normalizeDevice;
+export const normalizeDim: typeof api.normalizeDim = shared.normalizeDim;
+export const nullPtr: typeof api.nullPtr = shared.nullPtr;
+export const numberToBf16: typeof api.numberToBf16 = shared.numberToBf16;
+export const numberToF16: typeof api.numberToF16 = shared.numberToF16;
+export const onWasmModule: typeof api.onWasmModule = shared.onWasmModule;
+export const oneOf: typeof api.oneOf = shared.oneOf;
+export const openLibrary: typeof api.openLibrary = shared.openLibrary;
+export const parallelFor: typeof api.parallelFor = shared.parallelFor;
+export const parallelService: typeof api.parallelService = shared.parallelService;
+export const parseEinsum: typeof api.parseEinsum = shared.parseEinsum;
+export const parseEnv: typeof api.parseEnv = shared.parseEnv;
+export const pivotsTensor: typeof api.pivotsTensor = shared.pivotsTensor;
+export const planSearch: typeof api.planSearch = shared.planSearch;
+export const provideDeviceContext: typeof api.provideDeviceContext = shared.provideDeviceContext;
+export const ptrAddress: typeof api.ptrAddress = shared.ptrAddress;
+export const ptrFromAddress: typeof api.ptrFromAddress = shared.ptrFromAddress;
+export const ptrOf: typeof api.ptrOf = shared.ptrOf;
+export const pythonSitePackages: typeof api.pythonSitePackages = shared.pythonSitePackages;
+export const qrOp: typeof api.qrOp = shared.qrOp;
+export const qrShapes: typeof api.qrShapes = shared.qrShapes;
+export const quantizeValue: typeof api.quantizeValue = shared.quantizeValue;
+export const quantizedAddOp: typeof api.quantizedAddOp = shared.quantizedAddOp;
+export const quantizedConv2dOp: typeof api.quantizedConv2dOp = shared.quantizedConv2dOp;
+export const quantizedEngineGate: typeof api.quantizedEngineGate = shared.quantizedEngineGate;
+export const quantizedLinearOp: typeof api.quantizedLinearOp = shared.quantizedLinearOp;
+export const quantizedMatmulOp: typeof api.quantizedMatmulOp = shared.quantizedMatmulOp;
+export const quantizedReluOp: typeof api.quantizedReluOp = shared.quantizedReluOp;
+export const readCString: typeof api.readCString = shared.readCString;
+export const readCacheFile: typeof api.readCacheFile = shared.readCacheFile;
+export const readEnv: typeof api.readEnv = shared.readEnv;
+export const readNumber: typeof api.readNumber = shared.readNumber;
+export const readPointer: typeof api.readPointer = shared.readPointer;
+export const referenceKernels: typeof api.referenceKernels = shared.referenceKernels;
+export const registerBackend: typeof api.registerBackend = shared.registerBackend;
+export const registerDeviceMemory: typeof api.registerDeviceMemory = shared.registerDeviceMemory;
+export const registerFlagChoice: typeof api.registerFlagChoice = shared.registerFlagChoice;
+export const registerWasmModule: typeof api.registerWasmModule = shared.registerWasmModule;
+export const relaxedSimdEnabled: typeof api.relaxedSimdEnabled = shared.relaxedSimdEnabled;
+export const reluOp: typeof api.reluOp = shared.reluOp;
+export const requantizeConv2d: typeof api.requantizeConv2d = shared.requantizeConv2d;
+export const requantizeLinear: typeof api.requantizeLinear = shared.requantizeLinear;
+export const restartInit: typeof api.restartInit = shared.restartInit;
+export const rfftOp: typeof api.rfftOp = shared.rfftOp;
+export const rightHandSides: typeof api.rightHandSides = shared.rightHandSides;
+export const rint: typeof api.rint = shared.rint;
+export const sameTensor: typeof api.sameTensor = shared.sameTensor;
+export const sdpaOp: typeof api.sdpaOp = shared.sdpaOp;
+export const setAllocationHook: typeof api.setAllocationHook = shared.setAllocationHook;
+export const setParallelService: typeof api.setParallelService = shared.setParallelService;
+export const setTimingClock: typeof api.setTimingClock = shared.setTimingClock;
+export const setWasmLocation: typeof api.setWasmLocation = shared.setWasmLocation;
+export const sizeOf: typeof api.sizeOf = shared.sizeOf;
+export const softmaxOp: typeof api.softmaxOp = shared.softmaxOp;
+export const solveOp: typeof api.solveOp = shared.solveOp;
+export const solveOutputShape: typeof api.solveOutputShape = shared.solveOutputShape;
+export const stackMatrices: typeof api.stackMatrices = shared.stackMatrices;
+export const staticClaims: typeof api.staticClaims = shared.staticClaims;
+export const statusOf: typeof api.statusOf = shared.statusOf;
+export const str: typeof api.str = shared.str;
+export const svdOp: typeof api.svdOp = shared.svdOp;
+export const svdShapes: typeof api.svdShapes = shared.svdShapes;
+export const toArrayBuffer: typeof api.toArrayBuffer = shared.toArrayBuffer;
+export const typeText: typeof api.typeText = shared.typeText;
+export const userCacheDir: typeof api.userCacheDir = shared.userCacheDir;
+export const validate: typeof api.validate = shared.validate;
+export const validateDeclaration: typeof api.validateDeclaration = shared.validateDeclaration;
+export const viewOf: typeof api.viewOf = shared.viewOf;
+export const warnOnce: typeof api.warnOnce = shared.warnOnce;
+export const wasmKernelImports: typeof api.wasmKernelImports = shared.wasmKernelImports;
+export const wasmModule: typeof api.wasmModule = shared.wasmModule;
+export const wasmModuleUrl: typeof api.wasmModuleUrl = shared.wasmModuleUrl;
+export const wasmModules: typeof api.wasmModules = shared.wasmModules;
+export const withdrawDeviceContext: typeof api.withdrawDeviceContext = shared.withdrawDeviceContext;
+export const writeCacheFile: typeof api.writeCacheFile = shared.writeCacheFile;
+export const writeNumber: typeof api.writeNumber = shared.writeNumber;
+export type FlagState = api.FlagState;
+export type WasmCpuMemory = api.WasmCpuMemory;
+export type WorkerError = api.WorkerError;

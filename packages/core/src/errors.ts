@@ -220,3 +220,22 @@ export const linalgFailure: {
   didNotConverge: (op: string, detail: string, k?: number) =>
     new LinalgError(op, `did not converge (${detail})`, k),
 };
+
+/**
+ * Two copies of @backplane/core of incompatible versions in one process (two packages
+ * pinned different versions, and npm installed both): they cannot share one registry,
+ * one set of flags and one Tensor class, so the second refuses to load.
+ */
+export class CoreConflictError extends BackplaneError {
+  /** The copy that loaded first, and the one that refused. */
+  readonly first: { version: string; path: string };
+  readonly second: { version: string; path: string };
+  constructor(first: { version: string; path: string }, second: { version: string; path: string }) {
+    super(
+      "E_CORE_CONFLICT",
+      `two copies of @backplane/core in one process: ${first.version} at ${first.path} (loaded first) and ${second.version} at ${second.path}. Their versions cannot share one registry, flags and tensors; run \`npm dedupe\` (or align the versions your packages ask for) so one copy remains`,
+    );
+    this.first = first;
+    this.second = second;
+  }
+}

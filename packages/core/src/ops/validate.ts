@@ -2,11 +2,17 @@
 
 import { ArgumentError, DeviceError, DTypeError, LinalgError, ShapeError } from "../errors.ts";
 import { type DType, isFloat } from "../tensor/dtype.ts";
-import { allFinite, Tensor } from "../tensor/tensor.ts";
+import { allFinite, TENSOR_BRAND, Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
+import { version } from "../version.ts";
 
 export function checkTensor(op: string, name: string, x: unknown): Tensor {
   if (!(x instanceof Tensor)) {
+    const madeBy = typeof x === "object" && x !== null ? Reflect.get(x, TENSOR_BRAND) : undefined;
+    if (typeof madeBy === "string")
+      throw new ArgumentError(
+        `${op}: ${name} is a Tensor of another copy of @backplane/core (version ${madeBy}; this copy is ${version}), and tensors cannot pass between copies that did not join: run npm dedupe so one copy remains`,
+      );
     const got = x === null ? "null" : Array.isArray(x) ? "an array" : typeof x;
     throw new ArgumentError(
       `${op}: ${name} must be a Tensor, got ${got} (wrap data with tensor(...))`,

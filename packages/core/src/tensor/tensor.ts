@@ -6,6 +6,7 @@
 
 import { ArgumentError, DeviceError, DisposedError, DTypeError, ShapeError } from "../errors.ts";
 import { show } from "../util/format.ts";
+import { version } from "../version.ts";
 import {
   bytesPerElement,
   checkDType,
@@ -54,7 +55,18 @@ export function checkShape(name: string, shape: unknown): number[] {
   return shape as number[];
 }
 
+/**
+ * On every tensor, the version of the core that made it: a tensor that reaches a copy of
+ * the core other than its own (two copies that did not join, see one-core.ts) is then
+ * named as such instead of as "not a Tensor".
+ */
+export const TENSOR_BRAND: unique symbol = Symbol.for("@backplane/core.Tensor");
+
 export class Tensor implements Disposable {
+  /** See TENSOR_BRAND. */
+  get [TENSOR_BRAND](): string {
+    return version;
+  }
   readonly dtype: DType;
   readonly shape: readonly number[];
   readonly strides: readonly number[];

@@ -9,10 +9,12 @@
  * small allocator: 64-byte aligned blocks, size classes up to 1 MiB, and a coalescing
  * free list above that.
  */
+
 import { DeviceError } from "../errors.ts";
 import { runtime } from "../runtime/detect.ts";
 import { type DeviceMemory, registerDeviceMemory } from "../tensor/memory.ts";
 import { HEAP_BASE } from "./static.ts";
+import type { WasmImports, WasmMemory } from "./types.ts";
 
 const PAGE = 65536;
 const ALIGN = 64;
@@ -42,7 +44,7 @@ export interface CpuMemoryStats {
 export class WasmCpuMemory implements DeviceMemory<number> {
   readonly deviceType = "cpu";
   readonly hostVisible = true;
-  readonly memory: WebAssembly.Memory;
+  readonly memory: WasmMemory;
   readonly shared: boolean;
   readonly maxPages: number;
   private top = HEAP_BASE;
@@ -186,7 +188,7 @@ export function cpuMemory(): WasmCpuMemory {
 }
 
 /** The imports every WASM kernel module is instantiated with. */
-export function wasmKernelImports(module: string): WebAssembly.Imports {
+export function wasmKernelImports(module: string): WasmImports {
   return {
     env: {
       memory: cpuMemory().memory,

@@ -3,23 +3,20 @@
  * compiled module, so every worker thread can instantiate it on the same memory, and this
  * thread's instance, so a parallel-for without workers can run it here.
  */
+import type { WasmInstance, WasmModule } from "./types.ts";
 
 /** A WASM module every thread can instantiate: its compiled form and this thread's instance. */
 export interface WasmModuleEntry {
   id: string;
-  module: WebAssembly.Module;
-  instance: WebAssembly.Instance;
+  module: WasmModule;
+  instance: WasmInstance;
 }
 
 const modules = new Map<string, WasmModuleEntry>();
 const moduleListeners = new Set<(e: WasmModuleEntry) => void>();
 
 /** Makes a module's exports callable by parallel tasks (every WASM kernel package does this). */
-export function registerWasmModule(
-  id: string,
-  module: WebAssembly.Module,
-  instance: WebAssembly.Instance,
-): void {
+export function registerWasmModule(id: string, module: WasmModule, instance: WasmInstance): void {
   const entry = { id, module, instance };
   modules.set(id, entry);
   for (const l of moduleListeners) l(entry);
