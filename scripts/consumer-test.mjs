@@ -73,6 +73,104 @@ try {
 if (refused !== "refused") throw new Error("core-next should refuse to load: " + refused);
 console.log("ok " + core.runtime().name + ": a second copy of the same version joins, 0.2.0 refuses (E_CORE_CONFLICT)");
 `;
+// A third party's backend package, built only against the published entries: a naive
+// float32 matmul. MISTAKES makes each author mistake in turn (a misspelt op or flag key,
+// results of the wrong shape or dtype, an input handed back, nothing returned, a throw)
+// and expects the typed error that names it; then the package done right passes
+// runConformance under its backend name and under its package name.
+const NAIVE_PACKAGE = {
+  name: "backplane-backend-naive",
+  version: "1.0.0",
+  type: "module",
+  main: "index.mjs",
+  peerDependencies: { "@backplane/core": "*" },
+};
+const NAIVE = `
+import { empty } from "@backplane/core";
+import { defineBackend, matmulOp, registerBackend } from "@backplane/core/backend";
+
+export function naiveMatmul(p) {
+  const out = empty(p.outShape, { dtype: "float32" });
+  const [as0, as1] = p.aStrides.slice(-2);
+  const [bs0, bs1] = p.bStrides.slice(-2);
+  const A = p.a.hostData(), B = p.b.hostData(), C = out.hostData();
+  for (let i = 0; i < p.m; i++)
+    for (let j = 0; j < p.n; j++) {
+      let s = 0;
+      for (let k = 0; k < p.k; k++) s += A[i * as0 + k * as1] * B[k * bs0 + j * bs1];
+      C[i * p.n + j] = s;
+    }
+  return out;
+}
+
+registerBackend(
+  defineBackend({
+    name: "naive",
+    packageName: "backplane-backend-naive",
+    devices: ["cpu"],
+    version: () => "1.0.0",
+    isAvailable: () => ({ available: true }),
+    kernels: [
+      matmulOp.kernel({
+        name: "naive-matmul",
+        device: "cpu",
+        dtypes: ["float32"],
+        deterministic: true,
+        priority: 10,
+        supports: (p) => (p.batchShape.length === 0 && p.m > 0 && p.n > 0 ? true : "2-D, non-empty products only"),
+        run: naiveMatmul,
+      }),
+    ],
+  }),
+);
+`;
+const MISTAKES = `
+import { backends, matmul, randn, withKernelPriority, zeros } from "@backplane/core";
+import { defineBackend, registerBackend } from "@backplane/core/backend";
+import { runConformance } from "@backplane/testkit";
+import { naiveMatmul } from "backplane-backend-naive";
+
+const base = { devices: ["cpu"], isAvailable: () => ({ available: true }) };
+const kernel = (extra) => ({ op: "matmul", name: "k", device: "cpu", dtypes: ["float32"], deterministic: true, priority: -100, run: naiveMatmul, ...extra });
+const expectError = (what, f, name, pattern) => {
+  try {
+    f();
+  } catch (e) {
+    if (e.name === name && pattern.test(e.message)) return;
+    throw new Error(what + ": got " + e.name + ": " + e.message);
+  }
+  throw new Error(what + ": no error");
+};
+expectError("a misspelt op", () => registerBackend(defineBackend({ ...base, name: "typo-op", kernels: [kernel({ op: "matmull" })] })), "RegistrationError", /no op "matmull"; did you mean matmul\\?/);
+expectError("a misspelt flag key", () => registerBackend(defineBackend({ ...base, name: "typo-flag", flags: { fl3: { enabled: { kind: "bool", default: true } } }, kernels: [kernel({ flags: ["fl3.enabld"] })] })), "RegistrationError", /fl3\\.enabld.*did you mean fl3\\.enabled/);
+const a = randn([4, 4]);
+const broken = {
+  wrongShape: [() => zeros([1, 1]), /shape \\[1,1\\]; the op promises \\[4,4\\]/],
+  wrongDtype: [() => zeros([4, 4], { dtype: "float64" }), /dtype float64; the op promises float32/],
+  theInput: [(p) => p.a, /returned one of its inputs as its result/],
+  nothing: [() => undefined, /kernel nothing of backend broken returned undefined/],
+};
+registerBackend(defineBackend({ ...base, name: "broken", kernels: Object.entries(broken).map(([name, [run]]) => kernel({ name, run })) }));
+backends.core.checkKernels = true;
+for (const [name, [, pattern]] of Object.entries(broken))
+  expectError("a kernel that " + name, () => withKernelPriority("matmul", [name], () => matmul(a, a)), "KernelContractError", pattern);
+registerBackend(defineBackend({ ...base, name: "throwing", kernels: [kernel({ name: "boom", run: () => { throw new Error("boom in kernel"); } })] }));
+expectError("a throw in run()", () => withKernelPriority("matmul", ["boom"], () => matmul(a, a)), "KernelError", /kernel boom of backend throwing failed: Error: boom in kernel/);
+let unknown = "";
+try {
+  await runConformance("backend-nope");
+} catch (e) {
+  unknown = e.name + ": " + e.message;
+}
+if (!/^ArgumentError: .*naive \\(backplane-backend-naive\\)/.test(unknown)) throw new Error("runConformance of an unknown name: " + unknown);
+for (const name of ["naive", "backplane-backend-naive"]) {
+  const report = await runConformance(name, { ops: ["matmul"] });
+  report.assertPassed();
+  if (report.passed === 0) throw new Error("runConformance(" + name + ") ran nothing");
+}
+const { runtime } = await import("@backplane/core");
+console.log("ok " + runtime().name + ": a third-party backend's mistakes get typed errors; done right it passes runConformance as naive and backplane-backend-naive");
+`;
 // The published .d.ts files as a Node project sees them: @types/node, no DOM lib,
 // skipLibCheck off; and a backend's namespace typed by module augmentation, as the guide
 // shows (docs/writing-a-backend.md).
@@ -164,6 +262,7 @@ try {
   );
   const coreTarball = readdirSync(tarballs).find((f) => /^backplane-core-/.test(f));
   deps["core-same"] = `file:./tarballs/${coreTarball}`;
+  deps["backplane-backend-naive"] = "file:./naive";
   deps["core-next"] = `file:./${nextCoreTarball(join(tarballs, coreTarball), dir)}`;
   writeFileSync(
     join(dir, "package.json"),
@@ -176,6 +275,10 @@ try {
   writeFileSync(join(dir, "check.mjs"), CHECK);
   writeFileSync(join(dir, "run.mjs"), RUN);
   writeFileSync(join(dir, "two-cores.mjs"), TWO_CORES);
+  mkdirSync(join(dir, "naive"));
+  writeFileSync(join(dir, "naive", "package.json"), JSON.stringify(NAIVE_PACKAGE, null, 2));
+  writeFileSync(join(dir, "naive", "index.mjs"), NAIVE);
+  writeFileSync(join(dir, "mistakes.mjs"), `import "backplane-backend-naive";\n${MISTAKES}`);
   writeFileSync(join(dir, "types.ts"), TYPES);
   writeFileSync(join(dir, "tsconfig.json"), JSON.stringify(TSCONFIG, null, 2));
   execFileSync("npm", ["install", "--no-audit", "--no-fund", "--silent"], {
@@ -191,6 +294,9 @@ try {
     ["node", process.execPath, ["two-cores.mjs"]],
     ["bun", bin("bun"), ["two-cores.mjs"]],
     ["deno", bin("deno"), ["run", "-A", "two-cores.mjs"]],
+    ["node", process.execPath, ["mistakes.mjs"]],
+    ["bun", bin("bun"), ["mistakes.mjs"]],
+    ["deno", bin("deno"), ["run", "-A", "mistakes.mjs"]],
   ]) {
     const r = spawnSync(cmd, args, { cwd: dir, encoding: "utf8" });
     const line = r.stdout.trim().split("\n").pop() ?? "";
