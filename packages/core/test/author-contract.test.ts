@@ -16,7 +16,14 @@ import {
   withKernelPriority,
   zeros,
 } from "@backplane/core";
-import { defineBackend, matmulOp, qrOp, registerBackend, softmaxOp } from "@backplane/core/backend";
+import {
+  defineBackend,
+  listBackends,
+  matmulOp,
+  qrOp,
+  registerBackend,
+  softmaxOp,
+} from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 
 const base = {
@@ -77,6 +84,28 @@ describe("registration checks the kernels against the ops and flags that exist",
         }),
       ),
     ).not.toThrow();
+  });
+
+  it("a flag spec of no kind, no default, a default it refuses: a RegistrationError, nothing registered", () => {
+    const withFlags = (name: string, flags: unknown) => () =>
+      registerBackend(defineBackend({ ...base, name, kernels: [], flags: flags as never }));
+    expect(withFlags("bad-kind", { bk: { on: { kind: "boool", default: true } } })).toThrow(
+      /backend bad-kind: flag bk.on has kind "boool"; a flag is bool, int, enum, string \(did you mean bool\?\)/,
+    );
+    expect(withFlags("no-default", { nd: { on: { kind: "bool" } } })).toThrow(
+      /flag nd.on \(bool\) has no default/,
+    );
+    expect(withFlags("bad-default", { bd: { n: { kind: "int", default: 1.5 } } })).toThrow(
+      /backend bad-default: the default of flag bd.n must be an integer.*got 1.5/,
+    );
+    expect(withFlags("no-values", { nv: { mode: { kind: "enum", default: "a" } } })).toThrow(
+      /flag nv.mode is an enum without its values/,
+    );
+    expect(withFlags("not-a-spec", { ns: { on: true } })).toThrow(
+      /flag ns.on must be a spec \(\{ kind, default \}\) or a group of specs, got true/,
+    );
+    for (const name of ["bad-kind", "no-default", "bad-default", "no-values", "not-a-spec"])
+      expect(listBackends().some((b) => b.def.name === name)).toBe(false);
   });
 });
 

@@ -5,7 +5,7 @@
  */
 import { addKernels } from "../dispatch/kernels.ts";
 import { RegistrationError } from "../errors.ts";
-import { leaves } from "../flags/spec.ts";
+import { type FlagSpec, leaves, validate } from "../flags/spec.ts";
 import {
   addFlagReader,
   allFlagKeys,
@@ -72,7 +72,9 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
     }
   }
   const entry: RegisteredBackend = { def, initState: def.init ? "pending" : "ready" };
-  // Kernels are checked before anything is recorded, so a failed registration leaves no trace.
+  // Flags and kernels are checked before anything is recorded, so a failed registration
+  // leaves no trace.
+  checkFlagSchemas(def);
   checkKernelFlags(def);
   addKernels(def.name, def.devices, def.kernels ?? []);
   addToRegistry(entry);
@@ -86,6 +88,47 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   for (const m of def.memories ?? []) registerDeviceMemory(m);
   bumpGeneration();
   return entry;
+}
+
+const FLAG_KINDS = ["bool", "int", "enum", "string"];
+
+/**
+ * Every node of the backend's flag schemas is a spec ({ kind, default, ... }) of a kind
+ * that exists, whose default it accepts, or a group of such: a misspelt kind ("boool")
+ * would otherwise make a flag no value can be written to.
+ */
+function checkFlagSchemas(def: BackendDefinition): void {
+  const fail = (text: string) => new RegistrationError(`backend ${def.name}: ${text}`);
+  const walk = (node: unknown, path: string): void => {
+    if (node === null || typeof node !== "object" || Array.isArray(node))
+      throw fail(
+        `flag ${path} must be a spec ({ kind, default }) or a group of specs, got ${show(node)}`,
+      );
+    const o = node as Record<string, unknown>;
+    if (!("kind" in o) && !("default" in o)) {
+      for (const [k, v] of Object.entries(o)) walk(v, `${path}.${k}`);
+      return;
+    }
+    if (typeof o.kind !== "string" || !FLAG_KINDS.includes(o.kind)) {
+      const guess = didYouMean(String(o.kind), FLAG_KINDS);
+      throw fail(
+        `flag ${path} has kind ${show(o.kind)}; a flag is ${FLAG_KINDS.join(", ")}${guess ? ` (did you mean ${guess}?)` : ""}`,
+      );
+    }
+    if (!("default" in o)) throw fail(`flag ${path} (${o.kind}) has no default`);
+    const values = o.values;
+    if (
+      o.kind === "enum" &&
+      !(Array.isArray(values) && values.length > 0 && values.every((v) => typeof v === "string"))
+    )
+      throw fail(`flag ${path} is an enum without its values (a non-empty list of strings)`);
+    try {
+      validate(path, o as unknown as FlagSpec, o.default);
+    } catch (e) {
+      throw fail(`the default of ${(e as Error).message}`);
+    }
+  };
+  for (const [ns, schema] of Object.entries(def.flags ?? {})) walk(schema, ns);
 }
 
 /**
