@@ -52,6 +52,9 @@ describe("flags", () => {
     expect(backends.has("mtia")).toBe(false);
     expect(backends.has("cudnn")).toBe(true);
     expect(backends.has(undefined as never)).toBe(false);
+    // `in` answers the same, for feature detection without try/catch.
+    expect("mtia" in backends).toBe(false);
+    expect("cudnn" in backends).toBe(true);
   });
 
   it("namespaces of missing plugins answer with the reason", () => {
