@@ -344,6 +344,46 @@ try {
       `FAIL backplane (installed bin), exit ${cli.status}:\n${cli.stdout}\n${cli.stderr}`,
     );
   }
+  // The CLI alone (with the core, without the optional testkit): info reports, and says
+  // how to add the op checks.
+  // (a folder of its own: one inside the consumer would find its node_modules above)
+  const bare = mkdtempSync(join(tmpdir(), "backplane-cli-alone-"));
+  const only = (name) =>
+    `file:${join(
+      tarballs,
+      readdirSync(tarballs).find((f) => f.startsWith(`backplane-${name}-`)),
+    )}`;
+  writeFileSync(
+    join(bare, "package.json"),
+    JSON.stringify({
+      name: "cli-alone",
+      private: true,
+      type: "module",
+      dependencies: { "@backplane/core": only("core"), "@backplane/cli": only("cli") },
+    }),
+  );
+  execFileSync("npm", ["install", "--no-audit", "--no-fund", "--silent"], {
+    cwd: bare,
+    stdio: "inherit",
+  });
+  const info = spawnSync(join(bare, "node_modules", ".bin", "backplane"), ["info"], {
+    cwd: bare,
+    encoding: "utf8",
+  });
+  rmSync(bare, { recursive: true, force: true });
+  if (
+    info.status === 0 &&
+    /Ops: not checked: the op checks need @backplane\/testkit/.test(info.stdout)
+  )
+    console.log(
+      "ok backplane info without the testkit: namespaces reported, op checks named as missing",
+    );
+  else {
+    failed++;
+    console.log(
+      `FAIL backplane info without the testkit, exit ${info.status}:\n${info.stdout}\n${info.stderr}`,
+    );
+  }
   const { checkVitePage } = await import("./vite-page.mjs");
   failed += await checkVitePage(dir);
   process.exitCode = failed ? 1 : 0;

@@ -6,15 +6,34 @@
  * (under backends.quantized.engine) against PyTorch's integers (the testkit's cases).
  */
 import { backends, cpuCapabilityInfo, type DType, runtime, version } from "@backplane/core";
-import {
-  CASES,
-  type CaseResult,
-  type QuantizedResult,
-  runCase,
-  runQuantizedConformance,
-  sampleCase,
-} from "@backplane/testkit";
 import type { BackendLoad } from "./load-backends.ts";
+
+type Testkit = typeof import("@backplane/testkit");
+
+/**
+ * The testkit, an optional peer: the op and quantized checks run its cases. Without it
+ * the report keeps its namespaces and says how to add the checks.
+ */
+async function loadTestkit(): Promise<Testkit | string> {
+  const spec = "@backplane/testkit"; // a variable: bundlers leave the optional peer alone
+  try {
+    return (await import(/* @vite-ignore */ spec)) as Testkit;
+  } catch (e) {
+    return `the op checks need @backplane/testkit (npm i @backplane/testkit): ${(e as Error).message.split("\n")[0]}`;
+  }
+}
+
+/** One op run on the dispatcher's kernel against the float64 reference (the testkit's CaseResult). */
+export interface OpCheck {
+  op: string;
+  kernel: string;
+  backend?: string;
+  case: string;
+  status: string;
+  error?: number;
+  message?: string;
+  ms?: number;
+}
 
 export interface NamespaceReport {
   name: string;
@@ -29,7 +48,7 @@ export interface NamespaceReport {
 
 /** One quantized op over PyTorch's cases: the kernels that ran, and how many matched. */
 export interface QuantizedOpReport {
-  op: QuantizedResult["what"];
+  op: string;
   kernels: string[];
   passed: number;
   total: number;
@@ -42,14 +61,16 @@ export interface DoctorReport {
   cpu: ReturnType<typeof cpuCapabilityInfo>;
   packages: BackendLoad[];
   namespaces: NamespaceReport[];
-  ops: CaseResult[];
+  ops: OpCheck[];
   quantized: { engine: string; torch: string; ops: QuantizedOpReport[] };
+  /** Why the op and quantized checks did not run (the testkit is not installed). */
+  checksSkipped?: string;
 }
 
 /** PyTorch's quantized cases on the dispatcher's kernels, one line per op. */
-function quantizedReport(): DoctorReport["quantized"] {
-  const report = runQuantizedConformance();
-  const ops = new Map<QuantizedResult["what"], QuantizedOpReport>();
+function quantizedReport(kit: Testkit): DoctorReport["quantized"] {
+  const report = kit.runQuantizedConformance();
+  const ops = new Map<string, QuantizedOpReport>();
   for (const r of report.results) {
     const o = ops.get(r.what) ?? { op: r.what, kernels: [], passed: 0, total: 0, failures: [] };
     if (r.kernel && !o.kernels.includes(r.kernel)) o.kernels.push(r.kernel);
@@ -85,20 +106,27 @@ export async function collectReport(
       flags: ns.values(),
     };
   });
-  const ops: CaseResult[] = [];
-  for (const op of opts.ops ?? Object.keys(CASES)) {
-    const c = sampleCase(op);
-    if (c) ops.push(await runCase(op, c, opts.dtype ?? "float32"));
-  }
-  return {
+  const base = {
     backplane: version,
     runtime: runtime(),
     cpu: cpuCapabilityInfo(),
     packages: loads,
     namespaces,
-    ops,
-    quantized: quantizedReport(),
   };
+  const kit = await loadTestkit();
+  if (typeof kit === "string")
+    return {
+      ...base,
+      ops: [],
+      quantized: { engine: backends.quantized.engine, torch: "-", ops: [] },
+      checksSkipped: kit,
+    };
+  const ops: OpCheck[] = [];
+  for (const op of opts.ops ?? Object.keys(kit.CASES)) {
+    const c = kit.sampleCase(op);
+    if (c) ops.push(await kit.runCase(op, c, opts.dtype ?? "float32"));
+  }
+  return { ...base, ops, quantized: quantizedReport(kit) };
 }
 
 const flagText = (flags: Record<string, unknown>, prefix = ""): string[] =>
@@ -141,6 +169,10 @@ export function formatReport(r: DoctorReport): string {
     if (f.length) lines.push(`  ${"".padEnd(11)} flags: ${f.join(" ")}`);
   }
   lines.push("");
+  if (r.checksSkipped) {
+    lines.push(`Ops: not checked: ${r.checksSkipped}`);
+    return lines.join("\n");
+  }
   lines.push("Ops (one run each, float32, against the float64 reference):");
   lines.push(
     `  ${"op".padEnd(26)} ${"kernel".padEnd(34)} ${"case".padEnd(30)} ${"ms".padStart(8)}  ${"rel. error".padStart(10)}  result`,
