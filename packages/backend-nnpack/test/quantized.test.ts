@@ -222,6 +222,10 @@ describe("quantized engine qnnpack (WASM)", () => {
   it("runs only when quantized.engine is qnnpack or none, and says so", async () => {
     await ready();
     expect(backends.quantized.supportedEngines).toContain("qnnpack");
+    // The namespace no backend owns is served by its engines' backends: built, available.
+    const status = backends.quantized.status();
+    expect([status.built, status.available, status.reason]).toEqual([true, true, undefined]);
+    expect(status.backend).toMatch(/nnpack/);
     const w = quantizePerTensor(randn([4, 8], { seed: 11 }), 0.01, 0, "qint8");
     const x = quantizePerTensor(randn([2, 8], { seed: 12 }), 0.02, 128, "quint8");
     const layer = linearPrepack(w);

@@ -148,6 +148,17 @@ export function registerFlagChoice(key: string, value: string, provider?: string
   }
 }
 
+/**
+ * The backends that added values to a flag of namespace `ns`: a namespace no backend owns
+ * is served by them (quantized: its engines).
+ */
+export function namespaceProviders(ns: string): string[] {
+  const out = new Set<string>();
+  for (const [key, byValue] of providers)
+    if (key.startsWith(`${ns}.`)) for (const p of byValue.values()) out.add(p);
+  return [...out];
+}
+
 /** The values packages added that their backends can serve now. */
 function usableChoices(key: string): string[] {
   return (choices.get(key) ?? []).filter((v) => {

@@ -12,10 +12,16 @@ import {
   type FlagScope,
   flagSchema,
   getFlag,
+  namespaceProviders,
   openScope,
   setFlag,
 } from "../flags/state.ts";
-import { type Availability, availabilityOf, backendForNamespace } from "../registry/backends.ts";
+import {
+  type Availability,
+  availabilityOf,
+  backendForNamespace,
+  getBackend,
+} from "../registry/backends.ts";
 import { show } from "../util/format.ts";
 import { splitReason } from "../util/reason.ts";
 import { didYouMean } from "../util/suggest.ts";
@@ -67,8 +73,32 @@ function notInstalled(ns: string): string {
   return `${pkg ?? `a backend for ${ns}`} is not installed (npm i ${pkg ?? "<package>"}, then import it)`;
 }
 
+/**
+ * A namespace no backend owns but whose flag values backends provide (quantized: the
+ * engines of backend-nnpack and backend-cpu-mkl) is built when one is registered and
+ * available when one can run here.
+ */
+function providedStatus(ns: string): NamespaceStatus | undefined {
+  const by = namespaceProviders(ns).flatMap((name) => getBackend(name) ?? []);
+  if (by.length === 0) return undefined;
+  const states = by.map((b) => ({ b, a: availabilityOf(b) }));
+  const usable = states.filter((x) => x.a.available && x.b.initState !== "failed");
+  return {
+    namespace: ns,
+    built: true,
+    available: usable.length > 0,
+    reason:
+      usable.length > 0
+        ? undefined
+        : `no provider can run here: ${states.map((x) => `${x.b.def.name}: ${x.a.reason ?? x.b.initError ?? "failed"}`).join("; ")}`,
+    backend: (usable.length > 0 ? usable : states).map((x) => x.b.def.name).join(", "),
+  };
+}
+
 export function statusOf(ns: string): NamespaceStatus {
   const b = backendForNamespace(ns);
+  const provided = b ? undefined : providedStatus(ns);
+  if (provided) return provided;
   if (!b) {
     const reason = notInstalled(ns);
     return {
