@@ -1,5 +1,5 @@
 /** Arguments, JSON output and exit for the GPU check's scripts, on Deno, Bun and Node. */
-import { host } from "@backplane/core/backend";
+import { host, readEnv } from "@backplane/core/backend";
 
 export interface CheckReport {
   started: string;
@@ -44,7 +44,10 @@ export function exitWith(code: number): never {
   process.exit(code);
 }
 
-/** The cases both sides time (cases.json, read by torch-peers.py too). */
+/**
+ * The cases both sides time (cases.json, read by torch-peers.py too; BACKPLANE_GPU_CASES
+ * names another file, e.g. cases-cudnn.json for a run on cuDNN's kernels alone).
+ */
 export interface Cases {
   gemm: { n: number; precisions: string[] };
   sdpa: {
@@ -71,5 +74,6 @@ export interface Cases {
 }
 
 export function cases(): Cases {
-  return readJson<Cases>(new URL("./cases.json", import.meta.url).pathname);
+  const file = readEnv("BACKPLANE_GPU_CASES") || new URL("./cases.json", import.meta.url).pathname;
+  return readJson<Cases>(file);
 }

@@ -13,6 +13,9 @@
 #   torch    PyTorch's timings of the same cases (torch-peers.py)
 #   webgpu   backend-webgpu on the GPU's Vulkan driver: conformance and timings (webgpu.ts, Deno)
 #   report   report.md: every figure side by side, with ratios (report.ts)
+#   probe    (not in the default list) which attention graphs cuDNN plans for, with cuDNN's
+#            logs and PyTorch's CUDNN_ATTENTION graph traced for comparison; where a cuDNN
+#            conv2d call's host time goes (conv-profile.ts)
 #
 # Deno comes from PATH, node_modules/.bin, or .gpu/deno.xz (pack.sh makes it; the GPU machine
 # has no registry). Results go to $OUT (the device tool's folder) or artifacts/gpu-check.
@@ -113,7 +116,21 @@ for s in "${steps[@]}"; do
       packages/backend-cuda/test packages/backend-cudnn/test ;;
     torch) step torch 90 env PYTHONUNBUFFERED=1 "$py" scripts/gpu-check/torch-peers.py "$out" "${flags[@]/--recording/}" ;;
     webgpu) VK_LOADER_DEBUG=error step webgpu 70 "${deno_run[@]}" scripts/gpu-check/webgpu.ts --out "$out" "${flags[@]}" ;;
+    probe)
+      # Which attention graphs cuDNN plans for (attention-probe.ts), with cuDNN's own log of why
+      # engines refuse, beside the API-level trace of PyTorch's CUDNN_ATTENTION graph.
+      logs=/tmp/backplane-gpu/probe-logs && rm -rf $logs && mkdir -p $logs
+      step attention-probe 150 env CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG=$logs/ours-l2.log \
+        "${deno_run[@]}" scripts/gpu-check/attention-probe.ts --out "$out"
+      step attention-base 60 env CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=$logs/ours-l3.log \
+        "${deno_run[@]}" scripts/gpu-check/attention-probe.ts --out "$out" --base
+      step torch-trace 90 env CUDNN_LOGLEVEL_DBG=3 CUDNN_LOGDEST_DBG=$logs/torch-l3.log \
+        CUDNN_FRONTEND_LOG_INFO=1 CUDNN_FRONTEND_LOG_FILE=$logs/torch-frontend.log \
+        "$py" scripts/gpu-check/torch-attention-trace.py
+      step conv-profile 90 "${deno_run[@]}" scripts/gpu-check/conv-profile.ts --out "$out"
+      ls -la $logs
+      tar -C $logs -czf "$out/probe-logs.tgz" . ;;
     report) step report 60 "${deno_run[@]}" scripts/gpu-check/report.ts --out "$out" ;;
-    *) echo "gpu-check: unknown step $s (machine check tests torch webgpu report)"; exit 2 ;;
+    *) echo "gpu-check: unknown step $s (machine check tests torch webgpu report probe)"; exit 2 ;;
   esac
 done

@@ -27,6 +27,8 @@ interface DescriptorRecord {
 
 export interface Execution {
   engine: number;
+  /** The variant pack's handle. */
+  pack: bigint;
   uids: number[];
   pointers: bigint[];
   workspace: bigint;
@@ -175,6 +177,7 @@ export class RecordingLayer implements CudnnLayer {
         }
         self.executions.push({
           engine: p.engine?.index ?? -1,
+          pack: BigInt(pack),
           uids: (v.attrs.get(ATTR.CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS) ?? []).map(Number),
           pointers: (v.attrs.get(ATTR.CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS) ?? []) as bigint[],
           workspace: (v.attrs.get(ATTR.CUDNN_ATTR_VARIANT_PACK_WORKSPACE)?.[0] ?? 0n) as bigint,

@@ -17,6 +17,7 @@ import {
   type ExecutionPlan,
   engineConfigs,
   executionPlan,
+  releasePlan,
 } from "./plan/engines.ts";
 import { benchmarkCount, fastest, type SelectionFlags, screen } from "./plan/select.ts";
 
@@ -93,7 +94,7 @@ export class CudnnRuntime {
           ? built.map((p) => ({ engine: p.engine, ms: time(p), plan: p }))
           : [];
       const chosen = timings.length ? fastest(timings)!.plan : built[0]!;
-      for (const p of built) if (p !== chosen) p.descriptor.destroy();
+      for (const p of built) if (p !== chosen) releasePlan(p);
       const plan: CachedPlan = {
         ...chosen,
         chosenBy: timings.length ? "benchmark" : "heuristics",
@@ -117,29 +118,11 @@ export class CudnnRuntime {
     const handle = this.handle(ctx, device);
     const workspace =
       plan.workspaceBytes > 0 ? ctx.allocate(device, plan.workspaceBytes) : undefined;
-    const pack = Descriptor.create(this.lib, "CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR");
     try {
-      pack
-        .set("UNIQUE_IDS", ATTR.CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, {
-          type: "CUDNN_TYPE_INT64",
-          values: [...pointers.keys()],
-        })
-        .set("DATA_POINTERS", ATTR.CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, {
-          type: "CUDNN_TYPE_VOID_PTR",
-          values: [...pointers.values()],
-        })
-        .set("WORKSPACE", ATTR.CUDNN_ATTR_VARIANT_PACK_WORKSPACE, {
-          type: "CUDNN_TYPE_VOID_PTR",
-          values: [workspace?.ptr ?? 0n],
-        })
-        .finalize();
-      check(
-        this.lib,
-        "cudnnBackendExecute",
-        this.lib.cudnnBackendExecute(handle, plan.descriptor.handle, pack.handle),
-      );
+      const pack = variantPack(this.lib, plan, pointers, workspace?.ptr ?? 0n);
+      const status = this.lib.cudnnBackendExecute(handle, plan.descriptor.handle, pack.handle);
+      if (status !== 0) check(this.lib, "cudnnBackendExecute", status);
     } finally {
-      pack.destroy();
       // Stream-ordered: later users of the memory are ordered after this work.
       workspace?.free();
     }
@@ -150,6 +133,71 @@ export class CudnnRuntime {
     for (const h of this.handles.values()) this.lib.cudnnDestroy(h);
     this.handles.clear();
   }
+}
+
+/**
+ * The variant pack binding these addresses (by uid) and this workspace: the plan's last one
+ * when the uids and every address are the same, else a new one that the plan keeps.
+ */
+function variantPack(
+  lib: CudnnLayer["symbols"],
+  plan: ExecutionPlan,
+  pointers: ReadonlyMap<number, bigint>,
+  workspace: bigint,
+): Descriptor {
+  const last = plan.lastPack;
+  // Compared without allocating: this runs on every call.
+  if (last && sameBinding(last, pointers, workspace)) return last.descriptor;
+  const n = pointers.size;
+  const uids = [...pointers.keys()];
+  const addresses = new BigUint64Array(n + 1);
+  let i = 0;
+  for (const ptr of pointers.values()) addresses[i++] = ptr;
+  addresses[n] = workspace;
+  const pack = Descriptor.create(lib, "CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR");
+  try {
+    pack
+      .setRaw(
+        "UNIQUE_IDS",
+        ATTR.CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+        "CUDNN_TYPE_INT64",
+        BigInt64Array.from(uids, BigInt),
+      )
+      .setRaw(
+        "DATA_POINTERS",
+        ATTR.CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+        "CUDNN_TYPE_VOID_PTR",
+        addresses.subarray(0, n),
+      )
+      .setRaw(
+        "WORKSPACE",
+        ATTR.CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+        "CUDNN_TYPE_VOID_PTR",
+        addresses.subarray(n),
+      )
+      .finalize();
+  } catch (e) {
+    pack.destroy();
+    throw e;
+  }
+  last?.descriptor.destroy();
+  plan.lastPack = { descriptor: pack, uids, addresses };
+  return pack;
+}
+
+function sameBinding(
+  kept: NonNullable<ExecutionPlan["lastPack"]>,
+  pointers: ReadonlyMap<number, bigint>,
+  workspace: bigint,
+): boolean {
+  const n = kept.uids.length;
+  if (pointers.size !== n || kept.addresses[n] !== workspace) return false;
+  let i = 0;
+  for (const [uid, ptr] of pointers) {
+    if (kept.uids[i] !== uid || kept.addresses[i] !== ptr) return false;
+    i++;
+  }
+  return true;
 }
 
 function noPlan(

@@ -15,10 +15,12 @@ import {
   getFlag,
   NoKernelError,
   nn,
+  ones,
   randn,
   refreshAvailability,
   SDPBackend,
   scaledDotProductAttention,
+  Tensor,
 } from "@backplane/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RecordingLayer } from "../src/recording.ts";
@@ -97,14 +99,21 @@ describe("with a device (recording layer, fake context)", () => {
 
   it("attention runs as CUDNN_ATTENTION; cudnn.enabled = false and enableCudnnSdp(false) turn it off", () => {
     const q = cuda([1, 2, 16, 64], "float16");
-    // Accepted; chosen when asked for (on a GPU machine backend-cuda's flash kernel ranks first).
+    // Chosen by default: it ranks above backend-cuda's attention kernels (on a GPU too).
+    expect(explain("scaledDotProductAttention", q, q, q).selected).toBe("cudnn-attention");
     const cudnnOnly = <R>(f: () => R) =>
       nn.attention.withSdpaKernel([SDPBackend.CUDNN_ATTENTION], f);
     expect(cudnnOnly(() => explain("scaledDotProductAttention", q, q, q).selected)).toBe(
       "cudnn-attention",
     );
     cudnnOnly(() => scaledDotProductAttention(q, q, q, { isCausal: true }));
-    expect(layer.executions.at(-1)!.uids).toEqual([11, 12, 13, 14, 15, 17]);
+    // Q, K, V, O, the softmax statistics (cuDNN 9.19's engines match only graphs that write
+    // them: an H200 refused the graph without), then the scale and -inf by value.
+    const run = layer.executions.at(-1)!;
+    expect(run.uids).toEqual([11, 12, 13, 14, 18, 15, 17]);
+    const [, , , out, stats] = run.pointers;
+    expect(stats).not.toBe(0n);
+    expect(stats).not.toBe(out);
     backends.cudnn.enabled = false;
     try {
       const why = explain("scaledDotProductAttention", q, q, q).candidates.find(
@@ -136,6 +145,44 @@ describe("with a device (recording layer, fake context)", () => {
         (k) => k.kernel === "cudnn-attention",
       )!.reason,
     ).toMatch(/multiples of 8/);
+  });
+
+  it("inputs cuDNN 9.19 mishandled on an H200 are refused: misaligned views, boolean masks", () => {
+    const reason = (...args: Parameters<typeof explain>) =>
+      explain(...args).candidates.find((k) => k.kernel === "cudnn-attention")!.reason;
+    const q = cuda([1, 2, 16, 64], "float16");
+    // A view of a new "cuda" storage of `size` elements.
+    const view = (size: number, shape: number[], strides: number[], offset: number) => {
+      const base = cuda([size], "float16");
+      base.storage.retain();
+      const t = new Tensor(base.storage, "float16", shape, strides, offset);
+      base.dispose();
+      return t;
+    };
+    // Planned, then wrong by 11.8 (the testkit's offset view: 5 elements into its storage).
+    const offset = view(5 + 2048, [1, 2, 16, 64], [2048, 1024, 64, 1], 5);
+    expect(reason("scaledDotProductAttention", offset, q, q)).toMatch(
+      /query to start 16-byte aligned; it starts at byte 10/,
+    );
+    const rows = view(2 * 16 * 68, [1, 2, 16, 64], [2176, 1088, 68, 1], 0);
+    expect(reason("scaledDotProductAttention", q, rows, q)).toMatch(
+      /key rows 16-byte aligned; dim 2 has a stride of 68 elements/,
+    );
+    const additive = view(1 + 256, [16, 16], [16, 1], 1);
+    expect(reason("scaledDotProductAttention", q, q, q, { attnMask: additive })).toMatch(
+      /mask to start 16-byte aligned/,
+    );
+    // SIGFPE while planning: the process died.
+    const bool = ones([16, 16], { dtype: "bool" }).to("cuda");
+    expect(reason("scaledDotProductAttention", q, q, q, { attnMask: bool })).toMatch(
+      /additive float masks, not boolean ones/,
+    );
+    // Aligned views still run on cuDNN.
+    const fine = view(2 * 16 * 72, [1, 2, 16, 64], [2304, 1152, 72, 1], 0);
+    const accepted = explain("scaledDotProductAttention", fine, fine, fine).candidates.find(
+      (k) => k.kernel === "cudnn-attention",
+    )!.accepted;
+    expect(accepted).toBe(true);
   });
 
   it("a problem cuDNN makes no plan for is refused in supports(), with cuDNN's reason", () => {

@@ -136,7 +136,8 @@ describe("plan choice follows the flags", () => {
   it("only the cached plans stay alive: graphs, configs and engines are destroyed", () => {
     const { plan, rt, layer } = setup();
     plan({ benchmark: true, benchmarkLimit: 0 });
-    expect(layer.liveDescriptors).toBe(1);
+    // The chosen plan, and the variant pack of its last (timed) run, kept for reuse.
+    expect(layer.liveDescriptors).toBe(2);
     rt.release();
     expect(layer.liveDescriptors).toBe(0);
   });
@@ -161,5 +162,35 @@ describe("execution", () => {
     expect(e).toMatchObject({ engine: 5, uids: [1, 2, 3], pointers: [0x10n, 0x20n, 0x30n] });
     expect(e.workspace).not.toBe(0n);
     expect(device.log).toEqual(["activate 0", "allocate 0 4096", "free 4096"]);
+  });
+
+  it("a call with the same addresses reuses the plan's variant pack; new addresses replace it", () => {
+    const { plan, layer, rt } = setup();
+    const p = plan({ benchmark: true }); // engine 3: the fastest, and without a workspace
+    expect(p.workspaceBytes).toBe(0);
+    const run = (out: bigint) =>
+      rt.execute(
+        device.ctx,
+        0,
+        p,
+        new Map([
+          [1, 0x10n],
+          [2, 0x20n],
+          [3, out],
+        ]),
+      );
+    const live = layer.liveDescriptors;
+    run(0x30n);
+    run(0x30n);
+    const [first, second] = layer.executions.slice(-2);
+    expect(second!.pack).toBe(first!.pack);
+    run(0x40n);
+    const third = layer.executions.at(-1)!;
+    expect(third.pack).not.toBe(first!.pack);
+    expect(third.pointers).toEqual([0x10n, 0x20n, 0x40n]);
+    // Each replaced pack is destroyed: one kept per plan, never more.
+    expect(layer.liveDescriptors).toBe(live);
+    rt.release();
+    expect(layer.liveDescriptors).toBe(0);
   });
 });

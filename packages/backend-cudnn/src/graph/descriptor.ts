@@ -99,13 +99,29 @@ export class Descriptor {
     return this;
   }
 
+  /** cudnnBackendSetAttribute with elements already encoded (the per-call variant pack). */
+  setRaw(
+    name: string,
+    attr: number,
+    type: TypeName,
+    elements: ArrayBufferView & { length: number },
+  ): this {
+    const status = this.lib.cudnnBackendSetAttribute(
+      this.handle,
+      attr,
+      TYPE[type],
+      elements.length,
+      elements,
+    );
+    if (status !== 0)
+      check(this.lib, `cudnnBackendSetAttribute(${this.typeName}, ${name})`, status);
+    return this;
+  }
+
   /** cudnnBackendFinalize. */
   finalize(): this {
-    check(
-      this.lib,
-      `cudnnBackendFinalize(${this.typeName})`,
-      this.lib.cudnnBackendFinalize(this.handle),
-    );
+    const status = this.lib.cudnnBackendFinalize(this.handle);
+    if (status !== 0) check(this.lib, `cudnnBackendFinalize(${this.typeName})`, status);
     return this;
   }
 

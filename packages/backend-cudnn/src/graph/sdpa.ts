@@ -1,9 +1,10 @@
 /**
  * scaledDotProductAttention as cuDNN's fused flash-attention pattern (the graph cuDNN's
  * attention engines match): S = Q K^T (float32), S *= scale, [S += mask | S = mask ? S : -inf],
- * [causal: S = row >= col ? S : -inf], softmax as max / subtract / exp / sum / divide, then
- * O = P V with P in the input dtype. Tensors are 4-D [batch, heads, rows, cols] with their
- * real strides; a key/value with fewer heads than the query is grouped-query attention.
+ * [causal: S = row >= col ? S : -inf], softmax as max / subtract / exp / sum / divide with
+ * the row statistics max + log(sum) written out, then O = P V with P in the input dtype.
+ * Tensors are 4-D [batch, heads, rows, cols] with their real strides; a key/value with fewer
+ * heads than the query is grouped-query attention.
  */
 
 import type { Tensor } from "@backplane/core";
@@ -40,8 +41,28 @@ export function mask4d(
 
 const f32 = "CUDNN_DATA_FLOAT" as const;
 
+/**
+ * The choices cuDNN's pattern matching depends on. The defaults are the graph this package
+ * runs; scripts/gpu-check/attention-probe.ts builds the others on a GPU to see which cuDNN
+ * plans (cuDNN 9.19 on an H200: none without the statistics, none with float
+ * probabilities; either compute type for the causal comparison).
+ */
+export interface SdpaGraphOptions {
+  /** Write the softmax statistics (max + log sum) to UID.STATS. Default true. */
+  statistics?: boolean;
+  /** The probabilities' type before the second matmul. Default the inputs' type. */
+  probabilities?: DataType;
+  /** Compute type of GEN_INDEX and of the causal comparison. Default INT32 for both. */
+  indexCompute?: DataType;
+  compareCompute?: DataType;
+}
+
 // Long: the attention pattern node by node, in the order cuDNN matches it.
-export function buildSdpaGraph(b: GraphBuilder, p: SdpaParams): Descriptor {
+export function buildSdpaGraph(
+  b: GraphBuilder,
+  p: SdpaParams,
+  opts: SdpaGraphOptions = {},
+): Descriptor {
   const dtype: DataType = dataTypeOf(p.dtype);
   const q4 = as4d(p.query)!;
   const k4 = as4d(p.key)!;
@@ -107,19 +128,19 @@ export function buildSdpaGraph(b: GraphBuilder, p: SdpaParams): Descriptor {
     b.pointwise(
       "CUDNN_POINTWISE_GEN_INDEX",
       { x: s, y: row },
-      { axis: 2, compute: "CUDNN_DATA_INT32" },
+      { axis: 2, compute: opts.indexCompute ?? "CUDNN_DATA_INT32" },
     );
     const col = b.tensor(virt(UID.COL, scoresDims, "CUDNN_DATA_INT32"));
     b.pointwise(
       "CUDNN_POINTWISE_GEN_INDEX",
       { x: s, y: col },
-      { axis: 3, compute: "CUDNN_DATA_INT32" },
+      { axis: 3, compute: opts.indexCompute ?? "CUDNN_DATA_INT32" },
     );
     const keep = b.tensor(virt(UID.CAUSAL, scoresDims, "CUDNN_DATA_BOOLEAN"));
     b.pointwise(
       "CUDNN_POINTWISE_CMP_GE",
       { x: row, b: col, y: keep },
-      { compute: "CUDNN_DATA_INT32" },
+      { compute: opts.compareCompute ?? "CUDNN_DATA_INT32" },
     );
     const out = b.tensor(virt(UID.CAUSAL_OUT, scoresDims));
     b.pointwise("CUDNN_POINTWISE_BINARY_SELECT", {
@@ -139,7 +160,16 @@ export function buildSdpaGraph(b: GraphBuilder, p: SdpaParams): Descriptor {
   b.pointwise("CUDNN_POINTWISE_EXP", { x: shifted, y: e });
   const sum = b.tensor(virt(UID.SUM, rowDims));
   b.reduction("ADD", e, sum);
-  const probs = b.tensor(virt(UID.PROBS, scoresDims, dtype));
+  // The statistics output is what cuDNN 9.19's attention engines match on: without it every
+  // engine refused the graph on an H200 ("tag_mha_graph" in cuDNN's log); with it engine 2
+  // ran it. Written to a scratch buffer the kernel allocates per call.
+  if (opts.statistics ?? true) {
+    const logSum = b.tensor(virt(UID.LOG_SUM, rowDims));
+    b.pointwise("CUDNN_POINTWISE_LOG", { x: sum, y: logSum });
+    const stats = b.tensor({ uid: UID.STATS, dtype: f32, dims: rowDims, strides: packed(rowDims) });
+    b.pointwise("CUDNN_POINTWISE_ADD", { x: max, b: logSum, y: stats });
+  }
+  const probs = b.tensor(virt(UID.PROBS, scoresDims, opts.probabilities ?? dtype));
   b.pointwise("CUDNN_POINTWISE_DIV", { x: e, b: sum, y: probs });
   b.matmul(probs, v, o);
   return b.graph();
@@ -147,6 +177,12 @@ export function buildSdpaGraph(b: GraphBuilder, p: SdpaParams): Descriptor {
 
 function negInfSpec(): TensorSpec {
   return { uid: UID.NEG_INF, dtype: f32, dims: [1, 1, 1, 1], strides: [1, 1, 1, 1], byValue: true };
+}
+
+/** Bytes of the statistics output (float32 [B, H, L, 1]). */
+export function sdpaStatsBytes(p: SdpaParams): number {
+  const q4 = as4d(p.query)!;
+  return q4.dims[0]! * q4.dims[1]! * q4.dims[2]! * 4;
 }
 
 /** The by-value scalars a variant pack passes for this graph: uid -> float32 value. */

@@ -15,6 +15,8 @@ export const UID = {
   SCALE: 15,
   MASK: 16,
   NEG_INF: 17,
+  /** Softmax statistics (row max + log of the row sum), float32 [B, H, L, 1]. */
+  STATS: 18,
   // Virtual intermediates
   CONV_OUT: 101,
   BIAS_OUT: 102,
@@ -30,6 +32,7 @@ export const UID = {
   EXP: 120,
   SUM: 121,
   PROBS: 122,
+  LOG_SUM: 123,
 } as const;
 
 const DATA_TYPES: Partial<Record<DType, DataType>> = {

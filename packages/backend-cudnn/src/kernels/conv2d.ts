@@ -3,8 +3,8 @@
  * a plan chosen under the cudnn flags and cached per problem, and one execution. NCHW and
  * channels-last inputs run as they are; the output takes the input's memory format.
  */
-import { DeviceError, empty, type Tensor } from "@backplane/core";
-import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
+import { bytesPerElement, DeviceError, Tensor } from "@backplane/core";
+import { allocateStorage, type Conv2dParams, type KernelDefinition } from "@backplane/core/backend";
 import { buildConvGraph } from "../graph/conv.ts";
 import { alignmentOf, type Layout, layoutOf, UID } from "../graph/tensors.ts";
 import type { CachedPlan } from "../plan/cache.ts";
@@ -46,29 +46,17 @@ export function convKey(
   align: Alignments,
   flags: SelectionFlags,
 ): string {
-  return [
-    "conv2d",
-    p.dtype,
-    layout,
-    `${p.n}x${p.c}x${p.h}x${p.w}`,
-    `w${p.weight.shape.join("x")}:${p.weight.strides.join(",")}`,
-    `s${p.strideH},${p.strideW}p${p.padTop},${p.padLeft}d${p.dilationH},${p.dilationW}g${p.groups}`,
-    p.bias ? "bias" : "",
-    `a${align.x},${align.w},${align.bias ?? ""}`,
-    flagsKey(flags),
-  ].join("|");
+  // One template, no intermediate array: the key is built on every call.
+  const w = p.weight;
+  return `conv2d|${p.dtype}|${layout}|${p.n}x${p.c}x${p.h}x${p.w}|w${w.shape}:${w.strides}|s${p.strideH},${p.strideW}p${p.padTop},${p.padLeft}d${p.dilationH},${p.dilationW}g${p.groups}|${p.bias ? "bias" : ""}|a${align.x},${align.w},${align.bias ?? ""}|${flagsKey(flags)}`;
 }
 
-/** The output [n, outC, outH, outW] in the input's memory format. */
+/** The output [n, outC, outH, outW] in the input's memory format (one storage, one tensor). */
 function output(p: Conv2dParams, layout: Layout): Tensor {
-  const opts = { dtype: p.dtype, device: p.input.device };
-  if (layout === "NCHW") return empty([p.n, p.outChannels, p.outH, p.outW], opts);
-  // The view holds its own reference to the storage: dropping the packed tensor's makes the
-  // caller's dispose() free it (on an H200, 10,000 convolutions otherwise held 130 GiB).
-  const packed = empty([p.n, p.outH, p.outW, p.outChannels], opts);
-  const view = packed.permute([0, 3, 1, 2]);
-  packed.dispose();
-  return view;
+  const [n, c, h, w] = [p.n, p.outChannels, p.outH, p.outW];
+  const storage = allocateStorage(p.input.device, n * c * h * w * bytesPerElement(p.dtype));
+  const strides = layout === "NCHW" ? [c * h * w, h * w, w, 1] : [h * w * c, 1, w * c, c];
+  return new Tensor(storage, p.dtype, [n, c, h, w], strides);
 }
 
 function pointers(d: Device, p: Conv2dParams, out: Tensor): Map<number, bigint> {

@@ -2,7 +2,7 @@
  * Execution plans by problem key (shape, dtype, layout, alignment and the flags that change
  * the choice), as torch's cuDNN plan cache. Bounded: the oldest plan is destroyed first.
  */
-import type { ExecutionPlan } from "./engines.ts";
+import { type ExecutionPlan, releasePlan } from "./engines.ts";
 
 export interface CachedPlan extends ExecutionPlan {
   /** How it was chosen: the heuristics' first allowed engine, or the fastest timed one. */
@@ -29,6 +29,8 @@ export interface PlanSummary {
 
 export class PlanCache {
   private readonly plans = new Map<string, CachedPlan>();
+  /** The key used last: a repeated call skips reordering the map. */
+  private mostRecent: string | undefined;
   /** Problems cuDNN made no plan for, with its error, so they are not built again. */
   private readonly refusals = new Map<string, Error>();
   constructor(readonly capacity = 256) {}
@@ -46,7 +48,8 @@ export class PlanCache {
 
   get(key: string): CachedPlan | undefined {
     const p = this.plans.get(key);
-    if (p) {
+    if (p && key !== this.mostRecent) {
+      this.mostRecent = key;
       // Most recently used last.
       this.plans.delete(key);
       this.plans.set(key, p);
@@ -55,12 +58,14 @@ export class PlanCache {
   }
 
   set(key: string, plan: CachedPlan): void {
-    this.plans.get(key)?.descriptor.destroy();
+    const old = this.plans.get(key);
+    if (old) releasePlan(old);
     this.plans.delete(key);
     this.plans.set(key, plan);
+    this.mostRecent = key;
     while (this.plans.size > this.capacity) {
       const [oldest, p] = this.plans.entries().next().value as [string, CachedPlan];
-      p.descriptor.destroy();
+      releasePlan(p);
       this.plans.delete(oldest);
     }
   }
@@ -85,8 +90,9 @@ export class PlanCache {
   }
 
   clear(): void {
-    for (const p of this.plans.values()) p.descriptor.destroy();
+    for (const p of this.plans.values()) releasePlan(p);
     this.plans.clear();
+    this.mostRecent = undefined;
     this.refusals.clear();
   }
 }

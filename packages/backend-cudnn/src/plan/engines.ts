@@ -166,6 +166,24 @@ export interface ExecutionPlan {
   readonly descriptor: Descriptor;
   readonly workspaceBytes: number;
   readonly engine: number;
+  /**
+   * The variant pack of the plan's last execution, kept so that a call with the same
+   * addresses (a loop whose inputs stay and whose outputs come back from the caching
+   * allocator at the same place) skips building one: six cuDNN calls.
+   */
+  lastPack?: {
+    readonly descriptor: Descriptor;
+    readonly uids: readonly number[];
+    /** The data pointers in uid order, then the workspace. */
+    readonly addresses: BigUint64Array;
+  };
+}
+
+/** Destroys a plan's descriptor and its kept variant pack. */
+export function releasePlan(plan: ExecutionPlan): void {
+  plan.lastPack?.descriptor.destroy();
+  plan.lastPack = undefined;
+  plan.descriptor.destroy();
 }
 
 /** The finalized execution plan of one engine config (throws cuDNN's reason when it refuses). */
