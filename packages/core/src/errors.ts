@@ -196,6 +196,21 @@ export class KernelContractError extends BackplaneError {
   }
 }
 
+/**
+ * An optional native library (or koffi, Node's FFI module) that a backend would use is not
+ * installed. Not a failure: the backend's kernels step aside, and the message says how to
+ * add it. `detail` keeps the loader's own account (every path tried).
+ */
+export class NotInstalledError extends BackplaneError {
+  constructor(
+    readonly what: string,
+    readonly fix: string,
+    readonly detail?: string,
+  ) {
+    super("E_NOT_INSTALLED", `not installed (optional): ${what}; ${fix}`);
+  }
+}
+
 /** A native library or symbol could not be loaded. */
 export class FfiError extends BackplaneError {
   constructor(message: string) {

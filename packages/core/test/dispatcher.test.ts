@@ -6,6 +6,7 @@ import {
   matmul,
   NoKernelError,
   NondeterministicError,
+  NotInstalledError,
   RegistrationError,
   ready,
   setFloat32MatmulPrecision,
@@ -322,6 +323,41 @@ describe("dispatcher", () => {
     release();
     await ready("dispatch-test-lazy");
     expect(explain("dispatchTestLazy", x(1)).selected).toBe("lazy");
+  });
+
+  it("an optional library not installed is said so, not as a failure; a real failure is", async () => {
+    const _optional = defineOp({
+      name: "dispatchTestOptional",
+      prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }),
+      shapeKey: () => "",
+    });
+    registerBackend({
+      name: "dispatch-test-absent",
+      devices: ["cpu"],
+      isAvailable: () => ({ available: true }),
+      init: async () => {
+        throw new NotInstalledError("libfast.so.1", "apt install libfast1", "tried: /usr/lib");
+      },
+      kernels: [{ ...k("absent"), op: "dispatchTestOptional" }],
+    });
+    registerBackend({
+      name: "dispatch-test-broken",
+      devices: ["cpu"],
+      isAvailable: () => ({ available: true }),
+      init: async () => {
+        throw new Error("libfast.so.1 has no symbol fast_gemm");
+      },
+      kernels: [{ ...k("broken"), op: "dispatchTestOptional" }],
+    });
+    explain("dispatchTestOptional", x(1));
+    await ready("dispatch-test-absent", "dispatch-test-broken").catch(() => {});
+    const rows = explain("dispatchTestOptional", x(1)).candidates;
+    expect(rows.find((c) => c.kernel === "absent")!.reason).toBe(
+      "backend dispatch-test-absent: not installed (optional): libfast.so.1; apt install libfast1",
+    );
+    expect(rows.find((c) => c.kernel === "broken")!.reason).toBe(
+      "backend dispatch-test-broken failed to initialise: libfast.so.1 has no symbol fast_gemm",
+    );
   });
 
   it("the no-kernel hint names a flag only when that kernel would accept the inputs", () => {

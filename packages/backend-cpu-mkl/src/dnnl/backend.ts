@@ -19,6 +19,7 @@ import {
   statusOf,
 } from "@backplane/core/backend";
 import { hasFfi } from "../native/backend.ts";
+import { ffiFailure } from "../native/ffi-failure.ts";
 import { limitNativeSpinning } from "../native/spin-env.ts";
 import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel } from "./flash.ts";
@@ -152,9 +153,10 @@ export const dnnlBackend: BackendDefinition = defineBackend({
   async init() {
     forget();
     const ffi = await initFfi();
-    if (!ffi.ok) throw new Error(ffi.reason);
+    if (!ffi.ok) throw ffiFailure(ffi);
     await limitNativeSpinning(); // before libgomp starts
     const r = await loadDnnl(searchPaths);
+    if (r instanceof Error) throw r;
     if (typeof r === "string") throw new Error(r);
     const d = r.dnnl;
     const engine = new BigUint64Array(1);

@@ -6,6 +6,8 @@
  * out-parameters as one-element BigUint64Arrays. oneDNN 3.x changed how primitive
  * descriptors are created; it is refused with the reason (no 3.x headers to check against).
  */
+
+import { NotInstalledError } from "@backplane/core";
 import {
   defineLibrary,
   type FfiType,
@@ -190,19 +192,26 @@ function readVersion(dnnl: DnnlSymbols): LoadedDnnl["version"] {
   return { major: v[0], minor: v[1], patch: v[2] };
 }
 
-/** The reason oneDNN is not there, short, with the package to install. */
-export const NO_DNNL =
-  "oneDNN (libdnnl.so.2) not found; install it (apt install libdnnl2) or set BACKPLANE_DNNL_PATH=/path/to/libdnnl.so.2";
+/** oneDNN not found: what is missing and how to add it. */
+export const NO_DNNL = {
+  what: "oneDNN (libdnnl.so.2)",
+  fix: "apt install libdnnl2, or set BACKPLANE_DNNL_PATH=/path/to/libdnnl.so.2",
+};
 
-/** Loads libdnnl.so.2 and its OpenMP runtime, or returns why not (never throws). */
-export async function loadDnnl(searchPaths?: readonly string[]): Promise<LoadedDnnl | string> {
+/**
+ * Loads libdnnl.so.2 and its OpenMP runtime, or says why not (never throws): a
+ * NotInstalledError when no libdnnl is found, a reason when one is found and unusable.
+ */
+export async function loadDnnl(
+  searchPaths?: readonly string[],
+): Promise<LoadedDnnl | NotInstalledError | string> {
   const opts = searchPaths ? { searchPaths, systemSearch: false } : {};
   const r = await openLibrary(
     { name: "dnnl", candidates: ["dnnl"], versions: ["2"], env: "BACKPLANE_DNNL_PATH" },
     DNNL_DECL,
     opts,
   );
-  if (!r.ok) return `${NO_DNNL} (${r.reason})`;
+  if (!r.ok) return new NotInstalledError(NO_DNNL.what, NO_DNNL.fix, r.reason);
   const version = readVersion(r.lib.symbols);
   if (version.major !== 2)
     return `oneDNN ${version.major}.${version.minor} at ${r.path}: only the 2.x C API is supported (3.x creates primitive descriptors differently)`;

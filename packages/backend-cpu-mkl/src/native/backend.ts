@@ -3,7 +3,13 @@
  * backend first initialises. It answers for `backends.mkl`, which is available only when
  * the library loaded is really MKL (as in torch).
  */
-import { getFlag, type NamespaceStatus, onFlagChange, runtime } from "@backplane/core";
+import {
+  getFlag,
+  type NamespaceStatus,
+  NotInstalledError,
+  onFlagChange,
+  runtime,
+} from "@backplane/core";
 import {
   type BackendDefinition,
   defineBackend,
@@ -15,6 +21,7 @@ import {
 } from "@backplane/core/backend";
 import { nativeKernels, state } from "../kernels/blas-lapack.ts";
 import { flashBlasKernels } from "../kernels/flash-blas.ts";
+import { ffiFailure } from "./ffi-failure.ts";
 import { type BlasName, loadBlas, type SearchOptions } from "./library.ts";
 import { limitNativeSpinning } from "./spin-env.ts";
 
@@ -53,9 +60,11 @@ onFlagChange("cpu.preferredBlasLibrary", (v) => {
   if (v !== "wasm" && v !== "auto" && state.lib?.name !== v) configureNativeSearch(search);
 });
 
-/** The reason when no BLAS loads; status().detail lists every path tried and why. */
-const NO_BLAS =
-  "no BLAS library found; install OpenBLAS (apt install libopenblas0-pthread / brew install openblas) or set BACKPLANE_OPENBLAS_PATH=/path/to/libopenblas.so";
+/** No BLAS loads: what is missing and how to add it; status().detail lists every path tried. */
+const NO_BLAS = {
+  what: "a BLAS library (OpenBLAS or MKL)",
+  fix: "apt install libopenblas0-pthread / brew install openblas, or set BACKPLANE_OPENBLAS_PATH=/path/to/libopenblas.so",
+};
 
 function formatMeasured(m: Record<string, number>): string {
   const parts = Object.entries(m).map(([core, gf]) => `${core} ${gf.toFixed(1)}`);
@@ -93,10 +102,11 @@ export const nativeBackend: BackendDefinition = defineBackend({
         },
   async init() {
     const ffi = await initFfi();
-    if (!ffi.ok) throw new Error(ffi.reason); // "koffi is not available ...; npm install koffi"
+    if (!ffi.ok) throw ffiFailure(ffi); // koffi not installed on Node: "npm install koffi"
     await limitNativeSpinning(); // before the library starts its threads
     const r = await loadBlas(preferred(), search);
-    if (typeof r === "string") throw Object.assign(new Error(NO_BLAS), { detail: r }); // detail: every path and error
+    // detail: every path tried and its error
+    if (typeof r === "string") throw new NotInstalledError(NO_BLAS.what, NO_BLAS.fix, r);
     state.lib = r;
     applyThreads();
   },

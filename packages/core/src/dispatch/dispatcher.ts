@@ -104,7 +104,11 @@ function staticRefusal(
   if (b.initState === "running")
     return `backend ${k.backend} is still initialising (await ready("${k.backend}"))`;
   if (b.initState === "failed")
-    return splitReason(`backend ${k.backend} failed to initialise: ${b.initError}`).reason;
+    return splitReason(
+      b.notInstalled
+        ? `backend ${k.backend}: ${b.initError}`
+        : `backend ${k.backend} failed to initialise: ${b.initError}`,
+    ).reason;
   for (const f of k.flags ?? []) {
     if (flagOf(state, f) !== true) return `disabled by flag ${f} = ${String(flagOf(state, f))}`;
   }

@@ -65,6 +65,8 @@ export interface RegisteredBackend {
   initError?: string;
   /** The failure in full (paths tried, loader errors), when it was longer or the backend gave one. */
   initDetail?: string;
+  /** init() found an optional library not installed (NotInstalledError): not a failure. */
+  notInstalled?: boolean;
   initPromise?: Promise<void>;
   availability?: Availability;
 }
@@ -147,6 +149,7 @@ export function startInit(b: RegisteredBackend): void {
     const { reason, detail } = splitReason(text);
     b.initError = reason;
     b.initDetail = typeof given === "string" ? given : detail;
+    b.notInstalled = (e as { code?: unknown } | undefined)?.code === "E_NOT_INSTALLED";
     bumpGeneration();
   };
   try {
@@ -168,6 +171,7 @@ export function restartInit(name: string): void {
   b.initState = "pending";
   b.initError = undefined;
   b.initDetail = undefined;
+  b.notInstalled = undefined;
   b.initPromise = undefined;
   b.availability = undefined;
   bumpGeneration();

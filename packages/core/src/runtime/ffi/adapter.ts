@@ -10,6 +10,8 @@ import { createKoffiAdapter } from "./koffi.ts";
 import { detectRuntime } from "./runtime.ts";
 import type { FfiInit } from "./types.ts";
 
+const KOFFI_MISSING = "koffi is not available";
+
 let active: FfiAdapter | undefined;
 let pending: Promise<FfiAdapter | string> | undefined;
 
@@ -32,7 +34,7 @@ async function create(): Promise<FfiAdapter | string> {
     }
   } catch (e) {
     if (runtime === "node") {
-      return `koffi is not available (${message(e)}); install it to use native libraries on Node.js: npm install koffi`;
+      return `${KOFFI_MISSING} (${message(e)}); install it to use native libraries on Node.js: npm install koffi`;
     }
     return `the ${runtime} FFI could not be initialised: ${message(e)}`;
   }
@@ -62,5 +64,6 @@ export function currentAdapter(what: string): FfiAdapter {
  */
 export async function initFfi(): Promise<FfiInit> {
   const a = await loadAdapter();
-  return typeof a === "string" ? { ok: false, reason: a } : { ok: true, runtime: a.runtime };
+  if (typeof a !== "string") return { ok: true, runtime: a.runtime };
+  return { ok: false, reason: a, notInstalled: a.startsWith(KOFFI_MISSING) };
 }

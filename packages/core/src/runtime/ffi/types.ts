@@ -176,4 +176,9 @@ export type OpenResult<D extends LibraryDecl> =
 /** The outcome of {@link initFfi}. */
 export type FfiInit =
   | { readonly ok: true; readonly runtime: FfiRuntime }
-  | { readonly ok: false; readonly reason: string };
+  | {
+      readonly ok: false;
+      readonly reason: string;
+      /** The FFI module is simply not installed (koffi on Node), as opposed to failing. */
+      readonly notInstalled?: boolean;
+    };
