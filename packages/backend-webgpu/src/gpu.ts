@@ -10,6 +10,7 @@ import { getFlag, refreshAvailability, runtime } from "@backplane/core";
 import type { Availability } from "@backplane/core/backend";
 import { builtinModule, host } from "@backplane/core/backend";
 import { preferVulkanOnDeno } from "./deno-vulkan.ts";
+import { driverOutput, withNativeStderrCaptured } from "./native-stderr.ts";
 
 /** Device-level facts every kernel reads (limits are the device's, after requestDevice). */
 export interface GpuState {
@@ -202,15 +203,8 @@ function adapterInfo(adapter: GPUAdapter): AdapterInfo {
   };
 }
 
-function noAdapterHint(): string {
-  if (isServerJs() && runtime().platform === "linux")
-    return "; without a GPU, point VK_ICD_FILENAMES at a software Vulkan driver (SwiftShader's vk_swiftshader_icd.json, see ci-setup.sh)";
-  if (runtime().name === "deno" && runtime().platform === "linux")
-    return "; without a GPU, install a software Vulkan driver (apt-get install mesa-vulkan-drivers: lavapipe)";
-  return "";
-}
-
-async function open(): Promise<GpuState> {
+/** The adapter and device, from whichever GPU object this runtime has. */
+async function requestGpuDevice() {
   const { gpu, source } = await acquireGpu();
   const vulkanOnly = source === "navigator.gpu" ? preferVulkanOnDeno() : undefined;
   const powerPreference = getFlag("webgpu.powerPreference") as GPUPowerPreference;
@@ -232,6 +226,29 @@ async function open(): Promise<GpuState> {
     requiredLimits,
     label: "backplane",
   });
+  return { gpu, source, adapter, device, powerPreference };
+}
+
+function noAdapterHint(): string {
+  if (isServerJs() && runtime().platform === "linux")
+    return "; without a GPU, point VK_ICD_FILENAMES at a software Vulkan driver (SwiftShader's vk_swiftshader_icd.json, see ci-setup.sh)";
+  if (runtime().name === "deno" && runtime().platform === "linux")
+    return "; without a GPU, install a software Vulkan driver (apt-get install mesa-vulkan-drivers: lavapipe)";
+  return "";
+}
+
+async function open(): Promise<GpuState> {
+  // dawn.node's drivers write to fd 2 while probing: kept out of the user's terminal.
+  const quiet = isServerJs() && !config.gpu && !g.navigator?.gpu;
+  let opened: Awaited<ReturnType<typeof requestGpuDevice>>;
+  try {
+    opened = quiet ? await withNativeStderrCaptured(requestGpuDevice) : await requestGpuDevice();
+  } catch (e) {
+    // What the drivers said goes with the reason, into status().detail.
+    const said = quiet ? driverOutput() : "";
+    throw said ? Object.assign(e as Error, { detail: `${(e as Error).message}\n${said}` }) : e;
+  }
+  const { gpu, source, adapter, device, powerPreference } = opened;
   const limits = {} as DeviceLimits;
   for (const k of LIMIT_NAMES)
     limits[k] = Number((device.limits as unknown as Record<string, unknown>)[k]);
@@ -284,10 +301,11 @@ export function openDevice(): Promise<GpuState> {
       },
       (e) => {
         const reason = (e as Error)?.message ?? String(e);
-        verdict = { available: false, reason };
+        const detail = (e as { detail?: string })?.detail;
+        verdict = { available: false, reason, ...(detail ? { detail } : {}) };
         opening = undefined;
         refreshAvailability();
-        throw new Error(reason);
+        throw Object.assign(new Error(reason), detail ? { detail } : {});
       },
     );
   }

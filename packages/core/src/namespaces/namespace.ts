@@ -115,9 +115,9 @@ export function statusOf(ns: string): NamespaceStatus {
   } catch (e) {
     built = { available: false, reason: `isBuilt() threw: ${(e as Error).message}` };
   }
-  let avail: { available: boolean; reason?: string; detail?: string } = built.available
+  let avail: Availability = built.available
     ? availabilityOf(b)
-    : { available: false, reason: built.reason };
+    : { available: false, reason: built.reason, detail: built.detail };
   // It can run here, but its initialisation failed: then it cannot run after all.
   if (avail.available && b.initState === "failed")
     avail = { available: false, reason: b.initError, detail: b.initDetail };

@@ -14,6 +14,8 @@ import { splitReason } from "../util/reason.ts";
 export interface Availability {
   available: boolean;
   reason?: string;
+  /** More than the reason says (paths tried, what a driver printed), for status().detail. */
+  detail?: string;
 }
 
 export interface BackendDefinition {
