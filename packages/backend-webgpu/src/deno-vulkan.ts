@@ -4,9 +4,9 @@
  * Linux that EGL is libglvnd, whose destructor at process exit frees per-thread state
  * while a thread that made EGL calls may still be ending and freeing its own: glibc then
  * aborts the finished process ("double free or corruption (out)", "corrupted size vs.
- * prev_size"; about one Deno run in 12 to 20 with Mesa, every test passed). Where a
- * Vulkan driver is installed, Deno is asked for Vulkan only (DENO_WEBGPU_BACKEND=vulkan)
- * before its first adapter request, so EGL is never loaded. A value the user set wins.
+ * prev_size"; about one Deno run in 12 to 20 with Mesa, every test passed). Deno is asked
+ * for Vulkan only (DENO_WEBGPU_BACKEND=vulkan) before its first adapter request, so EGL is
+ * never loaded. A value the user set wins.
  */
 import { runtime } from "@backplane/core";
 
@@ -33,20 +33,28 @@ function vulkanDriverDeclared(deno: DenoEnvFs): boolean {
 }
 
 /**
- * On Deno on Linux, before the first navigator.gpu.requestAdapter(): asks for Vulkan only
- * when a Vulkan driver is declared and the user chose no backend. Returns what it did, for
- * the reason given when no adapter is found (undefined: nothing changed).
+ * On Deno on Linux, before the first navigator.gpu.requestAdapter(): asks for Vulkan only,
+ * unless the user chose a backend. OpenGL is left out by default even where no Vulkan driver
+ * is installed: it loads EGL (the crash above), and on a machine without a GPU it is Mesa's
+ * llvmpipe, slower than the CPU backends (a kernel test file took 2.5 minutes there, 10 s on
+ * lavapipe, Mesa's Vulkan driver). Returns what it did, for the reason given when no adapter
+ * is found (undefined: nothing changed).
  */
 export function preferVulkanOnDeno(): string | undefined {
   const rt = runtime();
   if (rt.name !== "deno" || rt.platform !== "linux") return undefined;
   const deno = (globalThis as { Deno?: DenoEnvFs }).Deno;
+  let driver: boolean;
   try {
     if (!deno || deno.env.get("DENO_WEBGPU_BACKEND") !== undefined) return undefined;
-    if (!vulkanDriverDeclared(deno)) return undefined;
+    driver = vulkanDriverDeclared(deno);
     deno.env.set("DENO_WEBGPU_BACKEND", "vulkan");
   } catch {
     return undefined; // no --allow-env / --allow-read: Deno's own choice stands
   }
-  return "backend-webgpu asked Deno for Vulkan only (DENO_WEBGPU_BACKEND=vulkan: Deno's OpenGL path loads EGL, which can crash the process at exit); set DENO_WEBGPU_BACKEND=gl to use OpenGL";
+  const why =
+    "Deno's OpenGL path loads EGL, which can crash the process at exit; set DENO_WEBGPU_BACKEND=gl to use OpenGL";
+  return driver
+    ? `backend-webgpu asked Deno for Vulkan only (${why})`
+    : `no Vulkan driver is installed (apt-get install mesa-vulkan-drivers, or your GPU's Vulkan driver) and backend-webgpu asked Deno for Vulkan only (${why})`;
 }

@@ -4,7 +4,7 @@
  */
 import { runtime, type Tensor } from "@backplane/core";
 import { it } from "vitest";
-import { webgpuAvailability } from "../src/index.ts";
+import { webgpuAvailability, webgpuCapability } from "../src/index.ts";
 
 export const availability = await webgpuAvailability();
 export const available = availability.available;
@@ -16,6 +16,27 @@ if (!available) {
 
 /** Software drivers (lavapipe, SwiftShader) on shared cores are slow: generous timeouts. */
 export const TIMEOUT = 180_000;
+
+/**
+ * Deno's OpenGL path on Mesa's llvmpipe (only when DENO_WEBGPU_BACKEND=gl asks for it):
+ * every pipeline compiles through GLSL and LLVM, minutes for the tests with many shader
+ * variants (2.5 minutes for kernels.test.ts without Mesa's shader cache; 10 s on lavapipe).
+ */
+const host = globalThis as { Deno?: { env: { get(n: string): string | undefined } } };
+const adapterName = available ? (webgpuCapability()?.adapter.description ?? "") : "";
+export const softwareGl =
+  host.Deno?.env.get("DENO_WEBGPU_BACKEND") === "gl" && /llvmpipe|softpipe/i.test(adapterName);
+
+/** A test that compiles many pipelines: skipped, with one line, on software OpenGL. */
+export const heavyGpuIt = (name: string, fn: () => unknown | Promise<unknown>) => {
+  if (available && softwareGl) {
+    console.log(
+      `[backend-webgpu] skipped on ${adapterName} through OpenGL (minutes of shader compiles): ${name}`,
+    );
+    return it.skip(name, fn as () => Promise<void>);
+  }
+  return gpuIt(name, fn);
+};
 
 /** `it` when a device is open, else `it.skip`. */
 export const gpuIt = (name: string, fn: () => unknown | Promise<unknown>) =>

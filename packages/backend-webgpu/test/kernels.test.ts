@@ -27,7 +27,7 @@ import {
 } from "@backplane/core";
 import { describe, expect } from "vitest";
 import { webgpuCapability } from "../src/index.ts";
-import { gpuIt, relErr, values } from "./helpers.ts";
+import { gpuIt, heavyGpuIt, relErr, values } from "./helpers.ts";
 
 type Device = "cpu" | "webgpu";
 const TOL = 2e-5;
@@ -110,7 +110,7 @@ describe("webgpu kernels", () => {
     await same((d) => softmax(R([2, 3, 5], 4, d), 0));
   });
 
-  gpuIt("conv2d: NHWC views, several tiles, groups, bias", async () => {
+  heavyGpuIt("conv2d: NHWC views, several tiles, groups, bias", async () => {
     const opts = (d: Device) => ({ stride: 2, padding: 1, bias: R([5], 3, d) });
     await same((d) =>
       conv2d(R([2, 9, 9, 3], 1, d).permute([0, 3, 1, 2]), R([5, 3, 3, 3], 2, d), opts(d)),
@@ -127,56 +127,59 @@ describe("webgpu kernels", () => {
     );
   });
 
-  gpuIt("scaledDotProductAttention: tiles of queries and keys, views, masks, GQA", async () => {
-    const sdpa = scaledDotProductAttention;
-    // L = 40 (two query tiles), S = 45 (two key tiles), k from a transposed [E, S] view
-    await same((d) =>
-      sdpa(
-        R([1, 2, 40, 16], 1, d),
-        R([1, 2, 16, 45], 2, d).transpose(-2, -1),
-        R([1, 2, 45, 16], 3, d),
-      ),
-    );
-    await same((d) =>
-      sdpa(R([2, 40, 24], 4, d), R([2, 40, 24], 5, d), R([2, 40, 24], 6, d), { isCausal: true }),
-    );
-    // head dims padded in the shader (E 64, Ev 48), value as a permuted view
-    await same((d) =>
-      sdpa(
-        R([1, 3, 5, 64], 7, d),
-        R([1, 3, 9, 64], 8, d),
-        R([1, 9, 3, 48], 9, d).permute([0, 2, 1, 3]),
-      ),
-    );
-    // GQA: 6 query heads on 2 kv heads
-    await same((d) =>
-      sdpa(R([1, 6, 4, 8], 10, d), R([1, 2, 7, 8], 11, d), R([1, 2, 7, 8], 12, d), {
-        enableGqa: true,
-      }),
-    );
-    // a boolean mask with a row that masks everything: 0 there, as the reference (PyTorch 2.13)
-    const mask = (d: Device) => {
-      const m = new Uint8Array(3 * 5).fill(1);
-      m.fill(0, 5, 10); // query row 1 sees no key
-      return tensor(m, { shape: [3, 5], dtype: "bool", device: d });
-    };
-    await same((d) =>
-      sdpa(R([2, 3, 8], 13, d), R([2, 5, 8], 14, d), R([2, 5, 8], 15, d), { attnMask: mask(d) }),
-    );
-    const q = R([2, 3, 8], 13, "webgpu");
-    const k = R([2, 5, 8], 14, "webgpu");
-    const m = mask("webgpu");
-    const o = sdpa(q, k, k, { attnMask: m });
-    const out = await values(o);
-    for (const t of [q, k, m, o]) t.dispose();
-    expect(out.slice(8, 16)).toEqual(new Float64Array(8));
-    // an additive mask broadcast over heads
-    await same((d) =>
-      sdpa(R([1, 2, 4, 8], 16, d), R([1, 2, 6, 8], 17, d), R([1, 2, 6, 8], 18, d), {
-        attnMask: R([1, 4, 6], 19, d),
-      }),
-    );
-  });
+  heavyGpuIt(
+    "scaledDotProductAttention: tiles of queries and keys, views, masks, GQA",
+    async () => {
+      const sdpa = scaledDotProductAttention;
+      // L = 40 (two query tiles), S = 45 (two key tiles), k from a transposed [E, S] view
+      await same((d) =>
+        sdpa(
+          R([1, 2, 40, 16], 1, d),
+          R([1, 2, 16, 45], 2, d).transpose(-2, -1),
+          R([1, 2, 45, 16], 3, d),
+        ),
+      );
+      await same((d) =>
+        sdpa(R([2, 40, 24], 4, d), R([2, 40, 24], 5, d), R([2, 40, 24], 6, d), { isCausal: true }),
+      );
+      // head dims padded in the shader (E 64, Ev 48), value as a permuted view
+      await same((d) =>
+        sdpa(
+          R([1, 3, 5, 64], 7, d),
+          R([1, 3, 9, 64], 8, d),
+          R([1, 9, 3, 48], 9, d).permute([0, 2, 1, 3]),
+        ),
+      );
+      // GQA: 6 query heads on 2 kv heads
+      await same((d) =>
+        sdpa(R([1, 6, 4, 8], 10, d), R([1, 2, 7, 8], 11, d), R([1, 2, 7, 8], 12, d), {
+          enableGqa: true,
+        }),
+      );
+      // a boolean mask with a row that masks everything: 0 there, as the reference (PyTorch 2.13)
+      const mask = (d: Device) => {
+        const m = new Uint8Array(3 * 5).fill(1);
+        m.fill(0, 5, 10); // query row 1 sees no key
+        return tensor(m, { shape: [3, 5], dtype: "bool", device: d });
+      };
+      await same((d) =>
+        sdpa(R([2, 3, 8], 13, d), R([2, 5, 8], 14, d), R([2, 5, 8], 15, d), { attnMask: mask(d) }),
+      );
+      const q = R([2, 3, 8], 13, "webgpu");
+      const k = R([2, 5, 8], 14, "webgpu");
+      const m = mask("webgpu");
+      const o = sdpa(q, k, k, { attnMask: m });
+      const out = await values(o);
+      for (const t of [q, k, m, o]) t.dispose();
+      expect(out.slice(8, 16)).toEqual(new Float64Array(8));
+      // an additive mask broadcast over heads
+      await same((d) =>
+        sdpa(R([1, 2, 4, 8], 16, d), R([1, 2, 6, 8], 17, d), R([1, 2, 6, 8], 18, d), {
+          attnMask: R([1, 4, 6], 19, d),
+        }),
+      );
+    },
+  );
 
   gpuIt("refusals name the reason", async () => {
     const q = R([1, 4, 8], 1, "webgpu");
