@@ -123,6 +123,26 @@ describe.skipIf(!haveChromium)("playground in Chromium", () => {
         "nnpack",
       ]),
     );
+    // Capabilities read as "key: value" lines, not raw JSON; a software WebGPU adapter (the
+    // SwiftShader of headless Chromium) is said so in words.
+    const openmp = await page.$$eval("#namespaces tbody tr", (trs) =>
+      trs
+        .filter((tr) => tr.querySelector("td")?.textContent === "openmp")
+        .map((tr) => [...tr.querySelectorAll(".cap code")].map((c) => c.textContent ?? "")),
+    );
+    expect(openmp[0]!.some((l) => /^threads: \d+$/.test(l))).toBe(true);
+    expect(openmp[0]!.every((l) => !l.startsWith("{"))).toBe(true);
+    const webgpuRow = await page.$$eval("#namespaces tbody tr", (trs) =>
+      trs
+        .filter((tr) => tr.querySelector("td")?.textContent === "webgpu")
+        .map((tr) => ({
+          available: tr.querySelectorAll("td")[2]?.textContent,
+          software: tr.querySelector("[data-software-adapter]")?.textContent ?? "",
+          cap: tr.querySelector(".cap")?.textContent ?? "",
+        })),
+    );
+    if (webgpuRow[0]?.available === "yes" && /swiftshader|llvmpipe/i.test(webgpuRow[0].cap))
+      expect(webgpuRow[0].software).toMatch(/software adapter .*not a GPU's/);
     const cpuMkl = await page.textContent("#packages");
     expect(cpuMkl).toContain("@backplane/backend-cpu-mkl");
     await shot("1-backends");
@@ -160,6 +180,8 @@ describe.skipIf(!haveChromium)("playground in Chromium", () => {
     expect(await page.textContent("#op-kernel")).toBe("wasm-gemm");
     expect(Number(await page.getAttribute("#op-result", "data-error"))).toBeLessThan(1e-4);
     expect(await page.textContent("#op-out .explain")).toContain("wasm-gemm");
+    // explain() is shown once (its table), not again as text.
+    expect(await page.$$("#op-out pre")).toHaveLength(0);
     await shot("3-ops-wasm");
   });
 

@@ -10,13 +10,55 @@ import {
 import { fmt, h, table } from "../dom.ts";
 import { loads } from "../load.ts";
 
-function capabilityOf(name: string, ns: NamespaceBase): string {
-  try {
-    const c = name === "cpu" ? backends.cpu.getCpuCapability() : ns.capability();
-    return c === undefined ? "" : fmt.json(c);
-  } catch (e) {
-    return `capability() threw: ${(e as Error).message}`;
+/** "key: value" lines of a capability, nested objects one level deep ("adapter.vendor"). */
+export function capabilityLines(c: unknown): string[] {
+  if (c === undefined || c === null || c === "") return [];
+  if (typeof c !== "object") return [String(c)];
+  const value = (v: unknown): string =>
+    Array.isArray(v)
+      ? v.map(value).join(", ")
+      : typeof v === "object" && v
+        ? fmt.json(v)
+        : String(v);
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(c as Record<string, unknown>)) {
+    if (v && typeof v === "object" && !Array.isArray(v))
+      for (const [k2, v2] of Object.entries(v as Record<string, unknown>))
+        out.push(`${k}.${k2}: ${value(v2)}`);
+    else out.push(`${k}: ${value(v)}`);
   }
+  return out;
+}
+
+/**
+ * A software adapter (SwiftShader, llvmpipe): its figures measure a CPU emulating a GPU, so
+ * the page says so beside them, in words.
+ */
+export function softwareAdapter(c: unknown): string | undefined {
+  const a = (
+    c as { adapter?: { isFallbackAdapter?: boolean; description?: string; vendor?: string } }
+  )?.adapter;
+  if (!a) return undefined;
+  const name = `${a.description ?? ""} ${a.vendor ?? ""}`;
+  if (a.isFallbackAdapter || /swiftshader|llvmpipe|lavapipe|softpipe/i.test(name))
+    return `software adapter (${(a.description || a.vendor || "fallback").trim()}): WebGPU runs on the CPU here, its speed is not a GPU's`;
+  return undefined;
+}
+
+function capabilityOf(name: string, ns: NamespaceBase): HTMLElement {
+  let c: unknown;
+  try {
+    c = name === "cpu" ? backends.cpu.getCpuCapability() : ns.capability();
+  } catch (e) {
+    return h("span", { class: "no" }, `capability() threw: ${(e as Error).message}`);
+  }
+  const soft = softwareAdapter(c);
+  return h(
+    "div",
+    { class: "cap" },
+    soft ? h("div", { class: "warn", "data-software-adapter": "1" }, soft) : "",
+    capabilityLines(c).map((line) => h("div", {}, h("code", {}, line))),
+  );
 }
 
 export function backendsPanel(): HTMLElement {
@@ -33,7 +75,7 @@ export function backendsPanel(): HTMLElement {
         h("span", { class: st.available ? "yes" : "no" }, st.available ? "yes" : "no"),
         st.backend ? `${st.backend}${st.version ? ` ${st.version}` : ""}` : "",
         h("span", { class: "reason" }, st.reason ?? (st.available ? "" : state)),
-        h("code", { class: "cap" }, capabilityOf(name, ns)),
+        capabilityOf(name, ns),
       ];
     });
     const mem = memoryStats();

@@ -1,6 +1,7 @@
-import { explain, matmul, randn, type Tensor, withKernelPriority } from "@backplane/core";
+import { backends, explain, matmul, randn, type Tensor, withKernelPriority } from "@backplane/core";
 import { getOp } from "@backplane/core/backend";
 import { guarded, h, s, table } from "../dom.ts";
+import { softwareAdapter } from "./backends.ts";
 
 export interface BenchKernel {
   kernel: string;
@@ -191,8 +192,20 @@ export function benchPanel(): HTMLElement {
           progress.value = done;
           label.textContent = `${done}/${total}${p ? ` — ${p.kernel} n=${p.n}: ${p.gflops !== undefined ? `${p.gflops.toFixed(2)} GFLOP/s` : `refused: ${p.reason}`}` : ""}`;
         });
+        const gpuKernels = new Set(
+          kernels.filter((k) => k.device === "webgpu").map((k) => k.kernel),
+        );
+        let soft: string | undefined;
+        try {
+          soft = softwareAdapter(backends.webgpu.capability());
+        } catch {
+          soft = undefined;
+        }
         out.replaceChildren(
           plot(points, SIZES),
+          soft && points.some((p) => gpuKernels.has(p.kernel) && p.gflops !== undefined)
+            ? h("p", { class: "warn", id: "bench-software-adapter" }, soft)
+            : "",
           table(
             ["kernel", "n", "ms / call", "GFLOP/s", "note"],
             points.map((p) => [
@@ -200,7 +213,11 @@ export function benchPanel(): HTMLElement {
               String(p.n),
               p.ms?.toFixed(3) ?? "-",
               p.gflops?.toFixed(2) ?? "-",
-              p.reason ? h("span", { class: "no" }, p.reason) : "",
+              p.reason
+                ? h("span", { class: "no" }, p.reason)
+                : soft && gpuKernels.has(p.kernel)
+                  ? h("span", { class: "warn" }, "software adapter")
+                  : "",
             ]),
             { id: "bench-table" },
           ),

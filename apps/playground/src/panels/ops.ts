@@ -122,7 +122,6 @@ export function opsPanel(): HTMLElement {
         ),
         h("h3", {}, "explain()"),
         explanationTable(why),
-        h("pre", {}, String(why)),
       );
     });
   return h(
