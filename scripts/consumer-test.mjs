@@ -221,6 +221,62 @@ const { result, openmp } = await check();
 console.log(result + "; openmp: " + openmp);
 `;
 
+/**
+ * The README as a user follows it: a new project with only the packages of its `npm i`
+ * line (packed here), and its first example saved verbatim as an .mjs file, run on Node,
+ * Bun and Deno. Returns the number of failures.
+ */
+function readmeAsWritten() {
+  const readme = readFileSync(join(repo, "README.md"), "utf8");
+  const names = /^npm i ((?:@backplane\/[\w-]+ ?)+)/m.exec(readme)?.[1].trim().split(/\s+/);
+  const example = /## Use\s+```ts\n([\s\S]*?)```/.exec(readme)?.[1];
+  if (!names || !example) {
+    console.log("FAIL README: no `npm i @backplane/...` line or no first example under ## Use");
+    return 1;
+  }
+  const project = mkdtempSync(join(tmpdir(), "backplane-readme-"));
+  let failed = 0;
+  try {
+    const dependencies = {};
+    for (const name of names) {
+      const file = readdirSync(tarballs).find((f) =>
+        new RegExp(`^backplane-${name.replace("@backplane/", "")}-\\d`).test(f),
+      );
+      if (!file) {
+        console.log(`FAIL README: its install line names ${name}, which is not packed here`);
+        return 1;
+      }
+      dependencies[name] = `file:${join(tarballs, file)}`;
+    }
+    writeFileSync(
+      join(project, "package.json"),
+      JSON.stringify({ name: "readme", private: true, type: "module", dependencies }),
+    );
+    writeFileSync(join(project, "first-example.mjs"), example);
+    execFileSync("npm", ["install", "--no-audit", "--no-fund", "--silent"], {
+      cwd: project,
+      stdio: "inherit",
+    });
+    const bin = (tool) => join(repo, "node_modules", ".bin", tool);
+    for (const [name, cmd, args] of [
+      ["node", process.execPath, ["first-example.mjs"]],
+      ["bun", bin("bun"), ["first-example.mjs"]],
+      ["deno", bin("deno"), ["run", "-A", "first-example.mjs"]],
+    ]) {
+      const r = spawnSync(cmd, args, { cwd: project, encoding: "utf8" });
+      if (r.status === 0 && /matmul: runs /.test(r.stdout) && /conv2d: runs /.test(r.stdout))
+        console.log(`ok ${name}: the README's install line and first example, as written`);
+      else {
+        failed++;
+        console.log(`FAIL README example on ${name} (exit ${r.status}):\n${r.stdout}\n${r.stderr}`);
+      }
+    }
+  } finally {
+    rmSync(project, { recursive: true, force: true });
+  }
+  return failed;
+}
+
 /** The core's tarball again as version 0.2.0 (package.json and the version in its bundle). */
 function nextCoreTarball(tarball, where) {
   const unpacked = join(where, "core-next");
@@ -384,6 +440,7 @@ try {
       `FAIL backplane info without the testkit, exit ${info.status}:\n${info.stdout}\n${info.stderr}`,
     );
   }
+  failed += readmeAsWritten();
   const { checkVitePage } = await import("./vite-page.mjs");
   failed += await checkVitePage(dir);
   process.exitCode = failed ? 1 : 0;
