@@ -1,7 +1,8 @@
 /**
  * The house rules for imports, checked in `npm run lint` (and so in CI):
- * no cycles, the core imports no backend, no backend imports another, and no package
- * reaches into another package's files (only its published entry points).
+ * no cycles, the core imports no backend, no backend imports another, no package
+ * reaches into another package's files (only its published entry points), and inside the
+ * core no layer imports one above it.
  */
 const { readdirSync, readFileSync, existsSync } = require("node:fs");
 
@@ -16,8 +17,39 @@ const entries = readdirSync("packages")
       .map((m) => `^packages/${d}/src/${m[1].replace(/[.]/g, "\\.")}\\.ts$`),
   );
 
+// @backplane/core's own layers, bottom first: a module imports from its layer or below.
+// (errors.ts and version.ts sit with util; the entries — api.ts, index.ts and the rest at
+// src/ — are the top.)
+const CORE_LAYERS = [
+  ["util/", "errors\\.ts$", "version\\.ts$"],
+  ["runtime/"],
+  ["tensor/"],
+  ["flags/"],
+  ["registry/"],
+  ["wasm/"],
+  ["dispatch/"],
+  ["ops/"],
+  ["quantized/", "reference/"],
+  ["namespaces/"],
+  ["torch/"],
+];
+const core = (parts) => `^packages/core/src/(${parts.join("|")})`;
+const coreLayerRules = CORE_LAYERS.slice(0, -1).map((layer, i) => ({
+  name: `core-layer-${layer[0].replace(/\W/g, "")}`,
+  comment: `core's ${layer.join(" ")} imports only from its own layer or the ones below`,
+  severity: "error",
+  from: { path: core(layer) },
+  to: {
+    path: [
+      core(CORE_LAYERS.slice(i + 1).flat()),
+      "^packages/core/src/(api|author-api|index|backend|one-core)\\.ts$",
+    ],
+  },
+}));
+
 module.exports = {
   forbidden: [
+    ...coreLayerRules,
     { name: "no-cycles", severity: "error", from: {}, to: { circular: true } },
     {
       name: "core-imports-no-backend",

@@ -16,22 +16,9 @@ export {
   explain,
   setVerboseSink,
 } from "./dispatch/dispatcher.ts";
-export { opNames } from "./dispatch/kernels.ts";
 export type { KernelFigure, Measurement } from "./dispatch/measured.ts";
 export { kernelPriority, setKernelPriority, withKernelPriority } from "./dispatch/priority.ts";
 export { formatCalls, type Recorded, record } from "./dispatch/record.ts";
-export {
-  canUseCudnnAttention,
-  canUseEfficientAttention,
-  canUseFlashAttention,
-  isFlashAttentionAvailable,
-  SDPAParams,
-  SDPBackend,
-  sdpaKernel,
-  sdpaRefusals,
-  sdpKernel,
-  withSdpaKernel,
-} from "./dispatch/sdpa-select.ts";
 export * from "./errors.ts";
 export { BUILTIN_FLAGS } from "./flags/builtin.ts";
 export { asyncScopesIsolated, type KernelCall } from "./flags/context.ts";
@@ -55,16 +42,6 @@ export {
   onFlagChange,
   setFlag,
 } from "./flags/state.ts";
-export * from "./flags/switches.ts";
-export {
-  type AllFlags,
-  type Backends,
-  type BackendsRoot,
-  backends,
-  type CufftPlanCache,
-  type FlagDescription,
-  readyAndRanked as ready,
-} from "./namespaces/backends.ts";
 export type { Namespace, NamespaceBase, NamespaceStatus } from "./namespaces/namespace.ts";
 export { fromTorchName, TORCH_NAMES, type TorchName } from "./namespaces/torch-names.ts";
 export { CONV_INDEX_LIMIT, type Conv2dOptions, conv2d, type Pair } from "./ops/conv2d.ts";
@@ -100,6 +77,7 @@ export {
   quantizePerTensor,
 } from "./quantized/qtensor.ts";
 export { refreshAvailability } from "./registry/backends.ts";
+export { opNames } from "./registry/kernels.ts";
 export { type CpuCapability, cpuCapabilityInfo } from "./runtime/cpu-capability.ts";
 export { type RuntimeInfo, type RuntimeName, runtime } from "./runtime/detect.ts";
 export {
@@ -126,12 +104,34 @@ export {
   tensor,
   zeros,
 } from "./tensor/tensor.ts";
+export {
+  type AllFlags,
+  type Backends,
+  type BackendsRoot,
+  backends,
+  type CufftPlanCache,
+  type FlagDescription,
+  readyAndRanked as ready,
+} from "./torch/backends.ts";
+export {
+  canUseCudnnAttention,
+  canUseEfficientAttention,
+  canUseFlashAttention,
+  isFlashAttentionAvailable,
+  SDPAParams,
+  SDPBackend,
+  sdpaKernel,
+  sdpaRefusals,
+  sdpKernel,
+  withSdpaKernel,
+} from "./torch/sdpa-select.ts";
+export * from "./torch/switches.ts";
 export { type LogHandler, type LogLevel, setLogHandler } from "./util/log.ts";
 export { version } from "./version.ts";
 export { setWasmLocation } from "./wasm/loader.ts";
 export { WorkerError } from "./wasm/parallel.ts";
 
-import { SDPBackend, sdpaKernel, withSdpaKernel } from "./dispatch/sdpa-select.ts";
+import { SDPBackend, sdpaKernel, withSdpaKernel } from "./torch/sdpa-select.ts";
 /** torch.nn.attention */
 export const nn = { attention: { sdpaKernel, withSdpaKernel, SDPBackend } };
 

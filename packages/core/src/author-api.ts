@@ -11,18 +11,6 @@ import "./api.ts";
 // Registering a backend and its kernels
 export { forgetCalibration } from "./dispatch/calibrate.ts";
 export { dispatch, emitVerbose, getKernel } from "./dispatch/dispatcher.ts";
-export {
-  type AnyKernelDefinition,
-  addKernels,
-  defineOp,
-  getOp,
-  type Kernel,
-  type KernelDefinition,
-  type MatmulPrecision,
-  type OpDefinition,
-  type OpParams,
-  type OpRecord,
-} from "./dispatch/kernels.ts";
 export { setTimingClock } from "./dispatch/timing.ts";
 export { NAMESPACE_PACKAGES } from "./flags/builtin.ts";
 export { FlagState } from "./flags/snapshot.ts";
@@ -129,12 +117,6 @@ export {
   ready as initBackends,
   restartInit,
 } from "./registry/backends.ts";
-export { defineBackend, registerBackend } from "./registry/register.ts";
-// The host: environment and native libraries over FFI (bun:ffi, Deno.dlopen, koffi)
-export { readEnv } from "./runtime/detect.ts";
-export * from "./runtime/ffi/index.ts";
-export { builtinModule, type HostGlobals, host } from "./runtime/host.ts";
-export { readCacheFile, userCacheDir, writeCacheFile } from "./runtime/user-cache.ts";
 export {
   type DeviceBuffer,
   type DeviceContext,
@@ -142,7 +124,25 @@ export {
   deviceContext,
   provideDeviceContext,
   withdrawDeviceContext,
-} from "./tensor/device-context.ts";
+} from "./registry/device-context.ts";
+export {
+  type AnyKernelDefinition,
+  addKernels,
+  defineOp,
+  getOp,
+  type Kernel,
+  type KernelDefinition,
+  type MatmulPrecision,
+  type OpDefinition,
+  type OpParams,
+  type OpRecord,
+} from "./registry/kernels.ts";
+export { defineBackend, registerBackend } from "./registry/register.ts";
+// The host: environment and native libraries over FFI (bun:ffi, Deno.dlopen, koffi)
+export { readEnv } from "./runtime/detect.ts";
+export * from "./runtime/ffi/index.ts";
+export { builtinModule, type HostGlobals, host } from "./runtime/host.ts";
+export { readCacheFile, userCacheDir, writeCacheFile } from "./runtime/user-cache.ts";
 // Device memory and the CPU's WASM memory
 export {
   bf16ToNumber,

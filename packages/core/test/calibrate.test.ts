@@ -29,8 +29,8 @@ import {
 } from "@backplane/core/backend";
 import { afterAll, describe, expect, it } from "vitest";
 import { calibration, ensureCalibrated, forgetCalibration } from "../src/dispatch/calibrate.ts";
-import type { Kernel } from "../src/dispatch/kernels.ts";
 import { classFor, MARGIN, sizeClasses, useMeasurements } from "../src/dispatch/measured.ts";
+import type { Kernel } from "../src/registry/kernels.ts";
 
 let active = false;
 /** Milliseconds the fixtures have "spent": added to the real clock while a test runs. */

@@ -14,13 +14,13 @@
  */
 import { getFlag } from "../flags/state.ts";
 import { availabilityOf, bumpGeneration, getBackend } from "../registry/backends.ts";
+import { getOp, type Kernel } from "../registry/kernels.ts";
 import { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
 import { runtime } from "../runtime/detect.ts";
 import { readCacheFile, userCacheDir, writeCacheFile } from "../runtime/user-cache.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { empty, type Tensor } from "../tensor/tensor.ts";
 import { version as coreVersion } from "../version.ts";
-import { getOp, type Kernel } from "./kernels.ts";
 import { MARGIN, type Measurement, useMeasurements } from "./measured.ts";
 import { firstPerBackend, now, timeInterleaved } from "./timing.ts";
 

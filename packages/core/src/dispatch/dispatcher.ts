@@ -24,11 +24,11 @@ import {
   registryGeneration,
   startInit,
 } from "../registry/backends.ts";
+import { getOp, type Kernel, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { show } from "../util/format.ts";
 import { warnOnce } from "../util/log.ts";
 import { splitReason } from "../util/reason.ts";
-import { getOp, type Kernel, type OpParams, type OpRecord } from "./kernels.ts";
 import {
   classFor,
   type KernelFigure,

@@ -6,8 +6,9 @@
  * its priority puts first only when it measured at least MARGIN times faster, so noise
  * never flips a close call.
  */
+
+import type { Kernel } from "../registry/kernels.ts";
 import type { DType } from "../tensor/dtype.ts";
-import type { Kernel } from "./kernels.ts";
 
 /** A backend needs to be this much faster to move ahead of one ranked above it. */
 export const MARGIN = 1.1;

@@ -5,7 +5,7 @@
  * CPU backend (a warm-up each, then the best of ROUNDS interleaved rounds) and keeps the
  * order, with measured.ts's margin; later calls of the shape only look it up.
  */
-import type { Kernel, OpParams, OpRecord } from "./kernels.ts";
+import type { Kernel, OpParams, OpRecord } from "../registry/kernels.ts";
 import { type KernelFigure, type Measurement, reorderByMeasurement } from "./measured.ts";
 import { firstPerBackend, timeInterleaved } from "./timing.ts";
 

@@ -7,7 +7,7 @@ import {
   runWithState,
   setState,
 } from "../flags/state.ts";
-import { getOp } from "./kernels.ts";
+import { getOp } from "../registry/kernels.ts";
 
 /** Kernel and family names of an op, cached until a kernel is added (scopes open in hot loops). */
 const knownCache = new Map<string, { count: number; names: Set<string> }>();

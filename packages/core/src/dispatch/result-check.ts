@@ -5,8 +5,8 @@
  * core.strict, and in the testkit always.
  */
 import { KernelContractError } from "../errors.ts";
+import type { Kernel, OpParams, OpRecord, ResultSpec } from "../registry/kernels.ts";
 import { Tensor } from "../tensor/tensor.ts";
-import type { Kernel, OpParams, OpRecord, ResultSpec } from "./kernels.ts";
 
 const isSpec = (x: unknown): x is ResultSpec =>
   typeof x === "object" && x !== null && Array.isArray((x as ResultSpec).shape);

@@ -4,7 +4,7 @@
  * rounds (a burst of load slows them alike) with the best run of each kept.
  */
 import { ArgumentError } from "../errors.ts";
-import type { Kernel, OpParams } from "./kernels.ts";
+import type { Kernel, OpParams } from "../registry/kernels.ts";
 import type { KernelFigure } from "./measured.ts";
 
 const systemClock = (): number =>

@@ -22,6 +22,7 @@ import {
   backendForNamespace,
   getBackend,
 } from "../registry/backends.ts";
+import { onRegistration } from "../registry/register.ts";
 import { show } from "../util/format.ts";
 import { splitReason } from "../util/reason.ts";
 import { didYouMean } from "../util/suggest.ts";
@@ -379,4 +380,12 @@ export type BuiltinFlagValues = {
   [K in keyof typeof BUILTIN_FLAGS]: FlagValues<(typeof BUILTIN_FLAGS)[K]>;
 };
 for (const [ns, schema] of Object.entries(BUILTIN_FLAGS)) namespaceObject(ns, schema as FlagSchema);
+
+// Each backend's namespaces, flags and API members, as it registers (and those before).
+onRegistration((def) => {
+  for (const ns of def.namespaces ?? []) namespaceObject(ns);
+  const reader = def.packageName ?? def.name;
+  for (const [ns, schema] of Object.entries(def.flags ?? {})) namespaceObject(ns, schema, reader);
+  for (const [ns, members] of Object.entries(def.api ?? {})) extendNamespace(ns, members);
+});
 for (const ns of Object.keys(NAMESPACE_PACKAGES)) namespaceObject(ns);

@@ -4,8 +4,8 @@
  */
 
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
+import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import { normalizeDim, type Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { checkFloat, checkOptions, checkTensor } from "./validate.ts";

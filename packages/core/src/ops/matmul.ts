@@ -1,7 +1,7 @@
 /** matmul: torch.matmul semantics (1-D promotion, batched, broadcasting batch dims). */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ShapeError } from "../errors.ts";
+import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { broadcastShapes, checkFloat, checkSame, checkTensor } from "./validate.ts";
 

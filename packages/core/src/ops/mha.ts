@@ -13,8 +13,8 @@
  * attention itself through the dispatcher, so the fastest SDPA kernel serves them.
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
+import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import {
   checkBool,

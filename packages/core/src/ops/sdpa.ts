@@ -4,8 +4,8 @@
  * additive masks broadcastable to [..., Hq, L, S]; causal; scale; dropout with a seed; GQA.
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
+import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import { isFloat } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import {

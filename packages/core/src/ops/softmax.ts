@@ -1,6 +1,6 @@
 /** softmax and logSoftmax along one dimension. */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
+import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import { normalizeDim, type Tensor } from "../tensor/tensor.ts";
 import { checkFloat, checkTensor } from "./validate.ts";
 

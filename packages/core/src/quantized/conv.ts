@@ -7,9 +7,9 @@
  * for quantizedLinear.
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
 import { type Pair as ConvPair, checkIndexRange, convPair } from "../ops/conv2d.ts";
+import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { emptyQuantized, QTensor } from "./qtensor.ts";

@@ -10,8 +10,8 @@
  *   engine of PyTorch 2.13 gave these bits (scripts/quantized-cases.py).
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
+import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { emptyQuantized, Q_STORAGE, type QTensor, rint } from "./qtensor.ts";
 import { checkOutputQParams, checkQTensor } from "./requant.ts";

@@ -7,8 +7,8 @@
  * differ from the exact ones by 1 where a float sum rounds across a half.
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { defineOp, type OpParams, type OpRecord } from "../dispatch/kernels.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
+import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import { emptyQuantized, Q_STORAGE, type QTensor } from "./qtensor.ts";
 import { checkOutputQParams, checkQTensor, requantizeInto } from "./requant.ts";
 

@@ -4,11 +4,11 @@
  * against, and what runs when no faster backend is installed.
  */
 
-import type { AnyKernelDefinition, OpParams } from "../dispatch/kernels.ts";
 import { quantizedConv2dReference } from "../quantized/conv.ts";
 import { quantizedAddReference, quantizedReluReference } from "../quantized/elementwise.ts";
 import { quantizedLinearReference } from "../quantized/linear.ts";
 import { quantizedMatmulReference } from "../quantized/matmul.ts";
+import type { AnyKernelDefinition, OpParams } from "../registry/kernels.ts";
 import { registerBackend } from "../registry/register.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { version } from "../version.ts";

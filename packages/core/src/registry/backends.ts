@@ -4,11 +4,11 @@
  * backend package.
  */
 
-import type { AnyKernelDefinition } from "../dispatch/kernels.ts";
 import type { FlagSchema } from "../flags/spec.ts";
 import { markPackageLoaded } from "../flags/state.ts";
 import type { DeviceMemory } from "../tensor/memory.ts";
 import { splitReason } from "../util/reason.ts";
+import type { AnyKernelDefinition } from "./kernels.ts";
 
 /** `{ available: true }`, or false with the reason a person can act on. */
 export interface Availability {

@@ -3,7 +3,7 @@
  * definition, adds its kernels to the table, its flags and members to the namespaces,
  * its device memories, and records it in the registry.
  */
-import { addKernels } from "../dispatch/kernels.ts";
+
 import { RegistrationError } from "../errors.ts";
 import { type FlagSpec, leaves, validate } from "../flags/spec.ts";
 import {
@@ -12,7 +12,6 @@ import {
   registerFlagChoice,
   setFlagChoiceFilter,
 } from "../flags/state.ts";
-import { extendNamespace, namespaceObject } from "../namespaces/namespace.ts";
 import { registerDeviceMemory } from "../tensor/memory.ts";
 import { show } from "../util/format.ts";
 import { didYouMean } from "../util/suggest.ts";
@@ -25,6 +24,7 @@ import {
   namespaceOwnerOf,
   type RegisteredBackend,
 } from "./backends.ts";
+import { addKernels } from "./kernels.ts";
 
 // A value a backend adds to a flag (a quantized engine) is offered while that backend
 // can serve: available, and not failed to initialise (its library missing).
@@ -78,16 +78,33 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   checkKernelFlags(def);
   addKernels(def.name, def.devices, def.kernels ?? []);
   addToRegistry(entry);
-  for (const ns of def.namespaces ?? []) namespaceObject(ns);
   const reader = def.packageName ?? def.name;
-  for (const [ns, schema] of Object.entries(def.flags ?? {})) namespaceObject(ns, schema, reader);
   for (const key of def.reads ?? []) addFlagReader(key, reader);
   for (const [key, values] of Object.entries(def.provides ?? {}))
     for (const v of values) registerFlagChoice(key, v, def.name);
-  for (const [ns, members] of Object.entries(def.api ?? {})) extendNamespace(ns, members);
+  announce(def);
   for (const m of def.memories ?? []) registerDeviceMemory(m);
   bumpGeneration();
   return entry;
+}
+
+/**
+ * The layer above (namespaces) builds `backends.<ns>` objects for what a backend declares:
+ * it listens here rather than being called, so the registry knows nothing above it.
+ */
+export type RegistrationListener = (def: BackendDefinition) => void;
+const listeners: RegistrationListener[] = [];
+const announced: BackendDefinition[] = [];
+
+/** Calls `fn` for every backend registered so far, then for each one registered later. */
+export function onRegistration(fn: RegistrationListener): void {
+  listeners.push(fn);
+  for (const def of announced) fn(def);
+}
+
+function announce(def: BackendDefinition): void {
+  announced.push(def);
+  for (const fn of listeners) fn(def);
 }
 
 const FLAG_KINDS = ["bool", "int", "enum", "string"];

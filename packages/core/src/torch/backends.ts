@@ -7,18 +7,6 @@
 import type { CalibrationReport } from "../dispatch/calibrate.ts";
 import { ensureCalibrated } from "../dispatch/calibrate.ts";
 import { record } from "../dispatch/record.ts";
-import type {
-  canUseCudnnAttention,
-  canUseEfficientAttention,
-  canUseFlashAttention,
-  isFlashAttentionAvailable,
-  SDPAParams,
-  SDPBackend,
-  sdpaKernel,
-  sdpKernel,
-  sdpSwitches,
-  withSdpaKernel,
-} from "../dispatch/sdpa-select.ts";
 import { ArgumentError, UnknownNamespaceError } from "../errors.ts";
 import type { BUILTIN_FLAGS } from "../flags/builtin.ts";
 import type { DeepPartial, FlagValues } from "../flags/spec.ts";
@@ -30,15 +18,26 @@ import {
   runWithState,
   warnIfInert,
 } from "../flags/state.ts";
+import { describeFlag, type FlagDescription } from "../namespaces/describe.ts";
 import { getBackend, listBackends, ready } from "../registry/backends.ts";
 import type { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
 import { show } from "../util/format.ts";
 import { didYouMean } from "../util/suggest.ts";
 import type { CufftPlanCache } from "./cufft-plan-cache.ts";
-import { describeFlag, type FlagDescription } from "./describe.ts";
+import type {
+  canUseCudnnAttention,
+  canUseEfficientAttention,
+  canUseFlashAttention,
+  isFlashAttentionAvailable,
+  SDPAParams,
+  SDPBackend,
+  sdpaKernel,
+  sdpKernel,
+  sdpSwitches,
+  withSdpaKernel,
+} from "./sdpa-select.ts";
 // The core's own members of each namespace (cpu.getCpuCapability, mkl.verbose...).
 import "./members.ts";
-import type { VERBOSE } from "./members.ts";
 import {
   hasNamespace,
   type Namespace,
@@ -48,10 +47,11 @@ import {
   namespaceObject,
   PROBES,
   statusOf,
-} from "./namespace.ts";
+} from "../namespaces/namespace.ts";
+import type { VERBOSE } from "./members.ts";
 
+export type { FlagDescription } from "../namespaces/describe.ts";
 export type { CufftPlanCache } from "./cufft-plan-cache.ts";
-export type { FlagDescription } from "./describe.ts";
 
 type B = typeof BUILTIN_FLAGS;
 

@@ -6,8 +6,8 @@
  */
 
 import { DeviceError } from "../errors.ts";
-import { refreshAvailability } from "../registry/backends.ts";
-import type { Tensor } from "./tensor.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { refreshAvailability } from "./backends.ts";
 
 /** The facts about one device that libraries choose kernels by. */
 export interface DeviceProperties {

@@ -5,6 +5,20 @@
  */
 
 import { calibrate, calibration } from "../dispatch/calibrate.ts";
+import { ArgumentError, UnknownNamespaceError } from "../errors.ts";
+import { checkChanges, flagChoices, getFlag, openScope, setFlag } from "../flags/state.ts";
+import {
+  extendNamespace,
+  extendNamespaceGetters,
+  namespaceObject,
+  setFlagReadFilter,
+  statusOf,
+} from "../namespaces/namespace.ts";
+import { ready } from "../registry/backends.ts";
+import { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
+import { runtime } from "../runtime/detect.ts";
+import { show } from "../util/format.ts";
+import { planCacheRegistry } from "./cufft-plan-cache.ts";
 import {
   canUseCudnnAttention,
   canUseEfficientAttention,
@@ -16,21 +30,7 @@ import {
   sdpKernel,
   sdpSwitches,
   withSdpaKernel,
-} from "../dispatch/sdpa-select.ts";
-import { ArgumentError, UnknownNamespaceError } from "../errors.ts";
-import { checkChanges, flagChoices, getFlag, openScope, setFlag } from "../flags/state.ts";
-import { ready } from "../registry/backends.ts";
-import { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
-import { runtime } from "../runtime/detect.ts";
-import { show } from "../util/format.ts";
-import { planCacheRegistry } from "./cufft-plan-cache.ts";
-import {
-  extendNamespace,
-  extendNamespaceGetters,
-  namespaceObject,
-  setFlagReadFilter,
-  statusOf,
-} from "./namespace.ts";
+} from "./sdpa-select.ts";
 
 export const VERBOSE = { VERBOSE_OFF: 0, VERBOSE_ON: 1 } as const;
 

@@ -1,10 +1,10 @@
 /** The global switches: deterministic algorithms and float32 matmul precision (torch.*). */
 
-import type { MatmulPrecision } from "../dispatch/kernels.ts";
 import { ArgumentError } from "../errors.ts";
+import { getFlag, onFlagChange, setFlag } from "../flags/state.ts";
 import { checkBool, checkOptions } from "../ops/validate.ts";
+import type { MatmulPrecision } from "../registry/kernels.ts";
 import { show } from "../util/format.ts";
-import { getFlag, onFlagChange, setFlag } from "./state.ts";
 
 /**
  * Deterministic mode: nondeterministic kernels are skipped for deterministic ones; when

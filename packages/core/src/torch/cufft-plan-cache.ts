@@ -4,9 +4,9 @@
  * backend-cuda); any member it does not have, or a bad index, is a typed error.
  */
 import { ArgumentError } from "../errors.ts";
+import { PROBES } from "../namespaces/namespace.ts";
 import { show } from "../util/format.ts";
 import { didYouMean } from "../util/suggest.ts";
-import { PROBES } from "./namespace.ts";
 
 /** torch.backends.cuda.cufft_plan_cache[i]: backend-cuda installs the real caches. */
 export interface CufftPlanCache {

@@ -6,6 +6,7 @@
  * a refusal always says which kernel refused and why.
  */
 
+import { explain } from "../dispatch/dispatcher.ts";
 import { ArgumentError } from "../errors.ts";
 import {
   changeOf,
@@ -18,11 +19,10 @@ import {
 } from "../flags/state.ts";
 import { checkBool, checkOptions } from "../ops/validate.ts";
 import { availabilityOf, getBackend } from "../registry/backends.ts";
+import { getOp } from "../registry/kernels.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { warnOnce } from "../util/log.ts";
-import { explain } from "./dispatcher.ts";
-import { getOp } from "./kernels.ts";
 
 export const SDPBackend = {
   ERROR: "ERROR",
