@@ -21,12 +21,9 @@
  * non-finite l, from inf or NaN inputs) is handed back to the caller, which runs it on the
  * exact online-softmax tiles (kernels/flash-blas.ts).
  *
- * B1 H8 N2048 d64 on one thread of an Intel Xeon (model 207), blocks of 128 x 2048 when
- * timed by step: the scores with their exp 38 ms (25 without), P V 28, the row sums 2 (a
- * reduction primitive took 6 and did not split over two threads), the rest 3; the exact
- * tiles (dnnl_sgemm products and a separate softmax step) took 84-89 ms for the call.
- * oneDNN takes a per-row bias or binary post-op only in its reference code, hence the
- * extra column; the transposed product (a per-column bias) made P V 20% slower.
+ * The shift rides in an extra column because oneDNN takes a per-row bias or binary post-op
+ * only in its reference code, and the transposed product (a per-column bias) made P V
+ * slower. Timings: BENCHMARKS.md, sdpa.
  */
 import { empty, type Tensor } from "@backplane/core";
 import { cpuMemory, type SdpaParams } from "@backplane/core/backend";
@@ -52,10 +49,9 @@ const NO_TRANS = 78; // 'N'
 const EXP = { alg: E.dnnl_alg_kind_t.dnnl_eltwise_exp, alpha: 0, beta: 0 };
 
 /**
- * Query rows and keys per block: a 1 MiB block of P. Timed in turns at B1 H8 N2048 d64 on
- * an Intel Xeon (model 207), medians, 1 thread / 2 threads: 512 x 512 67.7 / 36.5 ms,
- * 256 x 512 67.9 / 40.5, 128 x 2048 69.5 / 39.3, 1024 x 512 69.9 / 36.4, 512 x 256 66.6 /
- * 37.7. Nothing is rescaled between key blocks, so short ones cost only their calls.
+ * Query rows and keys per block: a 1 MiB block of P. Chosen from interleaved timings of
+ * several shapes (512 x 512 was as fast as any on one thread and among the fastest on two).
+ * Nothing is rescaled between key blocks, so short ones cost only their calls.
  */
 export const BOUNDED_ROWS = 512;
 const BK = 512;

@@ -11,8 +11,8 @@
  *   O's row *= corr                             here, only where corr is not 0 or 1
  *
  * Causal masking writes -inf past each row's last visible key first, so the three
- * primitives see whole rows. Measured per 256 x 2048 block on one thread of an Intel
- * Xeon (model 207): 0.35 ms against 0.56 ms for the WASM step (flash_block_softmax).
+ * primitives see whole rows. It runs from MIN_KEYS keys per block; below that its three
+ * primitive calls cost more than the WASM step (flash_block_softmax) saves.
  * Primitives are made per (rows, cols) for dense blocks (strided rows fall to oneDNN's
  * reference code) and cached; a block oneDNN refuses is left to the WASM step.
  */

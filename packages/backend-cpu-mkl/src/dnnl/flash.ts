@@ -4,9 +4,9 @@
  * scores, the exp fused into oneDNN's matmul); a block whose bound underflows runs again
  * on the exact FlashAttention-2 tiles of kernels/flash-blas.ts with their products on
  * oneDNN's dnnl_sgemm and the online softmax on oneDNN's primitives (flash-softmax.ts).
- * B1 H8 N2048 d64 on an Intel Xeon (model 207): 68 ms on one thread and 39 on two with the
- * bounded path, 84-89 and 45-50 on the exact tiles alone. The calibration ranks this
- * kernel and flash-cpu-blas by what they measure on the machine at hand.
+ * The bounded path skips the row-maximum pass, which makes it the faster of the two
+ * (BENCHMARKS.md, sdpa). The calibration ranks this kernel and flash-cpu-blas by what they
+ * measure on the machine at hand.
  */
 import type { AnyKernelDefinition, SdpaParams } from "@backplane/core/backend";
 import {

@@ -5,11 +5,11 @@
  * it (int8-layers.ts, fusedRequantization: the reference's float32 steps, so the output
  * has its bits). oneDNN's int8 kernels take channels-last activations and give channels-last
  * outputs: the activations are transposed in per image and the uint8 output out, in WASM
- * (transpose_u8), where oneDNN 2.6's uint8 reorder took 0.1-0.4 ms a layer; a layout other
- * than plain channels-last goes through oneDNN's reorders. The weights are reordered once
- * per layer and plan (kept in the layer's engine cache). Before, the int32 sums came out,
- * were reordered to NCHW and requantized in WASM: 0.67 ms on MobileNet's 1x1 24>144 @56
- * on one thread of an Intel Xeon (model 207), 0.22 ms now (BENCHMARKS.md).
+ * (transpose_u8), which is cheaper than oneDNN 2.6's uint8 reorder; a layout other than
+ * plain channels-last goes through oneDNN's reorders. The weights are reordered once per
+ * layer and plan (kept in the layer's engine cache). Fusing the requantization keeps the
+ * int32 sums inside oneDNN: no int32 reorder or separate WASM pass, which cost more than
+ * the convolution on small layers (BENCHMARKS.md, quantized).
  *
  * Refused, with the reason: CPUs without VNNI (oneDNN's int8 kernels there may saturate or
  * scale the weights), weights with a zero point other than 0 (oneDNN's convolution

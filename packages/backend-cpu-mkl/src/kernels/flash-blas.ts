@@ -2,7 +2,7 @@
  * Scaled dot-product attention as FlashAttention-2 tiles whose two products run on a
  * native GEMM (PyTorch's CPU flash kernel is built the same way on its cpublas gemm):
  * flash-cpu-blas on the BLAS's cblas_sgemm, and (dnnl/flash.ts) flash-cpu-dnnl on
- * oneDNN's dnnl_sgemm, which measured 15% faster on these thin products on an Intel Xeon.
+ * oneDNN's dnnl_sgemm, which measured faster on these thin products on an Intel Xeon.
  * For each (batch/head, block of BQ query rows), key blocks of BK:
  *
  *   S = (scale * log2 e) Q_blk K_blkᵀ          sgemm into a BQ x BK workspace
@@ -15,14 +15,13 @@
  * row statistics (about 2 MiB), whatever the sequence lengths.
  *
  * Threads: the products run on the GEMM library's threads (backends.openmp's setting) and
- * the softmax rows on the pool's (or the library's, for its own step), one after the other. That was slower than one thread
- * while the libraries' idle threads spun for milliseconds after each product (the pool's
- * workers and theirs fought for the cores); with their spins limited to about 0.1 ms
- * (native/spin-env.ts) and key blocks of 2048 (products big enough to split), N = 2048
- * on 2 cores of an Intel Xeon took 53-60 ms on oneDNN's sgemm, against 93 ms on one
- * thread. Pool workers cannot call the native library, so there is no split by heads
- * (PyTorch's way). In deterministic mode the products run on one thread (a library's
- * split moves the last bits); the softmax rows are independent, so their split does not.
+ * the softmax rows on the pool's (or the library's, for its own step), one after the
+ * other. That pays only with the libraries' idle spins limited (native/spin-env.ts: the
+ * pool's workers and theirs would fight for the cores) and key blocks of 2048 (products
+ * big enough to split). Pool workers cannot call the native library, so there is no split
+ * by heads (PyTorch's way). In deterministic mode the products run on one thread (a
+ * library's split moves the last bits); the softmax rows are independent, so their split
+ * does not.
  * The blocks are the same at every thread count, so the order of every sum is too.
  * Masks other than causal, and dropout, are left to flash-cpu (supports() says so).
  */

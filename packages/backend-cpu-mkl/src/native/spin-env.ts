@@ -7,8 +7,8 @@
  * backend-openmp's workers (50 µs of spinning, then a sleep). Left at their defaults the
  * native ones spin for milliseconds after every call (OpenBLAS 2^28 cycles, about 0.1 s;
  * libgomp 300,000 pauses; libiomp 200 ms), so whatever runs next on the other core shares
- * it with a spinning thread: on 2 cores a oneDNN convolution right after an OpenBLAS
- * matmul took 7.7-8.0 ms instead of 1.4-1.7 ms. Here each spins for about 0.1 ms,
+ * it with a spinning thread (BENCHMARKS.md, interleave: a oneDNN convolution right after an
+ * OpenBLAS matmul ran several times slower). Here each spins for about 0.1 ms,
  * like backend-openmp's workers, which keeps back-to-back calls quick. A value the user
  * set is never changed (setenv without overwrite).
  */
