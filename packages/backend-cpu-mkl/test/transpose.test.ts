@@ -4,10 +4,10 @@
  * % 4), columns around its 16-column blocks and 64 x 64 tiles, and empty matrices.
  */
 import { empty, ready } from "@backplane/core";
+import { addressOf } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
 import { modules } from "../src/kernels/wasm.ts";
-import { addressOf } from "../src/wasm/scratch.ts";
 
 function transposed(rows: number, cols: number, seed: number): { got: number[]; want: number[] } {
   const src = empty([Math.max(1, rows * cols)], { dtype: "uint8" });

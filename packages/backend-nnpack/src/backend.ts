@@ -2,12 +2,13 @@
  * The nnpack backend: torch.backends.nnpack. Its conv2d kernels run in every runtime with
  * WebAssembly SIMD (browsers included); `backends.nnpack.enabled` (setFlags) gates them.
  */
-import { type Conv2dOptions, explain, runtime, type Tensor, tensor } from "@backplane/core";
+import { type Conv2dOptions, explain, type Tensor, tensor } from "@backplane/core";
 import {
   type BackendDefinition,
   conv2dOp,
   cpuMemory,
   defineBackend,
+  wasmSimdAvailability,
 } from "@backplane/core/backend";
 import {
   clearTransformCache,
@@ -22,22 +23,6 @@ import { loadConv, loadConvSync } from "./wasm.ts";
 
 export const NNPACK_BACKEND = "nnpack";
 export const VERSION = "0.1.0";
-
-function available(): { available: boolean; reason?: string } {
-  const rt = runtime();
-  if (!rt.wasm) return { available: false, reason: "this runtime has no WebAssembly" };
-  if (!rt.wasmSimd)
-    return {
-      available: false,
-      reason: "this runtime's WebAssembly has no SIMD (fixed-width SIMD128 is required)",
-    };
-  try {
-    cpuMemory();
-  } catch (e) {
-    return { available: false, reason: (e as Error).message };
-  }
-  return { available: true };
-}
 
 /** The matmul kernel the GEMM stages would run on now (e.g. "blas-gemm", "wasm-gemm", "reference"). */
 function gemmKernel(): string | undefined {
@@ -62,7 +47,7 @@ export const nnpackBackend: BackendDefinition = defineBackend({
   packageName: "@backplane/backend-nnpack",
   devices: ["cpu"],
   version: () => VERSION,
-  isAvailable: available,
+  isAvailable: wasmSimdAvailability,
   async init() {
     if (!loadConvSync()) await loadConv();
     await loadQgemm();

@@ -8,8 +8,7 @@
  * fresh transform. Least recently used entries go first once the limit is passed.
  */
 import { ArgumentError, bytesPerElement, empty, type Tensor } from "@backplane/core";
-import { cpuMemory } from "@backplane/core/backend";
-import { addressOf } from "./util.ts";
+import { addressOf, cpuMemory } from "@backplane/core/backend";
 import { conv } from "./wasm.ts";
 
 interface Entry {

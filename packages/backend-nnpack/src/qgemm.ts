@@ -4,8 +4,13 @@
  * packed once and kept in the layer's engine cache.
  */
 import { empty, type PackedConv2d, type PackedLinear, type Tensor } from "@backplane/core";
-import { loadWasmModule, loadWasmModuleSync, type WasmModuleFiles } from "@backplane/core/backend";
-import { addressOf, Scratch } from "./util.ts";
+import {
+  addressOf,
+  loadWasmModule,
+  loadWasmModuleSync,
+  Scratch,
+  type WasmModuleFiles,
+} from "@backplane/core/backend";
 
 export const QNNPACK_ENGINE = "qnnpack";
 export const MODULE_ID = "backend-nnpack/qgemm";

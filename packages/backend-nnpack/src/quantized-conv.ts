@@ -10,7 +10,14 @@
  * The weights are packed once per layer and kept in its engine cache.
  */
 import type { QTensor, Tensor } from "@backplane/core";
-import { conv2dChannelParams, emptyQuantized, type QConv2dParams } from "@backplane/core/backend";
+import {
+  addressOf,
+  conv2dChannelParams,
+  emptyQuantized,
+  inWasmMemory,
+  type QConv2dParams,
+  Scratch,
+} from "@backplane/core/backend";
 import {
   MODULE_ID,
   NO_SCRATCH,
@@ -21,7 +28,7 @@ import {
   qgemm,
   scratch,
 } from "./qgemm.ts";
-import { addressOf, inWasmMemory, parallel, Scratch } from "./util.ts";
+import { parallel } from "./util.ts";
 
 /** Per-thread buffers (qdwconv's plane, qcol_pairs's two rows), released after each call. */
 const THREAD_SCRATCH = new Scratch();

@@ -8,7 +8,13 @@
  *   rows; used where its blocks of 8 rows waste little (byColumnsPays).
  */
 import { empty, type QTensor, type Tensor } from "@backplane/core";
-import { emptyQuantized, linearChannelParams, type QLinearParams } from "@backplane/core/backend";
+import {
+  addressOf,
+  emptyQuantized,
+  inWasmMemory,
+  linearChannelParams,
+  type QLinearParams,
+} from "@backplane/core/backend";
 import {
   BLOCKS_KEY,
   MODULE_ID,
@@ -20,7 +26,7 @@ import {
   qgemm,
   scratch,
 } from "./qgemm.ts";
-import { addressOf, inWasmMemory, parallel } from "./util.ts";
+import { parallel } from "./util.ts";
 
 export function qnnpackLinearSupports(p: QLinearParams): true | string {
   if (!qgemm()) return NOT_LOADED;

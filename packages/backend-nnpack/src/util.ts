@@ -1,37 +1,6 @@
-/** Pointers, scratch space and parallel calls for the WASM transforms. */
-import { bytesPerElement, type Tensor } from "@backplane/core";
-import { cpuMemory, cpuThreads, parallelFor } from "@backplane/core/backend";
+/** Parallel calls of the WASM transforms (pointers and scratch blocks are the core's). */
+import { cpuThreads, parallelFor, type Scratch } from "@backplane/core/backend";
 import { MODULE_ID } from "./wasm.ts";
-
-/** Blocks of the CPU memory for one kernel call, freed together. */
-export class Scratch {
-  private readonly blocks: number[] = [];
-  /** A 64-byte aligned block of at least `bytes` bytes (contents unspecified). */
-  alloc(bytes: number): number {
-    const p = cpuMemory().allocate(Math.max(64, bytes));
-    this.blocks.push(p);
-    return p;
-  }
-  release(): void {
-    const mem = cpuMemory();
-    for (const p of this.blocks) mem.free(p);
-    this.blocks.length = 0;
-  }
-}
-
-/** Byte address of a tensor's first element in the CPU memory. */
-export function addressOf(t: Tensor): number {
-  return (t.storage.handle as number) + t.offset * bytesPerElement(t.dtype);
-}
-
-/** Whether the tensor lives in the CPU memory the WASM modules import. */
-export function inWasmMemory(t: Tensor): boolean {
-  try {
-    return t.storage.memory === cpuMemory();
-  } catch {
-    return false;
-  }
-}
 
 export const roundUp = (x: number, r: number): number => Math.ceil(x / r) * r;
 

@@ -203,5 +203,13 @@ export {
   setParallelService,
   WorkerError,
 } from "./wasm/parallel.ts";
+export {
+  addressOf,
+  f64View,
+  i32View,
+  inWasmMemory,
+  Scratch,
+  wasmSimdAvailability,
+} from "./wasm/scratch.ts";
 export { claimStaticMemory, dataExtent, HEAP_BASE, staticClaims } from "./wasm/static.ts";
 export type { WasmImports, WasmInstance, WasmMemory, WasmModule } from "./wasm/types.ts";

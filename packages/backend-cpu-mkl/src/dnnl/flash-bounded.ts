@@ -26,10 +26,9 @@
  * slower. Timings: BENCHMARKS.md, sdpa.
  */
 import { empty, type Tensor } from "@backplane/core";
-import { cpuMemory, type SdpaParams } from "@backplane/core/backend";
+import { addressOf, cpuMemory, type SdpaParams } from "@backplane/core/backend";
 import { leadingDim, type QueryBlock } from "../kernels/flash-blas.ts";
 import { attentionModule, layoutOf } from "../kernels/wasm-attention.ts";
-import { addressOf } from "../wasm/scratch.ts";
 import {
   check,
   execute,

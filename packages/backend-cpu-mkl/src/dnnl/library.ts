@@ -10,25 +10,17 @@
 import { NotInstalledError } from "@backplane/core";
 import {
   defineLibrary,
-  type FfiType,
+  ffiCall,
+  ffiStatus,
   type NativeLibrary,
   openLibrary,
   toArrayBuffer,
 } from "@backplane/core/backend";
 import { pinLibrary } from "../native/libc.ts";
 
-/** A function returning dnnl_status_t (an int). */
-const f = <const A extends readonly FfiType[]>(args: A) => ({
-  args,
-  returns: "i32" as const,
-  optional: false,
-});
-/** A function returning something else. */
-const fr = <const A extends readonly FfiType[], const R extends FfiType>(args: A, returns: R) => ({
-  args,
-  returns,
-  optional: false,
-});
+/** dnnl_status_t functions (an int), and those returning something else. */
+const f = ffiStatus;
+const fr = ffiCall;
 const H = "usize"; // an opaque handle
 const P = "pointer"; // a struct or array the library reads or fills
 

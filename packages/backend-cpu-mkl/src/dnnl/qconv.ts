@@ -17,9 +17,13 @@
  * and oneDNN's saturation disagree on NaN).
  */
 import { empty, type QTensor, type Tensor } from "@backplane/core";
-import { conv2dChannelParams, emptyQuantized, type QConv2dParams } from "@backplane/core/backend";
+import {
+  addressOf,
+  conv2dChannelParams,
+  emptyQuantized,
+  type QConv2dParams,
+} from "@backplane/core/backend";
 import { modules } from "../kernels/wasm.ts";
-import { addressOf } from "../wasm/scratch.ts";
 import {
   check,
   dims,

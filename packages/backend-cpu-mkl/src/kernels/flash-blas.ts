@@ -28,11 +28,11 @@
 import { empty, getFlag, type Tensor } from "@backplane/core";
 import {
   type AnyKernelDefinition,
+  addressOf,
   cpuMemory,
   parallelFor,
   type SdpaParams,
 } from "@backplane/core/backend";
-import { addressOf } from "../wasm/scratch.ts";
 import { onLibraryThreads, state } from "./blas-lapack.ts";
 import { attentionModule, flashOperandProblem, flashOutput, layoutOf } from "./wasm-attention.ts";
 

@@ -8,13 +8,14 @@
 import { empty, type Tensor } from "@backplane/core";
 import {
   type AnyKernelDefinition,
+  addressOf,
   cpuMemory,
   cpuThreads,
+  inWasmMemory,
   leadingBroadcastStrides,
   parallelFor,
   type SdpaParams,
 } from "@backplane/core/backend";
-import { addressOf, inWasmMemory } from "../wasm/scratch.ts";
 
 /** The functions of the "attention" WASM module. */
 export interface AttentionModule {

@@ -6,9 +6,13 @@
 import { type DType, empty, linalgFailure, type Tensor } from "@backplane/core";
 import {
   type AnyKernelDefinition,
+  addressOf,
   type BinaryParams,
   cpuThreads,
   type FftParams,
+  f64View,
+  i32View,
+  inWasmMemory,
   type KernelDefinition,
   type LinalgParams,
   type MatmulParams,
@@ -18,6 +22,7 @@ import {
   pivotsTensor,
   qrShapes,
   rightHandSides,
+  Scratch,
   type SoftmaxParams,
   solveOutputShape,
   stackMatrices,
@@ -26,7 +31,6 @@ import {
   writeNumber,
 } from "@backplane/core/backend";
 import type { GemmModule, KernelsModule } from "../wasm/exports.ts";
-import { addressOf, f64View, i32View, inWasmMemory, Scratch } from "../wasm/scratch.ts";
 import { planGemm } from "./gemm-layout.ts";
 import { attentionKernels } from "./wasm-attention.ts";
 

@@ -1,14 +1,10 @@
-/**
- * The WASM family: SIMD kernels that run wherever WebAssembly SIMD does, browsers
- * included (backends.mkldnn is oneDNN's: dnnl/backend.ts).
- */
-import { runtime } from "@backplane/core";
 import {
   type BackendDefinition,
   cpuMemory,
   defineBackend,
   loadWasmModule,
   loadWasmModuleSync,
+  wasmSimdAvailability,
 } from "@backplane/core/backend";
 import { modules, wasmKernels } from "../kernels/wasm.ts";
 import { type AttentionModule, attentionModule } from "../kernels/wasm-attention.ts";
@@ -17,28 +13,12 @@ import type { GemmModule, KernelsModule } from "./exports.ts";
 
 export const WASM_BACKEND = "cpu-wasm";
 
-function available(): { available: boolean; reason?: string } {
-  const rt = runtime();
-  if (!rt.wasm) return { available: false, reason: "this runtime has no WebAssembly" };
-  if (!rt.wasmSimd)
-    return {
-      available: false,
-      reason: "this runtime's WebAssembly has no SIMD (fixed-width SIMD128 is required)",
-    };
-  try {
-    cpuMemory();
-  } catch (e) {
-    return { available: false, reason: (e as Error).message };
-  }
-  return { available: true };
-}
-
 export const wasmBackend: BackendDefinition = defineBackend({
   name: WASM_BACKEND,
   packageName: "@backplane/backend-cpu-mkl",
   devices: ["cpu"],
   version: () => "0.1.0",
-  isAvailable: available,
+  isAvailable: wasmSimdAvailability,
   init() {
     const gemm = loadWasmModuleSync<GemmModule>(GEMM_WASM);
     const kernels = loadWasmModuleSync<KernelsModule>(KERNELS_WASM);

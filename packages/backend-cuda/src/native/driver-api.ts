@@ -14,25 +14,18 @@
  * - CUdeviceptr is `unsigned long long` in cuda.h: "u64".
  * - Host pointers (out-parameters, host buffers, kernel parameter arrays) are "buffer".
  */
-import { defineLibrary, type FfiType, type NativeLibrary } from "@backplane/core/backend";
+import {
+  defineLibrary,
+  ffiCall,
+  ffiOptionalStatus,
+  ffiStatus,
+  type NativeLibrary,
+} from "@backplane/core/backend";
 
-// Every driver call returns CUresult; the result type is fixed here rather than defaulted,
-// since a defaulted type parameter would be inferred from defineLibrary's context instead.
-const f = <const A extends readonly FfiType[]>(args: A) => ({
-  args,
-  returns: "i32" as const,
-  optional: false as const,
-});
-const opt = <const A extends readonly FfiType[]>(args: A) => ({
-  args,
-  returns: "i32" as const,
-  optional: true as const,
-});
-const r = <const A extends readonly FfiType[], const R extends FfiType>(args: A, returns: R) => ({
-  args,
-  returns,
-  optional: false as const,
-});
+// Every driver call returns CUresult (a status); a few are missing from older drivers.
+const f = ffiStatus;
+const opt = ffiOptionalStatus;
+const r = ffiCall;
 
 const H = "usize" as const; // an opaque handle (struct pointer) carried as an address
 const DPTR = "u64" as const; // CUdeviceptr

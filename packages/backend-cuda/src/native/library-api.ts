@@ -13,7 +13,13 @@
  * Conventions are those of driver-api.ts: handles, device pointers and stream arguments are
  * carried as addresses ("usize"); host pointers (out-parameters, host scalars) are "buffer".
  */
-import { defineLibrary, type FfiType, type SymbolDecl } from "@backplane/core/backend";
+import {
+  defineLibrary,
+  type FfiType,
+  ffiCall,
+  ffiStatus,
+  type SymbolDecl,
+} from "@backplane/core/backend";
 
 export type LibraryName = "cublas" | "cublasLt" | "cufft" | "cusolver" | "cusparseLt" | "magma";
 
@@ -38,7 +44,7 @@ const e = <const L extends LibraryName, const A extends readonly FfiType[]>(
   c: string,
   doc: string,
   args: A,
-) => ({ lib, c, doc, args, returns: "i32" as const, optional: false });
+) => ({ lib, c, doc, ...ffiStatus(args) });
 
 /** An entry with another result type. */
 const er = <
@@ -51,7 +57,7 @@ const er = <
   doc: string,
   args: A,
   returns: R,
-) => ({ lib, c, doc, args, returns, optional: false });
+) => ({ lib, c, doc, ...ffiCall(args, returns) });
 
 const CUBLAS = "cuBLAS › cuBLAS API";
 const LT = "cuBLAS › cuBLASLt API › cuBLASLt API Reference";

@@ -1,7 +1,8 @@
 /** What every algorithm shares: operands in WASM-readable form, trivial cases, batch chunks. */
 import { bytesPerElement, empty, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
-import { addressOf, parallel, type Scratch } from "../util.ts";
+import { addressOf, type Scratch } from "@backplane/core/backend";
+import { parallel } from "../util.ts";
 
 /** Input, weight and bias as contiguous tensors (copies where the caller passed views). */
 export interface Operands {

@@ -5,7 +5,8 @@
  */
 import { empty, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
-import { addressOf, parallel, Scratch } from "../util.ts";
+import { addressOf, Scratch } from "@backplane/core/backend";
+import { parallel } from "../util.ts";
 import { conv } from "../wasm.ts";
 import { dims, operands, trivialOutput } from "./common.ts";
 

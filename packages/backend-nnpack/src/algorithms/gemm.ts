@@ -5,8 +5,8 @@
  * "direct" for 1x1 kernels: the same GEMM straight on the input, no im2col.
  */
 import { empty, matmul, type Tensor } from "@backplane/core";
-import { type Conv2dParams, cpuMemory } from "@backplane/core/backend";
-import { addressOf, parallel, Scratch } from "../util.ts";
+import { addressOf, type Conv2dParams, cpuMemory, Scratch } from "@backplane/core/backend";
+import { parallel } from "../util.ts";
 import { addBias, dims, imagesPerChunk, operands, trivialOutput } from "./common.ts";
 
 export function implicitGemm(p: Conv2dParams): Tensor {

@@ -8,8 +8,9 @@
  */
 import { empty, matmul, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
+import { addressOf, Scratch } from "@backplane/core/backend";
 import { type Transformed, transformedWeights } from "../cache.ts";
-import { addressOf, parallel, roundUp, Scratch } from "../util.ts";
+import { parallel, roundUp } from "../util.ts";
 import { FT_WORK_BYTES } from "../wasm.ts";
 import { dims, imagesPerChunk, operands, trivialOutput } from "./common.ts";
 

@@ -4,11 +4,15 @@
  * picks among them by NNPACK's rules. Every supports() names what it leaves to others.
  */
 import type { DType, Tensor } from "@backplane/core";
-import { allFinite, type Conv2dParams, type KernelDefinition } from "@backplane/core/backend";
+import {
+  allFinite,
+  type Conv2dParams,
+  inWasmMemory,
+  type KernelDefinition,
+} from "@backplane/core/backend";
 import { depthwise } from "../algorithms/depthwise.ts";
 import { implicitGemm, pointwise } from "../algorithms/gemm.ts";
 import { transformConv } from "../algorithms/transform.ts";
-import { inWasmMemory } from "../util.ts";
 
 export type Algorithm = "wt8x8" | "wt6x6" | "ft8x8" | "ft16x16" | "implicit-gemm" | "direct";
 

@@ -46,6 +46,32 @@ export function defineLibrary<const D extends LibraryDecl>(decl: D): D {
   return decl;
 }
 
+/**
+ * One function of a declaration that returns a status code (an i32: CUresult,
+ * dnnl_status_t, cudnnStatus_t...). (Helpers with the return type fixed, not defaulted:
+ * inside defineLibrary's argument a default would be inferred from the context.)
+ */
+export function ffiStatus<const A extends readonly FfiType[]>(
+  args: A,
+): { args: A; returns: "i32"; optional: false } {
+  return { args, returns: "i32", optional: false };
+}
+
+/** A status-returning function that older versions of the library may lack (bound as null). */
+export function ffiOptionalStatus<const A extends readonly FfiType[]>(
+  args: A,
+): { args: A; returns: "i32"; optional: true } {
+  return { args, returns: "i32", optional: true };
+}
+
+/** One function of a declaration with another return type. */
+export function ffiCall<const A extends readonly FfiType[], const R extends FfiType>(
+  args: A,
+  returns: R,
+): { args: A; returns: R; optional: false } {
+  return { args, returns, optional: false };
+}
+
 /** Throws ArgumentError unless `decl` is a well-formed {@link LibraryDecl}. */
 export function validateDeclaration(decl: unknown): asserts decl is LibraryDecl {
   if (decl === null || typeof decl !== "object" || Array.isArray(decl)) {

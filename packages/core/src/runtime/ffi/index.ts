@@ -15,7 +15,14 @@
  * Importing this module loads nothing native; a missing library or symbol is a reason.
  */
 export { initFfi } from "./adapter.ts";
-export { defineLibrary, FFI_TYPES, validateDeclaration } from "./decl.ts";
+export {
+  defineLibrary,
+  FFI_TYPES,
+  ffiCall,
+  ffiOptionalStatus,
+  ffiStatus,
+  validateDeclaration,
+} from "./decl.ts";
 export { openLibrary } from "./open.ts";
 export {
   isNullPtr,

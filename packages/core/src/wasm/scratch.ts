@@ -1,6 +1,13 @@
-/** Scratch buffers in the CPU memory for WASM kernels, freed when the kernel is done. */
-import { bytesPerElement, type Tensor } from "@backplane/core";
-import { cpuMemory } from "@backplane/core/backend";
+/**
+ * What WASM kernels share around the CPU device's one memory: whether a tensor lives in it,
+ * the byte address of its first element, typed views at an address, scratch blocks freed
+ * together when the kernel is done, and whether this runtime can run them at all.
+ */
+import type { Availability } from "../registry/backends.ts";
+import { runtime } from "../runtime/detect.ts";
+import { bytesPerElement } from "../tensor/dtype.ts";
+import type { Tensor } from "../tensor/tensor.ts";
+import { cpuMemory } from "./memory.ts";
 
 export class Scratch {
   private readonly blocks: number[] = [];
@@ -41,3 +48,23 @@ export const f64View = (ptr: number, n: number): Float64Array =>
   new Float64Array(cpuMemory().memory.buffer, ptr, n);
 export const i32View = (ptr: number, n: number): Int32Array =>
   new Int32Array(cpuMemory().memory.buffer, ptr, n);
+
+/**
+ * Whether WASM SIMD kernels can run here: WebAssembly with fixed-width SIMD128, and the CPU
+ * memory they import. The reason says which is missing.
+ */
+export function wasmSimdAvailability(): Availability {
+  const rt = runtime();
+  if (!rt.wasm) return { available: false, reason: "this runtime has no WebAssembly" };
+  if (!rt.wasmSimd)
+    return {
+      available: false,
+      reason: "this runtime's WebAssembly has no SIMD (fixed-width SIMD128 is required)",
+    };
+  try {
+    cpuMemory();
+  } catch (e) {
+    return { available: false, reason: (e as Error).message };
+  }
+  return { available: true };
+}
