@@ -7,6 +7,7 @@
 
 import { runtime } from "@backplane/core";
 import { builtinModule, host } from "@backplane/core/backend";
+import { cpuText } from "./cpu.ts";
 
 export interface Result {
   case: string;
@@ -208,11 +209,9 @@ export function formatMs(ms: number): string {
 }
 
 export function machine(): string {
-  const _g = host;
   const os = builtinModule<typeof import("node:os")>("node:os");
-  const cpu = os?.cpus?.()[0]?.model ?? "unknown CPU";
   const mem = os ? `${Math.round(os.totalmem() / 2 ** 30)} GiB` : "";
-  return `${cpu}, ${runtime().hardwareConcurrency} cores${mem ? `, ${mem}` : ""}, ${runtime().platform}/${runtime().arch}`;
+  return `${cpuText()}${mem ? `, ${mem}` : ""}, ${runtime().platform}/${runtime().arch}`;
 }
 
 export function runtimeName(): string {
