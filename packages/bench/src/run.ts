@@ -5,7 +5,7 @@
  * What `backplane bench` and the repository's `npm run bench` call. Returns an exit code:
  * 0 done, 2 bad arguments (an unknown suite, a bad option value).
  */
-import { host } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/backend";
 import { cpuIdentity } from "./cpu.ts";
 import { Harness, machine, runtimeName, table } from "./harness.ts";
 import { type ProgressOutput, progressReporter } from "./progress.ts";
@@ -57,6 +57,38 @@ interface SuiteRun {
   h: Harness;
 }
 
+/**
+ * How to run this same program again with other arguments (Node with its loader flags,
+ * Bun, Deno), or undefined where there is no process to start (a browser).
+ */
+function selfCommand(): string[] | undefined {
+  const deno = host.Deno as { execPath(): string; mainModule: string } | undefined;
+  if (deno) return [deno.execPath(), "run", "-A", deno.mainModule];
+  const p = host.process as (NodeJS.Process & typeof host.process) | undefined;
+  if (!p?.argv?.[1]) return undefined;
+  return [p.execPath, ...p.execArgv, p.argv[1]];
+}
+
+/**
+ * Each suite of `all` in a process of its own, as if run alone: the libraries, thread pools
+ * and flags one suite leaves behind would otherwise slow the next (conv2d after gemm and
+ * sdpa in one process measured 0.78x PyTorch's geomean against 1.2x alone).
+ */
+async function runSuiteAlone(name: string, args: string[], io: BenchIO): Promise<object> {
+  const cmd = selfCommand();
+  const cp = builtinModule<typeof import("node:child_process")>("node:child_process");
+  if (!cmd || !cp) throw new Error(`bench all: cannot start a process here to run ${name} alone`);
+  const [exe, ...pre] = cmd;
+  const r = cp.spawnSync(exe!, [...pre, name, "--json", ...args], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "pipe"],
+    maxBuffer: 64 * 2 ** 20,
+  });
+  if (r.stderr) io.err.write(r.stderr);
+  if (r.status !== 0) throw new Error(`bench ${name} exited with ${r.status}`);
+  return JSON.parse(r.stdout) as object;
+}
+
 async function runSuite(name: string, args: string[], io: BenchIO): Promise<SuiteRun> {
   const progress = progressReporter(io.err);
   const h = new Harness(progress.onEvent);
@@ -100,10 +132,17 @@ export async function runBench(
     return 2;
   }
   const rest = args.filter((a) => a !== name && a !== "--json");
-  const names = name === "all" ? WITH_PEERS : [name];
-  const runs: SuiteRun[] = [];
+  const head = { runtime: runtimeName(), machine: machine(), cpu: cpuIdentity() };
+  if (name === "all") {
+    const suites: object[] = [];
+    for (const n of WITH_PEERS) suites.push(await runSuiteAlone(n, rest, io));
+    if (json) io.out(JSON.stringify({ suite: "all", ...head, suites }, null, 2));
+    else io.out(suites.map((x) => summaryTable(x as ReturnType<typeof jsonOf>)).join("\n\n"));
+    return 0;
+  }
+  let run: SuiteRun;
   try {
-    for (const n of names) runs.push(await runSuite(n, rest, io));
+    run = await runSuite(name, rest, io);
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
     // Option errors (--sizes, --impls) are the caller's; anything else is a real failure.
@@ -113,17 +152,16 @@ export async function runBench(
     }
     throw err;
   }
-  const head = { runtime: runtimeName(), machine: machine(), cpu: cpuIdentity() };
-  if (json)
-    io.out(
-      JSON.stringify(
-        name === "all"
-          ? { suite: "all", ...head, suites: runs.map(jsonOf) }
-          : { ...jsonOf(runs[0]!), ...head },
-        null,
-        2,
-      ),
-    );
-  else io.out(runs.map((r) => table(r.suite, r.h)).join("\n\n"));
+  if (json) io.out(JSON.stringify({ ...jsonOf(run), ...head }, null, 2));
+  else io.out(table(name, run.h));
   return 0;
+}
+
+/** A suite's JSON (from its own process) as the table it would have printed. */
+function summaryTable(x: ReturnType<typeof jsonOf>): string {
+  const h = new Harness(() => {});
+  h.results.push(...x.results.map((r) => ({ ...r, samples: 0 })));
+  h.ratios.push(...x.ratios);
+  h.notes.push(...x.notes);
+  return table(x.suite, h);
 }

@@ -197,7 +197,7 @@ describe("a kernel's result is checked against its op", () => {
 
 describe("an op called before a backend finished initialising", () => {
   it("warns once per op that a slower kernel may have run, and runs the kernel after ready()", async () => {
-    const { ready, setLogHandler, relu, setFlag } = await import("@backplane/core");
+    const { backends, ready, setLogHandler, relu, setFlag } = await import("@backplane/core");
     let release: () => void = () => {};
     const gate = new Promise<void>((r) => {
       release = r;
@@ -228,9 +228,13 @@ describe("an op called before a backend finished initialising", () => {
     const prev = setLogHandler((_level, message) => void lines.push(message));
     try {
       const x = randn([3]);
-      relu(x);
+      const { calls } = backends.record(() => relu(x));
       relu(x);
       expect(ran).toBe(0);
+      // record() says which kernel ran and which backend it passed over, still loading.
+      expect(calls).toHaveLength(1);
+      expect(calls[0]!.kernel).not.toBe("slow-relu");
+      expect(calls[0]!.initialising).toEqual(["slow-to-load"]);
       expect(
         lines.filter((l) => l.includes("relu ran before slow-to-load finished initialising")),
       ).toHaveLength(1);

@@ -431,6 +431,7 @@ function traced(op: OpRecord, k: Kernel, params: OpParams, e: Entry): unknown {
       dtype: params.dtype,
       shape: op.shapeKey(params),
       ms,
+      ...(e.initialising ? { initialising: [...e.initialising] } : {}),
     });
   }
   if (verbose) {

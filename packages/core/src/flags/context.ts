@@ -26,6 +26,11 @@ export interface KernelCall {
   shape: string;
   /** Wall time of the kernel call, in milliseconds. */
   ms: number;
+  /**
+   * Backends whose kernels were passed over because they were still initialising: a slower
+   * kernel may have run (await ready() once at start-up).
+   */
+  initialising?: string[];
 }
 
 /** What a frame needs to know of an open scope (FlagScope implements it). */
