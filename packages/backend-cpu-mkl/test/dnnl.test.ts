@@ -59,6 +59,24 @@ function reference(x: Tensor, w: Tensor, opts: object): Tensor {
 }
 
 describe("oneDNN (cpu-dnnl)", () => {
+  itDnnl(
+    "a weight found finite is not scanned again while unchanged; a NaN written into it is seen",
+    () => {
+      const x = randn([1, 8, 6, 6], { seed: 11 });
+      const w = randn([4, 8, 3, 3], { seed: 12 });
+      const row = () => explain("conv2d", x, w).candidates.find((c) => c.kernel === "onednn-conv")!;
+      expect(row().accepted).toBe(true);
+      expect(row().accepted).toBe(true); // the remembered answer
+      (w.hostData() as Float32Array)[17] = Number.NaN; // changed in place: checked again
+      expect(row().accepted).toBe(false);
+      expect(row().reason).toMatch(/the weight holds NaN or infinity/);
+      (w.hostData() as Float32Array)[17] = 0.5;
+      expect(row().accepted).toBe(true);
+      w.dispose();
+      x.dispose();
+    },
+  );
+
   itDnnl("answers backends.mkldnn: available, version as an integer, the library named", () => {
     expect(backends.mkldnn.isAvailable()).toBe(true);
     const version = (backends.mkldnn as unknown as { version(): number }).version();

@@ -7,7 +7,6 @@
 import { backends, getFlag, onFlagChange, runtime } from "@backplane/core";
 import {
   type AnyKernelDefinition,
-  allFinite,
   type BackendDefinition,
   type Conv2dParams,
   conv2dOp,
@@ -49,6 +48,7 @@ export function configureDnnlSearch(paths: readonly string[] | undefined): void 
 function forget(): void {
   dnnlState.lib = undefined;
   dnnlState.weightCache.clear();
+  dnnlState.finiteWeights.clear();
   resetConvPlans();
   resetMatmulPlans();
   resetSoftmaxPlans();
@@ -87,8 +87,8 @@ function convSupports(p: Conv2dParams): true | string {
     return "padding wider than the (dilated) kernel: oneDNN's first call of such a convolution is slow; the local kernels take it";
   // A NaN or infinite tap over the padding is NaN (0 * inf) in torch and every other kernel;
   // oneDNN 2.6 skips the padding in some kernels and multiplies it in others (the fuzz suite
-  // found both). The weight is small next to the input, so it is checked every call.
-  if (!allFinite(p.weight))
+  // found both). Checked every call, the answer remembered while the weight is unchanged.
+  if (!dnnlState.finiteWeights.check(p.weight))
     return "the weight holds NaN or infinity, and oneDNN's kernels disagree on it over the padding; the local kernels give the one answer";
   const plan = planFor(p);
   return typeof plan === "string" ? plan : true;

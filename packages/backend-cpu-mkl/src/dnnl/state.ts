@@ -3,6 +3,7 @@
  * thread count it runs with, and the cache of weights reordered to its layouts.
  */
 import { empty, getFlag, runtime, type Tensor } from "@backplane/core";
+import { allFinite } from "@backplane/core/backend";
 import { type Libc, libc } from "../native/libc.ts";
 import type { LoadedDnnl } from "./library.ts";
 
@@ -75,10 +76,53 @@ class WeightCache {
   }
 }
 
+/**
+ * Whether a weight tensor is all finite, remembered while its bytes equal the copy taken
+ * when it was found so (memcmp: about 30 µs a MiB): scanning a 3x3 256>256 layer's weights
+ * on every call cost 0.3 ms of a 2 ms convolution.
+ */
+class FiniteWeights {
+  private readonly entries = new Map<Tensor, Tensor>();
+  limit = 32;
+
+  check(weight: Tensor): boolean {
+    const libc = dnnlState.libc;
+    const data = weight.hostData();
+    const seen = this.entries.get(weight);
+    if (seen && libc && !weight.disposed && weight.isContiguous) {
+      if (libc.memcmp(seen.hostData(), data, BigInt(data.byteLength)) === 0) return true;
+    }
+    if (seen) this.forget(weight, seen);
+    if (!allFinite(weight)) return false;
+    if (libc && weight.isContiguous && data.byteLength > 0) {
+      const copy = empty([data.byteLength], { dtype: "uint8" });
+      (copy.hostData() as Uint8Array).set(
+        new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+      );
+      this.entries.set(weight, copy);
+      while (this.entries.size > this.limit) {
+        const [k, old] = this.entries.entries().next().value as [Tensor, Tensor];
+        this.forget(k, old);
+      }
+    }
+    return true;
+  }
+
+  private forget(k: Tensor, copy: Tensor): void {
+    this.entries.delete(k);
+    copy.dispose();
+  }
+
+  clear(): void {
+    for (const [k, copy] of [...this.entries]) this.forget(k, copy);
+  }
+}
+
 class DnnlState {
   lib: Ready | undefined;
   libc: Libc | undefined;
   readonly weightCache = new WeightCache();
+  readonly finiteWeights = new FiniteWeights();
   /** The OpenMP thread count last applied (0: none yet). */
   threads = 0;
 
