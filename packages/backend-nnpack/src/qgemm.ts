@@ -56,7 +56,7 @@ export const qgemm = (): QgemmModule | undefined => loaded;
 export const NOT_LOADED = "the qgemm WASM module has not loaded (await backends.ready())";
 
 /** For kernels that take no per-thread scratch (parallel() allocates none without `work`). */
-export const NO_SCRATCH = new Scratch();
+export const NO_SCRATCH: Scratch = new Scratch();
 
 /** A scratch tensor of at least `bytes` bytes in the CPU memory (counted in memoryStats). */
 export const scratch = (bytes: number): Tensor =>
