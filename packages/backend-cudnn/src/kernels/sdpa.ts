@@ -196,7 +196,7 @@ export function sdpaKernels(): KernelDefinition<SdpaParams>[] {
       deterministic: true,
       flags: ["cuda.cudnnSdp", "cudnn.enabled"],
       // First (backend-cuda's math kernel is 350): on an H200 it ran at 0.91-1.00x PyTorch's
-      // CUDNN_ATTENTION, 10x-19x faster than cuda-math (B=4 H=16 N=1024..8192, float16).
+      // CUDNN_ATTENTION, 6x-15x faster than cuda-math (B=4 H=16 N=1024..8192, float16).
       priority: 400,
       supports: (p) => {
         const d = deviceFor(p.query);
