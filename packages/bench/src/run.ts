@@ -62,11 +62,15 @@ interface SuiteRun {
  * Bun, Deno), or undefined where there is no process to start (a browser).
  */
 function selfCommand(): string[] | undefined {
-  const deno = host.Deno as { execPath(): string; mainModule: string } | undefined;
-  if (deno) return [deno.execPath(), "run", "-A", deno.mainModule];
+  // The arguments before "all" (the CLI's "bench", say) are part of the command.
+  const before = (args: readonly string[]) => args.slice(0, Math.max(0, args.indexOf("all")));
+  const deno = host.Deno as
+    | { execPath(): string; mainModule: string; args: readonly string[] }
+    | undefined;
+  if (deno) return [deno.execPath(), "run", "-A", deno.mainModule, ...before(deno.args)];
   const p = host.process as (NodeJS.Process & typeof host.process) | undefined;
   if (!p?.argv?.[1]) return undefined;
-  return [p.execPath, ...p.execArgv, p.argv[1]];
+  return [p.execPath, ...p.execArgv, p.argv[1], ...before(p.argv.slice(2))];
 }
 
 /**

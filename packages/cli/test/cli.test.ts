@@ -147,7 +147,7 @@ describe("backplane CLI", () => {
     const unknown = run("bench", "nosuch");
     expect(unknown.status).toBe(2);
     expect(unknown.stderr).toMatch(
-      /unknown suite "nosuch" \(suites: conv2d, dispatch, einsum, gemm, interleave, quantized, sdpa\)/,
+      /unknown suite "nosuch" \(suites: conv2d, dispatch, einsum, gemm, interleave, quantized, sdpa, all\)/,
     );
     const bad = run("bench", "gemm", "--sizes", "12x");
     expect(bad.status).toBe(2);
