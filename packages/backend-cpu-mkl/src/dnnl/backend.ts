@@ -48,7 +48,6 @@ export function configureDnnlSearch(paths: readonly string[] | undefined): void 
 function forget(): void {
   dnnlState.lib = undefined;
   dnnlState.weightCache.clear();
-  dnnlState.finiteWeights.clear();
   resetConvPlans();
   resetMatmulPlans();
   resetSoftmaxPlans();
@@ -88,7 +87,7 @@ function convSupports(p: Conv2dParams): true | string {
   // A NaN or infinite tap over the padding is NaN (0 * inf) in torch and every other kernel;
   // oneDNN 2.6 skips the padding in some kernels and multiplies it in others (the fuzz suite
   // found both). Checked every call, the answer remembered while the weight is unchanged.
-  if (!dnnlState.finiteWeights.check(p.weight))
+  if (!dnnlState.weightCache.finite(p.weight))
     return "the weight holds NaN or infinity, and oneDNN's kernels disagree on it over the padding; the local kernels give the one answer";
   const plan = planFor(p);
   return typeof plan === "string" ? plan : true;

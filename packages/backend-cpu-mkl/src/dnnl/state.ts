@@ -12,36 +12,48 @@ interface Ready extends LoadedDnnl {
   stream: bigint;
 }
 
-/** A weight tensor's oneDNN layout, valid while the weights equal `copy`. */
-interface CachedWeights {
+/**
+ * What is known of a weight tensor while its bytes equal `copy`: whether it is all finite
+ * (supports() asks on every call), and its reorder into oneDNN's layout `key`.
+ */
+interface KnownWeights {
   copy: Tensor;
-  reordered: Tensor;
-  key: string;
+  finite?: boolean;
+  reordered?: Tensor;
+  key?: string;
 }
 
-/** Recently reordered weights, by weight tensor (least recently used first out). */
+/**
+ * Recently seen weights, by weight tensor (least recently used first out). Whether the bytes
+ * are unchanged is one memcmp against a copy (about 30 µs a MiB); rescanning a 3x3 256>256
+ * layer's weights for NaN on every call cost 0.3 ms of a 2 ms convolution.
+ */
 class WeightCache {
-  private readonly entries = new Map<Tensor, CachedWeights>();
+  private readonly entries = new Map<Tensor, KnownWeights>();
   limit = 32;
+  /** Reorders served from the cache, and made. */
   hits = 0;
   misses = 0;
+
+  /** Whether the weights hold no NaN or infinity (scanned only when they changed). */
+  finite(weight: Tensor): boolean {
+    const e = this.known(weight);
+    if (e?.finite !== undefined) return e.finite;
+    const finite = allFinite(weight);
+    const entry = e ?? this.remember(weight);
+    if (entry) entry.finite = finite;
+    return finite;
+  }
 
   /** The weights reordered by `fill`, reused while they are byte-for-byte unchanged. */
   get(weight: Tensor, bytes: number, impl: string, fill: (into: Tensor) => void): Tensor {
     const key = `${bytes}:${impl}:${weight.shape.join("x")}`;
-    const e = this.entries.get(weight);
-    const libc = dnnlState.libc;
-    const wData = weight.hostData();
-    if (e && e.key === key && !weight.disposed && libc) {
-      if (libc.memcmp(e.copy.hostData(), wData, BigInt(wData.byteLength)) === 0) {
-        this.entries.delete(weight);
-        this.entries.set(weight, e); // most recent last
-        this.hits++;
-        return e.reordered;
-      }
+    const e = this.known(weight);
+    if (e?.reordered && e.key === key) {
+      this.hits++;
+      return e.reordered;
     }
     this.misses++;
-    if (e) this.drop(weight, e);
     const reordered = empty([Math.max(1, Math.ceil(bytes / 4))], { dtype: "float32" });
     try {
       fill(reordered);
@@ -49,22 +61,51 @@ class WeightCache {
       reordered.dispose();
       throw err;
     }
-    if (libc) {
-      const copy = empty([wData.length], { dtype: weight.dtype });
-      (copy.hostData() as Float32Array).set(wData as Float32Array); // same type: a byte copy
-      this.entries.set(weight, { copy, reordered, key });
-      while (this.entries.size > this.limit) {
-        const [k, old] = this.entries.entries().next().value as [Tensor, CachedWeights];
-        this.drop(k, old);
-      }
+    const entry = e ?? this.remember(weight);
+    if (entry) {
+      entry.reordered?.dispose();
+      entry.reordered = reordered;
+      entry.key = key;
     }
     return reordered;
   }
 
-  private drop(k: Tensor, e: CachedWeights): void {
+  /** The entry while the weight's bytes are unchanged; a stale one is dropped. */
+  private known(weight: Tensor): KnownWeights | undefined {
+    const e = this.entries.get(weight);
+    if (!e) return undefined;
+    const libc = dnnlState.libc;
+    const data = weight.hostData();
+    if (!weight.disposed && libc?.memcmp(e.copy.hostData(), data, BigInt(data.byteLength)) === 0) {
+      this.entries.delete(weight);
+      this.entries.set(weight, e); // most recent last
+      return e;
+    }
+    this.drop(weight, e);
+    return undefined;
+  }
+
+  /** A new entry holding a copy of the weight's bytes (none without libc's memcmp). */
+  private remember(weight: Tensor): KnownWeights | undefined {
+    if (!dnnlState.libc) return undefined;
+    const data = weight.hostData();
+    const copy = empty([data.byteLength], { dtype: "uint8" });
+    (copy.hostData() as Uint8Array).set(
+      new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    );
+    const entry: KnownWeights = { copy };
+    this.entries.set(weight, entry);
+    while (this.entries.size > this.limit) {
+      const [k, old] = this.entries.entries().next().value as [Tensor, KnownWeights];
+      this.drop(k, old);
+    }
+    return entry;
+  }
+
+  private drop(k: Tensor, e: KnownWeights): void {
     this.entries.delete(k);
     e.copy.dispose();
-    e.reordered.dispose();
+    e.reordered?.dispose();
   }
 
   clear(): void {
@@ -76,53 +117,10 @@ class WeightCache {
   }
 }
 
-/**
- * Whether a weight tensor is all finite, remembered while its bytes equal the copy taken
- * when it was found so (memcmp: about 30 µs a MiB): scanning a 3x3 256>256 layer's weights
- * on every call cost 0.3 ms of a 2 ms convolution.
- */
-class FiniteWeights {
-  private readonly entries = new Map<Tensor, Tensor>();
-  limit = 32;
-
-  check(weight: Tensor): boolean {
-    const libc = dnnlState.libc;
-    const data = weight.hostData();
-    const seen = this.entries.get(weight);
-    if (seen && libc && !weight.disposed && weight.isContiguous) {
-      if (libc.memcmp(seen.hostData(), data, BigInt(data.byteLength)) === 0) return true;
-    }
-    if (seen) this.forget(weight, seen);
-    if (!allFinite(weight)) return false;
-    if (libc && weight.isContiguous && data.byteLength > 0) {
-      const copy = empty([data.byteLength], { dtype: "uint8" });
-      (copy.hostData() as Uint8Array).set(
-        new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-      );
-      this.entries.set(weight, copy);
-      while (this.entries.size > this.limit) {
-        const [k, old] = this.entries.entries().next().value as [Tensor, Tensor];
-        this.forget(k, old);
-      }
-    }
-    return true;
-  }
-
-  private forget(k: Tensor, copy: Tensor): void {
-    this.entries.delete(k);
-    copy.dispose();
-  }
-
-  clear(): void {
-    for (const [k, copy] of [...this.entries]) this.forget(k, copy);
-  }
-}
-
 class DnnlState {
   lib: Ready | undefined;
   libc: Libc | undefined;
   readonly weightCache = new WeightCache();
-  readonly finiteWeights = new FiniteWeights();
   /** The OpenMP thread count last applied (0: none yet). */
   threads = 0;
 
