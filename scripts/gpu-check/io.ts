@@ -45,8 +45,9 @@ export function exitWith(code: number): never {
 }
 
 /**
- * The cases both sides time (cases.json, read by torch-peers.py too; BACKPLANE_GPU_CASES
- * names another file, e.g. cases-cudnn.json for a run on cuDNN's kernels alone).
+ * The cases both sides time (cases.json, read by torch-peers.py too). BACKPLANE_GPU_CASES
+ * names a file whose sections replace cases.json's, e.g. cases-cudnn.json (its `sdpa`: the
+ * cuDNN and math families only) for a run on cuDNN's kernels.
  */
 export interface Cases {
   gemm: { n: number; precisions: string[] };
@@ -74,6 +75,7 @@ export interface Cases {
 }
 
 export function cases(): Cases {
-  const file = readEnv("BACKPLANE_GPU_CASES") || new URL("./cases.json", import.meta.url).pathname;
-  return readJson<Cases>(file);
+  const base = readJson<Cases>(new URL("./cases.json", import.meta.url).pathname);
+  const override = readEnv("BACKPLANE_GPU_CASES");
+  return override ? { ...base, ...readJson<Partial<Cases>>(override) } : base;
 }

@@ -1,9 +1,10 @@
 /**
  * Which CPU a benchmark ran on, precisely enough to tell the machines of one cloud apart:
- * vendor, family and model (from /proc/cpuinfo on Linux; the model name elsewhere), and the
- * vector extensions that change which kernels are fast. Every figure is read against it.
+ * the core's reading of the processor (model name, vendor, x86 family and model, feature
+ * flags from /proc/cpuinfo) with the vector extensions that change which kernels are fast.
+ * Every figure is read against it.
  */
-import { runtime } from "@backplane/core";
+import { type CpuCapability, cpuCapabilityInfo, runtime } from "@backplane/core";
 import { builtinModule } from "@backplane/core/backend";
 
 export interface CpuIdentity {
@@ -18,7 +19,7 @@ export interface CpuIdentity {
   cores: number;
 }
 
-/** The flags of /proc/cpuinfo worth naming, with their usual names. */
+/** The feature flags worth naming, with their usual names. */
 const ISA_FLAGS: [flag: string, name: string][] = [
   ["avx2", "AVX2"],
   ["fma", "FMA"],
@@ -30,35 +31,23 @@ const ISA_FLAGS: [flag: string, name: string][] = [
   ["sve", "SVE"],
 ];
 
-/** Parses /proc/cpuinfo's first processor block. */
-export function parseCpuinfo(text: string, cores: number): CpuIdentity {
-  const first = text.split(/\n\s*\n/)[0] ?? "";
-  const field = (name: string) =>
-    new RegExp(`^${name}\\s*:\\s*(.*)$`, "m").exec(first)?.[1]?.trim();
-  const flags = new Set((field("flags") ?? field("Features") ?? "").split(/\s+/));
-  const num = (s: string | undefined) =>
-    s !== undefined && /^\d+$/.test(s) ? Number(s) : undefined;
+/** This machine's CPU, or (tests) the one these cpuinfo fields describe. */
+export function cpuIdentity(
+  info?: Pick<CpuCapability, "model" | "features" | "vendor" | "family" | "modelNumber">,
+  cores = runtime().hardwareConcurrency,
+): CpuIdentity {
+  // Off Linux the core has no model name: the OS's, for this machine.
+  const os = info ? undefined : builtinModule<typeof import("node:os")>("node:os");
+  info ??= cpuCapabilityInfo();
+  const flags = new Set(info.features);
   return {
-    model: field("model name") ?? field("Hardware") ?? "unknown CPU",
-    vendor: field("vendor_id"),
-    family: num(field("cpu family")),
-    modelNumber: num(field("model")),
+    model: info.model || (os?.cpus?.()[0]?.model ?? "unknown CPU"),
+    vendor: info.vendor,
+    family: info.family,
+    modelNumber: info.modelNumber,
     isa: ISA_FLAGS.filter(([f]) => flags.has(f)).map(([, n]) => n),
     cores,
   };
-}
-
-export function cpuIdentity(): CpuIdentity {
-  const cores = runtime().hardwareConcurrency;
-  const fs = builtinModule<typeof import("node:fs")>("node:fs");
-  try {
-    const text = fs?.readFileSync("/proc/cpuinfo", "utf8");
-    if (text) return parseCpuinfo(text, cores);
-  } catch {
-    // not Linux: the model name below
-  }
-  const os = builtinModule<typeof import("node:os")>("node:os");
-  return { model: os?.cpus?.()[0]?.model ?? "unknown CPU", isa: [], cores };
 }
 
 /** "AMD EPYC (family 25 model 17; AVX2 FMA AVX-512 VNNI BF16), 2 cores". */

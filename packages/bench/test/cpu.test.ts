@@ -1,6 +1,8 @@
-/** The CPU a figure belongs to, parsed from /proc/cpuinfo as Linux writes it. */
+/** The CPU a figure belongs to, read (by the core) from /proc/cpuinfo as Linux writes it. */
+
+import { cpuinfoFields } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
-import { cpuIdentity, cpuText, parseCpuinfo } from "../src/cpu.ts";
+import { cpuIdentity, cpuText } from "../src/cpu.ts";
 import { benchUsage, runBench } from "../src/run.ts";
 
 const ZEN4 = `processor\t: 0
@@ -21,7 +23,7 @@ CPU implementer\t: 0x41
 
 describe("the CPU of a benchmark run", () => {
   it("reads family, model and the vector extensions from /proc/cpuinfo", () => {
-    const c = parseCpuinfo(ZEN4, 2);
+    const c = cpuIdentity(cpuinfoFields(ZEN4), 2);
     expect(c).toEqual({
       model: "AMD EPYC",
       vendor: "AuthenticAMD",
@@ -31,7 +33,7 @@ describe("the CPU of a benchmark run", () => {
       cores: 2,
     });
     expect(cpuText(c)).toBe("AMD EPYC (family 25 model 17; AVX2 FMA AVX-512 VNNI BF16), 2 cores");
-    const arm = parseCpuinfo(ARM, 4);
+    const arm = cpuIdentity(cpuinfoFields(ARM), 4);
     expect(arm.isa).toEqual(["NEON", "SVE"]);
     expect(cpuText(arm)).toBe("unknown CPU (NEON SVE), 4 cores");
   });

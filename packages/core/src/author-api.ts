@@ -139,6 +139,7 @@ export {
 } from "./registry/kernels.ts";
 export { defineBackend, registerBackend } from "./registry/register.ts";
 // The host: environment and native libraries over FFI (bun:ffi, Deno.dlopen, koffi)
+export { cpuinfoFields } from "./runtime/cpu-capability.ts";
 export { readEnv } from "./runtime/detect.ts";
 export * from "./runtime/ffi/index.ts";
 export { builtinModule, type HostGlobals, host } from "./runtime/host.ts";

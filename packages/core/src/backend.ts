@@ -47,6 +47,7 @@ export const conv2dChannelParams: typeof api.conv2dChannelParams = shared.conv2d
 export const conv2dOp: typeof api.conv2dOp = shared.conv2dOp;
 export const cpuMemory: typeof api.cpuMemory = shared.cpuMemory;
 export const cpuThreads: typeof api.cpuThreads = shared.cpuThreads;
+export const cpuinfoFields: typeof api.cpuinfoFields = shared.cpuinfoFields;
 export const currentState: typeof api.currentState = shared.currentState;
 export const dataExtent: typeof api.dataExtent = shared.dataExtent;
 export const defaultSearchDirs: typeof api.defaultSearchDirs = shared.defaultSearchDirs;

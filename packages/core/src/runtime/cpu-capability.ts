@@ -15,6 +15,10 @@ export interface CpuCapability {
   model: string;
   /** Feature flags as the OS reports them (lower case), empty when unknown. */
   features: string[];
+  /** x86 vendor, family and model numbers ("AuthenticAMD", 25, 17: Zen 4), where the OS says them. */
+  vendor?: string;
+  family?: number;
+  modelNumber?: number;
   wasmSimd: boolean;
   source: "cpuinfo" | "wasm" | "unknown";
 }
@@ -49,10 +53,7 @@ export function cpuCapabilityInfo(): CpuCapability {
   }
   const arch = rt.arch;
   const text = rt.platform === "linux" ? readCpuinfo() : undefined;
-  const line = text?.split("\n").find((l) => /^(flags|Features)\s*:/.test(l));
-  const features = line ? line.split(":")[1].trim().split(/\s+/) : [];
-  const modelLine = text?.split("\n").find((l) => /^(model name|Model|cpu model)\s*:/.test(l));
-  const model = modelLine ? modelLine.slice(modelLine.indexOf(":") + 1).trim() : "";
+  const { features, ...identity } = cpuinfoFields(text ?? "");
   const has = (f: string) => features.includes(f);
   let capability = "DEFAULT";
   if (arch === "x64" || arch === "x86_64") {
@@ -66,9 +67,27 @@ export function cpuCapabilityInfo(): CpuCapability {
   return (cached = {
     capability,
     arch,
-    model,
+    ...identity,
     features,
     wasmSimd: rt.wasmSimd,
     source: features.length > 0 ? "cpuinfo" : "unknown",
   });
+}
+
+/** The fields of a /proc/cpuinfo text, each its first occurrence (x86 and Arm spellings). */
+export function cpuinfoFields(
+  text: string,
+): Pick<CpuCapability, "model" | "features" | "vendor" | "family" | "modelNumber"> {
+  const field = (names: string) =>
+    new RegExp(`^(?:${names})\\s*:\\s*(.*)$`, "m").exec(text)?.[1]?.trim();
+  const num = (v: string | undefined) =>
+    v !== undefined && /^\d+$/.test(v) ? Number(v) : undefined;
+  const flags = field("flags|Features");
+  return {
+    model: field("model name|Model|cpu model") ?? "",
+    features: flags ? flags.split(/\s+/) : [],
+    vendor: field("vendor_id"),
+    family: num(field("cpu family")),
+    modelNumber: num(field("model")),
+  };
 }
