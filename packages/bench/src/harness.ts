@@ -219,7 +219,15 @@ export function runtimeName(): string {
   return `${r.name} ${r.version}`;
 }
 
-export function table(suite: string, h: Harness): string {
+/** A suite's figures as a table (from its Harness, or the JSON of a suite run apart). */
+export function table(
+  suite: string,
+  h: {
+    results: readonly Omit<Result, "samples">[];
+    ratios: readonly Ratio[];
+    notes: readonly string[];
+  },
+): string {
   const rows = h.results.map((r) => [
     r.case,
     r.impl,

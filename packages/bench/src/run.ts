@@ -141,7 +141,10 @@ export async function runBench(
     const suites: object[] = [];
     for (const n of WITH_PEERS) suites.push(await runSuiteAlone(n, rest, io));
     if (json) io.out(JSON.stringify({ suite: "all", ...head, suites }, null, 2));
-    else io.out(suites.map((x) => summaryTable(x as ReturnType<typeof jsonOf>)).join("\n\n"));
+    else {
+      const runs = suites as ReturnType<typeof jsonOf>[];
+      io.out(runs.map((x) => table(x.suite, x)).join("\n\n"));
+    }
     return 0;
   }
   let run: SuiteRun;
@@ -159,13 +162,4 @@ export async function runBench(
   if (json) io.out(JSON.stringify({ ...jsonOf(run), ...head }, null, 2));
   else io.out(table(name, run.h));
   return 0;
-}
-
-/** A suite's JSON (from its own process) as the table it would have printed. */
-function summaryTable(x: ReturnType<typeof jsonOf>): string {
-  const h = new Harness(() => {});
-  h.results.push(...x.results.map((r) => ({ ...r, samples: 0 })));
-  h.ratios.push(...x.ratios);
-  h.notes.push(...x.notes);
-  return table(x.suite, h);
 }
