@@ -216,21 +216,21 @@ describe("backends.nnpack", () => {
     for (const t of [x, w, y]) t.dispose();
   });
 
-  it("benchmark mode times every algorithm that accepts the shape; deterministic mode keeps them", async () => {
+  it("exhaustive ranking times every algorithm that accepts the shape; deterministic mode keeps them", async () => {
     await whenReady();
     const x = rand([1, 8, 20, 20]);
     const w = rand([8, 8, 3, 3]);
     const lines: string[] = [];
     const prev = setVerboseSink((l) => lines.push(l));
     try {
-      using _ = backends.flags({ core: { benchmark: true, verbose: true } });
+      using _ = backends.flags({ core: { ranking: "exhaustive", verbose: true } });
       const y = conv2d(x, w, { padding: 1 });
       expect(relError(y.toFloat64(), reference(x, w, { padding: 1 }))).toBeLessThan(TOLERANCE.auto);
       y.dispose();
     } finally {
       setVerboseSink(prev);
     }
-    expect(lines.some((l) => l.startsWith("backplane_verbose,autotune,conv2d,"))).toBe(true);
+    expect(lines.some((l) => l.startsWith("backplane_verbose,rank,conv2d,"))).toBe(true);
     {
       using _ = backends.flags({ core: { deterministic: true } });
       expect(explain("conv2d", x, w, { padding: 1 }).selected).toBe("auto");

@@ -10,15 +10,13 @@
 import "./wasm/memory.ts";
 
 export { CALIBRATION_BUDGET_MS, type CalibrationReport } from "./dispatch/calibrate.ts";
-export {
-  clearAutotuneCache,
-  type Explanation,
-  explain,
-  setVerboseSink,
-} from "./dispatch/dispatcher.ts";
+export { clearAutotuneCache } from "./dispatch/dispatcher.ts";
+export { type Explanation, explain } from "./dispatch/explain.ts";
 export type { KernelFigure, Measurement } from "./dispatch/measured.ts";
 export { kernelPriority, setKernelPriority, withKernelPriority } from "./dispatch/priority.ts";
+export type { RankPolicy } from "./dispatch/ranker.ts";
 export { formatCalls, type Recorded, record } from "./dispatch/record.ts";
+export { setVerboseSink } from "./dispatch/verbose.ts";
 export * from "./errors.ts";
 export { BUILTIN_FLAGS } from "./flags/builtin.ts";
 export { asyncScopesIsolated, type KernelCall } from "./flags/context.ts";

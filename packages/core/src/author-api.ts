@@ -10,8 +10,9 @@ import "./api.ts";
 
 // Registering a backend and its kernels
 export { forgetCalibration } from "./dispatch/calibrate.ts";
-export { dispatch, emitVerbose, getKernel } from "./dispatch/dispatcher.ts";
+export { dispatch, getKernel } from "./dispatch/dispatcher.ts";
 export { setTimingClock } from "./dispatch/timing.ts";
+export { emitVerbose } from "./dispatch/verbose.ts";
 export { NAMESPACE_PACKAGES } from "./flags/builtin.ts";
 export { FlagState } from "./flags/snapshot.ts";
 export {

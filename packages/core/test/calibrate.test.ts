@@ -29,7 +29,12 @@ import {
 } from "@backplane/core/backend";
 import { afterAll, describe, expect, it } from "vitest";
 import { calibration, ensureCalibrated, forgetCalibration } from "../src/dispatch/calibrate.ts";
-import { classFor, MARGIN, sizeClasses, useMeasurements } from "../src/dispatch/measured.ts";
+import {
+  MARGIN,
+  nearestBySize,
+  reorderByMeasurement,
+  useMeasurements,
+} from "../src/dispatch/measured.ts";
 import type { Kernel } from "../src/registry/kernels.ts";
 
 let active = false;
@@ -90,25 +95,21 @@ describe("measured order", () => {
   afterAll(() => useMeasurements([]));
 
   it("moves whole backends, keeps each backend's own order and the unmeasured in place", () => {
-    useMeasurements([m(1000, 2, 1)]);
-    const [c] = sizeClasses("matmul", "cpu", "float32", [a, a2, b, ref]) ?? [];
-    expect(c.kernels.map((x) => x.name)).toEqual(["b1", "a1", "a2", "reference"]);
+    const order = reorderByMeasurement([a, a2, b, ref], m(1000, 2, 1));
+    expect(order.map((x) => x.name)).toEqual(["b1", "a1", "a2", "reference"]);
   });
 
   it(`needs ${MARGIN}x to pass a backend ranked above (noise never flips a close call)`, () => {
-    useMeasurements([m(1000, 1.05, 1)]);
-    const [c] = sizeClasses("matmul", "cpu", "float32", [a, a2, b, ref]) ?? [];
-    expect(c.kernels.map((x) => x.name)).toEqual(["a1", "a2", "b1", "reference"]);
+    const order = reorderByMeasurement([a, a2, b, ref], m(1000, 1.05, 1));
+    expect(order.map((x) => x.name)).toEqual(["a1", "a2", "b1", "reference"]);
   });
 
   it("picks the class measured nearest the call's work, on a log scale", () => {
-    useMeasurements([m(1e3, 2, 1), m(1e6, 1, 2)]);
-    const cs = sizeClasses("matmul", "cpu", "float32", [a, b]) ?? [];
-    expect(classFor(cs, 10).kernels[0].name).toBe("b1");
-    expect(classFor(cs, 2e4).kernels[0].name).toBe("b1");
-    expect(classFor(cs, 5e4).kernels[0].name).toBe("a1");
-    expect(classFor(cs, 1e9).kernels[0].name).toBe("a1");
-    expect(sizeClasses("matmul", "cpu", "float64", [a, b])).toBeUndefined();
+    const sizes = [m(1e3, 2, 1), m(1e6, 1, 2)];
+    expect(nearestBySize(sizes, 10).case).toBe("w1000");
+    expect(nearestBySize(sizes, 2e4).case).toBe("w1000");
+    expect(nearestBySize(sizes, 5e4).case).toBe("w1000000");
+    expect(nearestBySize(sizes, 1e9).case).toBe("w1000000");
   });
 });
 

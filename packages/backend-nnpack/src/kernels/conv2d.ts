@@ -1,6 +1,6 @@
 /**
  * The conv2d kernels of backend-nnpack, one per algorithm so explain() lists each and
- * benchmark mode (core.benchmark / cudnn.benchmark) can time them, plus "auto", which
+ * exhaustive ranking (core.ranking "exhaustive" / cudnn.benchmark) can time them, plus "auto", which
  * picks among them by NNPACK's rules. Every supports() names what it leaves to others.
  */
 import type { DType, Tensor } from "@backplane/core";

@@ -4,9 +4,9 @@
  * BLAS, must not win over the WASM GEMM because it is native.
  *
  * At ready() (and at backends.cpu.calibrate()), each op with kernels from two or more CPU
- * backends (matmul, SDPA; conv2d is ranked per shape, per-shape.ts) runs a few
+ * backends (matmul, SDPA; conv2d is ranked per shape, ranker.ts) runs a few
  * representative sizes once per backend, in a bounded budget (50 ms),
- * and measured.ts reorders the backends per size class. The figures are cached in the
+ * and the ranker (policy sizeClass) reorders the backends by them. The figures are cached in the
  * user's cache directory under a fingerprint of everything they depend on (CPU model and
  * features, runtime, thread count, each backend's version and library), so a warm start
  * only reads a file. `cpu.calibrate = false` (BACKPLANE_CALIBRATE=0) turns it off; a
@@ -63,7 +63,7 @@ function gemmCase(n: number, dtype: DType, seed: number): CalibrationCase {
 
 /**
  * Representative sizes, most telling first (the budget may stop the list). conv2d is
- * ranked per shape at its first call instead (per-shape.ts).
+ * ranked per shape at its first call instead (ranker.ts).
  */
 const CASES: readonly CalibrationCase[] = [
   gemmCase(256, "float32", 1),

@@ -1,6 +1,6 @@
 /**
- * Kernel order by measurement: calibrate.ts times the CPU backends on a few sizes per op,
- * and the dispatcher reorders backends by those figures, per size class. Only the order
+ * Kernel order by measurement: calibrate.ts times the CPU backends on a few sizes per op
+ * and the ranker times them per shape; either way the figures reorder whole backends. Only the order
  * between backends changes (a backend's own kernels keep the order its author gave them,
  * which may itself be adaptive, like nnpack's "auto"), and a backend moves ahead of one
  * its priority puts first only when it measured at least MARGIN times faster, so noise
@@ -36,13 +36,6 @@ export interface Measurement {
   costMs?: number;
 }
 
-/** The kernels to try for calls near `work`, and the figures behind that order. */
-export interface SizeClass {
-  work: number;
-  kernels: Kernel[];
-  measurement: Measurement;
-}
-
 let current: readonly Measurement[] = [];
 
 /** Replaces the figures in use (the caller bumps the registry generation). */
@@ -75,33 +68,17 @@ export function reorderByMeasurement(kernels: readonly Kernel[], m: Measurement)
   return kernels.map((k) => (msOf.has(k.backend) ? moved[next++] : k));
 }
 
-/** The size classes of an op on (device, dtype), or undefined when nothing was measured. */
-export function sizeClasses(
-  op: string,
-  deviceType: string,
-  dtype: DType,
-  kernels: readonly Kernel[],
-): SizeClass[] | undefined {
-  const ms = current.filter(
-    (m) => m.op === op && m.deviceType === deviceType && m.dtype === dtype && m.figures.length > 1,
-  );
-  if (ms.length === 0) return undefined;
-  return ms
-    .map((m) => ({ work: m.work, kernels: reorderByMeasurement(kernels, m), measurement: m }))
-    .sort((a, b) => a.work - b.work);
-}
-
-/** The class whose measured size is nearest `work` (on a log scale). */
-export function classFor(classes: readonly SizeClass[], work: number): SizeClass {
-  if (classes.length === 1 || !(work > 0)) return classes[0];
+/** The measurement whose size is nearest `work` (on a log scale); `sizes` is not empty. */
+export function nearestBySize(sizes: readonly Measurement[], work: number): Measurement {
+  if (sizes.length === 1 || !(work > 0)) return sizes[0];
   const lw = Math.log(work);
-  let best = classes[0];
+  let best = sizes[0];
   let bestD = Math.abs(Math.log(best.work) - lw);
-  for (let i = 1; i < classes.length; i++) {
-    const d = Math.abs(Math.log(classes[i].work) - lw);
+  for (let i = 1; i < sizes.length; i++) {
+    const d = Math.abs(Math.log(sizes[i].work) - lw);
     if (d < bestD) {
       bestD = d;
-      best = classes[i];
+      best = sizes[i];
     }
   }
   return best;

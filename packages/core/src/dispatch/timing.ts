@@ -1,6 +1,6 @@
 /**
- * Timing kernels against each other, shared by the calibration at ready(), the per-shape
- * ranking and the autotuner: each backend's first accepting kernel, timed in interleaved
+ * Timing kernels against each other, shared by the calibration at ready() and the
+ * ranker's per-shape orders: each backend's first accepting kernel, timed in interleaved
  * rounds (a burst of load slows them alike) with the best run of each kept.
  */
 import { ArgumentError } from "../errors.ts";
@@ -15,7 +15,7 @@ let clock: () => number = systemClock;
 export const now = (): number => clock();
 
 /**
- * Replaces the clock that calibration, the per-shape ranking and the autotuner read, and
+ * Replaces the clock that calibration and the ranker read, and
  * returns the one it replaced (`undefined` restores the system clock). For tests of
  * timing-driven choices: a kernel that advances a fake clock by its "cost" is ranked the
  * same on a loaded machine as on an idle one, where wall-clock sleeps are not.

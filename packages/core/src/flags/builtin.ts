@@ -31,7 +31,7 @@ export interface BuiltinFlagSchemas {
     deterministicWarnOnly: BoolSpec;
     float32MatmulPrecision: EnumSpec<"highest" | "high" | "medium">;
     verbose: BoolSpec;
-    benchmark: BoolSpec;
+    ranking: EnumSpec<"auto" | "off" | "sizeClass" | "perShape" | "exhaustive">;
     strict: BoolSpec;
     checkKernels: BoolSpec;
   };
@@ -122,7 +122,11 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
       doc: "trace every kernel call",
       readBy: CORE,
     }),
-    benchmark: bool(false, { doc: "autotune every op's candidates once per shape", readBy: CORE }),
+    ranking: oneOf(["auto", "off", "sizeClass", "perShape", "exhaustive"], "auto", {
+      env: "BACKPLANE_RANKING",
+      doc: "how kernels are ordered: auto (per op: conv2d per shape, matmul and SDPA by the calibrated size), off (authors' priority), sizeClass, perShape (each backend timed at a shape's first call), exhaustive (every kernel timed per shape, as cudnn.benchmark)",
+      readBy: CORE,
+    }),
     strict: bool(false, {
       env: "BACKPLANE_STRICT",
       doc: "a kernel priority the inputs defeat raises FallbackError instead of falling back; kernel results are checked as with checkKernels",
@@ -191,7 +195,7 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
     deterministic: bool(false, { torch: "torch.backends.cudnn.deterministic", readBy: CUDNN }),
     benchmark: bool(false, {
       torch: "torch.backends.cudnn.benchmark",
-      doc: "also turns on the dispatcher's autotuning of every op",
+      doc: "also makes the dispatcher time every kernel per shape (core.ranking exhaustive) when core.ranking is auto",
       readBy: [...CORE, ...CUDNN],
     }),
     benchmarkLimit: int(10, {

@@ -59,7 +59,7 @@ export interface OpDefinition<P extends OpParams, A extends unknown[]> {
   name: string;
   /** Validates user arguments into params; throws typed errors. */
   prepare(...args: A): P;
-  /** A string naming the input sizes, for the autotune cache and verbose lines. */
+  /** A string naming the input sizes, for the ranker's per-shape orders and verbose lines. */
   shapeKey(params: P): string;
   /**
    * The work of a call (floating-point operations), for ops whose kernels are ranked by

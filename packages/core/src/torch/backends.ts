@@ -59,7 +59,7 @@ type NS<K extends keyof B> = Namespace<B[K]>;
 
 /** The typed shape of `backends`; backends and third parties add members at run time. */
 export interface Backends {
-  /** Backplane's own switches: verbose trace, autotune, strict mode, determinism. */
+  /** Backplane's own switches: verbose trace, kernel ranking, strict mode, determinism. */
   core: NS<"core">;
   cpu: NS<"cpu"> & {
     getCpuCapability(): string;

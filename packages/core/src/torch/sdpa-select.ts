@@ -6,7 +6,7 @@
  * a refusal always says which kernel refused and why.
  */
 
-import { explain } from "../dispatch/dispatcher.ts";
+import { explain } from "../dispatch/explain.ts";
 import { ArgumentError } from "../errors.ts";
 import {
   changeOf,

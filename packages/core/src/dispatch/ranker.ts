@@ -1,0 +1,313 @@
+/**
+ * The ranker: for an op and its params, the enabled kernels in the order dispatch tries
+ * them, and the measurement behind that order. dispatch() and explain() both ask it, so
+ * they cannot disagree.
+ *
+ * What depends only on flags, registrations and (device, dtype) is decided once per flag
+ * snapshot into an Entry; what depends on the inputs (a size class, a shape) is kept in the
+ * entry's one map of orders. Every entry is dropped when the registry generation moves
+ * (a registration, an availability refresh, a finished init, a new calibration,
+ * clearAutotuneCache()): one cache, one invalidation rule.
+ *
+ * The policy (core.ranking), decided per entry, first rule that matches:
+ *
+ * | condition                               | policy     | order                                  |
+ * |-----------------------------------------|------------|----------------------------------------|
+ * | a user kernel priority for the op       | off        | the user's list, then author priority  |
+ * | core.deterministic                      | off        | author priority, nondeterministic held back |
+ * | core.ranking is not "auto"              | that value |                                        |
+ * | cudnn.benchmark                         | exhaustive | every accepting kernel timed per shape |
+ * | cpu.calibrate is false                  | off        | author priority                        |
+ * | a CPU op declaring rankPerShape         | perShape   | backends timed at a shape's first call |
+ * | a CPU op with calibration figures       | sizeClass  | backends by the nearest measured size  |
+ * | otherwise                               | off        | author priority                        |
+ */
+
+import type { CandidateReport } from "../errors.ts";
+import type { FlagState } from "../flags/snapshot.ts";
+import { availabilityOf, getBackend, registryGeneration, startInit } from "../registry/backends.ts";
+import type { Kernel, OpParams, OpRecord } from "../registry/kernels.ts";
+import type { DType } from "../tensor/dtype.ts";
+import { splitReason } from "../util/reason.ts";
+import {
+  type KernelFigure,
+  type Measurement,
+  measurementsInUse,
+  nearestBySize,
+  reorderByMeasurement,
+} from "./measured.ts";
+import { firstPerBackend, timeInterleaved } from "./timing.ts";
+import { emitVerbose } from "./verbose.ts";
+
+export type RankPolicy = "off" | "sizeClass" | "perShape" | "exhaustive";
+
+/** An order of kernels for some inputs, and the figures it came from (when measured). */
+export interface Ranking {
+  kernels: readonly Kernel[];
+  measurement: Measurement | undefined;
+}
+
+/** What is decided per (flag snapshot, device type, dtype). */
+export interface Entry {
+  policy: RankPolicy;
+  /** Kernels that pass every static check, in the static order (user's, then authors'). */
+  base: Ranking;
+  /** Nondeterministic kernels held back by deterministic mode (used with warnOnly). */
+  heldBack: Kernel[];
+  /** Kernels refused statically, with the reason, for explain() and errors. */
+  refused: CandidateReport[];
+  verbose: boolean;
+  /** Check each result against the op's promise (core.checkKernels or core.strict). */
+  check: boolean;
+  /** Backends whose kernels were passed over because they were still initialising. */
+  initialising: string[] | undefined;
+  /** Strict mode with a user priority: the kernels or families allowed to run. */
+  wanted: readonly string[] | undefined;
+  /** exhaustive: how many accepting kernels are timed (cudnn.benchmarkLimit; 0 = all). */
+  trialLimit: number;
+  /** sizeClass: this op's calibration figures, smallest work first. */
+  sizes: Measurement[];
+  /**
+   * Orders by input: a shape key (perShape, exhaustive) or a measured size (sizeClass).
+   * Shared by every entry with the same policy and kernels, so a scope that only turns on
+   * the trace (or a check) sees the orders measured outside it.
+   */
+  orders: Map<string, Ranking>;
+}
+
+/** Orders remembered per entry (the oldest forgotten first). */
+const ORDER_LIMIT = 256;
+
+/**
+ * Interleaved rounds per shape. Two let one stalled call decide: a 1x1 96>24 @56 layer
+ * went to nnpack instead of the faster oneDNN in one run of the conv2d suite.
+ */
+const SHAPE_ROUNDS = 3;
+
+const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
+
+const flagOf = (state: FlagState, key: string): unknown => state.values[key];
+
+function userOrder(op: OpRecord, state: FlagState): Kernel[] {
+  const pref = state.priorities[op.name];
+  if (!pref || pref.length === 0) return op.kernels;
+  const rank = (k: Kernel) => {
+    let i = pref.indexOf(k.name);
+    if (i < 0 && k.family !== undefined) i = pref.indexOf(k.family);
+    return i < 0 ? pref.length : i;
+  };
+  // Stable sort: listed kernels first in the user's order, the rest by priority.
+  return [...op.kernels].sort((a, b) => rank(a) - rank(b));
+}
+
+/** The policy table above, as code. */
+function policyFor(op: OpRecord, state: FlagState, deviceType: string): RankPolicy {
+  if ((state.priorities[op.name]?.length ?? 0) > 0) return "off";
+  if (flagOf(state, "core.deterministic") === true) return "off";
+  const chosen = flagOf(state, "core.ranking") ?? "auto";
+  if (chosen !== "auto") return chosen as RankPolicy;
+  if (flagOf(state, "cudnn.benchmark") === true) return "exhaustive";
+  if (flagOf(state, "cpu.calibrate") !== true || deviceType !== "cpu") return "off";
+  if (op.rankPerShape) return "perShape";
+  return op.work !== undefined ? "sizeClass" : "off";
+}
+
+/** Why a kernel cannot be considered at all under `state`, or undefined when it can. */
+function staticRefusal(
+  k: Kernel,
+  state: FlagState,
+  deviceType: string,
+  dtype: DType,
+): string | undefined {
+  if (k.device !== deviceType) return `runs on ${k.device}, inputs are on ${deviceType}`;
+  if (!k.dtypes.includes(dtype))
+    return `dtype ${dtype} not supported (supports ${k.dtypes.join(", ")})`;
+  const b = getBackend(k.backend);
+  if (!b) return `backend ${k.backend} is not registered`;
+  const avail = availabilityOf(b);
+  if (!avail.available)
+    return splitReason(
+      `backend ${k.backend} is not available: ${avail.reason ?? "no reason given"}`,
+    ).reason;
+  startInit(b);
+  if (b.initState === "running")
+    return `backend ${k.backend} is still initialising (await ready("${k.backend}"))`;
+  if (b.initState === "failed")
+    return splitReason(
+      b.notInstalled
+        ? `backend ${k.backend}: ${b.initError}`
+        : `backend ${k.backend} failed to initialise: ${b.initError}`,
+    ).reason;
+  for (const f of k.flags ?? []) {
+    if (flagOf(state, f) !== true) return `disabled by flag ${f} = ${String(flagOf(state, f))}`;
+  }
+  if (k.enabled) {
+    const r = k.enabled((key) => flagOf(state, key));
+    if (r !== true) return r;
+  }
+  if (k.precision && dtype === "float32") {
+    const cur = (flagOf(state, "core.float32MatmulPrecision") ??
+      "highest") as keyof typeof PRECISION_RANK;
+    if (PRECISION_RANK[cur] < PRECISION_RANK[k.precision]) {
+      return `needs float32 matmul precision "${k.precision}" or lower; it is "${cur}" (setFloat32MatmulPrecision)`;
+    }
+  }
+  return undefined;
+}
+
+function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: DType): Entry {
+  const deterministic = flagOf(state, "core.deterministic") === true;
+  const strict = flagOf(state, "core.strict") === true;
+  const policy = policyFor(op, state, deviceType);
+  const kernels: Kernel[] = [];
+  const e: Entry = {
+    policy,
+    base: { kernels, measurement: undefined },
+    heldBack: [],
+    refused: [],
+    verbose: false,
+    check: strict || flagOf(state, "core.checkKernels") === true,
+    initialising: undefined,
+    wanted:
+      strict && (state.priorities[op.name]?.length ?? 0) > 0
+        ? state.priorities[op.name]
+        : undefined,
+    trialLimit: (flagOf(state, "cudnn.benchmarkLimit") as number | undefined) ?? 0,
+    sizes:
+      policy === "sizeClass"
+        ? measurementsInUse()
+            .filter(
+              (m) =>
+                m.op === op.name &&
+                m.deviceType === deviceType &&
+                m.dtype === dtype &&
+                m.figures.length > 1,
+            )
+            .sort((a, b) => a.work - b.work)
+        : [],
+    orders: NO_ORDERS,
+  };
+  const coreVerbose = flagOf(state, "core.verbose") === true;
+  for (const k of userOrder(op, state)) {
+    const why = staticRefusal(k, state, deviceType, dtype);
+    if (why !== undefined) {
+      e.refused.push({ kernel: k.name, backend: k.backend, accepted: false, reason: why });
+      if (getBackend(k.backend)?.initState === "running" && !e.initialising?.includes(k.backend))
+        (e.initialising ??= []).push(k.backend);
+      continue;
+    }
+    if (deterministic && !k.deterministic) e.heldBack.push(k);
+    else kernels.push(k);
+    if (coreVerbose || (k.verboseFlags ?? []).some((f) => Number(flagOf(state, f) ?? 0) > 0))
+      e.verbose = true;
+  }
+  if (policy !== "off") e.orders = sharedOrders(op, e, deviceType, dtype);
+  return e;
+}
+
+const NO_ORDERS = new Map<string, Ranking>();
+/** The key, in an op's cache, of its order maps (by policy, device, dtype and kernels). */
+const ORDERS = {};
+
+function sharedOrders(
+  op: OpRecord,
+  e: Entry,
+  deviceType: string,
+  dtype: DType,
+): Map<string, Ranking> {
+  let all = op.cache.get(ORDERS) as Map<string, Map<string, Ranking>> | undefined;
+  if (!all) op.cache.set(ORDERS, (all = new Map()));
+  const limit = e.policy === "exhaustive" ? e.trialLimit : 0;
+  const key = `${e.policy} ${limit} ${deviceType} ${dtype} ${e.base.kernels.map((k) => `${k.backend}:${k.name}`).join(",")}`;
+  let orders = all.get(key);
+  if (!orders) all.set(key, (orders = new Map()));
+  return orders;
+}
+
+/** The entry for this flag snapshot, device type and dtype (built on first use). */
+export function entryFor(op: OpRecord, state: FlagState, deviceType: string, dtype: DType): Entry {
+  const gen = registryGeneration();
+  if (op.cacheGeneration !== gen) {
+    op.cache = new WeakMap();
+    op.cacheGeneration = gen;
+  }
+  let byDevice = op.cache.get(state) as Map<string, Map<DType, Entry>> | undefined;
+  if (!byDevice) op.cache.set(state, (byDevice = new Map()));
+  let byDtype = byDevice.get(deviceType);
+  if (!byDtype) byDevice.set(deviceType, (byDtype = new Map()));
+  let e = byDtype.get(dtype);
+  if (!e) byDtype.set(dtype, (e = buildEntry(op, state, deviceType, dtype)));
+  return e;
+}
+
+function remember(e: Entry, key: string, r: Ranking): Ranking {
+  if (e.orders.size >= ORDER_LIMIT) e.orders.delete(e.orders.keys().next().value as string);
+  e.orders.set(key, r);
+  return r;
+}
+
+/** Times the candidates on these params: the order they earn, with the figures. */
+function measureShape(op: OpRecord, e: Entry, params: OpParams): Ranking {
+  const base = e.base.kernels;
+  const exhaustive = e.policy === "exhaustive";
+  let trial: Kernel[];
+  if (exhaustive) {
+    trial = base.filter((k) => k.supports === undefined || k.supports(params) === true);
+    if (e.trialLimit > 0) trial = trial.slice(0, e.trialLimit);
+  } else trial = firstPerBackend(base, params);
+  if (trial.length < 2) return e.base; // nothing to rank
+  const rounds = exhaustive ? 1 : SHAPE_ROUNDS;
+  const figures = timeInterleaved(trial, params, { rounds }, (_, err) => {
+    if (exhaustive) throw err; // the user asked for every kernel: its failure is theirs to see
+  }) as KernelFigure[];
+  const measurement: Measurement = {
+    op: op.name,
+    case: op.shapeKey(params),
+    dtype: params.dtype,
+    deviceType: params.deviceType,
+    work: op.work?.(params) ?? 0,
+    figures,
+    runs: 1,
+  };
+  let kernels: Kernel[];
+  if (!exhaustive) kernels = reorderByMeasurement(base, measurement);
+  else {
+    // Every kernel on its own: the fastest first, as torch's cudnn.benchmark picks an algorithm.
+    const msOf = new Map(figures.map((f) => [f.kernel, f.ms]));
+    const timed = trial.filter((k) => msOf.has(k.name));
+    timed.sort((a, b) => (msOf.get(a.name) as number) - (msOf.get(b.name) as number));
+    kernels = [...timed, ...base.filter((k) => !timed.includes(k))];
+  }
+  if (e.verbose) {
+    const first = figures.find((f) => f.kernel === kernels[0].name);
+    emitVerbose(
+      `backplane_verbose,rank,${op.name},${measurement.case},${e.policy},first=${kernels[0].backend}:${kernels[0].name}${first ? `,${first.ms.toFixed(4)} ms` : ""}`,
+    );
+  }
+  return { kernels, measurement };
+}
+
+/**
+ * The order for these params. A shape not yet measured is measured now when `mayMeasure`
+ * (dispatch), or shown in the static order when not (explain() runs nothing).
+ */
+export function rank(op: OpRecord, e: Entry, params: OpParams, mayMeasure: boolean): Ranking {
+  switch (e.policy) {
+    case "off":
+      return e.base;
+    case "sizeClass": {
+      if (e.sizes.length === 0) return e.base;
+      const m = nearestBySize(e.sizes, (op.work as (p: OpParams) => number)(params));
+      return (
+        e.orders.get(m.case) ??
+        remember(e, m.case, { kernels: reorderByMeasurement(e.base.kernels, m), measurement: m })
+      );
+    }
+    default: {
+      const key = op.shapeKey(params);
+      const hit = e.orders.get(key);
+      if (hit || !mayMeasure) return hit ?? e.base;
+      return remember(e, key, measureShape(op, e, params));
+    }
+  }
+}
