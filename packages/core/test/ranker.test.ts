@@ -165,38 +165,24 @@ describe("one ranker for dispatch and explain", () => {
   for (const { policy, extra } of modes) {
     it(`${policy}${extra ? ` with ${extra}` : ""}: 100 random inputs per op agree`, () => {
       for (const op of OPS) {
-        const priority =
-          extra === "priority" ? { [op]: [`rank-b-${op}-2`, `rank-a-${op}-racy`] } : {};
+        const priority = [`rank-b-${op}-2`, `rank-a-${op}-racy`];
+        /** fn under the mode: the policy, deterministic mode or a user priority. */
+        const inMode = <R>(fn: () => R): R =>
+          backends.withFlags(
+            {
+              core: {
+                ranking: policy,
+                deterministic: extra === "deterministic",
+                deterministicWarnOnly: true,
+              },
+            },
+            () => (extra === "priority" ? withKernelPriority(op, priority, fn) : fn()),
+          );
         let measuredSeen = 0;
         for (let i = 0; i < 100; i++) {
           const call = randomCall(op);
-          const ran = backends.withFlags(
-            {
-              core: {
-                ranking: policy,
-                deterministic: extra === "deterministic",
-                deterministicWarnOnly: true,
-              },
-            },
-            () => {
-              const run = () => record(call.run);
-              if (extra !== "priority") return run();
-              return withKernelPriority(op, priority[op], run);
-            },
-          );
-          const said = backends.withFlags(
-            {
-              core: {
-                ranking: policy,
-                deterministic: extra === "deterministic",
-                deterministicWarnOnly: true,
-              },
-            },
-            () => {
-              const ex = () => explain(op, ...call.args, ...call.extra);
-              return extra === "priority" ? withKernelPriority(op, priority[op], ex) : ex();
-            },
-          );
+          const ran = inMode(() => record(call.run));
+          const said = inMode(() => explain(op, ...call.args, ...call.extra));
           expect(ran.calls.map((c) => c.kernel)).toEqual([said.selected]);
           if (said.candidates.some((c) => c.measured)) measuredSeen++;
           expect(said.policy).toBe(extra === "" ? policy : "off");
