@@ -5,11 +5,12 @@
  *   npx tsx scripts/api-doc.ts [--check]
  */
 import { readFileSync, writeFileSync } from "node:fs";
-import * as author from "../packages/core/src/backend.ts";
+import { NAMESPACE_PACKAGES } from "../packages/core/src/backend.ts";
+import { envNames, typeText } from "../packages/core/src/flags/spec.ts";
+import { flagReaders } from "../packages/core/src/flags/state.ts";
 import * as core from "../packages/core/src/index.ts";
 
 const { backends, TORCH_NAMES, allFlagKeys, flagSpec } = core;
-const { NAMESPACE_PACKAGES, flagReaders, typeText, envNames } = author;
 const out = new URL("../docs/api.md", import.meta.url);
 
 const cell = (s: string) => s.replace(/\|/g, "\\|");

@@ -87,7 +87,7 @@ const NAIVE_PACKAGE = {
 };
 const NAIVE = `
 import { empty } from "@backplane/core";
-import { defineBackend, matmulOp, registerBackend } from "@backplane/core/backend";
+import { defineBackend, ops, registerBackend } from "@backplane/core/backend";
 
 export function naiveMatmul(p) {
   const out = empty(p.outShape, { dtype: "float32" });
@@ -111,7 +111,7 @@ registerBackend(
     version: () => "1.0.0",
     isAvailable: () => ({ available: true }),
     kernels: [
-      matmulOp.kernel({
+      ops.matmul.kernel({
         name: "naive-matmul",
         device: "cpu",
         dtypes: ["float32"],
@@ -176,7 +176,7 @@ console.log("ok " + runtime().name + ": a third-party backend's mistakes get typ
 // shows (docs/writing-a-backend.md).
 const TYPES = `
 import { backends, matmul, type Tensor, tensor } from "@backplane/core";
-import { defineBackend, matmulOp, registerBackend } from "@backplane/core/backend";
+import { defineBackend, ops, registerBackend } from "@backplane/core/backend";
 import "@backplane/backend-cpu-mkl";
 import "@backplane/backend-nnpack";
 import "@backplane/backend-openmp";
@@ -188,7 +188,7 @@ declare module "@backplane/core" {
   }
 }
 
-const kernel = matmulOp.kernel({
+const kernel = ops.matmul.kernel({
   name: "typed-check-matmul",
   device: "cpu",
   dtypes: ["float32"],

@@ -1,6 +1,7 @@
 /**
- * Writes @backplane/core's two entries, src/index.ts (users) and src/backend.ts (backend
- * authors), from the modules that hold their API, src/api.ts and src/author-api.ts. Each
+ * Writes @backplane/core's three entries, src/index.ts (users), src/backend.ts (the backend
+ * contract) and src/cpu.ts (the CPU toolkit), from the modules that hold their API,
+ * src/api.ts, src/author-api.ts and src/cpu-api.ts. Each
  * entry re-exports every name of its module through the process's one core
  * (src/one-core.ts): the first copy of the core to load shares its API, a later copy of a
  * compatible version hands out that one, so both copies' users and backends meet in one
@@ -20,7 +21,7 @@ interface Entry {
   file: string;
   module: string;
   /** Which of the shared APIs it hands out. */
-  part: "user" | "author";
+  part: "user" | "author" | "cpu";
   doc: string;
 }
 
@@ -37,11 +38,26 @@ const ENTRIES: Entry[] = [
     file: "backend.ts",
     module: "author-api.ts",
     part: "author",
-    doc: `@backplane/core/backend, the author entry: registering backends and kernels, op handles
- * and params, CPU memory, WASM modules, parallel-for, FFI, device memory
- * (src/author-api.ts). docs/writing-a-backend.md uses only this and the user entry.`,
+    doc: `@backplane/core/backend, the contract between the core and a backend: registration,
+ * op handles and params, flags and namespaces, the device and memory contracts
+ * (src/author-api.ts). docs/writing-a-backend.md walks through it.`,
+  },
+  {
+    file: "cpu.ts",
+    module: "cpu-api.ts",
+    part: "cpu",
+    doc: `@backplane/core/cpu, the CPU toolkit: the CPU device's WASM memory and modules,
+ * parallel-for, scratch buffers, the SIMD check, FFI, host-side kernel helpers
+ * (src/cpu-api.ts).`,
   },
 ];
+
+/** The three shared APIs, in oneCore()'s argument order, as each entry imports them. */
+const PARTS = [
+  { part: "user", module: "api.ts" },
+  { part: "author", module: "author-api.ts" },
+  { part: "cpu", module: "cpu-api.ts" },
+] as const;
 
 function typeParams(decl: ts.Declaration | undefined): string {
   const params = decl && (decl as ts.ClassDeclaration).typeParameters;
@@ -73,11 +89,10 @@ function generate(program: ts.Program, entry: Entry): string {
     }
   }
   lines.sort();
-  const imports =
-    entry.part === "user"
-      ? `import * as api from "./api.ts";\nimport * as authorApi from "./author-api.ts";`
-      : `import * as userApi from "./api.ts";\nimport * as api from "./author-api.ts";`;
-  const args = entry.part === "user" ? "api, authorApi" : "userApi, api";
+  const imports = PARTS.map(
+    (p) => `import * as ${p.part === entry.part ? "api" : `${p.part}Api`} from "./${p.module}";`,
+  ).join("\n");
+  const args = PARTS.map((p) => (p.part === entry.part ? "api" : `${p.part}Api`)).join(", ");
   return `// Written by scripts/core-entries.ts from src/${entry.module}: edit that file, then run the script.
 /**
  * ${entry.doc}

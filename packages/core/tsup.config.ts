@@ -1,8 +1,8 @@
 import { defineConfig } from "tsup";
 
-// Two entries: the user API and the backend-author API (scripts/workspaces.mjs maps
-// dist/<entry>.js back to src/<entry>.ts for tests and type checks).
-const entry = { index: "src/index.ts", backend: "src/backend.ts" };
+// Three entries: the user API, the backend contract and the CPU toolkit
+// (scripts/workspaces.mjs maps dist/<entry>.js back to src/<entry>.ts for tests and type checks).
+const entry = { index: "src/index.ts", backend: "src/backend.ts", cpu: "src/cpu.ts" };
 
 export default defineConfig({
   entry,

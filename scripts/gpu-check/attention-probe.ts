@@ -23,8 +23,7 @@ import {
   scaledDotProductAttention,
   type Tensor,
 } from "@backplane/core";
-import type { SdpaParams } from "@backplane/core/backend";
-import { deviceContext } from "@backplane/core/backend";
+import { deviceContext, type SdpaParams } from "@backplane/core/backend";
 import type { DataType, GraphBuilder } from "../../packages/backend-cudnn/src/graph/builder.ts";
 import type { Descriptor } from "../../packages/backend-cudnn/src/graph/descriptor.ts";
 import { buildSdpaGraph } from "../../packages/backend-cudnn/src/graph/sdpa.ts";

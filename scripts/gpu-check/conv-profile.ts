@@ -10,7 +10,7 @@ import process from "node:process";
 import { CUDA_BACKEND } from "@backplane/backend-cuda";
 import { CUDNN_BACKEND } from "@backplane/backend-cudnn";
 import { backends, conv2d, type DType, empty, randn, ready, type Tensor } from "@backplane/core";
-import { conv2dOp, deviceContext } from "@backplane/core/backend";
+import { deviceContext, ops } from "@backplane/core/backend";
 import { deviceFor } from "../../packages/backend-cudnn/src/kernels/common.ts";
 import { convKernels, convPlan } from "../../packages/backend-cudnn/src/kernels/conv2d.ts";
 import { args, writeJson } from "./io.ts";
@@ -44,7 +44,7 @@ for (const dtype of ["float16", "bfloat16"] as DType[]) {
     const x = randn([32, l.hw, l.hw, l.c], { dtype }).to("cuda").permute([0, 3, 1, 2]);
     const w = randn([l.k, l.r, l.r, l.c], { dtype }).to("cuda").permute([0, 3, 1, 2]);
     const opts = { padding: l.pad };
-    const p = conv2dOp.prepare(x, w, opts);
+    const p = ops.conv2d.prepare(x, w, opts);
     const d = deviceFor(x);
     if (typeof d === "string") throw new Error(d);
     const o = kernel.run(p) as Tensor;
@@ -64,7 +64,7 @@ for (const dtype of ["float16", "bfloat16"] as DType[]) {
       dispatch: timeUs(() => conv2d(x, w, opts).dispose()),
       run: timeUs(() => (kernel.run(p) as Tensor).dispose()),
       supports: timeUs(() => kernel.supports!(p), 20000),
-      prepare: timeUs(() => conv2dOp.prepare(x, w, opts), 20000),
+      prepare: timeUs(() => ops.conv2d.prepare(x, w, opts), 20000),
       output: timeUs(() => {
         const t = empty([32, p.outH, p.outW, l.k], { dtype, device: "cuda" });
         const v = t.permute([0, 3, 1, 2]);

@@ -1,5 +1,5 @@
 /** Arguments, JSON output and exit for the GPU check's scripts, on Deno, Bun and Node. */
-import { host, readEnv } from "@backplane/core/backend";
+import { host, readEnv } from "@backplane/core/cpu";
 
 export interface CheckReport {
   started: string;

@@ -5,7 +5,7 @@
  * instantiates the module on the CPU memory. This file sits directly under src/ so the
  * relative path is the same from src/ and from the bundled dist/.
  */
-import type { WasmModuleFiles } from "@backplane/core/backend";
+import type { WasmModuleFiles } from "@backplane/core/cpu";
 
 export const GEMM_WASM: WasmModuleFiles = {
   id: "backend-cpu-mkl/gemm",

@@ -14,16 +14,16 @@ import {
   type Tensor,
   tensor,
 } from "@backplane/core";
+import { getKernel } from "@backplane/core/backend";
 import {
   chunkArgs,
   chunksOf,
-  getKernel,
   type ParallelService,
   type ParallelTask,
   parallelService,
   setParallelService,
   wasmModules,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import {
   boolMask,
   type OpCase,

@@ -8,7 +8,7 @@
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { builtinModule, readEnv } from "@backplane/core/backend";
+import { builtinModule, readEnv } from "@backplane/core/cpu";
 import { declarationProblems, enumerators, typedefs } from "@backplane/testkit/c-header";
 import { describe, expect, it } from "vitest";
 import {

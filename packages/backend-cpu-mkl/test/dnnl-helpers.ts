@@ -3,7 +3,8 @@
  * saying why; where CI installed it (BACKPLANE_EXPECT_DNNL=1, set by .ci/run) they fail.
  */
 import { ready } from "@backplane/core";
-import { getBackend, readEnv } from "@backplane/core/backend";
+import { getBackend } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import { it } from "vitest";
 import { DNNL_BACKEND } from "../src/index.ts";
 

@@ -20,7 +20,8 @@ import {
   runtime,
   type Tensor,
 } from "@backplane/core";
-import { builtinModule, restartInit } from "@backplane/core/backend";
+import { restartInit } from "@backplane/core/backend";
+import { builtinModule } from "@backplane/core/cpu";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect } from "vitest";
 import { setDnnlLayouts } from "../src/dnnl/conv.ts";

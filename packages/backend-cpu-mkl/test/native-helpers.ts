@@ -4,7 +4,8 @@
  * one (BACKPLANE_EXPECT_BLAS=1, set by .ci/run) a missing library fails them instead.
  */
 import { ready } from "@backplane/core";
-import { getBackend, readEnv } from "@backplane/core/backend";
+import { getBackend } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import { it } from "vitest";
 import { NATIVE_BACKEND } from "../src/index.ts";
 

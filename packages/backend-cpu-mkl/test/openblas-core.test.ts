@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { backends } from "@backplane/core";
-import { openLibrary } from "@backplane/core/backend";
+import { openLibrary } from "@backplane/core/cpu";
 import { afterAll, describe, expect, it } from "vitest";
 import { cEnv, chooseCore, type GemmSymbols, loadCopyWithCore } from "../src/native/core-choice.ts";
 import { BLAS_DECL, loadBlas } from "../src/native/library.ts";

@@ -9,7 +9,8 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { backends, explain, randn, ready } from "@backplane/core";
-import { getBackend, readEnv, restartInit, setTimingClock } from "@backplane/core/backend";
+import { getBackend, restartInit, setTimingClock } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import { afterAll, describe, expect, it } from "vitest";
 import {
   configureDnnlSearch,

@@ -4,7 +4,7 @@
  * % 4), columns around its 16-column blocks and 64 x 64 tiles, and empty matrices.
  */
 import { empty, ready } from "@backplane/core";
-import { addressOf } from "@backplane/core/backend";
+import { addressOf } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
 import { modules } from "../src/kernels/wasm.ts";

@@ -5,13 +5,13 @@
  * checked against the float64 reference, with a poisoned output.
  */
 import { explain, matmul, randn, ready, Tensor, withKernelPriority } from "@backplane/core";
-import { getKernel, matmulOp } from "@backplane/core/backend";
+import { getKernel, ops } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
 
 function maxError(y: Tensor, a: Tensor, b: Tensor): number {
   const ref = getKernel("matmul", "reference")!.run(
-    matmulOp.prepare(a.astype("float64"), b.astype("float64")),
+    ops.matmul.prepare(a.astype("float64"), b.astype("float64")),
   ) as Tensor;
   const got = y.toFloat64();
   const want = ref.toFloat64();

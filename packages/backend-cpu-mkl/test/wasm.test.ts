@@ -1,13 +1,13 @@
 import { fileURLToPath } from "node:url";
 import { backends, explain, matmul, randn, ready } from "@backplane/core";
+import { getBackend } from "@backplane/core/backend";
 import {
   builtinModule,
   cpuMemory,
-  getBackend,
   host,
   relaxedSimdEnabled,
   wasmModuleUrl,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";

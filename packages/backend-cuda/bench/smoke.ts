@@ -21,7 +21,7 @@ import {
   setFloat32MatmulPrecision,
   type Tensor,
 } from "@backplane/core";
-import { host } from "@backplane/core/backend";
+import { host } from "@backplane/core/cpu";
 import { runConformance } from "@backplane/testkit";
 
 const args: string[] = host.Deno?.args ?? process.argv.slice(2);

@@ -5,8 +5,12 @@
  */
 
 import { ArgumentError, getFlag, setFlag } from "@backplane/core";
-import type { DeviceMemory } from "@backplane/core/backend";
-import { type Availability, type BackendDefinition, defineBackend } from "@backplane/core/backend";
+import {
+  type Availability,
+  type BackendDefinition,
+  type DeviceMemory,
+  defineBackend,
+} from "@backplane/core/backend";
 import type { AllocatorStats, CachingAllocator } from "./allocator.ts";
 import type { DeviceInfo } from "./driver.ts";
 import { attentionKernels } from "./kernels/attention/kernels.ts";

@@ -8,7 +8,7 @@
  *   and device pointers, so the host logic (allocator, plan cache, flag translation, kernel
  *   selection, launch packing, error naming) is tested without a GPU.
  */
-import type { NativeLibrary } from "@backplane/core/backend";
+import type { NativeLibrary } from "@backplane/core/cpu";
 import type { DriverSymbols } from "./native/driver-api.ts";
 import type {
   CUBLAS_DECL,

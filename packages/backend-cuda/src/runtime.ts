@@ -4,7 +4,7 @@
  * it from state.ts; tests make one over a RecordingLayer.
  */
 import { DeviceError } from "@backplane/core";
-import { readEnv } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import { type Block, CachingAllocator } from "./allocator.ts";
 import { CudaDriver, type KernelArg, type ModuleSource } from "./driver.ts";
 import { check } from "./errors.ts";
@@ -27,7 +27,7 @@ export interface FftPlan {
 }
 
 /** Temporary device buffers of one operation, all freed when it has been enqueued. */
-export class Scratch {
+export class DeviceScratch {
   private readonly blocks: Block[] = [];
   constructor(
     private readonly rt: CudaRuntime,
@@ -95,14 +95,14 @@ export class CudaRuntime {
     return [...this.allocators.keys()];
   }
 
-  /** A Scratch for an operation; call release() when its work has been enqueued. */
-  scratchFor(device: number): Scratch {
-    return new Scratch(this, device);
+  /** A DeviceScratch for an operation; call release() when its work has been enqueued. */
+  scratchFor(device: number): DeviceScratch {
+    return new DeviceScratch(this, device);
   }
 
-  /** Runs `fn` with a Scratch whose buffers are released afterwards. */
-  scratch<R>(device: number, fn: (s: Scratch) => R): R {
-    const s = new Scratch(this, device);
+  /** Runs `fn` with a DeviceScratch whose buffers are released afterwards. */
+  scratch<R>(device: number, fn: (s: DeviceScratch) => R): R {
+    const s = new DeviceScratch(this, device);
     try {
       return fn(s);
     } finally {

@@ -1,6 +1,6 @@
 /** Helpers between core tensors and device memory. */
 import { bytesPerElement, DeviceError, getFlag, type Tensor } from "@backplane/core";
-import { readEnv } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import { checkCublasDeterminism, type GemmFlags } from "./kernels/blas/modes.ts";
 import { type CudaHandle, deviceIndex } from "./memory.ts";
 

@@ -17,7 +17,7 @@ import {
   sdpaRefusals,
   tensor,
 } from "@backplane/core";
-import { sdpaOp } from "@backplane/core/backend";
+import { ops } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { efficientSupport, flashSupport, launchArg, mathSupport } from "../src/internals.ts";
 import { attentionOffsets } from "../src/kernels/attention/kernels.ts";
@@ -35,7 +35,7 @@ const qkv = (shape: number[], dtype: Dt, ev = shape[shape.length - 1]!) => {
 };
 const params = (shape: number[], dtype: Dt, opts: Record<string, unknown> = {}, ev?: number) => {
   const [q, k, v] = qkv(shape, dtype, ev);
-  return sdpaOp.prepare(q!, k!, v!, opts);
+  return ops.scaledDotProductAttention.prepare(q!, k!, v!, opts);
 };
 
 describe("supports() reasons (pure)", () => {
@@ -95,7 +95,9 @@ describe("supports() reasons (pure)", () => {
   it("maps GQA query heads to their key/value heads in the offset tables", () => {
     const q = randn([1, 4, 3, 8], { seed: 4 });
     const kv = randn([1, 2, 5, 8], { seed: 5 });
-    const off = attentionOffsets(sdpaOp.prepare(q, kv, kv, { enableGqa: true }));
+    const off = attentionOffsets(
+      ops.scaledDotProductAttention.prepare(q, kv, kv, { enableGqa: true }),
+    );
     expect(Array.from(off.q, Number)).toEqual([0, 24, 48, 72]);
     expect(Array.from(off.k, Number)).toEqual([0, 0, 40, 40]);
     expect(off.m).toBeUndefined();

@@ -1,7 +1,7 @@
 /** Test helpers: run with a RecordingLayer installed as the CUDA runtime, then restore. */
 
 import { ready } from "@backplane/core";
-import { builtinModule, host } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/cpu";
 import {
   CUDA_BACKEND,
   installLayer,

@@ -12,7 +12,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { hostInfo, openLibrary, pythonSitePackages, readEnv } from "@backplane/core/backend";
+import { hostInfo, openLibrary, pythonSitePackages, readEnv } from "@backplane/core/cpu";
 import {
   declarationProblems,
   enumerators,

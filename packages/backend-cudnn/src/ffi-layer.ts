@@ -1,5 +1,5 @@
 /** The FFI implementation of the cuDNN layer: the real libcudnn.so.9. */
-import { type NativeLibrary, ptrAddress, ptrOf } from "@backplane/core/backend";
+import { type NativeLibrary, ptrAddress, ptrOf } from "@backplane/core/cpu";
 import type { CudnnLayer, CudnnSymbols } from "./layer.ts";
 import type { CudnnDecl } from "./native/api.ts";
 

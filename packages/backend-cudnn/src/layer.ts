@@ -4,7 +4,7 @@
  * and the RecordingLayer (recording.ts), which keeps descriptors as JS objects and answers
  * heuristics from a table of fake engines, so plan selection is tested without a GPU.
  */
-import type { NativeLibrary } from "@backplane/core/backend";
+import type { NativeLibrary } from "@backplane/core/cpu";
 import type { CudnnDecl } from "./native/api.ts";
 
 export type CudnnSymbols = NativeLibrary<CudnnDecl>["symbols"];

@@ -6,7 +6,8 @@
  * a driver and a device, and a cuDNN handle.
  */
 import { refreshAvailability } from "@backplane/core";
-import { defaultSearchDirs, deviceContext, hostInfo, openLibrary } from "@backplane/core/backend";
+import { deviceContext } from "@backplane/core/backend";
+import { defaultSearchDirs, hostInfo, openLibrary } from "@backplane/core/cpu";
 import { FfiLayer } from "./ffi-layer.ts";
 import type { CudnnLayer } from "./layer.ts";
 import { CUDNN_ENV, openCudnn } from "./native/load.ts";

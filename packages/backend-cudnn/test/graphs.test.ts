@@ -6,7 +6,7 @@
  */
 import { cudaStatus } from "@backplane/backend-cuda";
 import { ones, randn, type Tensor } from "@backplane/core";
-import { conv2dOp, sdpaOp } from "@backplane/core/backend";
+import { ops } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { CudnnError } from "../src/errors.ts";
 import { GraphBuilder } from "../src/graph/builder.ts";
@@ -32,7 +32,7 @@ interface ConvCase {
   name: string;
   x: (d: Dt) => Tensor;
   w: (d: Dt) => Tensor;
-  opts?: Parameters<typeof conv2dOp.prepare>[2];
+  opts?: Parameters<typeof ops.conv2d.prepare>[2];
   relu?: boolean;
 }
 
@@ -109,7 +109,7 @@ function convGraph(c: ConvCase, dtype: Dt) {
   const x = c.x(dtype);
   const w = c.w(dtype);
   const bias = c.opts?.bias ? c.opts.bias.astype(dtype) : undefined;
-  const p = conv2dOp.prepare(x, w, { ...c.opts, bias });
+  const p = ops.conv2d.prepare(x, w, { ...c.opts, bias });
   const b = new GraphBuilder(lib());
   const graph = buildConvGraph(b, p, layoutOf(x)!, { x: 16, w: 16, bias: 16 }, { relu: c.relu });
   return { b, graph };
@@ -202,7 +202,7 @@ describe("conv2d graphs on the real cuDNN", () => {
     "without a GPU, choosing a plan is refused with cuDNN's reason for each engine",
     () => {
       const rt = maybeRuntime()!;
-      const p = conv2dOp.prepare(
+      const p = ops.conv2d.prepare(
         randn([1, 8, 8, 8], { dtype: "float16" }),
         randn([8, 8, 3, 3], { dtype: "float16" }),
         { padding: 1 },
@@ -247,7 +247,7 @@ describe("attention graphs on the real cuDNN", () => {
                   (opts.attnMask as Tensor).dtype === "bool"
                     ? opts.attnMask
                     : (opts.attnMask as Tensor).astype(dtype);
-              const p = sdpaOp.prepare(q, k, v, opts);
+              const p = ops.scaledDotProductAttention.prepare(q, k, v, opts);
               const b = new GraphBuilder(lib());
               const graph = buildSdpaGraph(b, p);
               const engines = enumeratedConfigs(lib(), graph);

@@ -1,5 +1,14 @@
 /** What the tests share: where the real cuDNN is, and whether CI requires it. */
-import { readEnv } from "@backplane/core/backend";
+import {
+  type DeviceContext,
+  type DeviceMemory,
+  deviceContext,
+  deviceMemory,
+  provideDeviceContext,
+  registerDeviceMemory,
+  withdrawDeviceContext,
+} from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import { includeDirOf } from "../src/native/load.ts";
 import { libraryStatus } from "../src/state.ts";
 
@@ -28,15 +37,6 @@ export function skipLine(): void {
 }
 
 import { bytesPerElement, type Tensor } from "@backplane/core";
-import {
-  type DeviceContext,
-  type DeviceMemory,
-  deviceContext,
-  deviceMemory,
-  provideDeviceContext,
-  registerDeviceMemory,
-  withdrawDeviceContext,
-} from "@backplane/core/backend";
 
 /**
  * "cuda" memory in host RAM for tests on a machine without a GPU: tensors can be made on

@@ -4,7 +4,7 @@
  * by benchmarkLimit, refusals with their reasons, the plan cache, and no descriptor leaks.
  */
 import { randn } from "@backplane/core";
-import { conv2dOp } from "@backplane/core/backend";
+import { ops } from "@backplane/core/backend";
 import { afterAll, describe, expect, it } from "vitest";
 import { CudnnError } from "../src/errors.ts";
 import { buildConvGraph } from "../src/graph/conv.ts";
@@ -34,7 +34,7 @@ const engines = (): FakeEngine[] => [
 function setup(list = engines(), dtype: "float32" | "float16" = "float32") {
   const layer = new RecordingLayer(list);
   const rt = new CudnnRuntime(layer);
-  const p = conv2dOp.prepare(randn([2, 8, 9, 9], { dtype }), randn([4, 8, 3, 3], { dtype }), {
+  const p = ops.conv2d.prepare(randn([2, 8, 9, 9], { dtype }), randn([4, 8, 3, 3], { dtype }), {
     padding: 1,
   });
   const build = (b: Parameters<typeof buildConvGraph>[0]) =>

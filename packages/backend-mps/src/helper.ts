@@ -5,7 +5,7 @@
  * error, never a crash. `calls` counts every native call, so tests can prove that bad
  * input was refused before reaching the helper.
  */
-import type { NativeLibrary } from "@backplane/core/backend";
+import type { NativeLibrary } from "@backplane/core/cpu";
 import { mpsError } from "./errors.ts";
 import { MAX_RANK, type MpsDecl, STATUS } from "./native/abi.ts";
 

@@ -4,7 +4,7 @@
  * in prebuilt/darwin-{arm64,x64}. From a remote module (JSR over https) the helper is
  * fetched once into the user's cache and checked against prebuilt/manifest.json's sha256.
  */
-import { builtinModule, hostInfo } from "@backplane/core/backend";
+import { builtinModule, hostInfo } from "@backplane/core/cpu";
 
 export const HELPER_ENV = "BACKPLANE_MPS_HELPER";
 export const MAC_PLATFORMS = ["darwin-arm64", "darwin-x64"] as const;

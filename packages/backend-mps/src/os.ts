@@ -3,7 +3,7 @@
  * else /System/Library/CoreServices/SystemVersion.plist; undefined off macOS.
  */
 import { ArgumentError } from "@backplane/core";
-import { builtinModule, hostInfo } from "@backplane/core/backend";
+import { builtinModule, hostInfo } from "@backplane/core/cpu";
 import { currentState } from "./state.ts";
 
 function fromPlist(): [number, number, number] | undefined {

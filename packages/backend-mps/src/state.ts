@@ -4,7 +4,7 @@
  * build; tensors made earlier keep the helper that allocated them.
  */
 import { DeviceError, refreshAvailability } from "@backplane/core";
-import { hostInfo, openLibrary } from "@backplane/core/backend";
+import { hostInfo, openLibrary } from "@backplane/core/cpu";
 import { type DeviceFacts, MpsHelper } from "./helper.ts";
 import { helperPath } from "./locate.ts";
 import { ABI_VERSION, MPS_DECL } from "./native/abi.ts";

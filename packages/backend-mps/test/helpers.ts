@@ -9,7 +9,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { readEnv } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 // @ts-expect-error: a plain .mjs build script, untyped
 import { buildStandin, STANDIN_SOURCES } from "../scripts/build-helper.mjs";
 

@@ -4,7 +4,8 @@
  * registered on device "mps", and the macOS checks answer false.
  */
 import { ArgumentError, backends, DeviceError, explain, matmul, randn } from "@backplane/core";
-import { getOp, hostInfo } from "@backplane/core/backend";
+import { getOp } from "@backplane/core/backend";
+import { hostInfo } from "@backplane/core/cpu";
 import { beforeAll, describe, expect, it } from "vitest";
 import { isMacosOrNewer, loadHelper, mpsApi } from "../src/index.ts";
 

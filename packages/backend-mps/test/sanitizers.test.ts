@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { readEnv } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import { afterAll, describe, expect, it } from "vitest";
 // @ts-expect-error: a plain .mjs build script, untyped
 import { STANDIN_SOURCES } from "../scripts/build-helper.mjs";

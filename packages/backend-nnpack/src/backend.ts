@@ -3,13 +3,8 @@
  * WebAssembly SIMD (browsers included); `backends.nnpack.enabled` (setFlags) gates them.
  */
 import { type Conv2dOptions, explain, type Tensor, tensor } from "@backplane/core";
-import {
-  type BackendDefinition,
-  conv2dOp,
-  cpuMemory,
-  defineBackend,
-  wasmSimdAvailability,
-} from "@backplane/core/backend";
+import { type BackendDefinition, defineBackend, ops } from "@backplane/core/backend";
+import { cpuMemory, wasmSimdAvailability } from "@backplane/core/cpu";
 import {
   clearTransformCache,
   setTransformCacheEnabled,
@@ -38,7 +33,7 @@ function gemmKernel(): string | undefined {
 
 /** The algorithm the "auto" kernel would run for conv2d(input, weight, opts). */
 export function algorithmFor(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Algorithm {
-  return autoAlgorithm(conv2dOp.prepare(input, weight, opts));
+  return autoAlgorithm(ops.conv2d.prepare(input, weight, opts));
 }
 
 export const nnpackBackend: BackendDefinition = defineBackend({

@@ -8,7 +8,7 @@
  * fresh transform. Least recently used entries go first once the limit is passed.
  */
 import { ArgumentError, bytesPerElement, empty, type Tensor } from "@backplane/core";
-import { addressOf, cpuMemory } from "@backplane/core/backend";
+import { addressOf, cpuMemory } from "@backplane/core/cpu";
 import { conv } from "./wasm.ts";
 
 interface Entry {

@@ -10,7 +10,7 @@ import {
   loadWasmModuleSync,
   Scratch,
   type WasmModuleFiles,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 
 export const QNNPACK_ENGINE = "qnnpack";
 export const MODULE_ID = "backend-nnpack/qgemm";

@@ -10,14 +10,8 @@
  * The weights are packed once per layer and kept in its engine cache.
  */
 import type { QTensor, Tensor } from "@backplane/core";
-import {
-  addressOf,
-  conv2dChannelParams,
-  emptyQuantized,
-  inWasmMemory,
-  type QConv2dParams,
-  Scratch,
-} from "@backplane/core/backend";
+import { emptyQuantized, type QConv2dParams } from "@backplane/core/backend";
+import { addressOf, conv2dChannelParams, inWasmMemory, Scratch } from "@backplane/core/cpu";
 import {
   MODULE_ID,
   NO_SCRATCH,

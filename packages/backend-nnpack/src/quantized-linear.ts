@@ -8,13 +8,8 @@
  *   rows; used where its blocks of 8 rows waste little (byColumnsPays).
  */
 import { empty, type QTensor, type Tensor } from "@backplane/core";
-import {
-  addressOf,
-  emptyQuantized,
-  inWasmMemory,
-  linearChannelParams,
-  type QLinearParams,
-} from "@backplane/core/backend";
+import { emptyQuantized, type QLinearParams } from "@backplane/core/backend";
+import { addressOf, inWasmMemory, linearChannelParams } from "@backplane/core/cpu";
 import {
   BLOCKS_KEY,
   MODULE_ID,

@@ -4,12 +4,7 @@
  * (quantized-conv.ts) in WASM SIMD128 (assembly/qgemm.ts), so they run in every runtime,
  * browsers included.
  */
-import {
-  type AnyKernelDefinition,
-  quantizedConv2dOp,
-  quantizedEngineGate,
-  quantizedLinearOp,
-} from "@backplane/core/backend";
+import { type AnyKernelDefinition, ops, quantizedEngineGate } from "@backplane/core/backend";
 import { QNNPACK_ENGINE } from "./qgemm.ts";
 import { qnnpackConv2d, qnnpackConv2dSupports } from "./quantized-conv.ts";
 import { qnnpackLinear, qnnpackLinearSupports } from "./quantized-linear.ts";
@@ -24,13 +19,13 @@ export function qnnpackKernels(): AnyKernelDefinition[] {
     enabled: quantizedEngineGate(QNNPACK_ENGINE),
   } as const;
   return [
-    quantizedLinearOp.kernel({
+    ops.quantizedLinear.kernel({
       ...common,
       name: "qnnpack-linear",
       supports: qnnpackLinearSupports,
       run: qnnpackLinear,
     }),
-    quantizedConv2dOp.kernel({
+    ops.quantizedConv2d.kernel({
       ...common,
       name: "qnnpack-conv2d",
       supports: qnnpackConv2dSupports,

@@ -1,5 +1,5 @@
 /** Parallel calls of the WASM transforms (pointers and scratch blocks are the core's). */
-import { cpuThreads, parallelFor, type Scratch } from "@backplane/core/backend";
+import { cpuThreads, parallelFor, type Scratch } from "@backplane/core/cpu";
 import { MODULE_ID } from "./wasm.ts";
 
 export const roundUp = (x: number, r: number): number => Math.ceil(x / r) * r;

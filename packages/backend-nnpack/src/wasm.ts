@@ -1,4 +1,4 @@
-import { loadWasmModule, loadWasmModuleSync, type WasmModuleFiles } from "@backplane/core/backend";
+import { loadWasmModule, loadWasmModuleSync, type WasmModuleFiles } from "@backplane/core/cpu";
 
 /** The id parallel tasks name the module by. */
 export const MODULE_ID = "backend-nnpack/conv";

@@ -6,7 +6,7 @@ import {
   parallelService,
   setParallelService,
   wasmModules,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   algorithmFor,

@@ -14,7 +14,7 @@ import {
   type Tensor,
   withKernelPriority,
 } from "@backplane/core";
-import { conv2dOp, getKernel } from "@backplane/core/backend";
+import { getKernel, ops } from "@backplane/core/backend";
 
 /**
  * Worst float32 error each algorithm is allowed, as max |y - ref| / max |ref| against the
@@ -52,7 +52,7 @@ export function reference(x: Tensor, w: Tensor, opts: Conv2dOptions = {}): Float
   const b64 = opts.bias ? opts.bias.astype("float64") : undefined;
   try {
     const y = getKernel("conv2d", "reference")!.run(
-      conv2dOp.prepare(x64, w64, { ...opts, bias: b64 }),
+      ops.conv2d.prepare(x64, w64, { ...opts, bias: b64 }),
     ) as Tensor;
     const out = y.toFloat64();
     y.dispose();

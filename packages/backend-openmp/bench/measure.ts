@@ -3,7 +3,7 @@
  * parallel task (bench/wakeup.ts prints them; BENCHMARKS.md records them). The pool
  * itself keeps only the one-wake-up probe these loops time.
  */
-import type { ParallelTask } from "@backplane/core/backend";
+import type { ParallelTask } from "@backplane/core/cpu";
 import type { WorkerPool } from "../src/pool.ts";
 import { DEBUG_MODULE } from "../src/protocol.ts";
 

@@ -5,7 +5,7 @@
 // Run it on a quiet machine: the numbers are microseconds and other load shows in them.
 
 import { ready } from "@backplane/core";
-import { builtinModule, host } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/cpu";
 import { openmpPool } from "../src/index.ts";
 import { measureEmptyTask, measureWakeLatency } from "./measure.ts";
 

@@ -4,7 +4,8 @@
  * answer, so every reason can be checked (tests) without the runtime that produces it.
  */
 import { type RuntimeName, runtime } from "@backplane/core";
-import { type Availability, cpuMemory } from "@backplane/core/backend";
+import type { Availability } from "@backplane/core/backend";
+import { cpuMemory } from "@backplane/core/cpu";
 import { hasWebWorkers, workerThreadsModule } from "./spawn.ts";
 
 export interface AvailabilityProbe {

@@ -12,14 +12,8 @@ import {
   runtime,
   setFlag,
 } from "@backplane/core";
-import {
-  type BackendDefinition,
-  cpuMemory,
-  defineBackend,
-  readEnv,
-  setParallelService,
-  statusOf,
-} from "@backplane/core/backend";
+import { type BackendDefinition, defineBackend, statusOf } from "@backplane/core/backend";
+import { cpuMemory, readEnv, setParallelService } from "@backplane/core/cpu";
 import { openmpAvailability } from "./availability.ts";
 import { WorkerPool } from "./pool.ts";
 import { runCpu } from "./run-cpu.ts";

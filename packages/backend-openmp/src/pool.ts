@@ -26,7 +26,7 @@ import {
   type WasmMemory,
   type WasmModuleEntry,
   wasmModules,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { waitChunksDone, waitNobodyInside } from "./caller-wait.ts";
 import { DEBUG_MODULE, LAYOUT as L } from "./protocol.ts";
 import {

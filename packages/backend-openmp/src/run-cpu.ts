@@ -10,7 +10,7 @@
  */
 
 import { ArgumentError, runtime } from "@backplane/core";
-import { builtinModule, host } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/cpu";
 
 const g = host;
 

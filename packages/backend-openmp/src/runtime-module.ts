@@ -12,7 +12,7 @@ import {
   loadWasmModuleSync,
   parallelFor,
   type WasmModuleFiles,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 
 export const RUNTIME_MODULE = "backend-openmp/runtime";
 

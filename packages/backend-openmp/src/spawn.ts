@@ -6,7 +6,7 @@
  *   initialised by a first message.
  */
 import { ArgumentError } from "@backplane/core";
-import { builtinModule, host } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/cpu";
 import { type WorkerKind, workerSource } from "./worker-source.ts";
 
 const g = host;

@@ -24,7 +24,8 @@ import {
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
-import { dispatch, getOp, readEnv } from "@backplane/core/backend";
+import { dispatch, getOp } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import { CASES, makeRng } from "@backplane/testkit";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import "@backplane/backend-cpu-mkl";

@@ -1,7 +1,7 @@
 /** Shared by the test files: buffers in the CPU memory and the pool, ready with workers. */
 
 import { seededRandom } from "@backplane/core";
-import { cpuMemory, host } from "@backplane/core/backend";
+import { cpuMemory, host } from "@backplane/core/cpu";
 import { openmpPool, RUNTIME_MODULE, WorkerPool } from "../src/index.ts";
 
 export { RUNTIME_MODULE };

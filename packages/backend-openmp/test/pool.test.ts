@@ -9,7 +9,7 @@ import {
   parallelService,
   registerWasmModule,
   wasmKernelImports,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { DEBUG_MODULE, openmpPool, RUNTIME_MODULE } from "../src/index.ts";
 import { eventually, f64Buffer, newPool, readyPool, runtimeName } from "./helpers.ts";

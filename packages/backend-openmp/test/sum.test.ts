@@ -1,5 +1,5 @@
 import { backends, fromFloat64, ready } from "@backplane/core";
-import { cpuMemory } from "@backplane/core/backend";
+import { cpuMemory } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { openmpPool, parallelSum, SUM_CHUNK } from "../src/index.ts";
 import { readyPool, wildValues, withHelperWait } from "./helpers.ts";

@@ -7,7 +7,7 @@ import {
   type BackendDefinition,
   defineBackend,
   type EinsumParams,
-  einsumOp,
+  ops,
 } from "@backplane/core/backend";
 import {
   type ContractPathOptions,
@@ -49,7 +49,7 @@ export function contract(
   const hasOpts = last !== undefined && !(last instanceof Tensor) && typeof last === "object";
   const opts = (hasOpts ? last : {}) as ContractPathOptions;
   const tensors = (hasOpts ? args.slice(0, -1) : args) as Tensor[];
-  const p = einsumOp.prepare(equation, ...tensors) as EinsumParams;
+  const p = ops.einsum.prepare(equation, ...tensors) as EinsumParams;
   const strategy = opts.strategy ?? (getFlag("optEinsum.strategy") as Strategy);
   let path: number[][];
   if (Array.isArray(strategy)) {

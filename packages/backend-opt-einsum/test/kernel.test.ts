@@ -1,5 +1,5 @@
 import { backends, type DType, einsum, explain, randn, type Tensor, tensor } from "@backplane/core";
-import { einsumOp, getKernel } from "@backplane/core/backend";
+import { getKernel, ops } from "@backplane/core/backend";
 import { runConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { EXPRESSIONS } from "../src/expressions.ts";
@@ -10,7 +10,7 @@ const reference = getKernel("einsum", "reference")!;
 /** Worst |ours - reference| / max |reference| of einsum(equation, ...operands). */
 function compare(equation: string, operands: Tensor[]): { error: number; shape: string } {
   const ours = einsum(equation, ...operands);
-  const ref = reference.run(einsumOp.prepare(equation, ...operands)) as Tensor;
+  const ref = reference.run(ops.einsum.prepare(equation, ...operands)) as Tensor;
   try {
     expect(ours.shape).toEqual(ref.shape);
     const a = ours.toFloat64();

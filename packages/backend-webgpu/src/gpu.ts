@@ -8,7 +8,7 @@
 
 import { getFlag, refreshAvailability, runtime } from "@backplane/core";
 import type { Availability } from "@backplane/core/backend";
-import { builtinModule, host } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/cpu";
 import { preferVulkanOnDeno } from "./deno-vulkan.ts";
 import { driverOutput, withNativeStderrCaptured } from "./native-stderr.ts";
 

@@ -7,7 +7,7 @@
  * status().detail, and any other line (the process's own stderr in that window) is written
  * back to stderr. Where libc cannot be opened over FFI (no koffi on Node), `fn` runs as is.
  */
-import { defineLibrary, openLibrary } from "@backplane/core/backend";
+import { defineLibrary, openLibrary } from "@backplane/core/cpu";
 
 const LIBC = defineLibrary({
   dup: { args: ["i32"], returns: "i32" },

@@ -3,7 +3,7 @@
  * with fd 2 captured. Checked with real native writes (libc's write() over FFI): the driver's
  * lines are kept for status().detail, any other line goes back to stderr, fd 2 is restored.
  */
-import { defineLibrary, openLibrary } from "@backplane/core/backend";
+import { defineLibrary, openLibrary } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { driverOutput, withNativeStderrCaptured } from "../src/native-stderr.ts";
 

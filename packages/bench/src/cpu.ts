@@ -5,7 +5,7 @@
  * Every figure is read against it.
  */
 import { type CpuCapability, cpuCapabilityInfo, runtime } from "@backplane/core";
-import { builtinModule } from "@backplane/core/backend";
+import { builtinModule } from "@backplane/core/cpu";
 
 export interface CpuIdentity {
   /** The model name the OS reports ("AMD EPYC", "Intel(R) Xeon(R) Platinum 8488C"...). */

@@ -6,7 +6,7 @@
  */
 
 import { runtime } from "@backplane/core";
-import { builtinModule, host } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/cpu";
 import { cpuText } from "./cpu.ts";
 
 export interface Result {

@@ -5,7 +5,7 @@
  * What `backplane bench` and the repository's `npm run bench` call. Returns an exit code:
  * 0 done, 2 bad arguments (an unknown suite, a bad option value).
  */
-import { builtinModule, host } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/cpu";
 import { cpuIdentity } from "./cpu.ts";
 import { Harness, machine, runtimeName, table } from "./harness.ts";
 import { type ProgressOutput, progressReporter } from "./progress.ts";

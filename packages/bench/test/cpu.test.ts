@@ -1,6 +1,6 @@
 /** The CPU a figure belongs to, read (by the core) from /proc/cpuinfo as Linux writes it. */
 
-import { cpuinfoFields } from "@backplane/core/backend";
+import { cpuinfoFields } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { cpuIdentity, cpuText } from "../src/cpu.ts";
 import { benchUsage, runBench } from "../src/run.ts";

@@ -3,7 +3,8 @@
  * A package that is missing is a reason, not an error.
  */
 import { ready } from "@backplane/core";
-import { NAMESPACE_PACKAGES, readEnv } from "@backplane/core/backend";
+import { NAMESPACE_PACKAGES } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 
 export interface BackendLoad {
   packageName: string;

@@ -1,8 +1,10 @@
 /**
- * @backplane/core/backend, the author entry: what a backend package needs besides the
- * user API: register a backend and its kernels, define ops, claim CPU memory and load
- * WASM modules into it, run parallel-for tasks, reach native libraries over FFI, and the
- * device-memory contract. docs/writing-a-backend.md uses only this and the user entry.
+ * @backplane/core/backend, the contract between the core and a backend: registering a
+ * backend and its kernels, the op handles and their params, the ranking hooks, flags and
+ * namespaces, the device and memory contracts, and the helpers that read params. The
+ * CPU toolkit (WASM memory and modules, parallel-for, FFI, scratch buffers) is
+ * `@backplane/core/cpu`; the typed errors are in the user entry. docs/writing-a-backend.md
+ * walks through it.
  */
 
 // The same set-up as the user entry, whichever of the two a program imports first.
@@ -13,27 +15,15 @@ export { forgetCalibration } from "./dispatch/calibrate.ts";
 export { dispatch, getKernel } from "./dispatch/dispatcher.ts";
 export { setTimingClock } from "./dispatch/timing.ts";
 export { emitVerbose } from "./dispatch/verbose.ts";
+// Flags and namespaces a backend declares
 export { NAMESPACE_PACKAGES } from "./flags/builtin.ts";
-export { FlagState } from "./flags/snapshot.ts";
-export {
-  allowedText,
-  bool,
-  envNames,
-  int,
-  isSpec,
-  leaves,
-  oneOf,
-  parseEnv,
-  str,
-  typeText,
-  validate,
-} from "./flags/spec.ts";
+export type { FlagState } from "./flags/snapshot.ts";
+export { bool, int, oneOf, str } from "./flags/spec.ts";
 export {
   addFlagReader,
   checkFlag,
   currentState,
   flagChoices,
-  flagReaders,
   registerFlagChoice,
 } from "./flags/state.ts";
 export {
@@ -41,72 +31,25 @@ export {
   namespaceObject as defineNamespace,
   statusOf,
 } from "./namespaces/namespace.ts";
-// Op parameters, as kernels receive them
+// Op handles (`ops.matmul.kernel({...})`) and the params kernels receive
+export { ops } from "./op-handles.ts";
 export type { Conv2dParams } from "./ops/conv2d.ts";
-export { conv2dOp } from "./ops/conv2d.ts";
-export { type EinsumParams, einsumOp, parseEinsum } from "./ops/einsum.ts";
-export {
-  addOp,
-  type BinaryParams,
-  geluOp,
-  mulOp,
-  reluOp,
-  type UnaryParams,
-} from "./ops/elementwise.ts";
-export { type FftParams, fftOp, ifftOp, irfftOp, rfftOp } from "./ops/fft.ts";
-export {
-  choleskyOp,
-  eighOp,
-  invOp,
-  type LinalgParams,
-  luFactorOp,
-  qrOp,
-  solveOp,
-  svdOp,
-} from "./ops/linalg.ts";
-export { type MatmulParams, matmulOp } from "./ops/matmul.ts";
-export { type MhaParams, mhaOp, sameTensor } from "./ops/mha.ts";
-export { type SdpaParams, sdpaOp } from "./ops/sdpa.ts";
-export { logSoftmaxOp, type SoftmaxParams, softmaxOp } from "./ops/softmax.ts";
-export {
-  conv2dChannelParams,
-  type QConv2dParams,
-  quantizedConv2dOp,
-  requantizeConv2d,
-} from "./quantized/conv.ts";
-export {
-  type QAddParams,
-  type QReluParams,
-  quantizedAddOp,
-  quantizedReluOp,
-} from "./quantized/elementwise.ts";
-export {
-  linearChannelParams,
-  type QLinearParams,
-  quantizedEngineGate,
-  quantizedLinearOp,
-  requantizeLinear,
-} from "./quantized/linear.ts";
-export { type QMatmulParams, quantizedMatmulOp } from "./quantized/matmul.ts";
-export {
-  emptyQuantized,
-  Q_STORAGE,
-  type QParams,
-  quantizeValue,
-  rint,
-} from "./quantized/qtensor.ts";
-// Kernel helpers: strided access and float64 matrices
+export { type EinsumParams, parseEinsum } from "./ops/einsum.ts";
+export type { BinaryParams, UnaryParams } from "./ops/elementwise.ts";
+export type { FftParams } from "./ops/fft.ts";
+export type { LinalgParams } from "./ops/linalg.ts";
+export type { MatmulParams } from "./ops/matmul.ts";
+export { type MhaParams, sameTensor } from "./ops/mha.ts";
+export type { SdpaParams } from "./ops/sdpa.ts";
+export type { SoftmaxParams } from "./ops/softmax.ts";
+export type { QConv2dParams } from "./quantized/conv.ts";
+export type { QAddParams, QReluParams } from "./quantized/elementwise.ts";
+export { type QLinearParams, quantizedEngineGate } from "./quantized/linear.ts";
+export type { QMatmulParams } from "./quantized/matmul.ts";
+export { emptyQuantized, Q_STORAGE, type QParams } from "./quantized/qtensor.ts";
+// Reading params: broadcast batches and the shapes of decompositions
 export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
-export { referenceKernels } from "./reference/index.ts";
-export {
-  matricesOf,
-  pivotsTensor,
-  qrShapes,
-  rightHandSides,
-  solveOutputShape,
-  stackMatrices,
-  svdShapes,
-} from "./reference/linalg.ts";
+export { qrShapes, solveOutputShape, svdShapes } from "./reference/linalg.ts";
 export {
   type Availability,
   type BackendDefinition,
@@ -118,6 +61,7 @@ export {
   ready as initBackends,
   restartInit,
 } from "./registry/backends.ts";
+// The device contract: device contexts and device memory
 export {
   type DeviceBuffer,
   type DeviceContext,
@@ -137,26 +81,10 @@ export {
   type OpDefinition,
   type OpParams,
   type OpRecord,
+  type ResultSpec,
 } from "./registry/kernels.ts";
 export { defineBackend, registerBackend } from "./registry/register.ts";
-// The host: environment and native libraries over FFI (bun:ffi, Deno.dlopen, koffi)
-export { cpuinfoFields } from "./runtime/cpu-capability.ts";
-export { readEnv } from "./runtime/detect.ts";
-export * from "./runtime/ffi/index.ts";
-export { builtinModule, type HostGlobals, host } from "./runtime/host.ts";
-export { readCacheFile, userCacheDir, writeCacheFile } from "./runtime/user-cache.ts";
-// Device memory and the CPU's WASM memory
-export {
-  bf16ToNumber,
-  checkDType,
-  f16ToNumber,
-  numberToBf16,
-  numberToF16,
-  readNumber,
-  type StorageArray,
-  viewOf,
-  writeNumber,
-} from "./tensor/dtype.ts";
+export { checkDType, type StorageArray, viewOf } from "./tensor/dtype.ts";
 export {
   allocateStorage,
   type DeviceMemory,
@@ -168,50 +96,6 @@ export {
   type Storage,
   setAllocationHook,
 } from "./tensor/memory.ts";
-export {
-  allFinite,
-  checkShape,
-  contiguousStrides,
-  forEachIndex,
-  normalizeDim,
-  sizeOf,
-} from "./tensor/tensor.ts";
+export { checkShape, contiguousStrides, normalizeDim, sizeOf } from "./tensor/tensor.ts";
 // Warnings a backend gives once (through setLogHandler's handler)
 export { warnOnce } from "./util/log.ts";
-export {
-  loadWasmModule,
-  loadWasmModuleSync,
-  relaxedSimdEnabled,
-  setWasmLocation,
-  type WasmModuleFiles,
-  wasmModuleUrl,
-} from "./wasm/loader.ts";
-export { type CpuMemoryStats, cpuMemory, WasmCpuMemory, wasmKernelImports } from "./wasm/memory.ts";
-export {
-  onWasmModule,
-  registerWasmModule,
-  type WasmModuleEntry,
-  wasmModule,
-  wasmModules,
-} from "./wasm/modules.ts";
-export {
-  chunkArgs,
-  chunksOf,
-  cpuThreads,
-  type ParallelService,
-  type ParallelTask,
-  parallelFor,
-  parallelService,
-  setParallelService,
-  WorkerError,
-} from "./wasm/parallel.ts";
-export {
-  addressOf,
-  f64View,
-  i32View,
-  inWasmMemory,
-  Scratch,
-  wasmSimdAvailability,
-} from "./wasm/scratch.ts";
-export { claimStaticMemory, dataExtent, HEAP_BASE, staticClaims } from "./wasm/static.ts";
-export type { WasmImports, WasmInstance, WasmMemory, WasmModule } from "./wasm/types.ts";

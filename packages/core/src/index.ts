@@ -10,9 +10,10 @@
  */
 import * as api from "./api.ts";
 import * as authorApi from "./author-api.ts";
+import * as cpuApi from "./cpu-api.ts";
 import { oneCore } from "./one-core.ts";
 
-const shared: typeof api = oneCore(api, authorApi).user;
+const shared: typeof api = oneCore(api, authorApi, cpuApi).user;
 
 export type * from "./api.ts";
 export const ArgumentError: typeof api.ArgumentError = shared.ArgumentError;

@@ -12,17 +12,18 @@ import { CoreConflictError } from "./errors.ts";
 import { version } from "./version.ts";
 
 /** Bumped when what the entries share changes incompatibly within one breaking version. */
-export const CORE_CONTRACT = 1;
+export const CORE_CONTRACT = 2;
 
 const BRAND = Symbol.for("@backplane/core");
 
-interface Claim<U, A> {
+interface Claim<U, A, C> {
   readonly version: string;
   readonly contract: number;
   /** Where the copy that loaded first lives. */
   readonly path: string;
   readonly user: U;
   readonly author: A;
+  readonly cpu: C;
 }
 
 /** The breaking part of a semver version: the major, or 0.minor before 1.0. */
@@ -40,15 +41,15 @@ function copyPath(): string {
 }
 
 /**
- * The API every entry of every copy hands out: this copy's (user and author halves) when
- * it is the first, else the first copy's.
+ * The API every entry of every copy hands out: this copy's (user, author and CPU parts)
+ * when it is the first, else the first copy's.
  */
-export function oneCore<U, A>(user: U, author: A): { user: U; author: A } {
-  const g = globalThis as { [BRAND]?: Claim<U, A> };
+export function oneCore<U, A, C>(user: U, author: A, cpu: C): { user: U; author: A; cpu: C } {
+  const g = globalThis as { [BRAND]?: Claim<U, A, C> };
   const first = g[BRAND];
   const path = copyPath();
   if (first === undefined) {
-    const claim: Claim<U, A> = { version, contract: CORE_CONTRACT, path, user, author };
+    const claim: Claim<U, A, C> = { version, contract: CORE_CONTRACT, path, user, author, cpu };
     Object.defineProperty(globalThis, BRAND, { value: claim, enumerable: false });
     return claim;
   }

@@ -5,8 +5,9 @@
 
 import * as core from "@backplane/core";
 import { backends, flagSpec, type NamespaceBase } from "@backplane/core";
-import { builtinModule, envNames, host } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
+import { envNames } from "../src/flags/spec.ts";
 
 const g = host;
 function readText(rel: string): string | undefined {

@@ -16,14 +16,7 @@ import {
   withKernelPriority,
   zeros,
 } from "@backplane/core";
-import {
-  defineBackend,
-  listBackends,
-  matmulOp,
-  qrOp,
-  registerBackend,
-  softmaxOp,
-} from "@backplane/core/backend";
+import { defineBackend, listBackends, ops, registerBackend } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 
 const base = {
@@ -257,29 +250,29 @@ describe("a kernel defined through its op is typed by it", () => {
     priority: -300,
   } as const;
   it("op.kernel() fills in the op; other params or another result type do not compile", () => {
-    const k = matmulOp.kernel({
+    const k = ops.matmul.kernel({
       ...common,
       name: "typed-matmul",
       supports: (p) => (p.m <= 4 ? true : "small products only"),
       run: (p) => zeros(p.outShape),
     });
     expect(k.op).toBe("matmul");
-    const q = qrOp.kernel({ ...common, name: "typed-qr", run: (p) => ({ Q: p.a, R: p.a }) });
+    const q = ops.qr.kernel({ ...common, name: "typed-qr", run: (p) => ({ Q: p.a, R: p.a }) });
     expect(q.op).toBe("qr");
-    matmulOp.kernel({
+    ops.matmul.kernel({
       ...common,
       name: "wrong-result",
       // @ts-expect-error: matmul's kernels return a Tensor
       run: () => 42,
     });
-    softmaxOp.kernel({
+    ops.softmax.kernel({
       ...common,
       name: "wrong-params",
       // @ts-expect-error: softmax's params have no m (they are not matmul's)
       supports: (p) => (p.m > 0 ? true : "never"),
       run: (p) => p.x,
     });
-    qrOp.kernel({
+    ops.qr.kernel({
       ...common,
       name: "wrong-record",
       // @ts-expect-error: qr's result is { Q, R }

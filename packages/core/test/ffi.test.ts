@@ -20,7 +20,7 @@ import {
   SEARCH_PATH_ENV,
   toArrayBuffer,
   validateDeclaration,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 
 const g = globalThis as unknown as {

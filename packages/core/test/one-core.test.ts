@@ -20,7 +20,7 @@ describe("one core per process", () => {
     expect(claim.contract).toBe(CORE_CONTRACT);
     expect(claim.path).toMatch(/packages\/core$/);
     // The same copy asking again gets what it published, whatever it passes.
-    expect(oneCore({}, {}).user).toBe(oneCore({ other: true }, {}).user);
+    expect(oneCore({}, {}, {}).user).toBe(oneCore({ other: true }, {}, {}).user);
   });
 
   it("copies of one breaking version join: 0.x by its minor, then by the major", () => {

@@ -28,13 +28,12 @@ import {
   useDeterministicAlgorithms,
 } from "@backplane/core";
 import {
-  builtinModule,
   defineBackend,
   flagChoices,
-  host,
   type MatmulParams,
   registerBackend,
 } from "@backplane/core/backend";
+import { builtinModule, host } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 
 /** Collects warnings given through the log hook while fn runs. */

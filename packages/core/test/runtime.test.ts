@@ -1,5 +1,5 @@
 import { runtime } from "@backplane/core";
-import { host } from "@backplane/core/backend";
+import { host } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 
 const g = host;

@@ -10,7 +10,7 @@ import {
   HEAP_BASE,
   host,
   staticClaims,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 
 const read = (rel: string): Uint8Array => {

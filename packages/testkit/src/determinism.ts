@@ -13,7 +13,8 @@ import {
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
-import { dispatch, getBackend, getOp, parallelService } from "@backplane/core/backend";
+import { dispatch, getBackend, getOp } from "@backplane/core/backend";
+import { parallelService } from "@backplane/core/cpu";
 import { hash, mapTensors, tensorsIn } from "./args.ts";
 import { CASES } from "./cases.ts";
 import { makeRng } from "./random.ts";

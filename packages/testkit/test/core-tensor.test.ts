@@ -10,7 +10,7 @@ import {
   tensor,
   zeros,
 } from "@backplane/core";
-import { bf16ToNumber, f16ToNumber, numberToBf16, numberToF16 } from "@backplane/core/backend";
+import { bf16ToNumber, f16ToNumber, numberToBf16, numberToF16 } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { registerHostBackedDevice } from "../src/index.ts";
 

@@ -9,14 +9,12 @@ import {
   type AnyKernelDefinition,
   type BackendDefinition,
   type Conv2dParams,
-  conv2dOp,
   defineBackend,
   getBackend,
-  initFfi,
-  matmulOp,
-  readEnv,
+  ops,
   statusOf,
 } from "@backplane/core/backend";
+import { initFfi, readEnv } from "@backplane/core/cpu";
 import { hasFfi } from "../native/backend.ts";
 import { ffiFailure } from "../native/ffi-failure.ts";
 import { limitNativeSpinning } from "../native/spin-env.ts";
@@ -95,7 +93,7 @@ function convSupports(p: Conv2dParams): true | string {
 
 function dnnlKernels(): AnyKernelDefinition[] {
   return [
-    conv2dOp.kernel({
+    ops.conv2d.kernel({
       name: "onednn-conv",
       device: "cpu",
       dtypes: ["float32", "bfloat16"],
@@ -106,7 +104,7 @@ function dnnlKernels(): AnyKernelDefinition[] {
       supports: convSupports,
       run: dnnlConv,
     }),
-    matmulOp.kernel({
+    ops.matmul.kernel({
       name: "onednn-matmul",
       device: "cpu",
       dtypes: ["float32"],

@@ -3,7 +3,7 @@
  * descriptors and objects, a primitive descriptor with a user scratchpad, a primitive,
  * and execution with (argument, memory) pairs.
  */
-import { type Pointer, ptrAddress, ptrOf, readCString, readPointer } from "@backplane/core/backend";
+import { type Pointer, ptrAddress, ptrOf, readCString, readPointer } from "@backplane/core/cpu";
 import { ARG, ENUMS, EXEC_ARG_BYTES, MEMORY_DESC_BYTES, STATUS_NAMES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 

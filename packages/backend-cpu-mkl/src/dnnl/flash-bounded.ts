@@ -26,7 +26,8 @@
  * slower. Timings: BENCHMARKS.md, sdpa.
  */
 import { empty, type Tensor } from "@backplane/core";
-import { addressOf, cpuMemory, type SdpaParams } from "@backplane/core/backend";
+import type { SdpaParams } from "@backplane/core/backend";
+import { addressOf, cpuMemory } from "@backplane/core/cpu";
 import { leadingDim, type QueryBlock } from "../kernels/flash-blas.ts";
 import { attentionModule, layoutOf } from "../kernels/wasm-attention.ts";
 import {

@@ -16,7 +16,7 @@
  * Primitives are made per (rows, cols) for dense blocks (strided rows fall to oneDNN's
  * reference code) and cached; a block oneDNN refuses is left to the WASM step.
  */
-import { cpuMemory } from "@backplane/core/backend";
+import { cpuMemory } from "@backplane/core/cpu";
 import type { SoftmaxStep } from "../kernels/flash-blas.ts";
 import { check, execute, loopPrimitive, memory, PlanCache, stridedMd } from "./call.ts";
 import { ARG, BINARY_DESC_BYTES, ENUMS, REDUCTION_DESC_BYTES } from "./library.ts";

@@ -15,7 +15,7 @@ import {
   type NativeLibrary,
   openLibrary,
   toArrayBuffer,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { pinLibrary } from "../native/libc.ts";
 
 /** dnnl_status_t functions (an int), and those returning something else. */

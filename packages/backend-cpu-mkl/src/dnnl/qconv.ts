@@ -17,12 +17,8 @@
  * and oneDNN's saturation disagree on NaN).
  */
 import { empty, type QTensor, type Tensor } from "@backplane/core";
-import {
-  addressOf,
-  conv2dChannelParams,
-  emptyQuantized,
-  type QConv2dParams,
-} from "@backplane/core/backend";
+import { emptyQuantized, type QConv2dParams } from "@backplane/core/backend";
+import { addressOf, conv2dChannelParams } from "@backplane/core/cpu";
 import { modules } from "../kernels/wasm.ts";
 import {
   check,

@@ -12,12 +12,8 @@
  * reason, and the other engines serve.
  */
 import { backends, empty, type PackedLinear, type QTensor, type Tensor } from "@backplane/core";
-import {
-  emptyQuantized,
-  linearChannelParams,
-  type QLinearParams,
-  requantizeLinear,
-} from "@backplane/core/backend";
+import { emptyQuantized, type QLinearParams } from "@backplane/core/backend";
+import { linearChannelParams, requantizeLinear } from "@backplane/core/cpu";
 import {
   check,
   execute,

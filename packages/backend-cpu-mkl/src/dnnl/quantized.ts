@@ -2,18 +2,13 @@
  * The "onednn" quantized engine's kernels (backends.quantized.engine): linear on oneDNN's
  * int8 GEMM (qlinear.ts), conv2d on its int8 convolution primitive (qconv.ts).
  */
-import {
-  type AnyKernelDefinition,
-  quantizedConv2dOp,
-  quantizedEngineGate,
-  quantizedLinearOp,
-} from "@backplane/core/backend";
+import { type AnyKernelDefinition, ops, quantizedEngineGate } from "@backplane/core/backend";
 import { dnnlQConv, dnnlQConvSupports } from "./qconv.ts";
 import { dnnlQLinear, dnnlQLinearSupports, ONEDNN_ENGINE } from "./qlinear.ts";
 
 export function dnnlQuantizedKernels(): AnyKernelDefinition[] {
   return [
-    quantizedLinearOp.kernel({
+    ops.quantizedLinear.kernel({
       name: "onednn-qlinear",
       device: "cpu",
       dtypes: ["uint8"],
@@ -25,7 +20,7 @@ export function dnnlQuantizedKernels(): AnyKernelDefinition[] {
       supports: dnnlQLinearSupports,
       run: dnnlQLinear,
     }),
-    quantizedConv2dOp.kernel({
+    ops.quantizedConv2d.kernel({
       name: "onednn-qconv2d",
       device: "cpu",
       dtypes: ["uint8"],

@@ -3,7 +3,7 @@
  * thread count it runs with, and the cache of weights reordered to its layouts.
  */
 import { empty, getFlag, runtime, type Tensor } from "@backplane/core";
-import { allFinite } from "@backplane/core/backend";
+import { allFinite } from "@backplane/core/cpu";
 import { type Libc, libc } from "../native/libc.ts";
 import type { LoadedDnnl } from "./library.ts";
 

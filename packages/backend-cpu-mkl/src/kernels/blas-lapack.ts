@@ -12,14 +12,11 @@ import {
   type KernelDefinition,
   type LinalgParams,
   type MatmulParams,
-  matricesOf,
-  pivotsTensor,
   qrShapes,
-  rightHandSides,
   solveOutputShape,
-  stackMatrices,
   svdShapes,
 } from "@backplane/core/backend";
+import { matricesOf, pivotsTensor, rightHandSides, stackMatrices } from "@backplane/core/cpu";
 import * as lapack from "../native/lapack.ts";
 import type { LapackSymbols, LoadedBlas } from "../native/library.ts";
 import { planGemm } from "./gemm-layout.ts";

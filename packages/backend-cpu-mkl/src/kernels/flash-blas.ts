@@ -26,13 +26,8 @@
  * Masks other than causal, and dropout, are left to flash-cpu (supports() says so).
  */
 import { empty, getFlag, type Tensor } from "@backplane/core";
-import {
-  type AnyKernelDefinition,
-  addressOf,
-  cpuMemory,
-  parallelFor,
-  type SdpaParams,
-} from "@backplane/core/backend";
+import type { AnyKernelDefinition, SdpaParams } from "@backplane/core/backend";
+import { addressOf, cpuMemory, parallelFor } from "@backplane/core/cpu";
 import { onLibraryThreads, state } from "./blas-lapack.ts";
 import { attentionModule, flashOperandProblem, flashOutput, layoutOf } from "./wasm-attention.ts";
 

@@ -8,14 +8,10 @@
 import { empty, type Tensor } from "@backplane/core";
 import {
   type AnyKernelDefinition,
-  addressOf,
-  cpuMemory,
-  cpuThreads,
-  inWasmMemory,
   leadingBroadcastStrides,
-  parallelFor,
   type SdpaParams,
 } from "@backplane/core/backend";
+import { addressOf, cpuMemory, cpuThreads, inWasmMemory, parallelFor } from "@backplane/core/cpu";
 
 /** The functions of the "attention" WASM module. */
 export interface AttentionModule {

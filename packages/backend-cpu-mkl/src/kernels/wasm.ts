@@ -6,30 +6,32 @@
 import { type DType, empty, linalgFailure, type Tensor } from "@backplane/core";
 import {
   type AnyKernelDefinition,
-  addressOf,
   type BinaryParams,
-  cpuThreads,
   type FftParams,
-  f64View,
-  i32View,
-  inWasmMemory,
   type KernelDefinition,
   type LinalgParams,
   type MatmulParams,
-  matricesOf,
   type OpParams,
-  parallelFor,
-  pivotsTensor,
   qrShapes,
-  rightHandSides,
-  Scratch,
   type SoftmaxParams,
   solveOutputShape,
-  stackMatrices,
   svdShapes,
   type UnaryParams,
-  writeNumber,
 } from "@backplane/core/backend";
+import {
+  addressOf,
+  cpuThreads,
+  f64View,
+  i32View,
+  inWasmMemory,
+  matricesOf,
+  parallelFor,
+  pivotsTensor,
+  rightHandSides,
+  Scratch,
+  stackMatrices,
+  writeNumber,
+} from "@backplane/core/cpu";
 import type { GemmModule, KernelsModule } from "../wasm/exports.ts";
 import { planGemm } from "./gemm-layout.ts";
 import { attentionKernels } from "./wasm-attention.ts";

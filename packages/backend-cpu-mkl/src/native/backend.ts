@@ -14,11 +14,10 @@ import {
   type BackendDefinition,
   defineBackend,
   getBackend,
-  initFfi,
-  readEnv,
   restartInit,
   statusOf,
 } from "@backplane/core/backend";
+import { initFfi, readEnv } from "@backplane/core/cpu";
 import { nativeKernels, state } from "../kernels/blas-lapack.ts";
 import { flashBlasKernels } from "../kernels/flash-blas.ts";
 import { ffiFailure } from "./ffi-failure.ts";

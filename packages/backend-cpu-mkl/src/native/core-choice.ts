@@ -7,12 +7,7 @@
  * the choice is cached per library file and CPU, so a later start loads it directly.
  */
 import { backends } from "@backplane/core";
-import {
-  builtinModule,
-  readCacheFile,
-  userCacheDir,
-  writeCacheFile,
-} from "@backplane/core/backend";
+import { builtinModule, readCacheFile, userCacheDir, writeCacheFile } from "@backplane/core/cpu";
 import { cstr, type Libc, libc } from "./libc.ts";
 import { type CoreCheck, checkCore } from "./openblas-core.ts";
 

@@ -5,7 +5,7 @@
  * native speed), and dlopen, to pin a library in memory (see pinLibrary). Undefined where
  * no libc loads.
  */
-import { defineLibrary, type NativeLibrary, openLibrary } from "@backplane/core/backend";
+import { defineLibrary, type NativeLibrary, openLibrary } from "@backplane/core/cpu";
 
 const LIBC_DECL = defineLibrary({
   setenv: { args: ["buffer", "buffer", "i32"], returns: "i32" },

@@ -11,7 +11,7 @@ import {
   hostInfo,
   type NativeLibrary,
   openLibrary,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { chooseCore } from "./core-choice.ts";
 
 export type BlasName = "mkl" | "openblas" | "blis" | "reference";

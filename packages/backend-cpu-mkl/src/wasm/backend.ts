@@ -1,11 +1,10 @@
+import { type BackendDefinition, defineBackend } from "@backplane/core/backend";
 import {
-  type BackendDefinition,
   cpuMemory,
-  defineBackend,
   loadWasmModule,
   loadWasmModuleSync,
   wasmSimdAvailability,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { modules, wasmKernels } from "../kernels/wasm.ts";
 import { type AttentionModule, attentionModule } from "../kernels/wasm-attention.ts";
 import { ATTENTION_WASM, GEMM_WASM, KERNELS_WASM } from "../wasm-files.ts";

@@ -20,7 +20,7 @@ import {
   ffiOptionalStatus,
   ffiStatus,
   type NativeLibrary,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 
 // Every driver call returns CUresult (a status); a few are missing from older drivers.
 const f = ffiStatus;

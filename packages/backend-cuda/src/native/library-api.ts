@@ -19,7 +19,7 @@ import {
   ffiCall,
   ffiStatus,
   type SymbolDecl,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 
 export type LibraryName = "cublas" | "cublasLt" | "cufft" | "cusolver" | "cusparseLt" | "magma";
 

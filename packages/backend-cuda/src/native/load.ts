@@ -17,7 +17,7 @@ import {
   ptrFromAddress,
   ptrOf,
   readCString,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import type { CudaLayer, LibraryInfo, MathLibraries } from "../layer.ts";
 import { CUDART_DECL, type CudartSymbols, DRIVER_DECL } from "./driver-api.ts";
 import {

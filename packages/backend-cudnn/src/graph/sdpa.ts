@@ -8,8 +8,7 @@
  */
 
 import type { Tensor } from "@backplane/core";
-import type { SdpaParams } from "@backplane/core/backend";
-import { leadingBroadcastStrides } from "@backplane/core/backend";
+import { leadingBroadcastStrides, type SdpaParams } from "@backplane/core/backend";
 import type { DataType, GraphBuilder, TensorSpec } from "./builder.ts";
 import type { Descriptor } from "./descriptor.ts";
 import { alignmentOf, dataTypeOf, UID } from "./tensors.ts";

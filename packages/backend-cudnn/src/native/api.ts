@@ -9,7 +9,7 @@
  * Conventions: handles, descriptors, device pointers and streams are carried as addresses
  * ("usize"); host out-parameters and arrays are "buffer".
  */
-import { defineLibrary } from "@backplane/core/backend";
+import { defineLibrary } from "@backplane/core/cpu";
 
 export const CUDNN_DECL = defineLibrary({
   /** size_t cudnnGetVersion(void): MAJOR * 10000 + MINOR * 100 + PATCH. */

@@ -10,7 +10,7 @@ import {
   type LibrarySpec,
   type OpenResult,
   openLibrary,
-} from "@backplane/core/backend";
+} from "@backplane/core/cpu";
 import { CUDNN_DECL, type CudnnDecl } from "./api.ts";
 
 export const CUDNN_ENV = "BACKPLANE_CUDNN_PATH";

@@ -1,7 +1,6 @@
 /** softmax and logSoftmax on mps: MPSGraph's softMax (log: x - max - log(sum(exp))). */
 import type { Tensor } from "@backplane/core";
-import type { KernelDefinition, SoftmaxParams } from "@backplane/core/backend";
-import { sizeOf } from "@backplane/core/backend";
+import { type KernelDefinition, type SoftmaxParams, sizeOf } from "@backplane/core/backend";
 import {
   dense,
   dtypeCode,

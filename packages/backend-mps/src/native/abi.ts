@@ -3,7 +3,7 @@
  * enumerations. test/abi.test.ts holds these to the header: every prototype, every
  * #define, nothing missing and nothing extra.
  */
-import { defineLibrary, type FfiType, type LibraryDecl } from "@backplane/core/backend";
+import { defineLibrary, type FfiType, type LibraryDecl } from "@backplane/core/cpu";
 
 /** BP_MPS_ABI_VERSION: a helper answering another number is refused. */
 export const ABI_VERSION = 1;

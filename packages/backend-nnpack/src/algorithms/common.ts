@@ -1,7 +1,7 @@
 /** What every algorithm shares: operands in WASM-readable form, trivial cases, batch chunks. */
 import { bytesPerElement, empty, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
-import { addressOf, type Scratch } from "@backplane/core/backend";
+import { addressOf, type Scratch } from "@backplane/core/cpu";
 import { parallel } from "../util.ts";
 
 /** Input, weight and bias as contiguous tensors (copies where the caller passed views). */

@@ -5,7 +5,7 @@
  */
 import { empty, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
-import { addressOf, Scratch } from "@backplane/core/backend";
+import { addressOf, Scratch } from "@backplane/core/cpu";
 import { parallel } from "../util.ts";
 import { conv } from "../wasm.ts";
 import { dims, operands, trivialOutput } from "./common.ts";

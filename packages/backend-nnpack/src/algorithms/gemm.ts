@@ -5,7 +5,8 @@
  * "direct" for 1x1 kernels: the same GEMM straight on the input, no im2col.
  */
 import { empty, matmul, type Tensor } from "@backplane/core";
-import { addressOf, type Conv2dParams, cpuMemory, Scratch } from "@backplane/core/backend";
+import type { Conv2dParams } from "@backplane/core/backend";
+import { addressOf, cpuMemory, Scratch } from "@backplane/core/cpu";
 import { parallel } from "../util.ts";
 import { addBias, dims, imagesPerChunk, operands, trivialOutput } from "./common.ts";
 

@@ -8,7 +8,7 @@
  */
 import { empty, matmul, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
-import { addressOf, Scratch } from "@backplane/core/backend";
+import { addressOf, Scratch } from "@backplane/core/cpu";
 import { type Transformed, transformedWeights } from "../cache.ts";
 import { parallel, roundUp } from "../util.ts";
 import { FT_WORK_BYTES } from "../wasm.ts";

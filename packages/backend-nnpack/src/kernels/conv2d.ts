@@ -4,12 +4,8 @@
  * picks among them by NNPACK's rules. Every supports() names what it leaves to others.
  */
 import type { DType, Tensor } from "@backplane/core";
-import {
-  allFinite,
-  type Conv2dParams,
-  inWasmMemory,
-  type KernelDefinition,
-} from "@backplane/core/backend";
+import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
+import { allFinite, inWasmMemory } from "@backplane/core/cpu";
 import { depthwise } from "../algorithms/depthwise.ts";
 import { implicitGemm, pointwise } from "../algorithms/gemm.ts";
 import { transformConv } from "../algorithms/transform.ts";

@@ -6,7 +6,7 @@
  * calls inside the worker (see peer-worker.ts).
  */
 import { runtime } from "@backplane/core";
-import { builtinModule } from "@backplane/core/backend";
+import { builtinModule } from "@backplane/core/cpu";
 import { type GemmPeer, reason } from "./types.ts";
 
 interface Reply {

@@ -2,7 +2,7 @@
  * openblas-direct: Debian's OpenBLAS (libopenblas0-pthread) called through the FFI layer
  * alone, without the dispatcher: cblas_sgemm on plain Float32Arrays, one thread.
  */
-import { defineLibrary, openLibrary } from "@backplane/core/backend";
+import { defineLibrary, openLibrary } from "@backplane/core/cpu";
 import { type GemmPeer, reason } from "./types.ts";
 
 export const OPENBLAS_PATH = "/usr/lib/x86_64-linux-gnu/libopenblas.so.0";

@@ -4,7 +4,7 @@
  * then the system's python3 (Debian's python3-torch is 1.13). The suites time the first as
  * "torch" and keep an older one as a second column when it is installed.
  */
-import { builtinModule, readEnv, userCacheDir } from "@backplane/core/backend";
+import { builtinModule, readEnv, userCacheDir } from "@backplane/core/cpu";
 
 export interface TorchPython {
   python: string;

@@ -40,7 +40,7 @@ import {
   type Tensor,
   tensor,
 } from "@backplane/core";
-import { readEnv } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import type { Harness } from "../harness.ts";
 import { convModel } from "../peers/onnx-model.ts";
 import { NO_TORCH, torchPythons } from "../peers/torch-python.ts";

@@ -5,7 +5,7 @@
  * tfjs's own BatchMatMul kernel function, in the same run.
  */
 import { matmul, type Tensor, tensor } from "@backplane/core";
-import { getKernel, matmulOp } from "@backplane/core/backend";
+import { getKernel, ops } from "@backplane/core/backend";
 import * as tf from "@tensorflow/tfjs-core";
 import "@tensorflow/tfjs-backend-cpu";
 import type { Harness } from "../harness.ts";
@@ -17,7 +17,7 @@ export default {
     const a = tensor([[1.5]]);
     const b = tensor([[2]]);
     const kernel = getKernel("matmul", "reference")!;
-    const params = matmulOp.prepare(a, b);
+    const params = ops.matmul.prepare(a, b);
 
     await tf.setBackend("cpu");
     await tf.ready();

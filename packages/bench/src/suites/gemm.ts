@@ -40,12 +40,8 @@ import {
   type Tensor,
   tensor,
 } from "@backplane/core";
-import {
-  forgetCalibration,
-  getBackend,
-  readEnv,
-  relaxedSimdEnabled,
-} from "@backplane/core/backend";
+import { forgetCalibration, getBackend } from "@backplane/core/backend";
+import { readEnv, relaxedSimdEnabled } from "@backplane/core/cpu";
 import { type Harness, type Impl, listArg, sizesArg } from "../harness.ts";
 import { type GemmCase, type GemmPeer, reason } from "../peers/types.ts";
 

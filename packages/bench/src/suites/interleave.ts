@@ -15,7 +15,8 @@
  * neither slows the other.
  */
 import { backends, conv2d, kernelPriority, matmul, randn } from "@backplane/core";
-import { getBackend, readEnv } from "@backplane/core/backend";
+import { getBackend } from "@backplane/core/backend";
+import { readEnv } from "@backplane/core/cpu";
 import type { Harness } from "../harness.ts";
 import { reason } from "../peers/types.ts";
 

@@ -39,7 +39,8 @@ import {
   type Tensor,
   tensor,
 } from "@backplane/core";
-import { builtinModule, getKernel, readEnv } from "@backplane/core/backend";
+import { getKernel } from "@backplane/core/backend";
+import { builtinModule, readEnv } from "@backplane/core/cpu";
 import type { Harness } from "../harness.ts";
 import { NO_TORCH, torchPythons } from "../peers/torch-python.ts";
 import { reason } from "../peers/types.ts";

@@ -107,7 +107,7 @@ export function mathSupport(
 /** The share of device memory the math path may take for its scores and probabilities. */
 export const MATH_MEMORY_SHARE = 0.5;
 
-/** Scratch of the math path: float32 (float64) scores and probabilities in the input dtype. */
+/** DeviceScratch of the math path: float32 (float64) scores and probabilities in the input dtype. */
 export function mathScratchBytes(p: SdpaParams): number {
   const acc = p.dtype === "float64" ? 8 : 4;
   const t = p.dtype === "float64" ? 8 : p.dtype === "float32" ? 4 : 2;

@@ -15,7 +15,7 @@ import {
 import type { KernelArg } from "../../driver.ts";
 import { CU } from "../../native/driver-api.ts";
 import { LIBRARY_ENUMS } from "../../native/library-api.ts";
-import type { CudaRuntime, Scratch } from "../../runtime.ts";
+import type { CudaRuntime, DeviceScratch } from "../../runtime.ts";
 import { currentRuntime } from "../../state.ts";
 import {
   dataPtr,
@@ -147,7 +147,7 @@ function fusedArgs(
   ];
 }
 
-function uploadTables(s: Scratch, off: AttentionOffsets) {
+function uploadTables(s: DeviceScratch, off: AttentionOffsets) {
   return {
     q: s.upload(off.q),
     k: s.upload(off.k),

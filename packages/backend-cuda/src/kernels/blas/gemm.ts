@@ -14,7 +14,7 @@ import {
   HEURISTIC_RESULT_BYTES,
   LIBRARY_ENUMS as X,
 } from "../../native/library-api.ts";
-import { type CudaRuntime, grid1d, type Scratch } from "../../runtime.ts";
+import { type CudaRuntime, type DeviceScratch, grid1d } from "../../runtime.ts";
 import { cublasWorkspaceBytes, type GemmMode } from "./modes.ts";
 
 /** One logical (rows x cols) matrix per batch entry: element offsets and element strides. */
@@ -135,7 +135,7 @@ const COPY2D: Record<number, string> = {
  */
 export function gatherOperand(
   rt: CudaRuntime,
-  s: Scratch,
+  s: DeviceScratch,
   op: Operand,
   rows: number,
   cols: number,
@@ -170,7 +170,7 @@ export function gatherOperand(
 }
 
 /** Makes every operand of the problem GEMM-readable, gathering where needed. */
-export function readyProblem(rt: CudaRuntime, s: Scratch, p: GemmProblem): GemmPlan {
+export function readyProblem(rt: CudaRuntime, s: DeviceScratch, p: GemmProblem): GemmPlan {
   let plan = planGemm(p);
   if (typeof plan === "string") {
     const q = { ...p };
@@ -196,7 +196,7 @@ const addr = (op: Operand, i: number, bytes: number) => op.ptr + BigInt(op.offse
 // Long: one cuBLAS call per layout case (plain, strided-batched, pointer-array), each reading the same plan.
 export function runCublas(
   rt: CudaRuntime,
-  s: Scratch,
+  s: DeviceScratch,
   plan: GemmPlan,
   p: GemmProblem,
   mode: GemmMode,
@@ -301,7 +301,7 @@ export function runCublas(
 // Long: the cuBLASLt descriptor set-up in the order the library requires, released in one finally.
 export function runCublasLt(
   rt: CudaRuntime,
-  s: Scratch,
+  s: DeviceScratch,
   plan: GemmPlan,
   p: GemmProblem,
   mode: GemmMode,

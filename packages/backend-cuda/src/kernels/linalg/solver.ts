@@ -21,7 +21,7 @@ import {
 import { check } from "../../errors.ts";
 import type { CusolverSymbols } from "../../layer.ts";
 import { LIBRARY_ENUMS as X } from "../../native/library-api.ts";
-import { type CudaRuntime, grid1d, type Scratch } from "../../runtime.ts";
+import { type CudaRuntime, type DeviceScratch, grid1d } from "../../runtime.ts";
 import { cudaStatus, currentRuntime } from "../../state.ts";
 import { dataPtr, deviceOf, storagePtr } from "../../tensors.ts";
 
@@ -29,7 +29,7 @@ type Prec = "S" | "D";
 
 interface Ctx {
   rt: CudaRuntime;
-  s: Scratch;
+  s: DeviceScratch;
   device: number;
   lib: CusolverSymbols;
   handle: bigint;
