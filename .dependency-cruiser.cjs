@@ -42,7 +42,7 @@ const coreLayerRules = CORE_LAYERS.slice(0, -1).map((layer, i) => ({
   to: {
     path: [
       core(CORE_LAYERS.slice(i + 1).flat()),
-      "^packages/core/src/(api|author-api|index|backend|one-core)\\.ts$",
+      "^packages/core/src/(api|author-api|cpu-api|op-handles|index|backend|cpu|one-core)\\.ts$",
     ],
   },
 }));
@@ -51,6 +51,14 @@ module.exports = {
   forbidden: [
     ...coreLayerRules,
     { name: "no-cycles", severity: "error", from: {}, to: { circular: true } },
+    {
+      name: "core-contract-apart-from-cpu-toolkit",
+      comment:
+        "@backplane/core/backend is the contract; the WASM memory, loader, parallel-for and FFI are @backplane/core/cpu's (src/cpu-api.ts)",
+      severity: "error",
+      from: { path: "^packages/core/src/author-api\\.ts$" },
+      to: { path: "^packages/core/src/(wasm|runtime)/" },
+    },
     {
       name: "core-imports-no-backend",
       comment: "@backplane/core is the bottom layer: it knows no plugin.",
