@@ -23,5 +23,5 @@ export {
   logSoftmax_f64,
 } from "./kernels/elementwise";
 export { fftWorkspaceBytes, fft_c2c, rfft_r2c, irfft_c2r } from "./kernels/fft";
-export { transpose_u8 } from "./kernels/transpose";
+export { transpose_f32, transpose_u8 } from "./kernels/transpose";
 export { linalgWorkspaceBytes, cholesky, luFactor, luSolve, solve, inv, qr, eigh, svd } from "./kernels/linalg";

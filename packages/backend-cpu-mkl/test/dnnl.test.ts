@@ -103,6 +103,8 @@ describe("oneDNN (cpu-dnnl)", () => {
       [[2, 16, 15, 15], [16, 16, 3, 3], { padding: 1 }],
       [[1, 24, 9, 9], [24, 1, 3, 3], { padding: 1, groups: 24 }],
       [[1, 24, 10, 10], [24, 1, 3, 3], { stride: 2, padding: 1, groups: 24 }],
+      // A batch of depthwise images with odd sizes: the WASM transposes to and from NHWC.
+      [[2, 13, 9, 11], [13, 1, 3, 3], { padding: 1, groups: 13 }],
       [[1, 32, 7, 7], [64, 32, 1, 1], {}],
       [[1, 12, 11, 13], [18, 4, 3, 3], { groups: 3, padding: 2, dilation: 2 }],
       [[1, 5, 6, 6], [7, 5, 5, 5], { padding: 4 }], // padding > kernel / 2

@@ -1,7 +1,8 @@
 /**
- * transpose_u8 (the WASM byte transpose the onednn engine's int8 convolution uses for its
- * layouts) against a plain loop: one to nine rows (its 2- and 3-row paths, the last rows
- * % 4), columns around its 16-column blocks and 64 x 64 tiles, and empty matrices.
+ * transpose_u8 and transpose_f32 (the WASM transposes the oneDNN convolutions use for
+ * their channels-last layouts) against a plain loop: one to nine rows (the byte
+ * transpose's 2- and 3-row paths, the last rows % 4), columns around the 16-column blocks
+ * and the tiles, empty matrices, and nothing written past the end.
  */
 import { empty, ready } from "@backplane/core";
 import { addressOf } from "@backplane/core/cpu";
@@ -9,18 +10,33 @@ import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
 import { modules } from "../src/kernels/wasm.ts";
 
-function transposed(rows: number, cols: number, seed: number): { got: number[]; want: number[] } {
-  const src = empty([Math.max(1, rows * cols)], { dtype: "uint8" });
-  const dst = empty([Math.max(1, rows * cols) + 64], { dtype: "uint8" });
+const POISON = { uint8: 0xa5, float32: -7.25 } as const;
+
+function transposed(
+  rows: number,
+  cols: number,
+  seed: number,
+  dtype: "uint8" | "float32" = "uint8",
+): { got: number[]; want: number[] } {
+  const src = empty([Math.max(1, rows * cols)], { dtype });
+  const dst = empty([Math.max(1, rows * cols) + 64], { dtype });
   try {
-    const s = src.hostData() as Uint8Array;
-    for (let i = 0; i < rows * cols; i++) s[i] = (i * 2654435761 + seed) >>> 24;
-    const d = dst.hostData() as Uint8Array;
-    d.fill(0xa5); // poison, with 64 bytes past the end that must stay untouched
-    modules.kernels!.transpose_u8(addressOf(src), rows, cols, addressOf(dst));
+    const s = src.hostData() as Uint8Array | Float32Array;
+    for (let i = 0; i < rows * cols; i++)
+      s[i] =
+        dtype === "uint8" ? (i * 2654435761 + seed) >>> 24 : ((i * 7919 + seed) % 2003) - 1001.5;
+    const d = dst.hostData() as Uint8Array | Float32Array;
+    d.fill(POISON[dtype]); // 64 elements past the end must stay untouched
+    const k = modules.kernels!;
+    (dtype === "uint8" ? k.transpose_u8 : k.transpose_f32)(
+      addressOf(src),
+      rows,
+      cols,
+      addressOf(dst),
+    );
     const want: number[] = [];
     for (let c = 0; c < cols; c++) for (let r = 0; r < rows; r++) want.push(s[r * cols + c]);
-    want.push(...Array(64).fill(0xa5));
+    want.push(...Array(64).fill(POISON[dtype]));
     return { got: Array.from(d.subarray(0, rows * cols + 64)), want };
   } finally {
     src.dispose();
@@ -49,6 +65,36 @@ describe("transpose_u8", () => {
       [3, 224 * 224],
     ]) {
       const { got, want } = transposed(rows, cols, rows);
+      expect(
+        got.every((v, i) => v === want[i]),
+        `${rows} x ${cols}`,
+      ).toBe(true);
+    }
+  });
+});
+
+describe("transpose_f32", () => {
+  it("matches a plain loop on odd and edge shapes, and writes nothing past the end", async () => {
+    await ready(WASM_BACKEND);
+    const bad: string[] = [];
+    let seed = 1;
+    for (const rows of [0, 1, 2, 3, 4, 5, 7, 31, 32, 33, 67])
+      for (const cols of [0, 1, 3, 4, 5, 31, 32, 33, 65, 196]) {
+        const { got, want } = transposed(rows, cols, seed++, "float32");
+        if (got.some((v, i) => v !== want[i])) bad.push(`${rows} x ${cols}`);
+      }
+    expect(bad).toEqual([]);
+  });
+
+  it("transposes MobileNet's depthwise activations (32 x 112 x 112, 576 x 14 x 14, and back)", async () => {
+    await ready(WASM_BACKEND);
+    for (const [rows, cols] of [
+      [32, 112 * 112],
+      [112 * 112, 32],
+      [576, 14 * 14],
+      [14 * 14, 576],
+    ]) {
+      const { got, want } = transposed(rows, cols, rows, "float32");
       expect(
         got.every((v, i) => v === want[i]),
         `${rows} x ${cols}`,

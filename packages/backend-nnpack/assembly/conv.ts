@@ -18,6 +18,8 @@
 // M = V @ U per transform point: for FFT, U holds [[Ur, Ui], [-Ui, Ur]] so one real GEMM
 // is the complex product [Vr | Vi] (Ur + i Ui).
 
+export { dw_c4_f32, dw_c4_work_bytes } from "./depthwise";
+
 // ---------------------------------------------------------------------------------- helpers
 
 @inline function imin(a: i32, b: i32): i32 {

@@ -6,6 +6,18 @@ export const MODULE_ID = "backend-nnpack/conv";
 type Ptr = number;
 type Fn = (...args: number[]) => void;
 
+/** Per-thread work bytes of a depthwise kernel for its output size and geometry. */
+type DepthwiseWorkBytes = (
+  outH: number,
+  outW: number,
+  kh: number,
+  kw: number,
+  sh: number,
+  sw: number,
+  dh: number,
+  dw: number,
+) => number;
+
 /** The exports of assembly/conv.ts (pointers are byte offsets into the CPU memory). */
 export interface ConvModule {
   pack_c4: Fn;
@@ -24,16 +36,9 @@ export interface ConvModule {
   bias_f64: Fn;
   dw_f32: Fn;
   dw_f64: Fn;
-  dw_work_bytes(
-    outH: number,
-    outW: number,
-    kh: number,
-    kw: number,
-    sh: number,
-    sw: number,
-    dh: number,
-    dw: number,
-  ): number;
+  dw_c4_f32: Fn;
+  dw_c4_work_bytes: DepthwiseWorkBytes;
+  dw_work_bytes: DepthwiseWorkBytes;
   equal_bytes(a: Ptr, b: Ptr, n: number): number;
 }
 

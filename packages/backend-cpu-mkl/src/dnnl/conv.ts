@@ -9,6 +9,8 @@
  */
 import { empty, getFlag, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
+import { addressOf, inWasmMemory } from "@backplane/core/cpu";
+import { modules } from "../kernels/wasm.ts";
 import {
   check,
   dims,
@@ -41,6 +43,12 @@ interface Plan {
   srcReorder: bigint;
   weightReorder: bigint;
   dstReorder: bigint;
+  /**
+   * Whether oneDNN's activations (src) and output (dst) are plain NHWC, f32: then the WASM
+   * transpose_f32 moves them, about twice as fast as oneDNN 2.6's reorder here.
+   */
+  srcNhwc: boolean;
+  dstNhwc: boolean;
   srcBytes: number;
   weightBytes: number;
   dstBytes: number;
@@ -123,6 +131,9 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain", threads: number)
     const wts = queryMd(pd, E.dnnl_query_t.dnnl_query_weights_md);
     const dst = queryMd(pd, E.dnnl_query_t.dnnl_query_dst_md);
     const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
+    const nhwc = (shape: number[], md: typeof src) =>
+      t === E.dnnl_data_type_t.dnnl_f32 &&
+      d.dnnl_memory_desc_equal(taggedMd(shape, E.dnnl_format_tag_t.dnnl_acdb, t), md) === 1;
     return {
       conv: primitive(pd),
       threads,
@@ -131,6 +142,8 @@ function makePlan(p: Conv2dParams, layout: "blocked" | "plain", threads: number)
       srcReorder: reorder(userSrc, src),
       weightReorder: reorder(userW, wts),
       dstReorder: reorder(dst, userDst),
+      srcNhwc: nhwc(x, src),
+      dstNhwc: nhwc(y, dst),
       srcBytes: Number(d.dnnl_memory_desc_get_size(src)),
       weightBytes: Number(d.dnnl_memory_desc_get_size(wts)),
       dstBytes: Number(d.dnnl_memory_desc_get_size(dst)),
@@ -284,7 +297,19 @@ function runPlan(plan: Plan, p: Conv2dParams): Tensor {
     const src = plan.srcReorder ? temp(plan.srcBytes) : p.input;
     const dst = plan.dstReorder ? temp(plan.dstBytes) : y;
     const scratch = temp(plan.scratchBytes);
-    if (plan.srcReorder) {
+    // The WASM transposes, where the kernels are loaded and the tensors in their memory.
+    const k =
+      modules.kernels && inWasmMemory(p.input) && inWasmMemory(y) ? modules.kernels : undefined;
+    const image = p.c * p.h * p.w;
+    if (plan.srcReorder && plan.srcNhwc && k) {
+      for (let b = 0; b < p.n; b++)
+        k.transpose_f32(
+          addressOf(p.input) + 4 * b * image,
+          p.c,
+          p.h * p.w,
+          addressOf(src) + 4 * b * image,
+        );
+    } else if (plan.srcReorder) {
       d.dnnl_memory_set_data_handle(plan.mem.userSrc, data(p.input));
       d.dnnl_memory_set_data_handle(plan.mem.src, data(src));
       execute(plan.srcReorder, [
@@ -307,7 +332,17 @@ function runPlan(plan: Plan, p: Conv2dParams): Tensor {
       args.push([ARG.BIAS, plan.mem.bias]);
     }
     execute(plan.conv, args);
-    if (plan.dstReorder) {
+    if (plan.dstReorder && plan.dstNhwc && k) {
+      check("dnnl_stream_wait", d.dnnl_stream_wait(dnnlState.ready().stream));
+      const outImage = p.outChannels * p.outH * p.outW;
+      for (let b = 0; b < p.n; b++)
+        k.transpose_f32(
+          addressOf(dst) + 4 * b * outImage,
+          p.outH * p.outW,
+          p.outChannels,
+          addressOf(y) + 4 * b * outImage,
+        );
+    } else if (plan.dstReorder) {
       d.dnnl_memory_set_data_handle(plan.mem.userDst, data(y));
       execute(plan.dstReorder, [
         [ARG.FROM, plan.mem.dst],

@@ -1,0 +1,185 @@
+// Depthwise convolution (one output channel per input channel), f32, four channels at a
+// time, one per SIMD lane: each group of four input planes is transposed into a
+// zero-padded [rows][cols][4] plane in the thread's work, the taps run over it with plain
+// vector loads (no bounds checks, no lanes lost at a row's end whatever the width, no
+// shuffles for stride 2), and each output row is transposed back into the four planes.
+// The transposes cost about one shuffle per element; they buy full vectors on planes of
+// any width (a 14-wide MobileNet plane wastes 2 of 16 lanes per row computed along x).
+
+/** Columns beyond the last tap that a pair of outputs may read (the second of a pair). */
+@inline function colsOf(outW: i32, kw: i32, sw: i32, dw: i32): i32 {
+  return (outW + 1) * sw + (kw - 1) * dw + 1;
+}
+@inline function rowsOf(outH: i32, kh: i32, sh: i32, dh: i32): i32 {
+  return (outH - 1) * sh + (kh - 1) * dh + 1;
+}
+
+/** Bytes of per-thread work dw_c4_f32 needs: the padded plane, one output row, the weights. */
+export function dw_c4_work_bytes(outH: i32, outW: i32, kh: i32, kw: i32, sh: i32, sw: i32, dh: i32, dw: i32): i32 {
+  const plane = rowsOf(outH, kh, sh, dh) * colsOf(outW, kw, sw, dw);
+  return (plane + outW + 1 + kh * kw + 1) * 16 + 64;
+}
+
+/** Stores the four lanes of the 4x4 block a0..a3 (rows) transposed at d, d + step, ... */
+@inline function transposeStore(d: usize, step: usize, a0: v128, a1: v128, a2: v128, a3: v128): void {
+  const t0 = i32x4.shuffle(a0, a1, 0, 4, 1, 5);
+  const t1 = i32x4.shuffle(a2, a3, 0, 4, 1, 5);
+  const t2 = i32x4.shuffle(a0, a1, 2, 6, 3, 7);
+  const t3 = i32x4.shuffle(a2, a3, 2, 6, 3, 7);
+  v128.store(d, i32x4.shuffle(t0, t1, 0, 1, 4, 5));
+  v128.store(d + step, i32x4.shuffle(t0, t1, 2, 3, 6, 7));
+  v128.store(d + 2 * step, i32x4.shuffle(t2, t3, 0, 1, 4, 5));
+  v128.store(d + 3 * step, i32x4.shuffle(t2, t3, 2, 3, 6, 7));
+}
+
+/**
+ * One padded row of the c4 plane: input row iy of the nc (1..4) planes at src (plane
+ * stride `planeBytes`), columns placed from pl on, zeros elsewhere.
+ */
+@inline function fillRow(
+  d: usize, src: usize, planeBytes: usize, nc: i32, W: i32, pl: i32, cols: i32,
+): void {
+  const lo = pl < cols ? pl : cols; // the first column holding input
+  const hi = pl + W < cols ? pl + W : cols; // one past the last
+  for (let q = 0; q < lo; q++) v128.store(d + (<usize>q << 4), f32x4.splat(0));
+  let q = lo;
+  if (nc == 4) {
+    for (; q + 4 <= hi; q += 4) {
+      const s = src + (<usize>(q - pl) << 2);
+      transposeStore(
+        d + (<usize>q << 4), 16,
+        v128.load(s), v128.load(s + planeBytes), v128.load(s + 2 * planeBytes), v128.load(s + 3 * planeBytes),
+      );
+    }
+  }
+  for (; q < hi; q++) {
+    const s = src + (<usize>(q - pl) << 2);
+    const p = d + (<usize>q << 4);
+    for (let k = 0; k < 4; k++)
+      store<f32>(p + (<usize>k << 2), k < nc ? load<f32>(s + <usize>k * planeBytes) : 0);
+  }
+  for (q = hi > lo ? hi : lo; q < cols; q++) v128.store(d + (<usize>q << 4), f32x4.splat(0));
+}
+
+/** Output row `orow` (outW vectors of four channels, bias added) into the nc planes at dst. */
+@inline function storeRow(dst: usize, planeBytes: usize, orow: usize, nc: i32, outW: i32, bv: v128): void {
+  let ox = 0;
+  if (nc == 4) {
+    for (; ox + 4 <= outW; ox += 4) {
+      const s = orow + (<usize>ox << 4);
+      transposeStore(
+        dst + (<usize>ox << 2), planeBytes,
+        f32x4.add(v128.load(s), bv), f32x4.add(v128.load(s, 16), bv),
+        f32x4.add(v128.load(s, 32), bv), f32x4.add(v128.load(s, 48), bv),
+      );
+    }
+  }
+  for (; ox < outW; ox++) {
+    const v = f32x4.add(v128.load(orow + (<usize>ox << 4)), bv);
+    const p = dst + (<usize>ox << 2);
+    store<f32>(p, f32x4.extract_lane(v, 0));
+    if (nc > 1) store<f32>(p + planeBytes, f32x4.extract_lane(v, 1));
+    if (nc > 2) store<f32>(p + 2 * planeBytes, f32x4.extract_lane(v, 2));
+    if (nc > 3) store<f32>(p + 3 * planeBytes, f32x4.extract_lane(v, 3));
+  }
+}
+
+/** 3x3, dilation 1, stride sw along x: output row from padded rows r0..r2, two outputs a step. */
+@inline function row3x3(orow: usize, r0: usize, r1: usize, r2: usize, outW: i32, sw: i32, wq: usize): void {
+  const w0 = v128.load(wq);
+  const w1 = v128.load(wq, 16);
+  const w2 = v128.load(wq, 32);
+  const w3 = v128.load(wq, 48);
+  const w4 = v128.load(wq, 64);
+  const w5 = v128.load(wq, 80);
+  const w6 = v128.load(wq, 96);
+  const w7 = v128.load(wq, 112);
+  const w8 = v128.load(wq, 128);
+  const step = <usize>sw << 4;
+  for (let ox = 0; ox < outW; ox += 2) {
+    const o = <usize>(ox * sw) << 4;
+    const p = o + step;
+    let a = f32x4.mul(v128.load(r0 + o), w0);
+    let b = f32x4.mul(v128.load(r0 + p), w0);
+    a = f32x4.add(a, f32x4.mul(v128.load(r0 + o, 16), w1));
+    b = f32x4.add(b, f32x4.mul(v128.load(r0 + p, 16), w1));
+    a = f32x4.add(a, f32x4.mul(v128.load(r0 + o, 32), w2));
+    b = f32x4.add(b, f32x4.mul(v128.load(r0 + p, 32), w2));
+    a = f32x4.add(a, f32x4.mul(v128.load(r1 + o), w3));
+    b = f32x4.add(b, f32x4.mul(v128.load(r1 + p), w3));
+    a = f32x4.add(a, f32x4.mul(v128.load(r1 + o, 16), w4));
+    b = f32x4.add(b, f32x4.mul(v128.load(r1 + p, 16), w4));
+    a = f32x4.add(a, f32x4.mul(v128.load(r1 + o, 32), w5));
+    b = f32x4.add(b, f32x4.mul(v128.load(r1 + p, 32), w5));
+    a = f32x4.add(a, f32x4.mul(v128.load(r2 + o), w6));
+    b = f32x4.add(b, f32x4.mul(v128.load(r2 + p), w6));
+    a = f32x4.add(a, f32x4.mul(v128.load(r2 + o, 16), w7));
+    b = f32x4.add(b, f32x4.mul(v128.load(r2 + p, 16), w7));
+    a = f32x4.add(a, f32x4.mul(v128.load(r2 + o, 32), w8));
+    b = f32x4.add(b, f32x4.mul(v128.load(r2 + p, 32), w8));
+    const d = orow + (<usize>ox << 4);
+    v128.store(d, a);
+    v128.store(d, b, 16); // the slot past the row's end exists (dw_c4_work_bytes)
+  }
+}
+
+/**
+ * Depthwise convolution with one output channel per input channel (groups = C = O), f32:
+ * item = n * ceil(C / 4) + g, the output planes 4g .. 4g + 3 of image n. Any kernel size,
+ * stride, dilation and padding; 3x3 with dilation 1 runs a dedicated loop.
+ */
+export function dw_c4_f32(
+  x: usize, w: usize, bias: usize, y: usize, C: i32, H: i32, W: i32, kh: i32, kw: i32,
+  sh: i32, sw: i32, dh: i32, dw: i32, pt: i32, pl: i32, outH: i32, outW: i32, work: usize,
+  start: i32, count: i32,
+): void {
+  const groups = (C + 3) >> 2;
+  const rows = rowsOf(outH, kh, sh, dh);
+  const cols = colsOf(outW, kw, sw, dw);
+  const rowBytes = <usize>cols << 4;
+  const plane = (work + 63) & ~(<usize>63);
+  const orow = plane + <usize>rows * rowBytes;
+  const wq = orow + (<usize>(outW + 1) << 4);
+  const taps = kh * kw;
+  const inPlane = <usize>H * <usize>W * 4;
+  const outPlane = <usize>outH * <usize>outW * 4;
+  const fast = kh == 3 && kw == 3 && dh == 1 && dw == 1;
+  for (let item = start; item < start + count; item++) {
+    const n = item / groups;
+    const c0 = (item % groups) << 2;
+    const nc = C - c0 < 4 ? C - c0 : 4;
+    // The taps of the four channels, one vector per tap; the bias, one vector.
+    for (let t = 0; t < taps; t++)
+      for (let k = 0; k < 4; k++)
+        store<f32>(wq + (<usize>t << 4) + (<usize>k << 2), k < nc ? load<f32>(w + (<usize>((c0 + k) * taps + t) << 2)) : 0);
+    const bq = wq + (<usize>taps << 4);
+    for (let k = 0; k < 4; k++)
+      store<f32>(bq + (<usize>k << 2), bias != 0 && k < nc ? load<f32>(bias + (<usize>(c0 + k) << 2)) : 0);
+    const bv = v128.load(bq);
+    const src = x + <usize>(n * C + c0) * inPlane;
+    for (let r = 0; r < rows; r++) {
+      const iy = r - pt;
+      const d = plane + <usize>r * rowBytes;
+      if (iy < 0 || iy >= H) {
+        for (let q = 0; q < cols; q++) v128.store(d + (<usize>q << 4), f32x4.splat(0));
+      } else fillRow(d, src + <usize>iy * <usize>W * 4, inPlane, nc, W, pl, cols);
+    }
+    const dst = y + <usize>(n * C + c0) * outPlane;
+    for (let oy = 0; oy < outH; oy++) {
+      const r0 = plane + <usize>(oy * sh) * rowBytes;
+      if (fast) row3x3(orow, r0, r0 + rowBytes, r0 + 2 * rowBytes, outW, sw, wq);
+      else {
+        for (let ox = 0; ox < outW; ox++) {
+          let acc = f32x4.splat(0);
+          for (let i = 0; i < kh; i++) {
+            const row = r0 + <usize>(i * dh) * rowBytes + (<usize>(ox * sw) << 4);
+            for (let j = 0; j < kw; j++)
+              acc = f32x4.add(acc, f32x4.mul(v128.load(row + (<usize>(j * dw) << 4)), v128.load(wq + (<usize>(i * kw + j) << 4))));
+          }
+          v128.store(orow + (<usize>ox << 4), acc);
+        }
+      }
+      storeRow(dst + (<usize>(oy * outW) << 2), outPlane, orow, nc, outW, bv);
+    }
+  }
+}
