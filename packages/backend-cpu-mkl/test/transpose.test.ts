@@ -8,6 +8,7 @@ import { empty, ready } from "@backplane/core";
 import { addressOf } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
+import { transposeF32 } from "../src/kernels/transpose.ts";
 import { modules } from "../src/kernels/wasm.ts";
 
 const POISON = { uint8: 0xa5, float32: -7.25 } as const;
@@ -28,12 +29,8 @@ function transposed(
     const d = dst.hostData() as Uint8Array | Float32Array;
     d.fill(POISON[dtype]); // 64 elements past the end must stay untouched
     const k = modules.kernels!;
-    (dtype === "uint8" ? k.transpose_u8 : k.transpose_f32)(
-      addressOf(src),
-      rows,
-      cols,
-      addressOf(dst),
-    );
+    if (dtype === "uint8") k.transpose_u8(addressOf(src), rows, cols, addressOf(dst));
+    else transposeF32(addressOf(src), rows, cols, addressOf(dst));
     const want: number[] = [];
     for (let c = 0; c < cols; c++) for (let r = 0; r < rows; r++) want.push(s[r * cols + c]);
     want.push(...Array(64).fill(POISON[dtype]));

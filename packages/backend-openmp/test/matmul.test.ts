@@ -1,12 +1,14 @@
 import "@backplane/backend-cpu-mkl";
 import {
   backends,
+  conv2d,
   explain,
   kernelPriority,
   matmul,
   randn,
   ready,
   scaledDotProductAttention,
+  withKernelPriority,
 } from "@backplane/core";
 import { getBackend } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
@@ -80,5 +82,39 @@ describe("with @backplane/backend-cpu-mkl", () => {
     expect(threads()).toBe(2);
     out.dispose();
     q.dispose();
+  });
+
+  it("oneDNN's convolution moves its channels-last activations on the pool's threads", async () => {
+    await ready();
+    const pool = openmpPool()!;
+    const dnnl = getBackend("cpu-dnnl");
+    if (dnnl?.initState !== "ready") {
+      console.log(
+        `[backend-openmp] oneDNN transpose test skipped: ${dnnl?.initError ?? "no cpu-dnnl"}`,
+      );
+      return;
+    }
+    using _t = backends.openmp.numThreadsScope(2);
+    await pool.ready(2);
+    using _p = kernelPriority("conv2d", ["onednn-conv"]);
+    // Depthwise, a batch of two with odd sizes: oneDNN takes it channels-last (NHWC).
+    const x = randn([2, 37, 47, 53], { seed: 31 }); // 92k elements an image: above the one-thread size
+    const w = randn([37, 1, 3, 3], { seed: 32 });
+    const opts = { groups: 37, padding: 1 };
+    expect(explain("conv2d", x, w, opts).selected).toBe("onednn-conv");
+    const before = pool.stats().parallelRuns;
+    const y = conv2d(x, w, opts);
+    expect(pool.stats().parallelRuns - before).toBe(4); // in and out, per image
+    const ref = withKernelPriority("conv2d", ["reference"], () => conv2d(x, w, opts));
+    const a = y.toFloat64();
+    const b = ref.toFloat64();
+    let worst = 0;
+    let scale = 0;
+    for (let i = 0; i < a.length; i++) {
+      worst = Math.max(worst, Math.abs(a[i] - b[i]));
+      scale = Math.max(scale, Math.abs(b[i]));
+    }
+    expect(worst / scale).toBeLessThan(2e-5);
+    for (const t of [x, w, y, ref]) t.dispose();
   });
 });

@@ -226,15 +226,15 @@ function interleave3(src: usize, cols: i32, dst: usize): void {
 const TILE_F32: i32 = 32;
 
 /**
- * dst (cols x rows) = the transpose of src (rows x cols), f32, both dense: conv2d's
- * activations to and from oneDNN's channels-last layout (a C x HW matrix per image), where
- * oneDNN 2.6's f32 reorder is about half of a depthwise layer's time. 4 x 4 blocks (eight
- * interleaving shuffles) in 32 x 32 tiles; scalar for the rows and columns past a multiple
- * of four.
+ * dst (cols x rows) = the transpose of src (rows x cols), f32, rows lds and ldd elements
+ * apart (a band of rows of a larger matrix, for a thread's share): conv2d's activations to
+ * and from oneDNN's channels-last layout (a C x HW matrix per image), where oneDNN 2.6's f32
+ * reorder is about half of a depthwise layer's time. 4 x 4 blocks (eight interleaving
+ * shuffles) in 32 x 32 tiles; scalar for the rows and columns past a multiple of four.
  */
-export function transpose_f32(src: usize, rows: i32, cols: i32, dst: usize): void {
-  const ld = <usize>cols << 2;
-  const ldd = <usize>rows << 2;
+export function transpose_f32(src: usize, rows: i32, cols: i32, lds: i32, dst: usize, ldd: i32): void {
+  const ls = <usize>lds << 2;
+  const ld = <usize>ldd << 2;
   const r4 = rows & ~3;
   const c4 = cols & ~3;
   for (let r0 = 0; r0 < r4; r0 += TILE_F32) {
@@ -242,32 +242,29 @@ export function transpose_f32(src: usize, rows: i32, cols: i32, dst: usize): voi
     for (let c0 = 0; c0 < c4; c0 += TILE_F32) {
       const cEnd = imin(c4, c0 + TILE_F32);
       for (let r = r0; r < rEnd; r += 4) {
-        const s = src + <usize>r * ld;
+        const s = src + <usize>r * ls;
         const d = dst + (<usize>r << 2);
         for (let c = c0; c < cEnd; c += 4) {
           const a = s + (<usize>c << 2);
           const x0 = v128.load(a);
-          const x1 = v128.load(a + ld);
-          const x2 = v128.load(a + 2 * ld);
-          const x3 = v128.load(a + 3 * ld);
+          const x1 = v128.load(a + ls);
+          const x2 = v128.load(a + 2 * ls);
+          const x3 = v128.load(a + 3 * ls);
           const t0 = i32x4.shuffle(x0, x1, 0, 4, 1, 5);
           const t1 = i32x4.shuffle(x2, x3, 0, 4, 1, 5);
           const t2 = i32x4.shuffle(x0, x1, 2, 6, 3, 7);
           const t3 = i32x4.shuffle(x2, x3, 2, 6, 3, 7);
-          const o = d + <usize>c * ldd;
+          const o = d + <usize>c * ld;
           v128.store(o, i32x4.shuffle(t0, t1, 0, 1, 4, 5));
-          v128.store(o + ldd, i32x4.shuffle(t0, t1, 2, 3, 6, 7));
-          v128.store(o + 2 * ldd, i32x4.shuffle(t2, t3, 0, 1, 4, 5));
-          v128.store(o + 3 * ldd, i32x4.shuffle(t2, t3, 2, 3, 6, 7));
+          v128.store(o + ld, i32x4.shuffle(t0, t1, 2, 3, 6, 7));
+          v128.store(o + 2 * ld, i32x4.shuffle(t2, t3, 0, 1, 4, 5));
+          v128.store(o + 3 * ld, i32x4.shuffle(t2, t3, 2, 3, 6, 7));
         }
       }
     }
   }
   // The columns past c4 of the rows before r4, then the rows past r4.
-  for (let r = 0; r < r4; r++)
-    for (let c = c4; c < cols; c++)
-      store<f32>(dst + ((<usize>c * <usize>rows + <usize>r) << 2), load<f32>(src + ((<usize>r * <usize>cols + <usize>c) << 2)));
-  for (let r = r4; r < rows; r++)
-    for (let c = 0; c < cols; c++)
-      store<f32>(dst + ((<usize>c * <usize>rows + <usize>r) << 2), load<f32>(src + ((<usize>r * <usize>cols + <usize>c) << 2)));
+  for (let r = 0; r < rows; r++)
+    for (let c = r < r4 ? c4 : 0; c < cols; c++)
+      store<f32>(dst + <usize>c * ld + (<usize>r << 2), load<f32>(src + <usize>r * ls + (<usize>c << 2)));
 }

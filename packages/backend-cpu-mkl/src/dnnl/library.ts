@@ -119,6 +119,7 @@ export const ENUMS = {
     dnnl_a: 2,
     dnnl_abcd: 5,
     dnnl_acdb: 20,
+    dnnl_aBcd16b: 69,
     dnnl_abcde: 7,
   },
   dnnl_prop_kind_t: { dnnl_forward_inference: 96 },

@@ -60,6 +60,6 @@ export interface KernelsModule {
   svd(a: Ptr, m: number, n: number, full: number, u: Ptr, s: Ptr, vh: Ptr, work: Ptr): number;
   /** dst (cols x rows) = the transpose of src (rows x cols), bytes. */
   transpose_u8(src: Ptr, rows: number, cols: number, dst: Ptr): void;
-  /** dst (cols x rows) = the transpose of src (rows x cols), f32. */
-  transpose_f32(src: Ptr, rows: number, cols: number, dst: Ptr): void;
+  /** dst (cols x rows) = the transpose of src (rows x cols, rows lds apart), rows ldd apart; f32. */
+  transpose_f32(src: Ptr, rows: number, cols: number, lds: number, dst: Ptr, ldd: number): void;
 }
