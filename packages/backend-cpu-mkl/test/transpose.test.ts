@@ -4,8 +4,15 @@
  * transpose's 2- and 3-row paths, the last rows % 4), columns around the 16-column blocks
  * and the tiles, empty matrices, and nothing written past the end.
  */
-import { empty, ready } from "@backplane/core";
-import { addressOf } from "@backplane/core/cpu";
+import { backends, empty, ready } from "@backplane/core";
+import {
+  addressOf,
+  chunkArgs,
+  chunksOf,
+  parallelService,
+  setParallelService,
+  wasmModule,
+} from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
 import { transposeF32 } from "../src/kernels/transpose.ts";
@@ -83,8 +90,25 @@ describe("transpose_f32", () => {
     expect(bad).toEqual([]);
   });
 
-  it("transposes MobileNet's depthwise activations (32 x 112 x 112, 576 x 14 x 14, and back)", async () => {
+  it("transposes MobileNet's depthwise activations (32 x 112 x 112, 576 x 14 x 14, and back) in three column bands", async () => {
     await ready(WASM_BACKEND);
+    // Three threads: the chunks backend-openmp's pool would hand its workers (the core's
+    // chunksOf and chunkArgs), of uneven sizes, each a band of source columns, run here one
+    // after another on the module's exports (this package's tests do not load the pool).
+    using _ = backends.openmp.flags({ numThreads: 3 });
+    let chunks = 0;
+    const previous = parallelService();
+    setParallelService({
+      threads: () => 3,
+      run(task, threads) {
+        const fn = wasmModule(task.module)?.instance.exports[task.fn] as (...a: number[]) => void;
+        chunksOf(task, threads).forEach(([i0, count], thread) => {
+          chunks++;
+          fn(...chunkArgs(task, i0, count, thread));
+        });
+      },
+    });
+    using _s = { [Symbol.dispose]: () => setParallelService(previous) };
     for (const [rows, cols] of [
       [32, 112 * 112],
       [112 * 112, 32],
@@ -97,5 +121,6 @@ describe("transpose_f32", () => {
         `${rows} x ${cols}`,
       ).toBe(true);
     }
+    expect(chunks).toBeGreaterThanOrEqual(9); // three bands for each of the three large ones
   });
 });

@@ -84,7 +84,7 @@ describe("with @backplane/backend-cpu-mkl", () => {
     q.dispose();
   });
 
-  it("oneDNN's convolution moves its channels-last activations on the pool's threads", async () => {
+  it("oneDNN's depthwise convolution on the pool's two threads matches the reference", async () => {
     await ready();
     const pool = openmpPool()!;
     const dnnl = getBackend("cpu-dnnl");
@@ -97,14 +97,13 @@ describe("with @backplane/backend-cpu-mkl", () => {
     using _t = backends.openmp.numThreadsScope(2);
     await pool.ready(2);
     using _p = kernelPriority("conv2d", ["onednn-conv"]);
-    // Depthwise, a batch of two with odd sizes: oneDNN takes it channels-last (NHWC).
+    // Depthwise, a batch of two with odd sizes: its activations channels-last, moved by the
+    // WASM transposes on the pool or by oneDNN's reorders, whichever its plan timed faster.
     const x = randn([2, 37, 47, 53], { seed: 31 }); // 92k elements an image: above the one-thread size
     const w = randn([37, 1, 3, 3], { seed: 32 });
     const opts = { groups: 37, padding: 1 };
     expect(explain("conv2d", x, w, opts).selected).toBe("onednn-conv");
-    const before = pool.stats().parallelRuns;
     const y = conv2d(x, w, opts);
-    expect(pool.stats().parallelRuns - before).toBe(4); // in and out, per image
     const ref = withKernelPriority("conv2d", ["reference"], () => conv2d(x, w, opts));
     const a = y.toFloat64();
     const b = ref.toFloat64();

@@ -79,10 +79,13 @@ export interface Entry {
 const ORDER_LIMIT = 256;
 
 /**
- * Interleaved rounds per shape. Two let one stalled call decide: a 1x1 96>24 @56 layer
- * went to nnpack instead of the faster oneDNN in one run of the conv2d suite.
+ * Interleaved rounds per shape, each timing a kernel's second call in a row. Two rounds
+ * let one stalled call decide (a 1x1 96>24 @56 layer went to nnpack instead of the faster
+ * oneDNN); single calls, each right after the other kernel's, gave a 3x3 128>128 @28 layer
+ * to oneDNN (2.2 ms) over nnpack's Winograd (1.4 ms) in one suite run of two (Zen 4).
  */
 const SHAPE_ROUNDS = 3;
+const SHAPE_BURST = 2;
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
 
@@ -256,8 +259,8 @@ function measureShape(op: OpRecord, e: Entry, params: OpParams): Ranking {
     if (e.trialLimit > 0) trial = trial.slice(0, e.trialLimit);
   } else trial = firstPerBackend(base, params);
   if (trial.length < 2) return e.base; // nothing to rank
-  const rounds = exhaustive ? 1 : SHAPE_ROUNDS;
-  const figures = timeInterleaved(trial, params, { rounds }, (_, err) => {
+  const limits = exhaustive ? { rounds: 1 } : { rounds: SHAPE_ROUNDS, burst: SHAPE_BURST };
+  const figures = timeInterleaved(trial, params, limits, (_, err) => {
     if (exhaustive) throw err; // the user asked for every kernel: its failure is theirs to see
   }) as KernelFigure[];
   const measurement: Measurement = {
