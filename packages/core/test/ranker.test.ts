@@ -19,6 +19,8 @@ import {
 } from "@backplane/core";
 import {
   defineBackend,
+  defineOp,
+  dispatch,
   getKernel,
   type OpParams,
   registerBackend,
@@ -196,4 +198,67 @@ describe("one ranker for dispatch and explain", () => {
       }
     });
   }
+});
+
+describe("perShape measures a shape again once warm", () => {
+  it("orders by the first measurement, then by the one at the shape's 8th call", () => {
+    interface P extends OpParams {
+      x: Tensor;
+    }
+    const op = defineOp({
+      name: "rankerRecheck",
+      prepare: (x: Tensor): P => ({ x, deviceType: x.deviceType, dtype: x.dtype }),
+      shapeKey: (p: P) => p.x.shape.join("x"),
+      rankPerShape: true,
+    });
+    let clock = 0;
+    let coldRuns = 0;
+    const ran: string[] = [];
+    const kernel = (name: string, priority: number, cost: () => number) => ({
+      op: "rankerRecheck",
+      name,
+      device: "cpu",
+      dtypes: ["float32"] as const,
+      deterministic: true,
+      priority,
+      run: (p: P) => {
+        clock += cost();
+        ran.push(name);
+        return p.x.numel;
+      },
+    });
+    // "warming" is slow for its first 7 runs (the first measurement: a warm-up and three
+    // rounds of two; code not yet compiled to its top tier), then the faster; "steady"
+    // costs the same every time.
+    for (const [backend, k] of [
+      ["recheck-warming", kernel("warming", 20, () => (coldRuns++ < 7 ? 5 : 1))],
+      ["recheck-steady", kernel("steady", 10, () => 2)],
+    ] as const)
+      registerBackend(
+        defineBackend({
+          name: backend,
+          devices: ["cpu"],
+          isAvailable: () => ({ available: true }),
+          kernels: [k],
+        }),
+      );
+    const restore = setTimingClock(() => clock);
+    const x = tensor(new Float32Array([1, 2, 3]));
+    try {
+      using _ = backends.core.flags({ ranking: "perShape" });
+      const last = () => ran[ran.length - 1];
+      dispatch(op, op.prepare(x)); // measured cold: "steady" first
+      expect(last()).toBe("steady");
+      for (let i = 2; i < 8; i++) {
+        dispatch(op, op.prepare(x));
+        expect(last()).toBe("steady");
+      }
+      dispatch(op, op.prepare(x)); // the 8th call measures again, warm: "warming" first
+      expect(last()).toBe("warming");
+      expect(explain("rankerRecheck", x).selected).toBe("warming");
+    } finally {
+      setTimingClock(restore);
+      x.dispose();
+    }
+  });
 });

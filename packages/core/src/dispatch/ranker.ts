@@ -45,6 +45,8 @@ export type RankPolicy = "off" | "sizeClass" | "perShape" | "exhaustive";
 export interface Ranking {
   kernels: readonly Kernel[];
   measurement: Measurement | undefined;
+  /** perShape: calls of the shape left before it is measured again, warm (then undefined). */
+  recheckIn?: number;
 }
 
 /** What is decided per (flag snapshot, device type, dtype). */
@@ -86,6 +88,14 @@ const ORDER_LIMIT = 256;
  */
 const SHAPE_ROUNDS = 3;
 const SHAPE_BURST = 2;
+
+/**
+ * perShape measures a shape again at its RECHECK-th call and keeps that order: at the first
+ * call a kernel may run code its worker threads have not compiled to their top tier yet
+ * (nnpack's Winograd on two threads: 1.05 ms warm, but measured slower than oneDNN's 1.35
+ * ms at a 3x3 128>128 @28 layer's first call, Zen 4).
+ */
+const RECHECK = 8;
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
 
@@ -244,7 +254,8 @@ export function entryFor(op: OpRecord, state: FlagState, deviceType: string, dty
 }
 
 function remember(e: Entry, key: string, r: Ranking): Ranking {
-  if (e.orders.size >= ORDER_LIMIT) e.orders.delete(e.orders.keys().next().value as string);
+  if (!e.orders.has(key) && e.orders.size >= ORDER_LIMIT)
+    e.orders.delete(e.orders.keys().next().value as string);
   e.orders.set(key, r);
   return r;
 }
@@ -309,8 +320,15 @@ export function rank(op: OpRecord, e: Entry, params: OpParams, mayMeasure: boole
     default: {
       const key = op.shapeKey(params);
       const hit = e.orders.get(key);
-      if (hit || !mayMeasure) return hit ?? e.base;
-      return remember(e, key, measureShape(op, e, params));
+      if (!mayMeasure) return hit ?? e.base;
+      if (hit === undefined) {
+        const first = measureShape(op, e, params);
+        if (e.policy === "perShape" && first.measurement) first.recheckIn = RECHECK - 1;
+        return remember(e, key, first);
+      }
+      if (hit.recheckIn !== undefined && --hit.recheckIn === 0)
+        return remember(e, key, measureShape(op, e, params));
+      return hit;
     }
   }
 }
