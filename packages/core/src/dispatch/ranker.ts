@@ -18,7 +18,7 @@
  * | core.ranking is not "auto"              | that value |                                        |
  * | cudnn.benchmark                         | exhaustive | every accepting kernel timed per shape |
  * | cpu.calibrate is false                  | off        | author priority                        |
- * | a CPU op declaring rankPerShape         | perShape   | backends timed at a shape's first call |
+ * | a CPU op declaring rankPerShape         | perShape   | backends timed at a shape's first call, again at its 8th |
  * | a CPU op with calibration figures       | sizeClass  | backends by the nearest measured size  |
  * | otherwise                               | off        | author priority                        |
  */
