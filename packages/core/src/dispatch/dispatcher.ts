@@ -17,7 +17,13 @@ import {
 import { currentFrame } from "../flags/context.ts";
 import { currentState } from "../flags/state.ts";
 import { bumpGeneration } from "../registry/backends.ts";
-import { getOp, type Kernel, type OpParams, type OpRecord } from "../registry/kernels.ts";
+import {
+  getOp,
+  type Kernel,
+  kernelAccepts,
+  type OpParams,
+  type OpRecord,
+} from "../registry/kernels.ts";
 import { warnOnce } from "../util/log.ts";
 import { candidates } from "./explain.ts";
 import { type Entry, entryFor, rank } from "./ranker.ts";
@@ -89,13 +95,7 @@ function hintFor(op: OpRecord, report: CandidateReport[], params: OpParams): str
   for (const c of report) {
     if (!c.reason.startsWith("disabled by flag")) continue;
     const k = op.kernels.find((x) => x.name === c.kernel);
-    let accepts = false;
-    try {
-      accepts = k !== undefined && (k.supports === undefined || k.supports(params) === true);
-    } catch {
-      accepts = false;
-    }
-    if (accepts)
+    if (k !== undefined && kernelAccepts(k, params) === true)
       return `Hint: ${c.kernel} would run if you change ${c.reason.slice("disabled by flag ".length)}.`;
   }
   const det = report.find((c) => c.reason.includes("nondeterministic"));

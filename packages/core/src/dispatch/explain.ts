@@ -4,7 +4,7 @@
  */
 import { ArgumentError, type CandidateReport } from "../errors.ts";
 import { currentState } from "../flags/state.ts";
-import { getOp, type Kernel, type OpParams, type OpRecord } from "../registry/kernels.ts";
+import { getOp, kernelAccepts, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import { show } from "../util/format.ts";
 import { type Entry, entryFor, rank } from "./ranker.ts";
 
@@ -18,21 +18,13 @@ export interface Explanation {
   toString(): string;
 }
 
-function accepts(k: Kernel, params: OpParams): true | string {
-  try {
-    return k.supports ? k.supports(params) : true;
-  } catch (err) {
-    return `supports() threw: ${(err as Error).message}`;
-  }
-}
-
 /** The report for these params under entry `e` (the ranker's order; nothing is measured). */
 export function candidates(op: OpRecord, e: Entry, params: OpParams): Explanation {
   const out: CandidateReport[] = [];
   let selected: string | undefined;
   const ranking = rank(op, e, params, false);
   for (const k of ranking.kernels) {
-    const ok = accepts(k, params);
+    const ok = kernelAccepts(k, params);
     if (ok !== true) {
       out.push({ kernel: k.name, backend: k.backend, accepted: false, reason: ok });
       continue;
@@ -44,7 +36,7 @@ export function candidates(op: OpRecord, e: Entry, params: OpParams): Explanatio
   }
   const warnOnly = currentState().values["core.deterministicWarnOnly"] === true;
   for (const k of e.heldBack) {
-    const ok = accepts(k, params);
+    const ok = kernelAccepts(k, params);
     if (ok !== true) {
       out.push({ kernel: k.name, backend: k.backend, accepted: false, reason: ok });
       continue;

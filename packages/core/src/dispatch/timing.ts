@@ -4,7 +4,7 @@
  * rounds (a burst of load slows them alike) with the best run of each kept.
  */
 import { ArgumentError } from "../errors.ts";
-import type { Kernel, OpParams } from "../registry/kernels.ts";
+import { type Kernel, kernelAccepts, type OpParams } from "../registry/kernels.ts";
 import type { KernelFigure } from "./measured.ts";
 
 const systemClock = (): number =>
@@ -44,13 +44,7 @@ export function firstPerBackend(kernels: readonly Kernel[], params: OpParams): K
   const out = new Map<string, Kernel>();
   for (const k of kernels) {
     if (k.backend === "reference" || out.has(k.backend)) continue;
-    let ok: true | string;
-    try {
-      ok = k.supports ? k.supports(params) : true;
-    } catch {
-      ok = "threw";
-    }
-    if (ok === true) out.set(k.backend, k);
+    if (kernelAccepts(k, params) === true) out.set(k.backend, k);
   }
   return [...out.values()];
 }

@@ -102,6 +102,18 @@ export interface OpRecord<
   cacheGeneration: number;
 }
 
+/**
+ * Whether `k` takes these params: true, or its reason; a supports() that throws is a refusal
+ * with the message (explain(), the ranking and error hints must not fail on a kernel's bug).
+ */
+export function kernelAccepts(k: Kernel, params: OpParams): true | string {
+  try {
+    return k.supports ? k.supports(params) : true;
+  } catch (err) {
+    return `supports() threw: ${(err as Error).message}`;
+  }
+}
+
 const ops = new Map<string, OpRecord>();
 
 /** Ops given a definition (defineOp): the only ones kernels may be registered for. */
