@@ -1018,7 +1018,8 @@ export function dw_work_bytes(outH: i32, outW: i32, kh: i32, kw: i32, sh: i32, s
  * Depthwise convolution (groups = C, M = O / C output channels per input channel), f32:
  * item = n * O + f, one output plane. Each input plane is first copied into a zero-padded
  * plane in work (dw_work_bytes), so the inner loops run without bounds checks: SIMD over 4
- * output columns, with dedicated 3x3 stride-1 and stride-2 paths.
+ * output columns. Layers with one output channel per input channel (M = 1, MobileNet's) run
+ * dw_c4_f32 (depthwise.ts) instead; this serves the other multipliers.
  */
 export function dw_f32(
   x: usize, w: usize, bias: usize, y: usize, C: i32, H: i32, W: i32, M: i32, kh: i32, kw: i32,
@@ -1056,95 +1057,7 @@ export function dw_f32(
     const b = k4(bs);
     const wp = w + (<usize>(f * kh * kw) << 2);
     const full = outW & ~3;
-    if (kh == 3 && kw == 3 && dh == 1 && dw == 1 && (sw == 1 || sw == 2)) {
-      const w0 = v128.load32_splat(wp);
-      const w1 = v128.load32_splat(wp, 4);
-      const w2 = v128.load32_splat(wp, 8);
-      const w3 = v128.load32_splat(wp, 12);
-      const w4 = v128.load32_splat(wp, 16);
-      const w5 = v128.load32_splat(wp, 20);
-      const w6 = v128.load32_splat(wp, 24);
-      const w7 = v128.load32_splat(wp, 28);
-      const w8 = v128.load32_splat(wp, 32);
-      let oy = 0;
-      if (sw == 1 && sh == 1) {
-        // two output rows per pass: the two middle input rows are loaded once for both
-        for (; oy + 2 <= outH; oy += 2) {
-          const r0 = work + <usize>oy * rowQ;
-          const r1 = r0 + rowQ;
-          const r2 = r1 + rowQ;
-          const r3 = r2 + rowQ;
-          const d0 = out + (<usize>(oy * outW) << 2);
-          const d1 = d0 + (<usize>outW << 2);
-          for (let ox = 0; ox < outW; ox += 4) {
-            const o = <usize>ox << 2;
-            let a = ld(r0 + o);
-            let e = v128.load(r0 + o, 4);
-            let f = v128.load(r0 + o, 8);
-            let acc0 = add(add(b, mul(a, w0)), add(mul(e, w1), mul(f, w2)));
-            a = ld(r1 + o);
-            e = v128.load(r1 + o, 4);
-            f = v128.load(r1 + o, 8);
-            acc0 = add(acc0, add(add(mul(a, w3), mul(e, w4)), mul(f, w5)));
-            let acc1 = add(add(b, mul(a, w0)), add(mul(e, w1), mul(f, w2)));
-            a = ld(r2 + o);
-            e = v128.load(r2 + o, 4);
-            f = v128.load(r2 + o, 8);
-            acc0 = add(acc0, add(add(mul(a, w6), mul(e, w7)), mul(f, w8)));
-            acc1 = add(acc1, add(add(mul(a, w3), mul(e, w4)), mul(f, w5)));
-            a = ld(r3 + o);
-            e = v128.load(r3 + o, 4);
-            f = v128.load(r3 + o, 8);
-            acc1 = add(acc1, add(add(mul(a, w6), mul(e, w7)), mul(f, w8)));
-            const n = ox < full ? 4 : outW - ox;
-            storeTail(d0 + o, acc0, n);
-            storeTail(d1 + o, acc1, n);
-          }
-        }
-      }
-      for (; oy < outH; oy++) {
-        const r0 = work + <usize>(oy * sh) * rowQ;
-        const r1 = r0 + rowQ;
-        const r2 = r1 + rowQ;
-        const drow = out + (<usize>(oy * outW) << 2);
-        for (let ox = 0; ox < outW; ox += 4) {
-          let acc: v128;
-          if (sw == 1) {
-            const o = <usize>ox << 2;
-            acc = add(b, mul(ld(r0 + o), w0));
-            acc = add(acc, mul(v128.load(r0 + o, 4), w1));
-            acc = add(acc, mul(v128.load(r0 + o, 8), w2));
-            acc = add(acc, mul(ld(r1 + o), w3));
-            acc = add(acc, mul(v128.load(r1 + o, 4), w4));
-            acc = add(acc, mul(v128.load(r1 + o, 8), w5));
-            acc = add(acc, mul(ld(r2 + o), w6));
-            acc = add(acc, mul(v128.load(r2 + o, 4), w7));
-            acc = add(acc, mul(v128.load(r2 + o, 8), w8));
-          } else {
-            const o = <usize>ox << 3;
-            let a = ld(r0 + o);
-            let e = v128.load(r0 + o, 16);
-            let ev = f32x4.shuffle(a, e, 0, 2, 4, 6);
-            acc = add(b, mul(ev, w0));
-            acc = add(acc, mul(f32x4.shuffle(a, e, 1, 3, 5, 7), w1));
-            acc = add(acc, mul(f32x4.shuffle(ev, v128.load(r0 + o, 32), 1, 2, 3, 4), w2));
-            a = ld(r1 + o);
-            e = v128.load(r1 + o, 16);
-            ev = f32x4.shuffle(a, e, 0, 2, 4, 6);
-            acc = add(acc, mul(ev, w3));
-            acc = add(acc, mul(f32x4.shuffle(a, e, 1, 3, 5, 7), w4));
-            acc = add(acc, mul(f32x4.shuffle(ev, v128.load(r1 + o, 32), 1, 2, 3, 4), w5));
-            a = ld(r2 + o);
-            e = v128.load(r2 + o, 16);
-            ev = f32x4.shuffle(a, e, 0, 2, 4, 6);
-            acc = add(acc, mul(ev, w6));
-            acc = add(acc, mul(f32x4.shuffle(a, e, 1, 3, 5, 7), w7));
-            acc = add(acc, mul(f32x4.shuffle(ev, v128.load(r2 + o, 32), 1, 2, 3, 4), w8));
-          }
-          storeTail(drow + (<usize>ox << 2), acc, ox < full ? 4 : outW - ox);
-        }
-      }
-    } else if (sw == 1 || sw == 2) {
+    if (sw == 1 || sw == 2) {
       for (let oy = 0; oy < outH; oy++) {
         const drow = out + (<usize>(oy * outW) << 2);
         for (let ox = 0; ox < outW; ox += 4) {

@@ -84,6 +84,19 @@ export function dw_c4_work_bytes(outH: i32, outW: i32, kh: i32, kw: i32, sh: i32
   }
 }
 
+/** v0 w0 + v1 w1 + v2 w2, the three vectors from r on. */
+@inline function row3(r: usize, w0: v128, w1: v128, w2: v128): v128 {
+  const s = f32x4.add(f32x4.mul(v128.load(r), w0), f32x4.mul(v128.load(r, 16), w1));
+  return f32x4.add(s, f32x4.mul(v128.load(r, 32), w2));
+}
+
+/** acc + v0 w0 + v1 w1 + v2 w2, the three vectors from r on, added one after another. */
+@inline function taps3(acc: v128, r: usize, w0: v128, w1: v128, w2: v128): v128 {
+  acc = f32x4.add(acc, f32x4.mul(v128.load(r), w0));
+  acc = f32x4.add(acc, f32x4.mul(v128.load(r, 16), w1));
+  return f32x4.add(acc, f32x4.mul(v128.load(r, 32), w2));
+}
+
 /** 3x3, dilation 1, stride sw along x: output row from padded rows r0..r2, two outputs a step. */
 @inline function row3x3(orow: usize, r0: usize, r1: usize, r2: usize, outW: i32, sw: i32, wq: usize): void {
   const w0 = v128.load(wq);
@@ -99,24 +112,9 @@ export function dw_c4_work_bytes(outH: i32, outW: i32, kh: i32, kw: i32, sh: i32
   for (let ox = 0; ox < outW; ox += 2) {
     const o = <usize>(ox * sw) << 4;
     const p = o + step;
-    let a = f32x4.mul(v128.load(r0 + o), w0);
-    let b = f32x4.mul(v128.load(r0 + p), w0);
-    a = f32x4.add(a, f32x4.mul(v128.load(r0 + o, 16), w1));
-    b = f32x4.add(b, f32x4.mul(v128.load(r0 + p, 16), w1));
-    a = f32x4.add(a, f32x4.mul(v128.load(r0 + o, 32), w2));
-    b = f32x4.add(b, f32x4.mul(v128.load(r0 + p, 32), w2));
-    a = f32x4.add(a, f32x4.mul(v128.load(r1 + o), w3));
-    b = f32x4.add(b, f32x4.mul(v128.load(r1 + p), w3));
-    a = f32x4.add(a, f32x4.mul(v128.load(r1 + o, 16), w4));
-    b = f32x4.add(b, f32x4.mul(v128.load(r1 + p, 16), w4));
-    a = f32x4.add(a, f32x4.mul(v128.load(r1 + o, 32), w5));
-    b = f32x4.add(b, f32x4.mul(v128.load(r1 + p, 32), w5));
-    a = f32x4.add(a, f32x4.mul(v128.load(r2 + o), w6));
-    b = f32x4.add(b, f32x4.mul(v128.load(r2 + p), w6));
-    a = f32x4.add(a, f32x4.mul(v128.load(r2 + o, 16), w7));
-    b = f32x4.add(b, f32x4.mul(v128.load(r2 + p, 16), w7));
-    a = f32x4.add(a, f32x4.mul(v128.load(r2 + o, 32), w8));
-    b = f32x4.add(b, f32x4.mul(v128.load(r2 + p, 32), w8));
+    // Two outputs a step, each a chain over its nine taps.
+    const a = taps3(taps3(row3(r0 + o, w0, w1, w2), r1 + o, w3, w4, w5), r2 + o, w6, w7, w8);
+    const b = taps3(taps3(row3(r0 + p, w0, w1, w2), r1 + p, w3, w4, w5), r2 + p, w6, w7, w8);
     const d = orow + (<usize>ox << 4);
     v128.store(d, a);
     v128.store(d, b, 16); // the slot past the row's end exists (dw_c4_work_bytes)
