@@ -834,6 +834,41 @@ export function attn_augment_rows(
 }
 
 /**
+ * sums[r] (f32) = the sum of the `cols` floats of row r of a block P (row stride ld
+ * floats), plus what sums[r] held when `accumulate`, for r < rows: the row sums of
+ * flash-cpu-dnnl's bounded-shift path (src/dnnl/flash-bounded.ts), in the order a BLAS
+ * GEMV by a column of ones would add them up to rounding (four lanes of four partial sums).
+ */
+export function attn_row_sums(
+  p: usize, ld: i32, rows: i32, cols: i32, sums: usize, accumulate: i32,
+): void {
+  const c16 = cols & ~15;
+  const c4 = cols & ~3;
+  for (let r = 0; r < rows; r++) {
+    const row = p + ((<usize>r * <usize>ld) << 2);
+    let a0 = f32x4.splat(0);
+    let a1 = f32x4.splat(0);
+    let a2 = f32x4.splat(0);
+    let a3 = f32x4.splat(0);
+    let c = 0;
+    for (; c < c16; c += 16) {
+      const at = row + (<usize>c << 2);
+      a0 = f32x4.add(a0, v128.load(at));
+      a1 = f32x4.add(a1, v128.load(at, 16));
+      a2 = f32x4.add(a2, v128.load(at, 32));
+      a3 = f32x4.add(a3, v128.load(at, 48));
+    }
+    for (; c < c4; c += 4) a0 = f32x4.add(a0, v128.load(row + (<usize>c << 2)));
+    const v = f32x4.add(f32x4.add(a0, a1), f32x4.add(a2, a3));
+    let sum = (f32x4.extract_lane(v, 0) + f32x4.extract_lane(v, 1)) +
+      (f32x4.extract_lane(v, 2) + f32x4.extract_lane(v, 3));
+    for (; c < cols; c++) sum += load<f32>(row + (<usize>c << 2));
+    const out = sums + (<usize>r << 2);
+    store<f32>(out, accumulate ? load<f32>(out) + sum : sum);
+  }
+}
+
+/**
  * Sets to 0 the columns c >= diag + r + 1 (clamped to [0, cols]) of each of `rows` rows of
  * a block P (row stride ld floats): the keys row r may not see under causal masking (key
  * j sees rows i >= j; diag = first query row - first key of the block), as

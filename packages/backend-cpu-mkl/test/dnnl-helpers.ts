@@ -4,7 +4,7 @@
  */
 import { ready } from "@backplane/core";
 import { getBackend } from "@backplane/core/backend";
-import { readEnv } from "@backplane/core/cpu";
+import { builtinModule, readEnv } from "@backplane/core/cpu";
 import { it } from "vitest";
 import { DNNL_BACKEND } from "../src/index.ts";
 
@@ -18,3 +18,10 @@ if (!loaded && !required)
 
 /** `it` where oneDNN loaded (or CI requires it); `it.skip` on a machine without. */
 export const itDnnl = (loaded || required ? it : it.skip) as typeof it.skip;
+
+/** node:child_process when this is Node (the child tests run Node's own flags), else undefined. */
+export function nodeChildProcess(): typeof import("node:child_process") | undefined {
+  if (typeof (globalThis as { Deno?: unknown }).Deno !== "undefined" || "Bun" in globalThis)
+    return undefined;
+  return builtinModule<typeof import("node:child_process")>("node:child_process");
+}

@@ -1,6 +1,6 @@
 /**
  * The FlashAttention-2 tile kernels on a native GEMM: flash-cpu-blas (the BLAS's
- * cblas_sgemm) and flash-cpu-dnnl (oneDNN's dnnl_sgemm) are held to the same cases.
+ * cblas_sgemm) and flash-cpu-dnnl (oneDNN's matmul primitive) are held to the same cases.
  */
 import {
   backends,

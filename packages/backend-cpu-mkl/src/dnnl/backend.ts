@@ -20,10 +20,10 @@ import { ffiFailure } from "../native/ffi-failure.ts";
 import { limitNativeSpinning } from "../native/spin-env.ts";
 import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel } from "./flash.ts";
-import { resetBoundedPlans } from "./flash-bounded.ts";
 import { resetSoftmaxPlans } from "./flash-softmax.ts";
 import { loadDnnl } from "./library.ts";
 import { autoBlasOnly, dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
+import { resetMatmulSteps } from "./matmul-step.ts";
 import { resetQConvPlans } from "./qconv.ts";
 import { ONEDNN_ENGINE, resetQLinearPlans } from "./qlinear.ts";
 import { dnnlQuantizedKernels } from "./quantized.ts";
@@ -49,7 +49,7 @@ function forget(): void {
   resetConvPlans();
   resetMatmulPlans();
   resetSoftmaxPlans();
-  resetBoundedPlans();
+  resetMatmulSteps();
   resetQConvPlans();
   resetQLinearPlans();
 }

@@ -156,8 +156,26 @@ export function primitiveDesc(opDesc: Uint8Array, attrs: PrimitiveAttrs = {}): b
   }
 }
 
+/**
+ * oneDNN's float32 JIT GEMM ("gemm:jit": the GEMM-based convolution on NCHW, some strided
+ * matmuls, dnnl_sgemm) points the stack register into the heap while it runs, so a signal
+ * that lands then (V8's CPU profiler, a child's SIGCHLD, any handler) is written over heap
+ * memory: glibc aborts later, or the process dies in the kernel (oneDNN issue 4845, fixed
+ * in 3.11.2; every 2.x has it). Reproduced here with `node --cpu-prof`, and in C with a
+ * SIGPROF timer. Its int8 GEMM (gemm_s8u8s32) and the brgemm and direct kernels are not
+ * affected (each checked in C under a 20 kHz signal timer; test/signals.test.ts runs the
+ * package's oneDNN paths under a profiler signal every 50 µs).
+ */
+const SIGNAL_UNSAFE = /(^|:)gemm:jit$/;
+
+/** The primitive of `pd`; a DnnlCallError for an implementation a signal can break. */
 export function primitive(pd: bigint): bigint {
   const d = dnnlState.ready().dnnl;
+  const impl = implOf(pd);
+  if (SIGNAL_UNSAFE.test(impl))
+    throw new DnnlCallError(
+      `oneDNN chose ${impl}, its float32 JIT GEMM, which corrupts memory when a signal arrives (oneDNN issue 4845, fixed only in 3.11.2)`,
+    );
   return handle("dnnl_primitive_create", (o) => d.dnnl_primitive_create(o, pd));
 }
 
@@ -167,9 +185,12 @@ export function primitive(pd: bigint): bigint {
  * and it is refused (an Error) when oneDNN has only its reference code for it, far slower
  * than the step it would replace.
  */
-export function loopPrimitive(desc: Uint8Array, postOps: readonly PostOp[] = []): bigint {
+export function loopPrimitive(
+  desc: Uint8Array,
+  attrs: Pick<PrimitiveAttrs, "postOps" | "outputScales"> = {},
+): bigint {
   const d = dnnlState.ready().dnnl;
-  const pd = primitiveDesc(desc, { postOps, libraryScratchpad: true });
+  const pd = primitiveDesc(desc, { ...attrs, libraryScratchpad: true });
   try {
     const impl = implOf(pd);
     if (impl.startsWith("ref")) throw new Error(`only oneDNN's reference code (${impl})`);

@@ -8,7 +8,7 @@
  * any shift, so with the query rows extended by -b_i and the key rows by 1:
  *
  *   P = exp([scale Q, -b] [K, 1]ᵀ)        one matmul primitive, exp fused (values <= 1)
- *   l = row sums of P                     P times a column of ones (oneDNN's GEMV)
+ *   l = row sums of P                     WASM (attn_row_sums)
  *   O (+)= P V                            a matmul primitive (+= on later key blocks)
  *   O /= l                                WASM (flash_block_finish)
  *
@@ -30,23 +30,11 @@ import type { SdpaParams } from "@backplane/core/backend";
 import { addressOf, cpuMemory } from "@backplane/core/cpu";
 import { leadingDim, type QueryBlock } from "../kernels/flash-blas.ts";
 import { attentionModule, layoutOf } from "../kernels/wasm-attention.ts";
-import {
-  check,
-  execute,
-  loopPrimitive,
-  memory,
-  PlanCache,
-  type PostOp,
-  SUM_POST_OP,
-  stridedMd,
-} from "./call.ts";
-import { ARG, ENUMS, MATMUL_DESC_BYTES } from "./library.ts";
-import { dnnlState } from "./state.ts";
+import { SUM_POST_OP } from "./call.ts";
+import { ENUMS } from "./library.ts";
+import { matmulStep, runStep } from "./matmul-step.ts";
 
-const E = ENUMS;
-const F32 = E.dnnl_data_type_t.dnnl_f32;
-const NO_TRANS = 78; // 'N'
-const EXP = { alg: E.dnnl_alg_kind_t.dnnl_eltwise_exp, alpha: 0, beta: 0 };
+const EXP = { alg: ENUMS.dnnl_alg_kind_t.dnnl_eltwise_exp, alpha: 0, beta: 0 };
 
 /**
  * Query rows and keys per block: a 1 MiB block of P. Chosen from interleaved timings of
@@ -58,80 +46,32 @@ const BK = 512;
 /** The gap the check allows, 70 - ln n, as a bound on l: l >= n^2 e^-70 (see the header). */
 const MIN_SUM_PER_KEY_SQUARED = Math.exp(-70);
 
-/** One primitive and a memory object per argument (data handles set per call). */
-interface Step {
-  prim: bigint;
-  src: bigint;
-  weights: bigint;
-  dst: bigint;
-}
-
-const steps = new PlanCache<Step>("oneDNN refused a bounded-shift step");
-
-/** A step on the threads the tile loop applied (one in deterministic mode). */
-const step = (key: string, make: () => Step) => steps.get(key, make, dnnlState.threads);
-
-/** Forgets every plan (they belong to the engine of the library loaded before). */
-export function resetBoundedPlans(): void {
-  steps.clear();
-}
-
-/** dst [m, n] (dense) = src [m, k] (row stride lda) x weights [k, n] (strides ws), then postOps. */
-function matmulStep(
-  m: number,
-  k: number,
-  n: number,
-  lda: number,
-  ws: [number, number],
-  postOps: readonly PostOp[],
-): Step {
-  const d = dnnlState.ready().dnnl;
-  const a = stridedMd([m, k], [lda, 1], F32);
-  const b = stridedMd([k, n], ws, F32);
-  const c = stridedMd([m, n], [n, 1], F32);
-  const desc = new Uint8Array(MATMUL_DESC_BYTES);
-  check("dnnl_matmul_desc_init", d.dnnl_matmul_desc_init(desc, a, b, null, c));
-  return { prim: loopPrimitive(desc, postOps), src: memory(a), weights: memory(b), dst: memory(c) };
-}
-
 /** P = exp(Q' K'ᵀ) for rows x cols scores of extended rows of e1 floats. */
 const scoresStep = (rows: number, cols: number, e1: number) =>
-  step(`scores ${rows},${cols},${e1}`, () => matmulStep(rows, e1, cols, e1, [1, e1], [EXP]));
+  matmulStep({ m: rows, k: e1, n: cols, lda: e1, ws: [1, e1], ldc: cols, postOps: [EXP] });
 
 /** O (+)= P V for rows x cols probabilities and value rows of stride ldv. */
 const valuesStep = (rows: number, cols: number, ev: number, ldv: number, accumulate: boolean) =>
-  step(`values ${rows},${cols},${ev},${ldv},${accumulate}`, () =>
-    matmulStep(rows, cols, ev, cols, [ldv, 1], accumulate ? [SUM_POST_OP] : []),
-  );
+  matmulStep({
+    m: rows,
+    k: cols,
+    n: ev,
+    lda: cols,
+    ws: [ldv, 1],
+    ldc: ev,
+    postOps: accumulate ? [SUM_POST_OP] : [],
+  });
 
-/** Why the bounded path cannot run blocks of these sizes (the exact tiles run), or undefined. */
-export function boundedProblem(p: SdpaParams): string | undefined {
+/**
+ * Why the bounded path cannot run blocks of these sizes and this value row stride (the
+ * exact tiles run), or undefined.
+ */
+export function boundedProblem(p: SdpaParams, ldv = leadingDim(p.value)): string | undefined {
   const rows = Math.min(BOUNDED_ROWS, p.L);
   const cols = Math.min(BK, p.S);
-  for (const step of [
-    scoresStep(rows, cols, p.E + 1),
-    valuesStep(rows, cols, p.Ev, leadingDim(p.value), false),
-  ])
+  for (const step of [scoresStep(rows, cols, p.E + 1), valuesStep(rows, cols, p.Ev, ldv, false)])
     if (typeof step === "string") return step;
   return undefined;
-}
-
-/** Runs `step` on CPU-memory byte addresses (0 for an argument it does not take). */
-function run(step: Step, src: number, weights: number, dst: number): void {
-  const d = dnnlState.ready().dnnl;
-  const buf = cpuMemory().memory.buffer;
-  const at = (addr: number) => new Uint8Array(buf, addr);
-  d.dnnl_memory_set_data_handle(step.src, at(src));
-  d.dnnl_memory_set_data_handle(step.dst, at(dst));
-  const args: [number, bigint][] = [
-    [ARG.SRC, step.src],
-    [ARG.DST, step.dst],
-  ];
-  if (step.weights) {
-    d.dnnl_memory_set_data_handle(step.weights, at(weights));
-    args.push([ARG.WEIGHTS, step.weights]);
-  }
-  execute(step.prim, args);
 }
 
 /** Byte addresses of the workspace's parts. */
@@ -143,12 +83,11 @@ interface Workspace {
   p: number;
   l: number;
   sums: number;
-  ones: number;
 }
 
 /**
  * The workspace: the keys of one head extended (S x (E + 1)) and their norms, one query
- * block extended and its norms, P, the row sums and a column of ones.
+ * block extended and its norms, P and the row sums.
  */
 function workspace(p: SdpaParams): { tensor: Tensor; at: Workspace } {
   const e1 = p.E + 1;
@@ -160,7 +99,6 @@ function workspace(p: SdpaParams): { tensor: Tensor; at: Workspace } {
     p: BOUNDED_ROWS * BK,
     l: BOUNDED_ROWS * 2,
     sums: BOUNDED_ROWS,
-    ones: BK,
   };
   // Each part 64-byte aligned (16 floats).
   const floats = Object.values(parts).reduce((a, n) => a + Math.ceil(n / 16) * 16, 16);
@@ -181,7 +119,6 @@ function workspace(p: SdpaParams): { tensor: Tensor; at: Workspace } {
 // Long: one loop over heads and blocks whose steps share the extended rows, P, the sums and O.
 export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
   const mod = attentionModule.current!;
-  const { dnnl: d, stream } = dnnlState.ready();
   const { L, S, E: e, Ev } = p;
   const e1 = e + 1;
   const bh = out.numel / (L * Ev);
@@ -196,8 +133,6 @@ export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
     const qnorm = new Float32Array(buf, at.qnorm, BOUNDED_ROWS);
     const l = new Float64Array(buf, at.l, BOUNDED_ROWS);
     const sums = new Float32Array(buf, at.sums, BOUNDED_ROWS);
-    const pBlock = new Float32Array(buf, at.p, BOUNDED_ROWS * BK);
-    const ones = new Float32Array(buf, at.ones, BK).fill(1);
     const ldq = leadingDim(p.query);
     const ldk = leadingDim(p.key);
     const ldv = leadingDim(p.value);
@@ -232,33 +167,15 @@ export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
             held = false;
             break;
           }
-          run(scores, at.qext, at.kext + j0 * e1 * 4, at.p);
-          check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
+          runStep(scores, at.qext, at.kext + j0 * e1 * 4, at.p);
           // Under causal masking, zero what row r may not see (c > i0 + r - j0: the bound
           // covers the visible keys only, so those may be inf).
           if (p.isCausal) mod.flash_zero_hidden(at.p, cols, rows, cols, i0 - j0);
-          // The row sums as P times a column of ones: oneDNN's GEMV splits over its threads
-          // (12 µs for 128 x 2048 on one thread; a reduction primitive took 38 and did not split).
-          check(
-            "dnnl_sgemm(row sums)",
-            d.dnnl_sgemm(
-              NO_TRANS,
-              NO_TRANS,
-              rows,
-              1,
-              cols,
-              1,
-              pBlock,
-              cols,
-              ones,
-              1,
-              j0 > 0 ? 1 : 0,
-              sums,
-              1,
-            ),
-          );
-          run(values, at.p, v + j0 * ldv * 4, o);
-          check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
+          // The row sums in WASM: 17-27 µs a 512 x 512 block on one thread, like oneDNN's
+          // GEMV by a column of ones (whose JIT GEMM a signal can break: call.ts), where a
+          // matmul primitive with one column took 74.
+          mod.attn_row_sums(at.p, cols, rows, cols, at.sums, j0 > 0 ? 1 : 0);
+          runStep(values, at.p, v + j0 * ldv * 4, o);
         }
         for (let r = 0; r < rows; r++) l[r] = sums[r];
         for (let r = 0; r < rows && held; r++) {

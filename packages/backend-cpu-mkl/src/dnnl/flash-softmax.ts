@@ -61,10 +61,12 @@ function makePlan(rows: number, cols: number): SoftmaxPlan {
   );
   return {
     max: reduction(ALG.dnnl_reduction_max),
-    exp: loopPrimitive(sub, [
-      { alg: ALG.dnnl_eltwise_linear, alpha: Math.LN2, beta: 0 },
-      { alg: ALG.dnnl_eltwise_exp, alpha: 0, beta: 0 },
-    ]),
+    exp: loopPrimitive(sub, {
+      postOps: [
+        { alg: ALG.dnnl_eltwise_linear, alpha: Math.LN2, beta: 0 },
+        { alg: ALG.dnnl_eltwise_exp, alpha: 0, beta: 0 },
+      ],
+    }),
     sum: reduction(ALG.dnnl_reduction_sum),
     block: memory(block),
     maxes: memory(column),

@@ -75,22 +75,6 @@ export const DNNL_DECL = defineLibrary({
   dnnl_primitive_attr_set_output_scales: f([H, "i64", "i32", "buffer"]),
   dnnl_post_ops_append_binary: f([H, "i32", P]),
   dnnl_set_verbose: f(["i32"]),
-  // Row-major BLAS-style product (transa, transb as 'N'/'T'), on oneDNN's own threads.
-  dnnl_sgemm: f([
-    "i8",
-    "i8",
-    "i64",
-    "i64",
-    "i64",
-    "f32",
-    "buffer",
-    "i64",
-    "buffer",
-    "i64",
-    "f32",
-    "buffer",
-    "i64",
-  ]),
   dnnl_version: fr([], "pointer"),
 });
 

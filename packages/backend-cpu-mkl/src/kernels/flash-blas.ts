@@ -2,7 +2,7 @@
  * Scaled dot-product attention as FlashAttention-2 tiles whose two products run on a
  * native GEMM (PyTorch's CPU flash kernel is built the same way on its cpublas gemm):
  * flash-cpu-blas on the BLAS's cblas_sgemm, and (dnnl/flash.ts) flash-cpu-dnnl on
- * oneDNN's dnnl_sgemm, which measured faster on these thin products on an Intel Xeon.
+ * oneDNN's matmul primitive (dnnl/matmul-step.ts).
  * For each (batch/head, block of BQ query rows), key blocks of BK:
  *
  *   S = (scale * log2 e) Q_blk K_blkᵀ          sgemm into a BQ x BK workspace
@@ -38,10 +38,15 @@ import { attentionModule, flashOperandProblem, flashOutput, layoutOf } from "./w
  */
 const BQ = 256;
 const BK = 2048;
+
+export { BK as TILE_COLS, BQ as TILE_ROWS };
+
 const ROW_MAJOR = 101;
 const NO_TRANS = 111;
 const TRANS = 112;
-const LOG2E = Math.LOG2E;
+
+/** The scores' factor: the softmax scale, in the log2 domain the online softmax works in. */
+export const tileAlpha = (p: SdpaParams): number => p.scale * Math.LOG2E;
 
 /**
  * The row stride a BLAS takes for t's matrices (row-major: at least the row length). A
@@ -60,6 +65,8 @@ export interface TileGemm {
   readonly kernel: string;
   /** Why the library cannot run now (not loaded), or undefined. */
   missing(): string | undefined;
+  /** Why it cannot make the tile products for these inputs' sizes and strides, or undefined. */
+  refuses?(p: SdpaParams): string | undefined;
   sgemm(
     transB: boolean,
     m: number,
@@ -177,7 +184,7 @@ export function flashTileSupports(gemm: TileGemm, p: SdpaParams): true | string 
     if (leadingDim(t) < t.shape[t.rank - 1])
       return `${name}'s rows overlap (row stride ${leadingDim(t)} < ${t.shape[t.rank - 1]}); a GEMM needs a row stride of at least the row length`;
   }
-  return true;
+  return gemm.refuses?.(p) ?? true;
 }
 
 /**
@@ -253,7 +260,7 @@ function flashTiles(
     const k0 = addressOf(p.key) / 4;
     const v0 = addressOf(p.value) / 4;
     const o0 = addressOf(out) / 4;
-    const alpha = p.scale * LOG2E;
+    const alpha = tileAlpha(p);
     const causal = p.isCausal;
     for (const { b, i0, rows } of subBlocks(blocks)) {
       const q = q0 + lay.q[b];

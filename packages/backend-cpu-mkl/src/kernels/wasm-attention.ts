@@ -46,6 +46,14 @@ export interface AttentionModule {
     dst: number,
     norms: number,
   ): void;
+  attn_row_sums(
+    p: number,
+    ld: number,
+    rows: number,
+    cols: number,
+    sums: number,
+    accumulate: number,
+  ): void;
 }
 
 /** Set by the backend's init() once the module is instantiated. */
