@@ -260,13 +260,17 @@ describe("oneDNN (cpu-dnnl)", () => {
       const first = conv2d(x, w, { padding: 1 });
       const misses = cache.misses;
       const hits = cache.hits;
+      const comparisons = cache.comparisons;
       const again = conv2d(x, w, { padding: 1 });
       expect(cache.misses).toBe(misses);
       expect(cache.hits).toBe(hits + 1);
+      // supports() and run() of one call compare the bytes once between them.
+      expect(cache.comparisons).toBe(comparisons + 1);
       expect(maxRelErr(again, first)).toBe(0);
       (w.hostData() as Float32Array)[5] += 1; // the same tensor, new weights
       const changed = conv2d(x, w, { padding: 1 });
       expect(cache.misses).toBe(misses + 1);
+      expect(cache.comparisons).toBe(comparisons + 2);
       expect(maxRelErr(changed, reference(x, w, { padding: 1 }))).toBeLessThan(2e-5);
       for (const t of [x, w, first, again, changed]) t.dispose();
     } finally {

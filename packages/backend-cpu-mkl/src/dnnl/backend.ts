@@ -85,7 +85,7 @@ function convSupports(p: Conv2dParams): true | string {
   // A NaN or infinite tap over the padding is NaN (0 * inf) in torch and every other kernel;
   // oneDNN 2.6 skips the padding in some kernels and multiplies it in others (the fuzz suite
   // found both). Checked every call, the answer remembered while the weight is unchanged.
-  if (!dnnlState.weightCache.finite(p.weight))
+  if (!dnnlState.weightCache.finite(p.weight, p))
     return "the weight holds NaN or infinity, and oneDNN's kernels disagree on it over the padding; the local kernels give the one answer";
   const plan = planFor(p);
   return typeof plan === "string" ? plan : true;

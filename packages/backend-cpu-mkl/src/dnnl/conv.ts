@@ -297,14 +297,20 @@ function weightsFor(p: Conv2dParams, plan: Plan): Tensor {
   if (plan.weightReorder === 0n) return p.weight;
   // Keyed by implementation and thread count: the weights' layout is the primitive's.
   const layout = `${plan.impl}/${plan.threads}`;
-  return dnnlState.weightCache.get(p.weight, plan.weightBytes, layout, (into) => {
-    d.dnnl_memory_set_data_handle(plan.mem.userWeights, data(p.weight));
-    d.dnnl_memory_set_data_handle(plan.mem.weights, data(into));
-    execute(plan.weightReorder, [
-      [ARG.FROM, plan.mem.userWeights],
-      [ARG.TO, plan.mem.weights],
-    ]);
-  });
+  return dnnlState.weightCache.get(
+    p.weight,
+    plan.weightBytes,
+    layout,
+    (into) => {
+      d.dnnl_memory_set_data_handle(plan.mem.userWeights, data(p.weight));
+      d.dnnl_memory_set_data_handle(plan.mem.weights, data(into));
+      execute(plan.weightReorder, [
+        [ARG.FROM, plan.mem.userWeights],
+        [ARG.TO, plan.mem.weights],
+      ]);
+    },
+    p,
+  );
 }
 
 /**
