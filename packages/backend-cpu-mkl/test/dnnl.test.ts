@@ -110,6 +110,49 @@ describe("oneDNN (cpu-dnnl)", () => {
     },
   );
 
+  itDnnl(
+    "onednn-winograd: 3x3 layers within 1e-5 of float64 (conformance and ResNet layers), the rest refused with the reason",
+    async () => {
+      // F(4x4,3x3) measured 2.4e-6 on a 128>128 @28 layer, F(2x2,3x3) 5.4e-7 on 256>256 @14.
+      const TOL = 1e-5;
+      const report = await runConformance(DNNL_BACKEND, {
+        kernels: ["onednn-winograd"],
+        dtypes: ["float32"],
+        badInputs: false,
+        tolerances: { conv2d: { float32: TOL } },
+      });
+      report.assertPassed();
+      expect(report.results.filter((r) => r.status === "pass").length).toBeGreaterThan(1);
+      const run = (x: Tensor, w: Tensor, o: object) => {
+        using _ = kernelPriority("conv2d", ["onednn-winograd"]);
+        const e = explain("conv2d", x, w, o);
+        return e.selected === "onednn-winograd"
+          ? conv2d(x, w, o)
+          : (e.candidates.find((c) => c.kernel === "onednn-winograd")?.reason ?? "absent");
+      };
+      for (const [xs, ws, o] of [
+        [[1, 128, 28, 28], [128, 128, 3, 3], { padding: 1 }],
+        [[1, 256, 14, 14], [256, 256, 3, 3], { padding: 1 }],
+        [[2, 17, 13, 11], [19, 17, 3, 3], { padding: [1, 0] }],
+        [[1, 3, 7, 5], [5, 3, 3, 3], {}],
+        [[1, 1, 1, 1], [2, 1, 3, 3], { padding: 1 }],
+      ] as [number[], number[], object][]) {
+        const x = randn(xs, { seed: xs[1] + 1 });
+        const w = randn(ws, { seed: ws[0] + 2 });
+        const y = run(x, w, o);
+        if (typeof y === "string") throw new Error(`${xs} ${ws}: refused: ${y}`);
+        expect(maxRelErr(y, reference(x, w, o)), `${xs} ${ws}`).toBeLessThan(TOL);
+      }
+      const x = randn([1, 8, 9, 9]);
+      expect(run(x, randn([8, 8, 5, 5]), {})).toMatch(/takes 3x3 kernels/);
+      expect(run(x, randn([8, 8, 3, 3]), { stride: 2 })).toMatch(/stride 1 and dilation 1/);
+      expect(run(x, randn([8, 4, 3, 3]), { groups: 2 })).toMatch(/one group/);
+      const bad = x.clone();
+      (bad.hostData() as Float32Array)[40] = Number.NaN;
+      expect(run(bad, randn([8, 8, 3, 3]), {})).toMatch(/NaN or infinity.*whole tile/);
+    },
+  );
+
   itDnnl("refuses the layers oneDNN would run on its float32 JIT GEMM, saying why", () => {
     // A grouped dilated layer: every layout oneDNN 2.6 plans for it is its GEMM-based
     // convolution, which a signal can break (call.ts, SIGNAL_UNSAFE).

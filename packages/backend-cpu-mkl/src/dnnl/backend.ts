@@ -14,11 +14,11 @@ import {
   ops,
   statusOf,
 } from "@backplane/core/backend";
-import { initFfi, readEnv } from "@backplane/core/cpu";
+import { allFinite, initFfi, readEnv } from "@backplane/core/cpu";
 import { hasFfi } from "../native/backend.ts";
 import { ffiFailure } from "../native/ffi-failure.ts";
 import { limitNativeSpinning } from "../native/spin-env.ts";
-import { dnnlConv, planFor, resetConvPlans } from "./conv.ts";
+import { type Algorithm, dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel } from "./flash.ts";
 import { resetSoftmaxPlans } from "./flash-softmax.ts";
 import { loadDnnl } from "./library.ts";
@@ -66,7 +66,7 @@ function bf16Native(): boolean {
   return f.includes("avx512_bf16") || f.includes("amx_bf16");
 }
 
-function convSupports(p: Conv2dParams): true | string {
+function convSupports(p: Conv2dParams, algorithm: Algorithm = "direct"): true | string {
   if (!dnnlState.lib) return "oneDNN is not loaded";
   if (p.dtype === "bfloat16" && !bf16Native())
     return "bfloat16 needs a CPU with AVX-512 BF16 or AMX (oneDNN would emulate it slowly); this one has neither";
@@ -87,8 +87,27 @@ function convSupports(p: Conv2dParams): true | string {
   // found both). Checked every call, the answer remembered while the weight is unchanged.
   if (!dnnlState.weightCache.finite(p.weight, p))
     return "the weight holds NaN or infinity, and oneDNN's kernels disagree on it over the padding; the local kernels give the one answer";
-  const plan = planFor(p);
+  const plan = planFor(p, algorithm);
   return typeof plan === "string" ? plan : true;
+}
+
+/**
+ * onednn-winograd takes 3x3 float32 layers of stride 1, dilation 1 and one group, with a
+ * finite input: a transform spreads a NaN or infinity over its whole tile (as nnpack's
+ * Winograd refuses them), where the direct kernels keep it at the outputs that see it.
+ */
+function winogradSupports(p: Conv2dParams): true | string {
+  if (p.kh !== 3 || p.kw !== 3)
+    return `Winograd takes 3x3 kernels; this one is ${p.kh}x${p.kw} (onednn-conv takes it)`;
+  if (p.strideH !== 1 || p.strideW !== 1 || p.dilationH !== 1 || p.dilationW !== 1)
+    return `Winograd needs stride 1 and dilation 1; this is stride ${p.strideH}x${p.strideW}, dilation ${p.dilationH}x${p.dilationW} (onednn-conv takes it)`;
+  if (p.groups !== 1) return `Winograd takes one group; this has ${p.groups}`;
+  if (p.dtype !== "float32") return `Winograd runs float32 here; this is ${p.dtype}`;
+  const ok = convSupports(p, "winograd");
+  if (ok !== true) return ok;
+  return allFinite(p.input)
+    ? true
+    : "the input holds NaN or infinity, which a Winograd transform spreads over its whole tile; onednn-conv keeps it local";
 }
 
 function dnnlKernels(): AnyKernelDefinition[] {
@@ -101,8 +120,22 @@ function dnnlKernels(): AnyKernelDefinition[] {
       flags: ["mkldnn.enabled"],
       verboseFlags: ["mkldnn.verbose"],
       priority: 70,
-      supports: convSupports,
-      run: dnnlConv,
+      supports: (p) => convSupports(p),
+      run: (p) => dnnlConv(p),
+    }),
+    ops.conv2d.kernel({
+      name: "onednn-winograd",
+      device: "cpu",
+      dtypes: ["float32"],
+      deterministic: true,
+      flags: ["mkldnn.enabled"],
+      verboseFlags: ["mkldnn.verbose"],
+      // Ahead of onednn-conv, which it defers to where oneDNN's direct plan measures faster
+      // (conv.ts, fasterThanDirect): the per-shape ranking times the first kernel of each
+      // backend against the other backends' (nnpack's Winograd and FFT among them).
+      priority: 71,
+      supports: winogradSupports,
+      run: (p) => dnnlConv(p, "winograd"),
     }),
     ops.matmul.kernel({
       name: "onednn-matmul",

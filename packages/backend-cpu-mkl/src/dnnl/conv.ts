@@ -33,6 +33,7 @@ const E = ENUMS;
 interface Plan {
   conv: bigint;
   impl: string;
+  algorithm: Algorithm;
   /**
    * The OpenMP threads the primitives were made for, and run on: oneDNN fixes a
    * primitive's thread count when it is made (one made for 2 ran on 2 threads after
@@ -62,24 +63,32 @@ interface Plan {
   >;
 }
 
+/**
+ * oneDNN's convolution algorithms, one kernel each: "direct" (its direct and brgemm
+ * kernels), "winograd" (3x3, stride 1: its F(2x2,3x3) or F(4x4,3x3) kernels on AVX-512,
+ * about twice as fast on ResNet's 3x3 layers and less exact, like nnpack's Winograd).
+ */
+export type Algorithm = "direct" | "winograd";
+
 const plans = new Map<string, Plan | string>();
-/** The plan of the last params asked for (supports() then run() ask for the same). */
-let last: { params: Conv2dParams | undefined; plan: Plan | string | undefined } = {
-  params: undefined,
-  plan: undefined,
-};
+/** The plan of the last params asked for, per algorithm (supports() then run() ask for the same). */
+const last = new Map<Algorithm, { params: Conv2dParams; plan: Plan | string }>();
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetConvPlans(): void {
   plans.clear();
-  last = { params: undefined, plan: undefined };
+  last.clear();
 }
 
 /**
- * The activations' layouts a plan may ask oneDNN for: "blocked", its choice ("any": its
- * direct kernels, reorders around them); "plain", NCHW in and out (its GEMM-based kernels,
- * no reorders); "c16", blocks of 16 channels (nChw16c: its jit_dw kernel, for depthwise
- * layers of a multiple of 16 channels, where the blocks move faster than channels-last).
+ * The activations' layouts a plan may ask oneDNN for: "blocked", its choice ("any":
+ * channels-last for its brgemm kernels on AVX-512, reorders around them); "plain", NCHW in
+ * and out (no reorders; oneDNN's kernel for it is often its GEMM, refused in call.ts);
+ * "c16", blocks of 16 channels (nChw16c) out, and in where the input channels are a
+ * multiple of 16 (else NCHW in, as for an RGB stem): its direct jit kernels, the layout
+ * PyTorch's oneDNN runs, and its jit_dw on depthwise layers. The 16-channel blocks move
+ * to and from NCHW faster than channels-last (oneDNN's reorders: 0.13 against 0.36-0.44 ms
+ * for the 64 x 112 x 112 output of a 7x7/2 stem, Zen 4).
  */
 type Layout = "blocked" | "plain" | "c16";
 type Moved = "nhwc" | "c16";
@@ -88,7 +97,7 @@ type Moved = "nhwc" | "c16";
 let layouts: "auto" | Layout = "auto";
 export function setDnnlLayouts(mode: "auto" | Layout): void {
   layouts = mode;
-  last = { params: undefined, plan: undefined };
+  last.clear();
 }
 const PLAN_LIMIT = 64;
 
@@ -98,7 +107,7 @@ function keyOf(p: Conv2dParams): string {
 
 /** The primitive oneDNN picks for these sizes, with "any" layouts (its fastest), made for `threads`. */
 // Long: the descriptors of one convolution (user and "any" layouts, strides, dilations, paddings), the primitive and its three reorders.
-function makePlan(p: Conv2dParams, layout: Layout, threads: number): Plan {
+function makePlan(p: Conv2dParams, layout: Layout, threads: number, algorithm: Algorithm): Plan {
   const d = dnnlState.ready().dnnl;
   dnnlState.applyThreads(threads);
   const g = p.groups;
@@ -109,7 +118,13 @@ function makePlan(p: Conv2dParams, layout: Layout, threads: number): Plan {
   const wTag = g === 1 ? E.dnnl_format_tag_t.dnnl_abcd : E.dnnl_format_tag_t.dnnl_abcde;
   const any = E.dnnl_format_tag_t.dnnl_format_tag_any;
   const tag = E.dnnl_format_tag_t;
-  const act = layout === "plain" ? tag.dnnl_abcd : layout === "c16" ? tag.dnnl_aBcd16b : any;
+  const srcTag =
+    layout === "plain" || (layout === "c16" && p.c % 16 !== 0)
+      ? tag.dnnl_abcd
+      : layout === "c16"
+        ? tag.dnnl_aBcd16b
+        : any;
+  const dstTag = layout === "plain" ? tag.dnnl_abcd : layout === "c16" ? tag.dnnl_aBcd16b : any;
   const t = p.dtype === "bfloat16" ? E.dnnl_data_type_t.dnnl_bf16 : E.dnnl_data_type_t.dnnl_f32;
   const userSrc = taggedMd(x, E.dnnl_format_tag_t.dnnl_abcd, t);
   const userDst = taggedMd(y, E.dnnl_format_tag_t.dnnl_abcd, t);
@@ -124,11 +139,13 @@ function makePlan(p: Conv2dParams, layout: Layout, threads: number): Plan {
     d.dnnl_dilated_convolution_forward_desc_init(
       desc,
       E.dnnl_prop_kind_t.dnnl_forward_inference,
-      E.dnnl_alg_kind_t.dnnl_convolution_direct,
-      taggedMd(x, act, t),
+      algorithm === "winograd"
+        ? E.dnnl_alg_kind_t.dnnl_convolution_winograd
+        : E.dnnl_alg_kind_t.dnnl_convolution_direct,
+      taggedMd(x, srcTag, t),
       taggedMd(w, any, t),
       biasMd,
-      taggedMd(y, act, t),
+      taggedMd(y, dstTag, t),
       dims([p.strideH, p.strideW]),
       dims([p.dilationH - 1, p.dilationW - 1]), // oneDNN counts dilation from 0
       dims([p.padTop, p.padLeft]),
@@ -157,6 +174,7 @@ function makePlan(p: Conv2dParams, layout: Layout, threads: number): Plan {
       conv: primitive(pd),
       threads,
       layout,
+      algorithm,
       impl: implOf(pd),
       srcReorder: reorder(userSrc, src),
       weightReorder: reorder(userW, wts),
@@ -229,34 +247,34 @@ function oneThreadFaster(all: Plan, one: Plan, p: Conv2dParams): boolean {
  * faster one is kept, and on more than one thread, one thread if that is faster still.
  * The thread setting is part of the key: a new setting measures again.
  */
-export function planFor(p: Conv2dParams): Plan | string {
-  if (last.params === p && last.plan !== undefined) return last.plan;
-  const plan = lookUpPlan(p);
-  last = { params: p, plan };
+export function planFor(p: Conv2dParams, algorithm: Algorithm = "direct"): Plan | string {
+  const seen = last.get(algorithm);
+  if (seen?.params === p) return seen.plan;
+  const plan = lookUpPlan(p, algorithm);
+  last.set(algorithm, { params: p, plan });
   return plan;
 }
 
-function lookUpPlan(p: Conv2dParams): Plan | string {
+function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
   // Deterministic mode: one plan whatever the thread setting (the first layout oneDNN
   // makes, no timing), run on one thread: oneDNN's kernels split a layer's sums by thread
   // count (a 7x7/2 layer differed between 1 and 2 threads), so the bits would too.
   const deterministic = getFlag("core.deterministic") === true;
   const threads = deterministic ? 1 : dnnlState.threadsWanted();
-  const key = `${layouts}:${deterministic ? "det" : threads}:${keyOf(p)}`;
+  const key = `${algorithm}:${layouts}:${deterministic ? "det" : threads}:${keyOf(p)}`;
   let plan = plans.get(key);
   if (plan === undefined) {
     const made: Plan[] = [];
     const reasons: string[] = [];
-    const depthwise16 = p.groups === p.c && p.outChannels === p.c && p.c % 16 === 0;
     const tried: Layout[] =
       layouts !== "auto"
         ? [layouts]
-        : depthwise16
+        : p.outChannels % 16 === 0
           ? ["blocked", "c16", "plain"]
           : ["blocked", "plain"];
     for (const layout of tried) {
       try {
-        made.push(makePlan(p, layout, threads));
+        made.push(makePlan(p, layout, threads, algorithm));
       } catch (e) {
         reasons.push(`${layout}: ${(e as Error).message}`);
       }
@@ -277,16 +295,36 @@ function lookUpPlan(p: Conv2dParams): Plan | string {
       // Only for layers this small (a first-call timing is noisy; a wrong choice sticks),
       // and only when clearly faster.
       if (threads > 1 && convWork(p) < SMALL_LAYER_FLOPS) {
-        const one = makePlan(p, plan.layout, 1);
+        const one = makePlan(p, plan.layout, 1, algorithm);
         if (!plan.srcMoved) one.srcMoved = undefined;
         if (!plan.dstMoved) one.dstMoved = undefined;
         if (oneThreadFaster(plan, one, p)) plan = one;
       }
     }
+    if (algorithm === "winograd" && typeof plan !== "string" && !deterministic && p.n > 0)
+      plan = fasterThanDirect(plan, p);
     if (plans.size >= PLAN_LIMIT) plans.delete(plans.keys().next().value as string);
     plans.set(key, plan);
   }
   return plan;
+}
+
+/**
+ * A Winograd plan where it beats oneDNN's direct plan for the shape, else why not: the
+ * per-shape ranking times one kernel a backend (onednn-winograd, the first where it
+ * applies), so the backend's own choice between its two algorithms is made here.
+ */
+function fasterThanDirect(winograd: Plan, p: Conv2dParams): Plan | string {
+  const direct = planFor(p, "direct");
+  if (typeof direct === "string") return winograd;
+  const ms = { winograd: Number.POSITIVE_INFINITY, direct: Number.POSITIVE_INFINITY };
+  for (let round = 0; round < 2; round++) {
+    ms.winograd = Math.min(ms.winograd, steadyMs(winograd, p));
+    ms.direct = Math.min(ms.direct, steadyMs(direct, p));
+  }
+  return ms.winograd < ms.direct
+    ? winograd
+    : `oneDNN's direct kernel measured faster on this shape (${ms.direct.toFixed(3)} against ${ms.winograd.toFixed(3)} ms for Winograd): onednn-conv runs it`;
 }
 
 const data = (t: Tensor): ArrayBufferView => t.hostData();
@@ -340,9 +378,9 @@ function move(
     }
 }
 
-/** conv2d on oneDNN; params already accepted by dnnlConvSupports (plan made). */
-export function dnnlConv(p: Conv2dParams): Tensor {
-  return runPlan(planFor(p) as Plan, p);
+/** conv2d on oneDNN; params already accepted by its supports() (plan made). */
+export function dnnlConv(p: Conv2dParams, algorithm: Algorithm = "direct"): Tensor {
+  return runPlan(planFor(p, algorithm) as Plan, p);
 }
 
 // Long: one call: threads, the input's reorder, the convolution, the output's reorder, each on CPU-device tensors freed in finally.

@@ -109,6 +109,7 @@ export const ENUMS = {
   dnnl_prop_kind_t: { dnnl_forward_inference: 96 },
   dnnl_alg_kind_t: {
     dnnl_convolution_direct: 1,
+    dnnl_convolution_winograd: 2,
     dnnl_eltwise_relu: 31,
     dnnl_eltwise_round: 64,
     dnnl_eltwise_linear: 127,
