@@ -15,6 +15,7 @@ import {
   conv2d,
   empty,
   explain,
+  matmul,
   randn,
   type Tensor,
   useDeterministicAlgorithms,
@@ -28,7 +29,13 @@ import {
   setTimingClock,
 } from "@backplane/core/backend";
 import { afterAll, describe, expect, it } from "vitest";
-import { calibration, ensureCalibrated, forgetCalibration } from "../src/dispatch/calibrate.ts";
+import {
+  calibration,
+  ensureCalibrated,
+  forgetCalibration,
+  WARM_AFTER_MS,
+  WARM_CALL,
+} from "../src/dispatch/calibrate.ts";
 import {
   MARGIN,
   nearestBySize,
@@ -41,7 +48,8 @@ let active = false;
 /** Milliseconds the fixtures have "spent": added to the real clock while a test runs. */
 let fixtureMs = 0;
 const withFixtureClock = () => setTimingClock(() => performance.now() + fixtureMs);
-const fake = (backend: string, priority: number, extraMs: number) =>
+/** A matmul backend for sizes up to 64 while `on()`, each run spending `extraMs()` more. */
+const fake = (backend: string, priority: number, extraMs: () => number, on: () => boolean) =>
   registerBackend(
     defineBackend({
       name: backend,
@@ -56,11 +64,11 @@ const fake = (backend: string, priority: number, extraMs: number) =>
           deterministic: true,
           priority,
           supports: (p: MatmulParams) =>
-            !active ? "inactive" : p.m <= 64 && p.n <= 64 ? true : "small sizes only",
+            !on() ? "inactive" : p.m <= 64 && p.n <= 64 ? true : "small sizes only",
           // Only the time matters here (explain() is all the test asks of them): the result
           // is a tensor of the right shape, and the slow one spends extraMs more.
           run: (p: MatmulParams) => {
-            fixtureMs += extraMs;
+            fixtureMs += extraMs();
             const out = empty(p.outShape, { dtype: "float32" });
             (out.hostData() as Float32Array).fill(0);
             return out;
@@ -69,8 +77,38 @@ const fake = (backend: string, priority: number, extraMs: number) =>
       ],
     }),
   );
-fake("calib-slow", 200, 2);
-fake("calib-fast", 150, 0);
+fake(
+  "calib-slow",
+  200,
+  () => 2,
+  () => active,
+);
+fake(
+  "calib-fast",
+  150,
+  () => 0,
+  () => active,
+);
+
+/**
+ * "calib-cold" (priority 250): its first COLD_RUNS runs cost 3 ms more each (a cold start),
+ * then none; "calib-mid" (priority 240): 1 ms more, always. Active only in "calibration, warm".
+ */
+let coldRuns = 0;
+const COLD_RUNS = 20;
+let warmFixtures = false;
+fake(
+  "calib-cold",
+  250,
+  () => (coldRuns++ < COLD_RUNS ? 3 : 0),
+  () => warmFixtures,
+);
+fake(
+  "calib-mid",
+  240,
+  () => 1,
+  () => warmFixtures,
+);
 
 const k = (name: string, backend: string, priority: number) =>
   ({ name, backend, priority }) as unknown as Kernel;
@@ -199,6 +237,62 @@ describe("calibration", () => {
       expect(other.fingerprint).not.toBe(rep.fingerprint);
       expect(other.source).toBe("measured");
     }
+    a.dispose();
+    b.dispose();
+  });
+});
+
+describe("calibration, warm", () => {
+  const dir = mkdtempSync(join(tmpdir(), "bp-calibration-warm-"));
+  const saved = process.env.BACKPLANE_CACHE_DIR;
+  let systemClock: (() => number) | undefined;
+  afterAll(async () => {
+    warmFixtures = false;
+    if (systemClock) setTimingClock(systemClock);
+    await backends.cpu.calibrate();
+    if (saved === undefined) delete process.env.BACKPLANE_CACHE_DIR;
+    else process.env.BACKPLANE_CACHE_DIR = saved;
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it(`measures the cases again warm (an op's ${WARM_CALL}th call, ${WARM_AFTER_MS} ms on), keeps each kernel's best, and caches them as warm`, async () => {
+    process.env.BACKPLANE_CACHE_DIR = dir;
+    warmFixtures = true;
+    systemClock = withFixtureClock();
+    const a: Tensor = randn([64, 64], { seed: 3 });
+    const b: Tensor = randn([64, 64], { seed: 4 });
+    const case64 = (r: { measurements: { op: string; case: string }[] }) =>
+      r.measurements.find((x) => x.op === "matmul" && x.case === "64x64x64") as
+        | { warm?: boolean; figures: { kernel: string; ms: number }[] }
+        | undefined;
+    let rep = await backends.cpu.calibrate();
+    for (let i = 0; i < 5 && !case64(rep); i++) {
+      await backends.ready();
+      rep = backends.cpu.calibration() ?? rep;
+    }
+    // Cold, calib-cold paid 3 ms a run: calib-mid (1 ms) passes it.
+    expect(case64(rep)?.warm).toBeUndefined();
+    expect(explain("matmul", a, b).selected).toBe("calib-mid");
+    coldRuns = COLD_RUNS; // warm from now on
+    // Before WARM_AFTER_MS nothing is measured again, however many calls.
+    for (let i = 0; i < WARM_CALL + 2; i++) matmul(a, b).dispose();
+    expect(case64(backends.cpu.calibration()!)?.warm).toBeUndefined();
+    fixtureMs += WARM_AFTER_MS;
+    matmul(a, b).dispose();
+    const warm = backends.cpu.calibration()!;
+    const m = case64(warm);
+    expect(m?.warm).toBe(true);
+    const ms = (name: string) => m?.figures.find((f) => f.kernel === name)?.ms ?? Number.NaN;
+    expect(ms("calib-cold")).toBeLessThan(1);
+    expect(explain("matmul", a, b).selected).toBe("calib-cold");
+    // A start that reads these figures does not measure them again.
+    forgetCalibration();
+    expect(ensureCalibrated().source).toBe("cache");
+    const runs = coldRuns;
+    fixtureMs += WARM_AFTER_MS;
+    for (let i = 0; i < WARM_CALL + 2; i++) matmul(a, b).dispose();
+    expect(coldRuns - runs).toBe(WARM_CALL + 2);
+    expect(explain("matmul", a, b).selected).toBe("calib-cold");
     a.dispose();
     b.dispose();
   });

@@ -19,7 +19,7 @@ import { hasFfi } from "../native/backend.ts";
 import { ffiFailure } from "../native/ffi-failure.ts";
 import { limitNativeSpinning } from "../native/spin-env.ts";
 import { type Algorithm, dnnlConv, planFor, resetConvPlans } from "./conv.ts";
-import { dnnlFlashKernel } from "./flash.ts";
+import { dnnlFlashKernel, resetOperandPlans } from "./flash.ts";
 import { resetSoftmaxPlans } from "./flash-softmax.ts";
 import { loadDnnl } from "./library.ts";
 import { autoBlasOnly, dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
@@ -50,6 +50,7 @@ function forget(): void {
   resetMatmulPlans();
   resetSoftmaxPlans();
   resetMatmulSteps();
+  resetOperandPlans();
   resetQConvPlans();
   resetQLinearPlans();
 }

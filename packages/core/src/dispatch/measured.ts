@@ -32,6 +32,8 @@ export interface Measurement {
   figures: KernelFigure[];
   /** How many measurements (one per process start) the figures are the best of. */
   runs: number;
+  /** Whether one of them was made warm, after the op's kernels had run in the process. */
+  warm?: boolean;
   /** Milliseconds the last measurement of this case took, warm-up runs included. */
   costMs?: number;
 }

@@ -19,7 +19,7 @@
  * | cudnn.benchmark                         | exhaustive | every accepting kernel timed per shape |
  * | cpu.calibrate is false                  | off        | author priority                        |
  * | a CPU op declaring rankPerShape         | perShape   | backends timed at a shape's first call, again at its 8th |
- * | a CPU op with calibration figures       | sizeClass  | backends by the nearest measured size  |
+ * | a CPU op with calibration figures       | sizeClass  | backends by the nearest measured size (measured again warm at the op's 8th call) |
  * | otherwise                               | off        | author priority                        |
  */
 
@@ -29,6 +29,7 @@ import { availabilityOf, getBackend, registryGeneration, startInit } from "../re
 import type { Kernel, OpParams, OpRecord } from "../registry/kernels.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { splitReason } from "../util/reason.ts";
+import { noteRankedCall } from "./calibrate.ts";
 import {
   type KernelFigure,
   type Measurement,
@@ -311,6 +312,8 @@ export function rank(op: OpRecord, e: Entry, params: OpParams, mayMeasure: boole
       return e.base;
     case "sizeClass": {
       if (e.sizes.length === 0) return e.base;
+      // The op's entries are rebuilt at its next call when a warm measurement changed them.
+      if (mayMeasure && noteRankedCall(op.name)) op.cacheGeneration = -1;
       const m = nearestBySize(e.sizes, (op.work as (p: OpParams) => number)(params));
       return (
         e.orders.get(m.case) ??
