@@ -126,11 +126,15 @@ function backendsOf(c: CalibrationCase): string[] {
   return [...new Set(runnable(c.op, c.dtype).map((k) => k.backend))];
 }
 
+/** The thread count the kernels run with now (part of the figures' fingerprint). */
+const threadsNow = (): number =>
+  (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency;
+
 /** Everything the figures depend on, as text (hashed into the cache key). */
 function machineText(): string {
   const cpu = cpuCapabilityInfo();
   const rt = runtime();
-  const threads = (getFlag("openmp.numThreads") as number) || rt.hardwareConcurrency;
+  const threads = threadsNow();
   const names = [...new Set(CASES.flatMap(backendsOf))].sort();
   const backends = names.map((n) => {
     const def = getBackend(n)?.def;
@@ -313,6 +317,7 @@ let report: CalibrationReport | undefined;
 function install(rep: CalibrationReport): CalibrationReport {
   report = rep;
   installedAt = now();
+  installedThreads = threadsNow();
   warmChecked.clear();
   rankedCalls.clear();
   useMeasurements(rep.source === "off" ? [] : rep.measurements);
@@ -346,13 +351,15 @@ export const WARM_AFTER_MS = 1000;
 /** The warm measurement's budget, once per op and cache (its larger cases do not fit a start's). */
 const WARM_BUDGET_MS = 120;
 let installedAt = 0;
+let installedThreads = 0;
 
 /**
  * Counts a dispatch the ranker ordered by these figures; at the first that is warm enough,
  * the warm measurement (confirmWarm). True when that changed the figures.
  */
 export function noteRankedCall(op: string): boolean {
-  if (warmChecked.has(op)) return false;
+  // Only on the thread count the figures are for (a scope on another is not counted).
+  if (warmChecked.has(op) || threadsNow() !== installedThreads) return false;
   const n = (rankedCalls.get(op) ?? 0) + 1;
   rankedCalls.set(op, n);
   return n >= WARM_CALL && now() - installedAt >= WARM_AFTER_MS && confirmWarm(op);
