@@ -70,14 +70,7 @@ interface Plan {
  */
 export type Algorithm = "direct" | "winograd";
 
-/** A shape's plan and, until it is timed again warm, the plans it was chosen from. */
-interface Chosen {
-  plan: Plan | string;
-  made?: Plan[];
-  calls: number;
-}
-
-const plans = new Map<string, Chosen>();
+const plans = new Map<string, Plan | string>();
 /** The plan of the last params asked for, per algorithm (supports() then run() ask for the same). */
 const last = new Map<Algorithm, { params: Conv2dParams; plan: Plan | string }>();
 
@@ -223,7 +216,6 @@ const convWork = (p: Conv2dParams): number =>
  * (0.7 ms) over its depthwise kernel (0.2 ms) that way.
  */
 function steadyMs(plan: Plan, p: Conv2dParams): number {
-  planTimings.count++;
   let best = Number.POSITIVE_INFINITY;
   runPlan(plan, p).dispose();
   for (let i = 0; i < 3; i++) {
@@ -270,8 +262,8 @@ function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
   const deterministic = getFlag("core.deterministic") === true;
   const threads = deterministic ? 1 : dnnlState.threadsWanted();
   const key = `${algorithm}:${layouts}:${deterministic ? "det" : threads}:${keyOf(p)}`;
-  let chosen = plans.get(key);
-  if (chosen === undefined) {
+  let plan = plans.get(key);
+  if (plan === undefined) {
     const made: Plan[] = [];
     const reasons: string[] = [];
     const tried: Layout[] =
@@ -287,53 +279,34 @@ function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
         reasons.push(`${layout}: ${(e as Error).message}`);
       }
     }
-    if (made.length === 0)
-      chosen = { plan: `oneDNN refused this convolution (${reasons.join("; ")})`, calls: 0 };
-    else if (deterministic || p.n === 0) chosen = { plan: made[0], calls: 0 };
-    else chosen = { plan: fastest(made, p, threads, algorithm), made, calls: 0 };
+    if (made.length === 0) plan = `oneDNN refused this convolution (${reasons.join("; ")})`;
+    else if (deterministic || p.n === 0) plan = made[0];
+    else {
+      // Each plan whose activations the WASM transposes can move also as it is with
+      // oneDNN's reorders: the transposes win on depthwise layers, the reorders on some
+      // dense ones (a 7x7/2 3>64 @224 layer's 64-channel output: 3.0 against 2.6 ms, Zen 4).
+      const candidates = made.flatMap((m) =>
+        m.srcMoved || m.dstMoved ? [m, { ...m, srcMoved: undefined, dstMoved: undefined }] : [m],
+      );
+      const times = candidates.map((m) => steadyMs(m, p));
+      plan = candidates[times.indexOf(Math.min(...times))];
+      // A small layer can lose more to waking the OpenMP threads (three parallel regions a
+      // call) than it gains from them: keep one thread when that measured faster.
+      // Only for layers this small (a first-call timing is noisy; a wrong choice sticks),
+      // and only when clearly faster.
+      if (threads > 1 && convWork(p) < SMALL_LAYER_FLOPS) {
+        const one = makePlan(p, plan.layout, 1, algorithm);
+        if (!plan.srcMoved) one.srcMoved = undefined;
+        if (!plan.dstMoved) one.dstMoved = undefined;
+        if (oneThreadFaster(plan, one, p)) plan = one;
+      }
+    }
+    if (algorithm === "winograd" && typeof plan !== "string" && !deterministic && p.n > 0)
+      plan = fasterThanDirect(plan, p);
     if (plans.size >= PLAN_LIMIT) plans.delete(plans.keys().next().value as string);
-    plans.set(key, chosen);
-  } else if (chosen.made && ++chosen.calls === PLAN_RECHECK - 1) {
-    // The first call's timings may fall in a process's noisiest time (V8's compilers and
-    // the thread pools' start on the second core): a suite's first layer, the 7x7/2 stem,
-    // once kept a plan that ran at its one-thread speed on two. Timed again, warm, for good.
-    chosen.plan = fastest(chosen.made, p, threads, algorithm);
-    chosen.made = undefined;
+    plans.set(key, plan);
   }
-  return chosen.plan;
-}
-
-/** The call of a shape at which its plans are timed again (as the core's perShape ranking). */
-export const PLAN_RECHECK = 8;
-/** Plans timed so far (tests see when the choice is made). */
-export const planTimings = { count: 0 };
-
-/** The fastest of a shape's plans on `threads` (and on one, for a small layer), timed now. */
-function fastest(
-  made: Plan[],
-  p: Conv2dParams,
-  threads: number,
-  algorithm: Algorithm,
-): Plan | string {
-  // Each plan whose activations the WASM transposes can move also as it is with
-  // oneDNN's reorders: the transposes win on depthwise layers, the reorders on some
-  // dense ones (a 7x7/2 3>64 @224 layer's 64-channel output: 3.0 against 2.6 ms, Zen 4).
-  const candidates = made.flatMap((m) =>
-    m.srcMoved || m.dstMoved ? [m, { ...m, srcMoved: undefined, dstMoved: undefined }] : [m],
-  );
-  const times = candidates.map((m) => steadyMs(m, p));
-  let plan = candidates[times.indexOf(Math.min(...times))];
-  // A small layer can lose more to waking the OpenMP threads (three parallel regions a
-  // call) than it gains from them: keep one thread when that measured faster.
-  // Only for layers this small (a first-call timing is noisy; a wrong choice sticks),
-  // and only when clearly faster.
-  if (threads > 1 && convWork(p) < SMALL_LAYER_FLOPS) {
-    const one = makePlan(p, plan.layout, 1, algorithm);
-    if (!plan.srcMoved) one.srcMoved = undefined;
-    if (!plan.dstMoved) one.dstMoved = undefined;
-    if (oneThreadFaster(plan, one, p)) plan = one;
-  }
-  return algorithm === "winograd" ? fasterThanDirect(plan, p) : plan;
+  return plan;
 }
 
 /**
