@@ -21,7 +21,7 @@ import { readCacheFile, userCacheDir, writeCacheFile } from "../runtime/user-cac
 import type { DType } from "../tensor/dtype.ts";
 import { empty, type Tensor } from "../tensor/tensor.ts";
 import { version as coreVersion } from "../version.ts";
-import { MARGIN, type Measurement, useMeasurements } from "./measured.ts";
+import { MARGIN, type Measurement, measurementsInUse, useMeasurements } from "./measured.ts";
 import { firstPerBackend, now, timeInterleaved } from "./timing.ts";
 
 /** The most a cold calibration may spend, in milliseconds. */
@@ -183,6 +183,7 @@ function contradictsAuthors(m: Measurement): boolean {
 const CONFIRMATIONS = 3;
 
 const caseKey = (c: CalibrationCase): string => `${c.op} ${c.case} ${c.dtype}`;
+const measurementKey = (m: Measurement): string => `${m.op} ${m.case} ${m.dtype}`;
 
 /** The case's figures; null when there is nothing to rank; "late" when the budget ran out. */
 function measureCase(
@@ -258,7 +259,7 @@ function measure(
     first = false;
     if (m === "late") pending.push(caseKey(c));
     else if (m) {
-      const i = measurements.findIndex((x) => `${x.op} ${x.case} ${x.dtype}` === caseKey(c));
+      const i = measurements.findIndex((x) => measurementKey(x) === caseKey(c));
       if (i < 0) measurements.push(m);
       else measurements[i] = mergeBest(measurements[i], m);
     }
@@ -368,30 +369,27 @@ export function noteRankedCall(op: string): boolean {
 /**
  * Measures the op's cases once more, warm, unless each already has a warm figure: each
  * kernel's best of the old and new figures is kept, marked warm and cached (noteRankedCall
- * says when). Why: a start's figures come
- * while the second core of a 2-core machine runs V8's compilers and the thread pools'
- * start, and 2-thread kernels then measure 2-3x their steady time (flash-cpu-dnnl at B1
- * H2 L256: 0.9-1.3 ms in the first 90 ms of a process, 0.36 after; Zen 4), which the
- * cache kept, ranking it below flash-cpu-blas (0.47). True when the figures changed.
+ * says when). Why: a start's figures come while the second core of a 2-core machine runs
+ * V8's compilers and the thread pools' start, and 2-thread kernels then measure 2-3x their
+ * steady time (flash-cpu-dnnl at B1 H2 L256: 0.9-1.3 ms in the first 90 ms of a process,
+ * 0.36 after; Zen 4), which the cache kept, ranking it below flash-cpu-blas (0.47). True
+ * when the figures changed.
  */
 export function confirmWarm(op: string): boolean {
   if (warmChecked.has(op)) return false;
   warmChecked.add(op);
   const rep = report;
-  if (!rep || rep.source === "off") return false;
-  const isWarm = (key: string) =>
-    rep.measurements.some((m) => m.warm && `${m.op} ${m.case} ${m.dtype}` === key);
+  // Only over this calibration's own figures (not ones installed otherwise, as tests do).
+  if (!rep || rep.source === "off" || measurementsInUse() !== rep.measurements) return false;
   const todo = CASES.filter((c) => c.op === op)
     .map(caseKey)
-    .filter((key) => !isWarm(key));
+    .filter((key) => !rep.measurements.some((m) => m.warm && measurementKey(m) === key));
   if (todo.length === 0) return false;
   const next = measure(rep.machine, now(), rep, todo, WARM_BUDGET_MS);
-  for (const m of next.measurements)
-    if (
-      todo.includes(`${m.op} ${m.case} ${m.dtype}`) &&
-      !next.pending.includes(`${m.op} ${m.case} ${m.dtype}`)
-    )
-      m.warm = true;
+  for (const m of next.measurements) {
+    const key = measurementKey(m);
+    if (todo.includes(key) && !next.pending.includes(key)) m.warm = true;
+  }
   next.pending = [...new Set([...rep.pending, ...next.pending])];
   next.cacheFile = saveToCache(next);
   report = next;
@@ -440,7 +438,7 @@ export function ensureCalibrated(): CalibrationReport {
     return measureAndSave(machine, t0);
   const again = hit.measurements
     .filter((m) => contradictsAuthors(m) && (m.runs ?? 1) < CONFIRMATIONS)
-    .map((m) => `${m.op} ${m.case} ${m.dtype}`);
+    .map(measurementKey);
   const todo = [...(hit.pending ?? []), ...(known ? [] : again)];
   if (todo.length > 0) return measureAndSave(machine, t0, hit, todo);
   const dir = userCacheDir();
