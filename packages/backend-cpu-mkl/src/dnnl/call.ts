@@ -285,17 +285,7 @@ export function implOf(pd: bigint): string {
 }
 
 /** Runs `prim` with (argument, memory) pairs on the stream. */
-export const EXEC = { ms: 0, n: 0 };
 export function execute(prim: bigint, args: [number, bigint][]): void {
-  const t0 = performance.now();
-  try {
-    executeInner(prim, args);
-  } finally {
-    EXEC.ms += performance.now() - t0;
-    EXEC.n++;
-  }
-}
-function executeInner(prim: bigint, args: [number, bigint][]): void {
   const { dnnl: d, stream } = dnnlState.ready();
   const buf = new DataView(new ArrayBuffer(args.length * EXEC_ARG_BYTES));
   args.forEach(([arg, m], i) => {
