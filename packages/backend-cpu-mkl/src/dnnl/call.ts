@@ -259,11 +259,11 @@ export class PlanCache<P> {
     return plan;
   }
 
-  /** get() on the setting's threads for an op's params, the key built only for new params. */
-  forParams(params: object, key: () => string, make: () => P): P | string {
+  /** get() for an op's params (on `threads`, as get()), the key built only for new params. */
+  forParams(params: object, key: () => string, make: () => P, threads = 0): P | string {
     const last = this.#last;
     if (last.params === params && last.plan !== undefined) return last.plan;
-    const plan = this.get(key(), make);
+    const plan = this.get(key(), make, threads);
     this.#last = { params, plan };
     return plan;
   }

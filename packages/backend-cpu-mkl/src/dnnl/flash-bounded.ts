@@ -47,29 +47,42 @@ const BK = 512;
 const MIN_SUM_PER_KEY_SQUARED = Math.exp(-70);
 
 /** P = exp(Q' K'ᵀ) for rows x cols scores of extended rows of e1 floats. */
-const scoresStep = (rows: number, cols: number, e1: number) =>
-  matmulStep({ m: rows, k: e1, n: cols, lda: e1, ws: [1, e1], ldc: cols, postOps: [EXP] });
+const scoresStep = (rows: number, cols: number, e1: number, threads?: number) =>
+  matmulStep({ m: rows, k: e1, n: cols, lda: e1, ws: [1, e1], ldc: cols, postOps: [EXP] }, threads);
 
 /** O (+)= P V for rows x cols probabilities and value rows of stride ldv. */
-const valuesStep = (rows: number, cols: number, ev: number, ldv: number, accumulate: boolean) =>
-  matmulStep({
-    m: rows,
-    k: cols,
-    n: ev,
-    lda: cols,
-    ws: [ldv, 1],
-    ldc: ev,
-    postOps: accumulate ? [SUM_POST_OP] : [],
-  });
+const valuesStep = (
+  rows: number,
+  cols: number,
+  ev: number,
+  ldv: number,
+  accumulate: boolean,
+  threads?: number,
+) =>
+  matmulStep(
+    {
+      m: rows,
+      k: cols,
+      n: ev,
+      lda: cols,
+      ws: [ldv, 1],
+      ldc: ev,
+      postOps: accumulate ? [SUM_POST_OP] : [],
+    },
+    threads,
+  );
 
 /**
- * Why the bounded path cannot run blocks of these sizes and this value row stride (the
- * exact tiles run), or undefined.
+ * Why the bounded path cannot run blocks of these sizes and this value row stride on
+ * `threads` (the exact tiles run), or undefined.
  */
-export function boundedProblem(p: SdpaParams, ldv = leadingDim(p.value)): string | undefined {
+export function boundedProblem(p: SdpaParams, ldv: number, threads: number): string | undefined {
   const rows = Math.min(BOUNDED_ROWS, p.L);
   const cols = Math.min(BK, p.S);
-  for (const step of [scoresStep(rows, cols, p.E + 1), valuesStep(rows, cols, p.Ev, ldv, false)])
+  for (const step of [
+    scoresStep(rows, cols, p.E + 1, threads),
+    valuesStep(rows, cols, p.Ev, ldv, false, threads),
+  ])
     if (typeof step === "string") return step;
   return undefined;
 }

@@ -9,18 +9,18 @@
  * (BENCHMARKS.md, sdpa). The calibration ranks this kernel and flash-cpu-blas by what they
  * measure on the machine at hand.
  */
-import type { Tensor } from "@backplane/core";
+import { getFlag, type Tensor } from "@backplane/core";
 import type { AnyKernelDefinition, SdpaParams } from "@backplane/core/backend";
 import {
   flashTileRun,
   flashTileSupports,
   leadingDim,
   queryBlocks,
-  TILE_COLS,
-  TILE_ROWS,
   type TileGemm,
   tileAlpha,
+  tileShapes,
 } from "../kernels/flash-blas.ts";
+import { PlanCache } from "./call.ts";
 import { BOUNDED_ROWS, boundedProblem, boundedTiles } from "./flash-bounded.ts";
 import { dnnlSoftmaxStep } from "./flash-softmax.ts";
 import { autoBlasOnly } from "./matmul.ts";
@@ -34,57 +34,69 @@ interface RowStrides {
   v: number;
 }
 
-const asGiven = (p: SdpaParams): RowStrides => ({
-  q: leadingDim(p.query),
-  k: leadingDim(p.key),
-  v: leadingDim(p.value),
-});
-
-/** The strides of contiguous copies. */
-const asCopied = (p: SdpaParams): RowStrides => ({ q: p.E, k: p.E, v: p.Ev });
-
 /**
- * Why oneDNN will not make the tile products for these sizes and row strides (a full
- * block and the last, shorter one), or undefined.
+ * How the operands run: as they are or as contiguous copies (oneDNN plans strided rows on
+ * its JIT GEMM, refused in call.ts: [B, L, H, d] permuted to [B, H, L, d] takes the
+ * copies), and whether the bounded-shift path plans for them.
  */
-function tileProblem(p: SdpaParams, ld: RowStrides): string | undefined {
-  const alpha = tileAlpha(p);
-  for (const rows of new Set([Math.min(TILE_ROWS, p.L), p.L % TILE_ROWS || TILE_ROWS]))
-    for (const cols of new Set([Math.min(TILE_COLS, p.S), p.S % TILE_COLS || TILE_COLS])) {
-      const scores = sgemmStep(true, rows, cols, p.E, alpha, ld.q, ld.k, 0, cols);
-      if (typeof scores === "string") return scores;
-      const values = sgemmStep(false, rows, p.Ev, cols, 1, cols, ld.v, 1, p.Ev);
-      if (typeof values === "string") return values;
-    }
-  return undefined;
+interface Operands {
+  copies: boolean;
+  bounded: boolean;
 }
 
-/**
- * How the operands run: as they are, or as contiguous copies (oneDNN plans strided rows
- * on its JIT GEMM, refused in call.ts: [B, L, H, d] permuted to [B, H, L, d] takes the
- * copies), or why neither can. Kept per sizes, strides and thread count: supports() and
- * run() ask at every call, and eight step lookups a call showed in small attentions (B1 H2
- * L256 at 0.36 ms) while V8 had not yet optimized them.
- */
-function operandPlan(p: SdpaParams): "as given" | "copied" | string {
-  const given = asGiven(p);
-  const key = `${p.L},${p.S},${p.E},${p.Ev},${given.q},${given.k},${given.v},${p.scale},${dnnlState.threads}`;
-  let plan = operandPlans.get(key);
-  if (plan === undefined) {
-    const copiedFaster = () =>
-      boundedProblem(p, given.v) !== undefined && boundedProblem(p, p.Ev) === undefined;
-    if (tileProblem(p, given) === undefined) plan = copiedFaster() ? "copied" : "as given";
-    else plan = tileProblem(p, asCopied(p)) ?? "copied";
-    if (operandPlans.size >= 64) operandPlans.delete(operandPlans.keys().next().value as string);
-    operandPlans.set(key, plan);
-  }
-  return plan;
-}
-const operandPlans = new Map<string, string>();
+const operandPlans = new PlanCache<Operands>("flash-cpu-dnnl cannot plan its products");
 
 /** Forgets the operand plans (with the steps they were checked against). */
 export function resetOperandPlans(): void {
   operandPlans.clear();
+}
+
+/** The OpenMP threads flashTileRun applies: one in deterministic mode. */
+const runThreads = (): number =>
+  getFlag("core.deterministic") === true ? 1 : dnnlState.threadsWanted();
+
+/**
+ * Why oneDNN will not make some tile product of these inputs (every size the tile loop
+ * makes, these row strides) on `threads`, or undefined.
+ */
+function tileProblem(p: SdpaParams, ld: RowStrides, threads: number): string | undefined {
+  const alpha = tileAlpha(p);
+  for (const [rows, cols] of tileShapes(p)) {
+    const scores = sgemmStep(true, rows, cols, p.E, alpha, ld.q, ld.k, 0, cols, threads);
+    if (typeof scores === "string") return scores;
+    const values = sgemmStep(false, rows, p.Ev, cols, 1, cols, ld.v, 1, p.Ev, threads);
+    if (typeof values === "string") return values;
+  }
+  return undefined;
+}
+
+/** The plan for these operands (throws why neither they nor copies of them can run). */
+function planOperands(p: SdpaParams, threads: number): Operands {
+  const given = { q: leadingDim(p.query), k: leadingDim(p.key), v: leadingDim(p.value) };
+  const bounded = (ldv: number) => boundedProblem(p, ldv, threads) === undefined;
+  if (tileProblem(p, given, threads) === undefined) {
+    // Copies where only they take the (faster) bounded path.
+    const copies = !bounded(given.v) && bounded(p.Ev);
+    return { copies, bounded: bounded(copies ? p.Ev : given.v) };
+  }
+  const problem = tileProblem(p, { q: p.E, k: p.E, v: p.Ev }, threads);
+  if (problem) throw new Error(problem);
+  return { copies: true, bounded: bounded(p.Ev) };
+}
+
+/**
+ * The operands' plan, kept per sizes, strides and threads: supports() and run() ask at
+ * every call (the params object remembered between them).
+ */
+function operandPlan(p: SdpaParams): Operands | string {
+  const threads = runThreads();
+  return operandPlans.forParams(
+    p,
+    () =>
+      `${p.L},${p.S},${p.E},${p.Ev},${leadingDim(p.query)},${leadingDim(p.key)},${leadingDim(p.value)},${p.scale},${p.isCausal}`,
+    () => planOperands(p, threads),
+    threads,
+  );
 }
 
 /** The attention on contiguous copies of query, key and value (freed after). */
@@ -109,14 +121,16 @@ const dnnlGemm: TileGemm = {
   missing: () => (dnnlState.lib ? undefined : "oneDNN is not loaded"),
   refuses(p) {
     const plan = operandPlan(p);
-    return plan === "as given" || plan === "copied" ? undefined : plan;
+    return typeof plan === "string" ? plan : undefined;
   },
   sgemm: stepSgemm,
   softmax: dnnlSoftmaxStep,
   // Every query block on the bounded-shift path first (or all on the exact tiles where
   // oneDNN refuses its steps for these sizes).
   firstPass: (p, out) =>
-    boundedProblem(p) ? [...queryBlocks(p, out, BOUNDED_ROWS)] : boundedTiles(p, out),
+    (operandPlan(p) as Operands).bounded
+      ? boundedTiles(p, out)
+      : [...queryBlocks(p, out, BOUNDED_ROWS)],
   onThreads(oneThread, call) {
     dnnlState.applyThreads(oneThread ? 1 : undefined);
     try {
@@ -144,6 +158,6 @@ export function dnnlFlashKernel(): AnyKernelDefinition {
     enabled: autoBlasOnly,
     supports: (p: SdpaParams) => flashTileSupports(dnnlGemm, p),
     run: (p: SdpaParams) =>
-      operandPlan(p) === "copied" ? runOnCopies(p) : flashTileRun(dnnlGemm, p),
+      (operandPlan(p) as Operands).copies ? runOnCopies(p) : flashTileRun(dnnlGemm, p),
   } as AnyKernelDefinition;
 }

@@ -71,15 +71,15 @@ function makeStep(s: StepShape): Step {
 }
 
 /**
- * The step for `s` on the OpenMP threads last applied (the tile loop applies one thread in
- * deterministic mode), or why oneDNN refuses it.
+ * The step for `s` on `threads` OpenMP threads (default: the ones last applied, which the
+ * tile loop sets: one in deterministic mode), or why oneDNN refuses it.
  */
-export function matmulStep(s: StepShape): Step | string {
+export function matmulStep(s: StepShape, threads = dnnlState.threads): Step | string {
   const post = (s.postOps ?? [])
     .map((op) => (typeof op === "string" ? op : `${op.alg}(${op.alpha},${op.beta})`))
     .join("+");
   const key = `${s.m},${s.k},${s.n} ${s.lda} ${s.ws} ${s.ldc} ${post} ${s.scale ?? 1}`;
-  return steps.get(key, () => makeStep(s), dnnlState.threads);
+  return steps.get(key, () => makeStep(s), threads);
 }
 
 /** Runs `step` on CPU-memory byte addresses and waits for it. */
@@ -131,16 +131,20 @@ export function sgemmStep(
   ldb: number,
   beta: number,
   ldc: number,
+  threads?: number,
 ): Step | string {
   if (beta !== 0 && beta !== 1) return `beta ${beta}: the attention products take 0 or 1`;
-  return matmulStep({
-    m,
-    k,
-    n,
-    lda,
-    ws: transB ? [1, ldb] : [ldb, 1],
-    ldc,
-    postOps: beta === 1 ? [SUM_POST_OP] : [],
-    scale: alpha,
-  });
+  return matmulStep(
+    {
+      m,
+      k,
+      n,
+      lda,
+      ws: transB ? [1, ldb] : [ldb, 1],
+      ldc,
+      postOps: beta === 1 ? [SUM_POST_OP] : [],
+      scale: alpha,
+    },
+    threads,
+  );
 }

@@ -206,6 +206,23 @@ export function flashTileRun(gemm: TileGemm, p: SdpaParams): Tensor {
   });
 }
 
+/**
+ * Every (rows, cols) tile product flashTiles' loop makes for these sizes: query blocks of
+ * BQ rows, key blocks of BK columns, cut at the block's last row under causal masking.
+ */
+export function tileShapes(p: SdpaParams): [number, number][] {
+  const shapes = new Map<number, [number, number]>();
+  for (let i0 = 0; i0 < p.L; i0 += BQ) {
+    const rows = Math.min(BQ, p.L - i0);
+    const jEnd = p.isCausal ? Math.min(p.S, i0 + rows) : p.S;
+    for (let j0 = 0; j0 < jEnd; j0 += BK) {
+      const cols = Math.min(BK, jEnd - j0);
+      shapes.set(rows * (BK + 1) + cols, [rows, cols]);
+    }
+  }
+  return [...shapes.values()];
+}
+
 /** Rows i0 .. i0 + rows - 1 of the queries of batch/head b (a flat index). */
 export interface QueryBlock {
   b: number;
