@@ -282,6 +282,7 @@ describe("calibration, warm", () => {
     const warm = backends.cpu.calibration()!;
     const m = case64(warm);
     expect(m?.warm).toBe(true);
+    expect(warm.pending).not.toContain("matmul 64x64x64 float32");
     const ms = (name: string) => m?.figures.find((f) => f.kernel === name)?.ms ?? Number.NaN;
     expect(ms("calib-cold")).toBeLessThan(1);
     expect(explain("matmul", a, b).selected).toBe("calib-cold");

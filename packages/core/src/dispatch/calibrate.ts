@@ -21,6 +21,7 @@ import { readCacheFile, userCacheDir, writeCacheFile } from "../runtime/user-cac
 import type { DType } from "../tensor/dtype.ts";
 import { empty, type Tensor } from "../tensor/tensor.ts";
 import { version as coreVersion } from "../version.ts";
+import { requestedThreads } from "../wasm/parallel.ts";
 import { MARGIN, type Measurement, measurementsInUse, useMeasurements } from "./measured.ts";
 import { firstPerBackend, now, timeInterleaved } from "./timing.ts";
 
@@ -126,15 +127,11 @@ function backendsOf(c: CalibrationCase): string[] {
   return [...new Set(runnable(c.op, c.dtype).map((k) => k.backend))];
 }
 
-/** The thread count the kernels run with now (part of the figures' fingerprint). */
-const threadsNow = (): number =>
-  (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency;
-
 /** Everything the figures depend on, as text (hashed into the cache key). */
 function machineText(): string {
   const cpu = cpuCapabilityInfo();
   const rt = runtime();
-  const threads = threadsNow();
+  const threads = requestedThreads();
   const names = [...new Set(CASES.flatMap(backendsOf))].sort();
   const backends = names.map((n) => {
     const def = getBackend(n)?.def;
@@ -182,8 +179,9 @@ function contradictsAuthors(m: Measurement): boolean {
 }
 const CONFIRMATIONS = 3;
 
-const caseKey = (c: CalibrationCase): string => `${c.op} ${c.case} ${c.dtype}`;
-const measurementKey = (m: Measurement): string => `${m.op} ${m.case} ${m.dtype}`;
+/** A case's key: "op case dtype" (a CalibrationCase or its Measurement). */
+const caseKey = (c: { op: string; case: string; dtype: DType }): string =>
+  `${c.op} ${c.case} ${c.dtype}`;
 
 /** The case's figures; null when there is nothing to rank; "late" when the budget ran out. */
 function measureCase(
@@ -240,7 +238,7 @@ function measure(
   t0: number,
   earlier: { measurements: Measurement[]; measuredMs: number } | undefined,
   only?: readonly string[],
-  budgetMs = CALIBRATION_BUDGET_MS,
+  { budgetMs = CALIBRATION_BUDGET_MS, warm = false } = {},
 ): CalibrationReport {
   const skipped: string[] = [];
   const pending: string[] = [];
@@ -259,7 +257,8 @@ function measure(
     first = false;
     if (m === "late") pending.push(caseKey(c));
     else if (m) {
-      const i = measurements.findIndex((x) => measurementKey(x) === caseKey(c));
+      if (warm) m.warm = true;
+      const i = measurements.findIndex((x) => caseKey(x) === caseKey(c));
       if (i < 0) measurements.push(m);
       else measurements[i] = mergeBest(measurements[i], m);
     }
@@ -318,9 +317,11 @@ let report: CalibrationReport | undefined;
 function install(rep: CalibrationReport): CalibrationReport {
   report = rep;
   installedAt = now();
-  installedThreads = threadsNow();
+  installedThreads = requestedThreads();
   warmChecked.clear();
   rankedCalls.clear();
+  for (const op of new Set(CASES.map((c) => c.op)))
+    if (coldCases(rep, op).length === 0) warmChecked.add(op);
   useMeasurements(rep.source === "off" ? [] : rep.measurements);
   bumpGeneration(); // dispatcher entries are rebuilt with the new order
   return rep;
@@ -359,11 +360,12 @@ let installedThreads = 0;
  * the warm measurement (confirmWarm). True when that changed the figures.
  */
 export function noteRankedCall(op: string): boolean {
-  // Only on the thread count the figures are for (a scope on another is not counted).
-  if (warmChecked.has(op) || threadsNow() !== installedThreads) return false;
+  if (warmChecked.has(op)) return false;
   const n = (rankedCalls.get(op) ?? 0) + 1;
   rankedCalls.set(op, n);
-  return n >= WARM_CALL && now() - installedAt >= WARM_AFTER_MS && confirmWarm(op);
+  if (n < WARM_CALL || now() - installedAt < WARM_AFTER_MS) return false;
+  // Only on the thread count the figures are for (a scope on another is not counted).
+  return requestedThreads() === installedThreads && confirmWarm(op);
 }
 
 /**
@@ -381,20 +383,25 @@ export function confirmWarm(op: string): boolean {
   const rep = report;
   // Only over this calibration's own figures (not ones installed otherwise, as tests do).
   if (!rep || rep.source === "off" || measurementsInUse() !== rep.measurements) return false;
-  const todo = CASES.filter((c) => c.op === op)
-    .map(caseKey)
-    .filter((key) => !rep.measurements.some((m) => m.warm && measurementKey(m) === key));
+  const todo = coldCases(rep, op);
   if (todo.length === 0) return false;
-  const next = measure(rep.machine, now(), rep, todo, WARM_BUDGET_MS);
-  for (const m of next.measurements) {
-    const key = measurementKey(m);
-    if (todo.includes(key) && !next.pending.includes(key)) m.warm = true;
-  }
-  next.pending = [...new Set([...rep.pending, ...next.pending])];
+  const next = measure(rep.machine, now(), rep, todo, { budgetMs: WARM_BUDGET_MS, warm: true });
+  const stillCold = coldCases(next, op);
+  if (stillCold.length === todo.length) return false; // nothing measured
+  // A case this pass left late stays cold (the next process's pass tries it again), not
+  // pending: pending cases are measured in a start's budget, which warm-only ones exceed.
+  next.pending = rep.pending.filter((key) => !todo.includes(key) || stillCold.includes(key));
   next.cacheFile = saveToCache(next);
   report = next;
   useMeasurements(next.measurements);
   return true;
+}
+
+/** The op's cases without a warm figure in `rep`. */
+function coldCases(rep: { measurements: readonly Measurement[] }, op: string): string[] {
+  return CASES.filter((c) => c.op === op)
+    .map(caseKey)
+    .filter((key) => !rep.measurements.some((m) => m.warm && caseKey(m) === key));
 }
 
 /**
@@ -438,7 +445,7 @@ export function ensureCalibrated(): CalibrationReport {
     return measureAndSave(machine, t0);
   const again = hit.measurements
     .filter((m) => contradictsAuthors(m) && (m.runs ?? 1) < CONFIRMATIONS)
-    .map(measurementKey);
+    .map(caseKey);
   const todo = [...(hit.pending ?? []), ...(known ? [] : again)];
   if (todo.length > 0) return measureAndSave(machine, t0, hit, todo);
   const dir = userCacheDir();

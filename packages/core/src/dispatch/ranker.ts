@@ -4,10 +4,11 @@
  * they cannot disagree.
  *
  * What depends only on flags, registrations and (device, dtype) is decided once per flag
- * snapshot into an Entry; what depends on the inputs (a size class, a shape) is kept in the
- * entry's one map of orders. Every entry is dropped when the registry generation moves
- * (a registration, an availability refresh, a finished init, a new calibration,
- * clearAutotuneCache()): one cache, one invalidation rule.
+ * snapshot into an Entry, the order of each calibrated size class included; what a shape
+ * measured is kept in the entry's one map of orders. Every entry is dropped when the
+ * registry generation moves (a registration, an availability refresh, a finished init, a
+ * new calibration, clearAutotuneCache()), or, for one op, when a warm calibration pass
+ * changed its figures: one cache.
  *
  * The policy (core.ranking), decided per entry, first rule that matches:
  *
@@ -70,8 +71,10 @@ export interface Entry {
   trialLimit: number;
   /** sizeClass: this op's calibration figures, smallest work first. */
   sizes: Measurement[];
+  /** sizeClass: the order each of `sizes` earns (same index), made with the entry. */
+  sizeOrders: Ranking[];
   /**
-   * Orders by input: a shape key (perShape, exhaustive) or a measured size (sizeClass).
+   * Measured orders by shape key (perShape, exhaustive).
    * Shared by every entry with the same policy and kernels, so a scope that only turns on
    * the trace (or a check) sees the orders measured outside it.
    */
@@ -199,6 +202,7 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
             )
             .sort((a, b) => a.work - b.work)
         : [],
+    sizeOrders: [],
     orders: NO_ORDERS,
   };
   const coreVerbose = flagOf(state, "core.verbose") === true;
@@ -215,7 +219,12 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     if (coreVerbose || (k.verboseFlags ?? []).some((f) => Number(flagOf(state, f) ?? 0) > 0))
       e.verbose = true;
   }
-  if (policy !== "off") e.orders = sharedOrders(op, e, deviceType, dtype);
+  e.sizeOrders = e.sizes.map((m) => ({
+    kernels: reorderByMeasurement(kernels, m),
+    measurement: m,
+  }));
+  if (policy === "perShape" || policy === "exhaustive")
+    e.orders = sharedOrders(op, e, deviceType, dtype);
   return e;
 }
 
@@ -236,6 +245,14 @@ function sharedOrders(
   let orders = all.get(key);
   if (!orders) all.set(key, (orders = new Map()));
   return orders;
+}
+
+/**
+ * Drops the op's entries (rebuilt at its next call): a warm calibration pass changed its
+ * figures alone, and the registry generation would drop every op's measured orders too.
+ */
+function dropEntries(op: OpRecord): void {
+  op.cacheGeneration = -1;
 }
 
 /** The entry for this flag snapshot, device type and dtype (built on first use). */
@@ -312,13 +329,9 @@ export function rank(op: OpRecord, e: Entry, params: OpParams, mayMeasure: boole
       return e.base;
     case "sizeClass": {
       if (e.sizes.length === 0) return e.base;
-      // The op's entries are rebuilt at its next call when a warm measurement changed them.
-      if (mayMeasure && noteRankedCall(op.name)) op.cacheGeneration = -1;
+      if (mayMeasure && noteRankedCall(op.name)) dropEntries(op);
       const m = nearestBySize(e.sizes, (op.work as (p: OpParams) => number)(params));
-      return (
-        e.orders.get(m.case) ??
-        remember(e, m.case, { kernels: reorderByMeasurement(e.base.kernels, m), measurement: m })
-      );
+      return e.sizeOrders[e.sizes.indexOf(m)];
     }
     default: {
       const key = op.shapeKey(params);

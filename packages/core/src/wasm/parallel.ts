@@ -60,9 +60,13 @@ export function parallelService(): ParallelService | undefined {
   return service;
 }
 
-/** The thread count CPU kernels should use now: the openmp setting, else the cores available. */
+/** The thread count asked for: the openmp setting, else the cores available. */
+export const requestedThreads = (): number =>
+  (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency;
+
+/** The thread count CPU kernels should use now: the one asked for, within the pool's. */
 export function cpuThreads(): number {
-  const n = (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency;
+  const n = requestedThreads();
   return Math.max(1, service ? Math.min(n, service.threads()) : 1);
 }
 
