@@ -52,6 +52,16 @@ export function torchPythons(): TorchPython[] {
 }
 
 /** Why no torch is found, with the command that installs one. */
+/**
+ * Python lines (no indentation) that put PyTorch's process in glibc's steady state before
+ * timing: glibc maps every block at or above its mmap threshold afresh (page faults on
+ * each call) and raises the threshold only when a larger mapped block is freed, so until
+ * then buffers of 1-16 MiB pay for fresh pages at every call (MobileNet's dw 32 @112: 2.5
+ * ms instead of 0.23, torch 2.13, Zen 4). Freeing a 16 MiB block raises it past them.
+ */
+export const TORCH_STEADY_STATE = `del_me = torch.empty(16 << 20, dtype=torch.uint8)
+del del_me`;
+
 export const NO_TORCH =
   "no Python with torch found; `npm run bench:torch` installs PyTorch 2.13 (CPU wheel) into ~/.cache/backplane/torch-venv";
 

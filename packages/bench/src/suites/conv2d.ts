@@ -43,7 +43,7 @@ import {
 import { readEnv } from "@backplane/core/cpu";
 import type { Harness } from "../harness.ts";
 import { convModel } from "../peers/onnx-model.ts";
-import { NO_TORCH, torchPythons } from "../peers/torch-python.ts";
+import { NO_TORCH, TORCH_STEADY_STATE, torchPythons } from "../peers/torch-python.ts";
 import { reason } from "../peers/types.ts";
 
 /** The members backend-nnpack adds to backends.nnpack that this suite uses. */
@@ -454,13 +454,7 @@ def call(L):
     x = torch.from_numpy(np.fromfile(L["x"], dtype=np.float32).reshape(L["xShape"]))
     w = torch.from_numpy(np.fromfile(L["w"], dtype=np.float32).reshape(L["wShape"]))
     return lambda: F.conv2d(x, w, None, L["stride"], L["pad"], 1, L["groups"])
-# The steady state of a process that has freed a large block: glibc maps every block at or
-# above its mmap threshold afresh (page faults on each call) and raises the threshold only
-# when a larger mapped block is freed, so until then a layer whose buffers are 1-2 MiB pays
-# for fresh pages at every call (MobileNet's dw 32 @112: 2.5 ms instead of 0.23 ms, torch
-# 2.13, Zen 4, until a larger layer had run). Freeing 16 MiB raises it past every layer's.
-del_me = torch.empty(16 << 20, dtype=torch.uint8)
-del del_me
+${TORCH_STEADY_STATE}
 with torch.no_grad():
     for L in spec["layers"]:
         f = call(L)

@@ -24,7 +24,7 @@ import {
 } from "@backplane/core";
 import type { Harness } from "../harness.ts";
 import { loadOrtNode, ortNodeSessionOptions } from "../peers/ort-node.ts";
-import { runTorchScript } from "../peers/torch-python.ts";
+import { runTorchScript, TORCH_STEADY_STATE } from "../peers/torch-python.ts";
 import { reason } from "../peers/types.ts";
 
 interface ConvShape {
@@ -196,10 +196,7 @@ import torch
 spec = json.load(open(sys.argv[1]))
 files = sys.argv[2]
 torch.set_num_threads(1)
-# glibc's steady state, as in the conv2d suite: a freed 16 MiB block raises its mmap
-# threshold, so 1-16 MiB buffers come from its heap instead of fresh pages each call.
-warm = torch.empty(16 << 20, dtype=torch.uint8)
-del warm
+${TORCH_STEADY_STATE}
 res = {"version": torch.__version__, "layers": []}
 for L in spec["layers"]:
     x = torch.from_numpy(np.fromfile(os.path.join(files, L["x"]), dtype=np.uint8).reshape(L["xShape"]))

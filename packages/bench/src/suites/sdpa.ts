@@ -42,7 +42,7 @@ import {
 import { getKernel } from "@backplane/core/backend";
 import { builtinModule, readEnv } from "@backplane/core/cpu";
 import type { Harness } from "../harness.ts";
-import { NO_TORCH, torchPythons } from "../peers/torch-python.ts";
+import { NO_TORCH, TORCH_STEADY_STATE, torchPythons } from "../peers/torch-python.ts";
 import { reason } from "../peers/types.ts";
 
 const SIZES = [512, 1024, 2048, 4096] as const;
@@ -159,10 +159,7 @@ def median(f, n):
         t0 = time.perf_counter(); f(); ts.append((time.perf_counter() - t0) * 1000)
     ts.sort(); return ts[len(ts) // 2]
 out = {}
-# glibc's steady state, as in the conv2d suite: a freed 16 MiB block raises its mmap
-# threshold, so buffers of 1-16 MiB come from its heap instead of fresh pages each call.
-warm = torch.empty(16 << 20, dtype=torch.uint8)
-del warm
+${TORCH_STEADY_STATE}
 torch.manual_seed(0)
 with torch.no_grad():
     for th in ${JSON.stringify(threads)}:
