@@ -25,6 +25,7 @@ interface Entry {
   doc: string;
 }
 
+/** The entries, in oneCore()'s argument order (each imports all three shared APIs). */
 const ENTRIES: Entry[] = [
   {
     file: "index.ts",
@@ -51,13 +52,6 @@ const ENTRIES: Entry[] = [
  * (src/cpu-api.ts).`,
   },
 ];
-
-/** The three shared APIs, in oneCore()'s argument order, as each entry imports them. */
-const PARTS = [
-  { part: "user", module: "api.ts" },
-  { part: "author", module: "author-api.ts" },
-  { part: "cpu", module: "cpu-api.ts" },
-] as const;
 
 function typeParams(decl: ts.Declaration | undefined): string {
   const params = decl && (decl as ts.ClassDeclaration).typeParameters;
@@ -89,10 +83,10 @@ function generate(program: ts.Program, entry: Entry): string {
     }
   }
   lines.sort();
-  const imports = PARTS.map(
+  const imports = ENTRIES.map(
     (p) => `import * as ${p.part === entry.part ? "api" : `${p.part}Api`} from "./${p.module}";`,
   ).join("\n");
-  const args = PARTS.map((p) => (p.part === entry.part ? "api" : `${p.part}Api`)).join(", ");
+  const args = ENTRIES.map((p) => (p.part === entry.part ? "api" : `${p.part}Api`)).join(", ");
   return `// Written by scripts/core-entries.ts from src/${entry.module}: edit that file, then run the script.
 /**
  * ${entry.doc}
