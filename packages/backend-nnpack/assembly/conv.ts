@@ -18,6 +18,7 @@
 // M = V @ U per transform point: for FFT, U holds [[Ur, Ui], [-Ui, Ur]] so one real GEMM
 // is the complex product [Vr | Vi] (Ur + i Ui).
 
+import { fillRow, gather4, storeRow } from "./c4";
 export { dw_c4_f32, dw_c4_work_bytes } from "./depthwise";
 
 // ---------------------------------------------------------------------------------- helpers
@@ -89,8 +90,6 @@ export function pack_c4(
 ): void {
   const plane = <usize>H * <usize>W * 4;
   const rowBytes = <usize>Wp << 4;
-  const colLo = imin(padLeft, Wp);
-  const colHi = imin(padLeft + W, Wp);
   for (let item = start; item < start + count; item++) {
     const cb = item % CB;
     const ng = item / CB;
@@ -103,55 +102,10 @@ export function pack_c4(
     for (let r = 0; r < Hp; r++) {
       const iy = r - padTop;
       const drow = d + <usize>r * rowBytes;
-      if (iy < 0 || iy >= H || colHi <= colLo) {
-        memory.fill(drow, 0, rowBytes);
-        continue;
-      }
-      if (colLo > 0) zeroBytes(drow, <usize>colLo << 4);
-      if (colHi < Wp) zeroBytes(drow + (<usize>colHi << 4), <usize>(Wp - colHi) << 4);
-      let sp = src + <usize>iy * <usize>W * 4 + (<usize>(colLo - padLeft) << 2);
-      let dp = drow + (<usize>colLo << 4);
-      let col = colLo;
-      if (lanes == 4) {
-        for (; col + 4 <= colHi; col += 4) {
-          const a = ld(sp);
-          const b = ld(sp + plane);
-          const c = ld(sp + 2 * plane);
-          const e = ld(sp + 3 * plane);
-          const t0 = f32x4.shuffle(a, b, 0, 4, 1, 5);
-          const t1 = f32x4.shuffle(a, b, 2, 6, 3, 7);
-          const t2 = f32x4.shuffle(c, e, 0, 4, 1, 5);
-          const t3 = f32x4.shuffle(c, e, 2, 6, 3, 7);
-          st(dp, f32x4.shuffle(t0, t2, 0, 1, 4, 5));
-          v128.store(dp, f32x4.shuffle(t0, t2, 2, 3, 6, 7), 16);
-          v128.store(dp, f32x4.shuffle(t1, t3, 0, 1, 4, 5), 32);
-          v128.store(dp, f32x4.shuffle(t1, t3, 2, 3, 6, 7), 48);
-          sp += 16;
-          dp += 64;
-        }
-      }
-      for (; col < colHi; col++) {
-        let v = zero();
-        v = v128.load32_lane(sp, v, 0);
-        if (lanes > 1) v = v128.load32_lane(sp + plane, v, 1);
-        if (lanes > 2) v = v128.load32_lane(sp + 2 * plane, v, 2);
-        if (lanes > 3) v = v128.load32_lane(sp + 3 * plane, v, 3);
-        st(dp, v);
-        sp += 4;
-        dp += 16;
-      }
+      if (iy < 0 || iy >= H) memory.fill(drow, 0, rowBytes);
+      else fillRow(drow, src + <usize>iy * <usize>W * 4, plane, lanes, W, padLeft, Wp);
     }
   }
-}
-
-/** Gathers element `q` of four consecutive kernels (stride `ks` bytes), lanes >= `lanes` zero. */
-@inline function gather4(p: usize, ks: usize, lanes: i32): v128 {
-  let v = zero();
-  v = v128.load32_lane(p, v, 0);
-  if (lanes > 1) v = v128.load32_lane(p + ks, v, 1);
-  if (lanes > 2) v = v128.load32_lane(p + 2 * ks, v, 2);
-  if (lanes > 3) v = v128.load32_lane(p + 3 * ks, v, 3);
-  return v;
 }
 
 /**
@@ -164,38 +118,8 @@ function storeTile(
   tile: usize, tileW: i32, out: usize, planeBytes: usize, outW: i32, rows: i32, cols: i32,
   lanes: i32, bv: v128,
 ): void {
-  const rowOut = <usize>outW << 2;
-  for (let r = 0; r < rows; r++) {
-    const s = tile + (<usize>(r * tileW) << 4);
-    const d = out + <usize>r * rowOut;
-    let c = 0;
-    if (lanes == 4) {
-      for (; c + 4 <= cols; c += 4) {
-        const p = s + (<usize>c << 4);
-        const a = add(ld(p), bv);
-        const b = add(v128.load(p, 16), bv);
-        const e = add(v128.load(p, 32), bv);
-        const f = add(v128.load(p, 48), bv);
-        const t0 = f32x4.shuffle(a, b, 0, 4, 1, 5);
-        const t1 = f32x4.shuffle(a, b, 2, 6, 3, 7);
-        const t2 = f32x4.shuffle(e, f, 0, 4, 1, 5);
-        const t3 = f32x4.shuffle(e, f, 2, 6, 3, 7);
-        const q = d + (<usize>c << 2);
-        st(q, f32x4.shuffle(t0, t2, 0, 1, 4, 5));
-        st(q + planeBytes, f32x4.shuffle(t0, t2, 2, 3, 6, 7));
-        st(q + 2 * planeBytes, f32x4.shuffle(t1, t3, 0, 1, 4, 5));
-        st(q + 3 * planeBytes, f32x4.shuffle(t1, t3, 2, 3, 6, 7));
-      }
-    }
-    for (; c < cols; c++) {
-      const v = add(ld(s + (<usize>c << 4)), bv);
-      const q = d + (<usize>c << 2);
-      v128.store32_lane(q, v, 0);
-      if (lanes > 1) v128.store32_lane(q + planeBytes, v, 1);
-      if (lanes > 2) v128.store32_lane(q + 2 * planeBytes, v, 2);
-      if (lanes > 3) v128.store32_lane(q + 3 * planeBytes, v, 3);
-    }
-  }
+  for (let r = 0; r < rows; r++)
+    storeRow(out + (<usize>(r * outW) << 2), planeBytes, tile + (<usize>(r * tileW) << 4), lanes, cols, bv);
 }
 
 /** Bias of output channels o0 .. o0 + lanes - 1 as a vector (0: no bias). */

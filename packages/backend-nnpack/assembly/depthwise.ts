@@ -6,6 +6,8 @@
 // The transposes cost about one shuffle per element; they buy full vectors on planes of
 // any width (a 14-wide MobileNet plane wastes 2 of 16 lanes per row computed along x).
 
+import { fillRow, gather4, storeRow } from "./c4";
+
 /** Columns beyond the last tap that a pair of outputs may read (the second of a pair). */
 @inline function colsOf(outW: i32, kw: i32, sw: i32, dw: i32): i32 {
   return (outW + 1) * sw + (kw - 1) * dw + 1;
@@ -17,71 +19,7 @@
 /** Bytes of per-thread work dw_c4_f32 needs: the padded plane, one output row, the weights. */
 export function dw_c4_work_bytes(outH: i32, outW: i32, kh: i32, kw: i32, sh: i32, sw: i32, dh: i32, dw: i32): i32 {
   const plane = rowsOf(outH, kh, sh, dh) * colsOf(outW, kw, sw, dw);
-  return (plane + outW + 1 + kh * kw + 1) * 16 + 64;
-}
-
-/** Stores the four lanes of the 4x4 block a0..a3 (rows) transposed at d, d + step, ... */
-@inline function transposeStore(d: usize, step: usize, a0: v128, a1: v128, a2: v128, a3: v128): void {
-  const t0 = i32x4.shuffle(a0, a1, 0, 4, 1, 5);
-  const t1 = i32x4.shuffle(a2, a3, 0, 4, 1, 5);
-  const t2 = i32x4.shuffle(a0, a1, 2, 6, 3, 7);
-  const t3 = i32x4.shuffle(a2, a3, 2, 6, 3, 7);
-  v128.store(d, i32x4.shuffle(t0, t1, 0, 1, 4, 5));
-  v128.store(d + step, i32x4.shuffle(t0, t1, 2, 3, 6, 7));
-  v128.store(d + 2 * step, i32x4.shuffle(t2, t3, 0, 1, 4, 5));
-  v128.store(d + 3 * step, i32x4.shuffle(t2, t3, 2, 3, 6, 7));
-}
-
-/**
- * One padded row of the c4 plane: input row iy of the nc (1..4) planes at src (plane
- * stride `planeBytes`), columns placed from pl on, zeros elsewhere.
- */
-@inline function fillRow(
-  d: usize, src: usize, planeBytes: usize, nc: i32, W: i32, pl: i32, cols: i32,
-): void {
-  const lo = pl < cols ? pl : cols; // the first column holding input
-  const hi = pl + W < cols ? pl + W : cols; // one past the last
-  for (let q = 0; q < lo; q++) v128.store(d + (<usize>q << 4), f32x4.splat(0));
-  let q = lo;
-  if (nc == 4) {
-    for (; q + 4 <= hi; q += 4) {
-      const s = src + (<usize>(q - pl) << 2);
-      transposeStore(
-        d + (<usize>q << 4), 16,
-        v128.load(s), v128.load(s + planeBytes), v128.load(s + 2 * planeBytes), v128.load(s + 3 * planeBytes),
-      );
-    }
-  }
-  for (; q < hi; q++) {
-    const s = src + (<usize>(q - pl) << 2);
-    const p = d + (<usize>q << 4);
-    for (let k = 0; k < 4; k++)
-      store<f32>(p + (<usize>k << 2), k < nc ? load<f32>(s + <usize>k * planeBytes) : 0);
-  }
-  for (q = hi > lo ? hi : lo; q < cols; q++) v128.store(d + (<usize>q << 4), f32x4.splat(0));
-}
-
-/** Output row `orow` (outW vectors of four channels, bias added) into the nc planes at dst. */
-@inline function storeRow(dst: usize, planeBytes: usize, orow: usize, nc: i32, outW: i32, bv: v128): void {
-  let ox = 0;
-  if (nc == 4) {
-    for (; ox + 4 <= outW; ox += 4) {
-      const s = orow + (<usize>ox << 4);
-      transposeStore(
-        dst + (<usize>ox << 2), planeBytes,
-        f32x4.add(v128.load(s), bv), f32x4.add(v128.load(s, 16), bv),
-        f32x4.add(v128.load(s, 32), bv), f32x4.add(v128.load(s, 48), bv),
-      );
-    }
-  }
-  for (; ox < outW; ox++) {
-    const v = f32x4.add(v128.load(orow + (<usize>ox << 4)), bv);
-    const p = dst + (<usize>ox << 2);
-    store<f32>(p, f32x4.extract_lane(v, 0));
-    if (nc > 1) store<f32>(p + planeBytes, f32x4.extract_lane(v, 1));
-    if (nc > 2) store<f32>(p + 2 * planeBytes, f32x4.extract_lane(v, 2));
-    if (nc > 3) store<f32>(p + 3 * planeBytes, f32x4.extract_lane(v, 3));
-  }
+  return (plane + outW + 1 + kh * kw) * 16 + 64;
 }
 
 /** v0 w0 + v1 w1 + v2 w2, the three vectors from r on. */
@@ -147,13 +85,10 @@ export function dw_c4_f32(
     const c0 = (item % groups) << 2;
     const nc = C - c0 < 4 ? C - c0 : 4;
     // The taps of the four channels, one vector per tap; the bias, one vector.
+    const ks = <usize>taps << 2;
     for (let t = 0; t < taps; t++)
-      for (let k = 0; k < 4; k++)
-        store<f32>(wq + (<usize>t << 4) + (<usize>k << 2), k < nc ? load<f32>(w + (<usize>((c0 + k) * taps + t) << 2)) : 0);
-    const bq = wq + (<usize>taps << 4);
-    for (let k = 0; k < 4; k++)
-      store<f32>(bq + (<usize>k << 2), bias != 0 && k < nc ? load<f32>(bias + (<usize>(c0 + k) << 2)) : 0);
-    const bv = v128.load(bq);
+      v128.store(wq + (<usize>t << 4), gather4(w + <usize>(c0 * taps + t) * 4, ks, nc));
+    const bv = bias == 0 ? f32x4.splat(0) : gather4(bias + (<usize>c0 << 2), 4, nc);
     const src = x + <usize>(n * C + c0) * inPlane;
     for (let r = 0; r < rows; r++) {
       const iy = r - pt;
