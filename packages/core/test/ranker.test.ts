@@ -256,6 +256,12 @@ describe("perShape measures a shape again once warm", () => {
       dispatch(op, op.prepare(x)); // the 8th call measures again, warm: "warming" first
       expect(last()).toBe("warming");
       expect(explain("rankerRecheck", x).selected).toBe("warming");
+      expect(explain("rankerRecheck", x).candidates.some((c) => c.measured)).toBe(true);
+      // Another thread setting has orders of its own: none measured there yet.
+      {
+        using _t = backends.openmp.numThreadsScope(3);
+        expect(explain("rankerRecheck", x).candidates.some((c) => c.measured)).toBe(false);
+      }
     } finally {
       setTimingClock(restore);
       x.dispose();

@@ -75,8 +75,8 @@ export interface Entry {
   sizeOrders: Ranking[];
   /**
    * Measured orders by shape key (perShape, exhaustive).
-   * Shared by every entry with the same policy and kernels, so a scope that only turns on
-   * the trace (or a check) sees the orders measured outside it.
+   * Shared by every entry with the same policy, kernels and thread setting, so a scope that
+   * only turns on the trace (or a check) sees the orders measured outside it.
    */
   orders: Map<string, Ranking>;
 }
@@ -224,7 +224,7 @@ function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: D
     measurement: m,
   }));
   if (policy === "perShape" || policy === "exhaustive")
-    e.orders = sharedOrders(op, e, deviceType, dtype);
+    e.orders = sharedOrders(op, state, e, deviceType, dtype);
   return e;
 }
 
@@ -234,6 +234,7 @@ const ORDERS = {};
 
 function sharedOrders(
   op: OpRecord,
+  state: FlagState,
   e: Entry,
   deviceType: string,
   dtype: DType,
@@ -241,7 +242,9 @@ function sharedOrders(
   let all = op.cache.get(ORDERS) as Map<string, Map<string, Ranking>> | undefined;
   if (!all) op.cache.set(ORDERS, (all = new Map()));
   const limit = e.policy === "exhaustive" ? e.trialLimit : 0;
-  const key = `${e.policy} ${limit} ${deviceType} ${dtype} ${e.base.kernels.map((k) => `${k.backend}:${k.name}`).join(",")}`;
+  // The thread setting too: an order measured on two threads is not one thread's.
+  const threads = String(flagOf(state, "openmp.numThreads") ?? 0);
+  const key = `${e.policy} ${limit} ${threads} ${deviceType} ${dtype} ${e.base.kernels.map((k) => `${k.backend}:${k.name}`).join(",")}`;
   let orders = all.get(key);
   if (!orders) all.set(key, (orders = new Map()));
   return orders;
