@@ -219,6 +219,34 @@ describe("oneDNN (cpu-dnnl)", () => {
     expect(e.shape).toEqual([0, 3, 5, 5]);
   });
 
+  itDnnl("runs pointwise layers as oneDNN's matmul, bias included, NCHW in and out", () => {
+    setDnnlLayouts("matmul");
+    using _ = kernelPriority("conv2d", ["onednn-conv"]);
+    try {
+      for (const [n, c, oc, h, w, bias] of [
+        [1, 64, 256, 14, 14, true],
+        [3, 17, 5, 7, 11, true],
+        [2, 96, 24, 9, 9, false],
+        [1, 1, 1, 1, 1, true],
+      ] as [number, number, number, number, number, boolean][]) {
+        const x = randn([n, c, h, w], { seed: c });
+        const wt = randn([oc, c, 1, 1], { seed: oc + 1 });
+        const b = bias ? randn([oc], { seed: 3 }) : undefined;
+        expect(explain("conv2d", x, wt, { bias: b }).selected, `${c}>${oc}`).toBe("onednn-conv");
+        const y = conv2d(x, wt, { bias: b });
+        expect(maxRelErr(y, reference(x, wt, { bias: b })), `${n} ${c}>${oc}`).toBeLessThan(2e-5);
+        for (const t of [x, wt, y, ...(b ? [b] : [])]) t.dispose();
+      }
+      // A 3x3 layer is no product: refused with the reason.
+      const e = explain("conv2d", randn([1, 4, 5, 5]), randn([4, 4, 3, 3]));
+      expect(e.candidates.find((k) => k.kernel === "onednn-conv")?.reason).toMatch(
+        /matmul plan takes 1x1 layers/,
+      );
+    } finally {
+      setDnnlLayouts("auto");
+    }
+  });
+
   itDnnl(
     "matmul: 2-D and batched products, broadcast batch dims and transposed views, within float32's tolerance",
     () => {

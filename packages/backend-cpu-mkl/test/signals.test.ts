@@ -26,12 +26,13 @@ await ready();
 const x = randn([1, 32, 28, 28]), w3 = randn([32, 32, 3, 3]), w1 = randn([24, 32, 1, 1]);
 {
   const only = kernelPriority("conv2d", ["onednn-conv"]);
-  for (const layout of ["auto", "plain", "blocked"]) {
+  for (const layout of ["auto", "plain", "blocked", "matmul"]) {
     setDnnlLayouts(layout);
     for (let i = 0; i < 15; i++) {
-      conv2d(x, w3, { padding: 1 }).dispose();
+      if (layout !== "matmul") conv2d(x, w3, { padding: 1 }).dispose();
       conv2d(x, w1).dispose();
-      conv2d(x, randn([12, 8, 3, 3]), { groups: 4, padding: 2, dilation: 2 }).dispose();
+      conv2d(x, w1, { bias: randn([24]) }).dispose();
+      if (layout !== "matmul") conv2d(x, randn([12, 8, 3, 3]), { groups: 4, padding: 2, dilation: 2 }).dispose();
     }
   }
   only.restore();

@@ -101,6 +101,7 @@ export const ENUMS = {
   dnnl_format_tag_t: {
     dnnl_format_tag_any: 1,
     dnnl_a: 2,
+    dnnl_abc: 4,
     dnnl_abcd: 5,
     dnnl_acdb: 20,
     dnnl_aBcd16b: 69,
