@@ -24,4 +24,5 @@ export {
 } from "./kernels/elementwise";
 export { fftWorkspaceBytes, fft_c2c, rfft_r2c, irfft_c2r } from "./kernels/fft";
 export { transpose_f32, transpose_u8 } from "./kernels/transpose";
+export { shifted_planes_f32 } from "./kernels/shift";
 export { linalgWorkspaceBytes, cholesky, luFactor, luSolve, solve, inv, qr, eigh, svd } from "./kernels/linalg";

@@ -112,7 +112,7 @@ describe("oneDNN (cpu-dnnl)", () => {
   );
 
   itDnnl(
-    "onednn-winograd: 3x3 layers within 1e-5 of float64 (conformance and ResNet layers), the rest refused with the reason",
+    "onednn-winograd: 3x3 layers, and 4x4 to 7x7 ones as 3x3 blocks, within 1e-5 of float64 (conformance, ResNet and odd layers), the rest refused with the reason",
     async () => {
       // F(4x4,3x3) measured 2.4e-6 on a 128>128 @28 layer, F(2x2,3x3) 5.4e-7 on 256>256 @14
       // (the layers here are smaller: the float64 reference runs in TypeScript).
@@ -153,21 +153,32 @@ describe("oneDNN (cpu-dnnl)", () => {
         ? conv2d(x, w, o)
         : (e.candidates.find((c) => c.kernel === "onednn-winograd")?.reason ?? "absent");
     };
-    for (const [xs, ws, o] of [
+    for (const [xs, ws, opts] of [
       [[1, 64, 28, 28], [64, 64, 3, 3], { padding: 1 }],
       [[1, 128, 14, 14], [128, 128, 3, 3], { padding: 1 }],
       [[2, 17, 13, 11], [19, 17, 3, 3], { padding: [1, 0] }],
       [[1, 3, 7, 5], [5, 3, 3, 3], {}],
       [[1, 1, 1, 1], [2, 1, 3, 3], { padding: 1 }],
-    ] as [number[], number[], object][]) {
+      // Larger kernels cut into 3x3 blocks (kernel-blocks.ts): square, oblong, asymmetric
+      // padding, a batch, an image smaller than the kernel, a bias.
+      [[1, 16, 13, 13], [24, 16, 5, 5], { padding: 2 }],
+      [[2, 5, 11, 9], [7, 5, 5, 5], { padding: [2, 1] }],
+      [[1, 3, 12, 10], [4, 3, 7, 7], { padding: 3 }],
+      [[1, 6, 9, 8], [5, 6, 4, 6], { padding: [1, 2] }],
+      [[1, 4, 8, 8], [3, 4, 5, 3], {}],
+      [[1, 2, 2, 3], [3, 2, 5, 5], { padding: 2 }],
+      [[1, 8, 10, 10], [8, 8, 5, 5], { padding: 2, bias: true }],
+    ] as [number[], number[], { bias?: boolean }][]) {
       const x = randn(xs, { seed: xs[1] + 1 });
       const w = randn(ws, { seed: ws[0] + 2 });
+      const o = { ...opts, bias: opts.bias ? randn([ws[0]], { seed: 9 }) : undefined };
       const y = run(x, w, o);
       if (typeof y === "string") throw new Error(`${xs} ${ws}: refused: ${y}`);
       expect(maxRelErr(y, reference(x, w, o)), `${xs} ${ws}`).toBeLessThan(TOL);
     }
     const x = randn([1, 8, 9, 9]);
-    expect(run(x, randn([8, 8, 5, 5]), {})).toMatch(/takes 3x3 kernels/);
+    expect(run(x, randn([8, 8, 9, 9]), {})).toMatch(/takes 3x3 kernels, and larger ones up to 7x7/);
+    expect(run(x, randn([8, 8, 1, 1]), {})).toMatch(/this one is 1x1/);
     expect(run(x, randn([8, 8, 3, 3]), { stride: 2 })).toMatch(/stride 1 and dilation 1/);
     expect(run(x, randn([8, 4, 3, 3]), { groups: 2 })).toMatch(/one group/);
     const bad = x.clone();

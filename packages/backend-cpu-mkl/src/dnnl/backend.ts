@@ -14,13 +14,15 @@ import {
   ops,
   statusOf,
 } from "@backplane/core/backend";
-import { allFinite, initFfi, readEnv } from "@backplane/core/cpu";
+import { allFinite, initFfi, inWasmMemory, readEnv } from "@backplane/core/cpu";
+import { modules } from "../kernels/wasm.ts";
 import { hasFfi } from "../native/backend.ts";
 import { ffiFailure } from "../native/ffi-failure.ts";
 import { limitNativeSpinning } from "../native/spin-env.ts";
 import { type Algorithm, dnnlConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel, resetOperandPlans } from "./flash.ts";
 import { resetSoftmaxPlans } from "./flash-softmax.ts";
+import { blocksOf, isOneBlock } from "./kernel-blocks.ts";
 import { loadDnnl } from "./library.ts";
 import { autoBlasOnly, dnnlMatmul, dnnlMatmulSupports, resetMatmulPlans } from "./matmul.ts";
 import { resetMatmulSteps } from "./matmul-step.ts";
@@ -93,17 +95,21 @@ function convSupports(p: Conv2dParams, algorithm: Algorithm = "direct"): true | 
 }
 
 /**
- * onednn-winograd takes 3x3 float32 layers of stride 1, dilation 1 and one group, with a
- * finite input: a transform spreads a NaN or infinity over its whole tile (as nnpack's
- * Winograd refuses them), where the direct kernels keep it at the outputs that see it.
+ * onednn-winograd takes float32 layers of stride 1, dilation 1 and one group with 3x3
+ * kernels, or larger ones cut into 3x3 blocks (kernel-blocks.ts: stacked in the CPU
+ * memory by a WASM kernel), with a finite input: a transform spreads a NaN or infinity
+ * over its whole tile (as nnpack's Winograd refuses them), where the direct kernels keep
+ * it at the outputs that see it.
  */
 function winogradSupports(p: Conv2dParams): true | string {
-  if (p.kh !== 3 || p.kw !== 3)
-    return `Winograd takes 3x3 kernels; this one is ${p.kh}x${p.kw} (onednn-conv takes it)`;
+  const blocks = blocksOf(p);
+  if (typeof blocks === "string") return blocks;
   if (p.strideH !== 1 || p.strideW !== 1 || p.dilationH !== 1 || p.dilationW !== 1)
     return `Winograd needs stride 1 and dilation 1; this is stride ${p.strideH}x${p.strideW}, dilation ${p.dilationH}x${p.dilationW} (onednn-conv takes it)`;
   if (p.groups !== 1) return `Winograd takes one group; this has ${p.groups}`;
   if (p.dtype !== "float32") return `Winograd runs float32 here; this is ${p.dtype}`;
+  if (!isOneBlock(blocks) && !(modules.kernels && inWasmMemory(p.input)))
+    return "a kernel cut into 3x3 blocks needs the WASM kernels and the input in the CPU memory, to stack the shifted input";
   const ok = convSupports(p, "winograd");
   if (ok !== true) return ok;
   return allFinite(p.input)

@@ -24,6 +24,14 @@ import {
   reorder,
   taggedMd,
 } from "./call.ts";
+import {
+  type Blocks,
+  blocksOf,
+  isOneBlock,
+  stackedShape,
+  stackInput,
+  stackWeights,
+} from "./kernel-blocks.ts";
 import { ARG, CONV_DESC_BYTES, ENUMS, MATMUL_DESC_BYTES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
@@ -41,6 +49,13 @@ interface Plan {
    */
   threads: number;
   layout: Layout;
+  /**
+   * A larger kernel's 3x3 blocks (Winograd, kernel-blocks.ts): the primitive convolves
+   * the stacked shifted input with the stacked weights. Undefined: the layer as it is.
+   */
+  blocks: Blocks | undefined;
+  /** The NCHW input the primitive's reorder or move starts from: the user's, or the stacked one. */
+  srcShape: number[];
   /** Reorders user -> oneDNN (src, weights) and oneDNN -> user (dst); 0n when the layouts agree. */
   srcReorder: bigint;
   weightReorder: bigint;
@@ -115,14 +130,20 @@ function makePlan(p: Conv2dParams, layout: Layout, threads: number, algorithm: A
   dnnlState.applyThreads(threads);
   const g = p.groups;
   const oc = p.outChannels;
-  const x = [p.n, p.c, p.h, p.w];
+  const cut = algorithm === "winograd" ? blocksOf(p) : undefined;
+  if (typeof cut === "string") throw new Error(cut);
+  const blocks = cut && !isOneBlock(cut) ? cut : undefined;
+  // A cut kernel: one unpadded 3x3 convolution of the stacked input (kernel-blocks.ts).
+  const x = blocks ? stackedShape(p, blocks) : [p.n, p.c, p.h, p.w];
+  const c = x[1];
+  const [kh, kw] = blocks ? [3, 3] : [p.kh, p.kw];
   const y = [p.n, oc, p.outH, p.outW];
-  const w = g === 1 ? [oc, p.c, p.kh, p.kw] : [g, oc / g, p.c / g, p.kh, p.kw];
+  const w = g === 1 ? [oc, c, kh, kw] : [g, oc / g, c / g, kh, kw];
   const wTag = g === 1 ? E.dnnl_format_tag_t.dnnl_abcd : E.dnnl_format_tag_t.dnnl_abcde;
   const any = E.dnnl_format_tag_t.dnnl_format_tag_any;
   const tag = E.dnnl_format_tag_t;
   const srcTag =
-    layout === "plain" || (layout === "c16" && p.c % 16 !== 0)
+    layout === "plain" || (layout === "c16" && c % 16 !== 0)
       ? tag.dnnl_abcd
       : layout === "c16"
         ? tag.dnnl_aBcd16b
@@ -134,8 +155,10 @@ function makePlan(p: Conv2dParams, layout: Layout, threads: number, algorithm: A
   const userW = taggedMd(w, wTag, t);
   const biasMd = p.bias ? taggedMd([oc], E.dnnl_format_tag_t.dnnl_a, t) : null;
   // oneDNN's padding on the right/bottom: what makes its output size formula give outH/outW.
-  const padB = (p.outH - 1) * p.strideH + (p.kh - 1) * p.dilationH + 1 - p.h - p.padTop;
-  const padR = (p.outW - 1) * p.strideW + (p.kw - 1) * p.dilationW + 1 - p.w - p.padLeft;
+  const padT = blocks ? 0 : p.padTop;
+  const padL = blocks ? 0 : p.padLeft;
+  const padB = (p.outH - 1) * p.strideH + (kh - 1) * p.dilationH + 1 - x[2] - padT;
+  const padR = (p.outW - 1) * p.strideW + (kw - 1) * p.dilationW + 1 - x[3] - padL;
   const desc = new Uint8Array(CONV_DESC_BYTES);
   check(
     "dnnl_dilated_convolution_forward_desc_init",
@@ -151,7 +174,7 @@ function makePlan(p: Conv2dParams, layout: Layout, threads: number, algorithm: A
       taggedMd(y, dstTag, t),
       dims([p.strideH, p.strideW]),
       dims([p.dilationH - 1, p.dilationW - 1]), // oneDNN counts dilation from 0
-      dims([p.padTop, p.padLeft]),
+      dims([padT, padL]),
       dims([padB, padR]),
     ),
   );
@@ -178,6 +201,8 @@ function makePlan(p: Conv2dParams, layout: Layout, threads: number, algorithm: A
       threads,
       layout,
       algorithm,
+      blocks,
+      srcShape: x,
       impl: implOf(pd),
       srcReorder: reorder(userSrc, src),
       weightReorder: reorder(userW, wts),
@@ -253,6 +278,8 @@ function makeMatmulPlan(p: Conv2dParams, threads: number): Plan {
       threads,
       layout: "matmul",
       algorithm: "direct",
+      blocks: undefined,
+      srcShape: [p.n, p.c, p.h, p.w],
       impl,
       srcReorder: none,
       weightReorder: none,
@@ -426,12 +453,21 @@ function weightsFor(p: Conv2dParams, plan: Plan): Tensor {
     plan.weightBytes,
     layout,
     (into) => {
-      d.dnnl_memory_set_data_handle(plan.mem.userWeights, data(p.weight));
-      d.dnnl_memory_set_data_handle(plan.mem.weights, data(into));
-      execute(plan.weightReorder, [
-        [ARG.FROM, plan.mem.userWeights],
-        [ARG.TO, plan.mem.weights],
-      ]);
+      // A cut kernel's blocks stacked first (kernel-blocks.ts), then reordered from there.
+      const stacked = plan.blocks
+        ? empty([p.outChannels, plan.srcShape[1], 3, 3], { dtype: "float32" })
+        : undefined;
+      try {
+        if (stacked) stackWeights(p, plan.blocks as Blocks, stacked.hostData() as Float32Array);
+        d.dnnl_memory_set_data_handle(plan.mem.userWeights, data(stacked ?? p.weight));
+        d.dnnl_memory_set_data_handle(plan.mem.weights, data(into));
+        execute(plan.weightReorder, [
+          [ARG.FROM, plan.mem.userWeights],
+          [ARG.TO, plan.mem.weights],
+        ]);
+      } finally {
+        stacked?.dispose();
+      }
     },
     p,
   );
@@ -483,15 +519,19 @@ function runPlan(plan: Plan, p: Conv2dParams): Tensor {
   };
   try {
     const w = weightsFor(p, plan);
-    const src = plan.srcReorder ? temp(plan.srcBytes) : p.input;
+    const [n, c, h, wd] = plan.srcShape;
+    // A cut kernel convolves the stacked shifted input (kernel-blocks.ts).
+    const input = plan.blocks ? temp(4 * n * c * h * wd) : p.input;
+    if (plan.blocks) stackInput(p, plan.blocks, input);
+    const src = plan.srcReorder ? temp(plan.srcBytes) : input;
     const dst = plan.dstReorder ? temp(plan.dstBytes) : y;
     const scratch = temp(plan.scratchBytes);
     // The WASM transposes, where the kernels are loaded and the tensors in their memory.
-    const wasm = modules.kernels !== undefined && inWasmMemory(p.input) && inWasmMemory(y);
+    const wasm = modules.kernels !== undefined && inWasmMemory(input) && inWasmMemory(y);
     if (plan.srcReorder && plan.srcMoved && wasm)
-      move(plan.srcMoved, "in", p.input, src, p.n, p.c, p.h * p.w);
+      move(plan.srcMoved, "in", input, src, n, c, h * wd);
     else if (plan.srcReorder) {
-      d.dnnl_memory_set_data_handle(plan.mem.userSrc, data(p.input));
+      d.dnnl_memory_set_data_handle(plan.mem.userSrc, data(input));
       d.dnnl_memory_set_data_handle(plan.mem.src, data(src));
       execute(plan.srcReorder, [
         [ARG.FROM, plan.mem.userSrc],

@@ -62,4 +62,16 @@ export interface KernelsModule {
   transpose_u8(src: Ptr, rows: number, cols: number, dst: Ptr): void;
   /** dst (cols x rows) = the transpose of src (rows x cols, rows lds apart), rows ldd apart; f32. */
   transpose_f32(src: Ptr, rows: number, cols: number, lds: number, dst: Ptr, ldd: number): void;
+  /** Per plane: dst (rows x cols) = src (h x w) shifted by (dy, dx), 0 outside it; f32. */
+  shifted_planes_f32(
+    src: Ptr,
+    planes: number,
+    h: number,
+    w: number,
+    dy: number,
+    dx: number,
+    dst: Ptr,
+    rows: number,
+    cols: number,
+  ): void;
 }
