@@ -67,6 +67,9 @@ export type Impl = Fn | SelfTimed;
 
 const now = () => performance.now();
 
+/** A call shorter than this is warmed by an untimed call before each sample (compare()). */
+const WARM_CALL_MS = 100;
+
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;
@@ -134,6 +137,7 @@ export class Harness {
     const total = samples * names.length;
     this.onProgress({ kind: "case", case: caseName, impls: names, total });
     const batch: Record<string, number> = {};
+    const callMs: Record<string, number> = {};
     for (const [name, fn] of Object.entries(impls)) {
       // Warm-up (JIT, caches), then size the batch so one sample takes about `target` ms.
       let n = 1;
@@ -143,6 +147,7 @@ export class Harness {
         t = await timeBatch(fn, n);
       }
       batch[name] = Math.max(1, Math.round(target / Math.max(t, 1e-6)));
+      callMs[name] = t;
     }
     const times: Record<string, number[]> = Object.fromEntries(
       Object.keys(impls).map((k) => [k, []]),
@@ -159,9 +164,12 @@ export class Harness {
         await untilQuiet();
         // ...and warm: after that pause caches are cold and a pool's workers asleep (a
         // worker woken after an idle spell may share the caller's core for a while), so
-        // half a sample runs untimed first and the sample measures the steady state
-        // (not for single-call samples: calls of 100 ms and more dwarf that transient).
-        if (warmFraction > 0 && batch[name] > 1)
+        // half a sample runs untimed first and the sample measures the steady state, as
+        // the peers' timing loops do (PyTorch's runs its calls back to back). A call under
+        // WARM_CALL_MS is one sample on its own and still warmed by one call: two-thread
+        // attention at N=2048 took 85-100 ms on its first call after a pause and 50-57
+        // on the next (Zen 4); calls of 100 ms and more dwarf that transient.
+        if (warmFraction > 0 && (batch[name] > 1 || callMs[name] < WARM_CALL_MS))
           await timeBatch(fn, Math.ceil(batch[name] * warmFraction));
         times[name].push(await timeBatch(fn, batch[name]));
         const done = s * order.length + j + 1;
