@@ -165,10 +165,9 @@ export class Harness {
         // ...and warm: after that pause caches are cold and a pool's workers asleep (a
         // worker woken after an idle spell may share the caller's core for a while), so
         // half a sample runs untimed first and the sample measures the steady state, as
-        // the peers' timing loops do (PyTorch's runs its calls back to back). A call under
-        // WARM_CALL_MS is one sample on its own and still warmed by one call: two-thread
-        // attention at N=2048 took 85-100 ms on its first call after a pause and 50-57
-        // on the next (Zen 4); calls of 100 ms and more dwarf that transient.
+        // the peers' timing loops do (PyTorch's runs its calls back to back after one
+        // untimed call). A call under WARM_CALL_MS is a sample on its own and is warmed by
+        // one call too; calls of 100 ms and more dwarf that transient.
         if (warmFraction > 0 && (batch[name] > 1 || callMs[name] < WARM_CALL_MS))
           await timeBatch(fn, Math.ceil(batch[name] * warmFraction));
         times[name].push(await timeBatch(fn, batch[name]));
