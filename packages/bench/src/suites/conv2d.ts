@@ -20,7 +20,8 @@
  *   (bench/peers/onnx-model.ts); run() copies X and W into the wasm heap and Y out;
  * - torch: torch.nn.functional.conv2d of the newest torch found (PyTorch 2.13 from
  *   `npm run bench:torch`, else Debian's python3-torch 1.13; torch.set_num_threads(1)),
- *   timed in a python3 subprocess on the same inputs (so not interleaved with the rest).
+ *   on the same inputs in a python3 server timed in the same rounds as the rest
+ *   (peers/torch-server.ts).
  * A peer that cannot be loaded is a note, never a crash. Every output is checked before
  * timing: against float64 sums at 256 sampled outputs, and in full against another impl
  * (max |y - y_ref| / max |y_ref| < 1e-3); a wrong impl posts no number. Ratios are speed
@@ -41,9 +42,9 @@ import {
   tensor,
 } from "@backplane/core";
 import { readEnv } from "@backplane/core/cpu";
-import type { Harness } from "../harness.ts";
+import type { Harness, Impl } from "../harness.ts";
 import { convModel } from "../peers/onnx-model.ts";
-import { NO_TORCH, TORCH_STEADY_STATE, torchPythons } from "../peers/torch-python.ts";
+import { startTorchServer, type TorchServer } from "../peers/torch-server.ts";
 import { reason } from "../peers/types.ts";
 
 /** The members backend-nnpack adds to backends.nnpack that this suite uses. */
@@ -430,14 +431,15 @@ async function openOrt(): Promise<Peer | string> {
   };
 }
 
-// ---- torch (python3 subprocess) ----
+// ---- torch (a python3 server, timed in the rounds: peers/torch-server.ts) ----
 
-const TORCH_SCRIPT = `
-import json, sys, time
+/** Loads every layer, writes its output (the correctness check reads it), defines CASES. */
+const TORCH_SETUP = `
+import json, sys
 import numpy as np
 import torch
 import torch.nn.functional as F
-spec = json.load(open(sys.argv[1]))
+spec = json.load(open(SPEC))
 torch.set_num_threads(spec["threads"])
 try:
     torch.set_num_interop_threads(1)
@@ -448,54 +450,38 @@ try:
     nnpack = torch.backends.nnpack.is_available()
 except Exception:
     nnpack = None
-res = {"version": torch.__version__, "mkldnn": torch.backends.mkldnn.is_available(),
-       "nnpack": nnpack, "threads": torch.get_num_threads(), "layers": []}
+INFO = {"version": torch.__version__, "mkldnn": torch.backends.mkldnn.is_available(),
+        "nnpack": nnpack, "threads": torch.get_num_threads()}
+CASES = {}
 def call(L):
     x = torch.from_numpy(np.fromfile(L["x"], dtype=np.float32).reshape(L["xShape"]))
     w = torch.from_numpy(np.fromfile(L["w"], dtype=np.float32).reshape(L["wShape"]))
     return lambda: F.conv2d(x, w, None, L["stride"], L["pad"], 1, L["groups"])
-${TORCH_STEADY_STATE}
 with torch.no_grad():
     for L in spec["layers"]:
         f = call(L)
         f().numpy().tofile(L["y"])
-        t0 = time.perf_counter(); f(); t = time.perf_counter() - t0
-        batch = max(1, int(spec["sampleMs"] / 1000 / max(t, 1e-6)))
-        samples = []
-        for _ in range(spec["samples"]):
-            t0 = time.perf_counter()
-            for _ in range(batch):
-                f()
-            samples.append((time.perf_counter() - t0) / batch * 1000)
-        samples.sort()
-        res["layers"].append({"name": L["name"], "median_ms": samples[len(samples) // 2]})
-print(json.dumps(res))
+        CASES[L["name"]] = f
 `;
 
-interface TorchRun {
+interface Torch {
+  server: TorchServer;
   info: string;
-  ms: Map<string, number>;
   outputs: Map<string, Float32Array>;
 }
 
-async function runTorch(
+/** PyTorch's server with every layer set up and its outputs read back, or why not. */
+async function startTorch(
   layers: { l: Layer; x: Float32Array; w: Float32Array }[],
-  samples: number,
   threads: number,
-): Promise<TorchRun | string> {
-  const { spawnSync } = await import("node:child_process");
+): Promise<Torch | string> {
   const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
   const { tmpdir } = await import("node:os");
   const { join } = await import("node:path");
-  // The newest torch found (PyTorch 2.13 from `npm run bench:torch`, else Debian's 1.13).
-  const python = torchPythons()[0]?.python;
-  if (!python) return NO_TORCH;
   const dir = mkdtempSync(join(tmpdir(), "backplane-conv2d-"));
   try {
     const spec = {
       threads,
-      samples,
-      sampleMs: 20,
       layers: layers.map(({ l, x, w }, i) => {
         writeFileSync(join(dir, `x${i}`), new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
         writeFileSync(join(dir, `w${i}`), new Uint8Array(w.buffer, w.byteOffset, w.byteLength));
@@ -513,29 +499,24 @@ async function runTorch(
       }),
     };
     writeFileSync(join(dir, "spec.json"), JSON.stringify(spec));
-    writeFileSync(join(dir, "run.py"), TORCH_SCRIPT);
-    const r = spawnSync(python, [join(dir, "run.py"), join(dir, "spec.json")], {
-      encoding: "utf8",
-      timeout: 180_000,
-      env: { ...process.env, OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
-    });
-    if (r.status !== 0)
-      return `python3 failed: ${(r.stderr || r.error?.message || "").slice(-300)}`;
-    const out = JSON.parse(r.stdout.trim().split("\n").pop()!);
-    const ms = new Map<string, number>();
+    const server = await startTorchServer(
+      `SPEC = ${JSON.stringify(join(dir, "spec.json"))}\n${TORCH_SETUP}`,
+      { OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
+    );
+    if (typeof server === "string") return server;
     const outputs = new Map<string, Float32Array>();
-    out.layers.forEach((x: { name: string; median_ms: number }, i: number) => {
-      ms.set(x.name, x.median_ms);
-      const b = readFileSync(spec.layers[i].y);
+    for (const [i, L] of spec.layers.entries()) {
+      const b = readFileSync(join(dir, `y${i}`));
       outputs.set(
-        x.name,
+        L.name,
         new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)),
       );
-    });
+    }
+    const i = server.info;
     return {
-      info: `torch ${out.version} (${python}), set_num_threads(${out.threads}), mkldnn ${out.mkldnn}, nnpack ${out.nnpack}; timed in a python3 subprocess (median of ${samples} samples of ~20 ms), not interleaved with the others`,
-      ms,
+      server,
       outputs,
+      info: `torch ${i.version} (${server.python}), set_num_threads(${i.threads}), mkldnn ${i.mkldnn}, nnpack ${i.nnpack}; a python3 server timed in the same rounds as the others`,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -587,6 +568,113 @@ function implsFor(l: Layer, peers: Map<string, Peer>): Map<string, Peer> {
   }
   for (const [k, p] of peers) out.set(k, p);
   return out;
+}
+
+/** Every layer: each impl's output checked, then all of them (PyTorch too) timed in rounds. */
+// Long: per layer, the outputs against float64 and each other, the timing, the ratios.
+async function timeLayers(
+  h: Harness,
+  data: { l: Layer; x: Float32Array; w: Float32Array }[],
+  o: { peers: Map<string, Peer>; torch?: Torch; implsWanted?: string[]; samples: number },
+): Promise<void> {
+  const { peers, torch, implsWanted, samples } = o;
+
+  const ratios = new Map<string, number[]>();
+  const ratio = (name: string, layer: string, value: number | undefined) => {
+    if (value === undefined || !Number.isFinite(value)) return;
+    h.ratio(`${name} ${layer}`, value);
+    ratios.set(name, [...(ratios.get(name) ?? []), value]);
+  };
+
+  for (const { l, x, w } of data) {
+    const cases = new Map<string, Case>();
+    const outputs = new Map<string, Float32Array>();
+    try {
+      for (const [impl, peer] of implsFor(l, peers)) {
+        if (implsWanted && !implsWanted.includes(impl)) continue;
+        try {
+          const c = await peer(l, x, w);
+          if (impl === "backplane-dispatch")
+            h.note(`${l.name}: the dispatcher runs ${(c as { picked?: string }).picked}`);
+          cases.set(impl, c);
+          outputs.set(impl, await c.result());
+        } catch (err) {
+          h.note(`${impl}: ${l.name}: not run: ${reason(err)}`);
+        }
+      }
+      const torchOut = torch?.outputs.get(l.name);
+      if (torchOut) outputs.set("torch", torchOut);
+      const spot = new Map<string, number>();
+      for (const [impl, y] of outputs) spot.set(impl, spotError(y, l, x, w));
+      const trusted = [...outputs.keys()]
+        .filter((impl) => spot.get(impl)! < TOLERANCE)
+        .sort((a, b) => {
+          const ia = REFERENCE_ORDER.indexOf(a);
+          const ib = REFERENCE_ORDER.indexOf(b);
+          return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib);
+        });
+      const impls: Record<string, Impl> = {};
+      for (const [impl, y] of outputs) {
+        const other = trusted.find((t) => t !== impl);
+        const full = other ? fullError(y, outputs.get(other)!) : undefined;
+        const s = spot.get(impl)!;
+        if (s >= TOLERANCE || (full !== undefined && full >= TOLERANCE)) {
+          h.note(
+            `${impl}: WRONG on ${l.name}, not timed: max rel error ${s.toExponential(2)} against float64 at sampled outputs${other ? `, ${full!.toExponential(2)} against ${other}` : ""}`,
+          );
+          continue;
+        }
+        if (impl === "torch") {
+          if (torch) impls.torch = torch.server.impl(l.name);
+        } else impls[impl] = cases.get(impl)!.run;
+      }
+      outputs.clear();
+      let ms: Record<string, number>;
+      try {
+        ms = await h.compare(l.name, impls, { flops: flopsOf(l), samples, sampleMs: 20 });
+      } catch (err) {
+        h.note(`${l.name}: measurement failed: ${reason(err)}`);
+        continue;
+      }
+      const r = (a: string, b: string) =>
+        ms[a] !== undefined && ms[b] !== undefined ? ms[b] / ms[a] : undefined;
+      ratio("auto_over_tfjs_wasm", l.name, r("backplane-auto", "tfjs-wasm"));
+      ratio("auto_over_ort_web", l.name, r("backplane-auto", "ort-web"));
+      ratio("auto_over_torch", l.name, r("backplane-auto", "torch"));
+      ratio("dispatch_over_torch", l.name, r("backplane-dispatch", "torch"));
+      ratio("auto_wasm_gemm_over_tfjs_wasm", l.name, r("backplane-auto[wasm-gemm]", "tfjs-wasm"));
+      if (isDense3x3s1(l) && l.x[1] >= 64) {
+        ratio(
+          "wt8x8_over_implicit_gemm[wasm-gemm]",
+          l.name,
+          r("backplane-wt8x8[wasm-gemm]", "backplane-implicit-gemm[wasm-gemm]"),
+        );
+        ratio(
+          "wt6x6_over_implicit_gemm[wasm-gemm]",
+          l.name,
+          r("backplane-wt6x6[wasm-gemm]", "backplane-implicit-gemm[wasm-gemm]"),
+        );
+        ratio(
+          "wt8x8_over_implicit_gemm[native]",
+          l.name,
+          r("backplane-wt8x8", "backplane-implicit-gemm"),
+        );
+        ratio(
+          "wt6x6_over_implicit_gemm[native]",
+          l.name,
+          r("backplane-wt6x6", "backplane-implicit-gemm"),
+        );
+      }
+    } finally {
+      for (const c of cases.values()) await c.dispose();
+      nnpackMembers().clearTransformCache();
+    }
+  }
+  for (const [name, xs] of ratios)
+    if (xs.length > 1) h.ratio(`${name}_geomean (${xs.length} layers)`, geomean(xs));
+  h.note(
+    `correctness: each output vs float64 at 256 sampled outputs and in full vs another impl, max |y - y_ref| / max |y_ref| < ${TOLERANCE}; ratios are other_ms / ours_ms (> 1: Backplane faster)`,
+  );
 }
 
 export default {
@@ -651,9 +739,9 @@ export default {
         2 * i + 2,
       ),
     }));
-    let torch: TorchRun | undefined;
+    let torch: Torch | undefined;
     try {
-      const t = await runTorch(data, samples, THREADS);
+      const t = await startTorch(data, THREADS);
       if (typeof t === "string") h.note(`torch: unavailable: ${t}`);
       else {
         torch = t;
@@ -662,113 +750,10 @@ export default {
     } catch (err) {
       h.note(`torch: unavailable: ${reason(err)}`);
     }
-
-    const ratios = new Map<string, number[]>();
-    const ratio = (name: string, layer: string, value: number | undefined) => {
-      if (value === undefined || !Number.isFinite(value)) return;
-      h.ratio(`${name} ${layer}`, value);
-      ratios.set(name, [...(ratios.get(name) ?? []), value]);
-    };
-
-    for (const { l, x, w } of data) {
-      const cases = new Map<string, Case>();
-      const outputs = new Map<string, Float32Array>();
-      try {
-        for (const [impl, peer] of implsFor(l, peers)) {
-          if (implsWanted && !implsWanted.includes(impl)) continue;
-          try {
-            const c = await peer(l, x, w);
-            if (impl === "backplane-dispatch")
-              h.note(`${l.name}: the dispatcher runs ${(c as { picked?: string }).picked}`);
-            cases.set(impl, c);
-            outputs.set(impl, await c.result());
-          } catch (err) {
-            h.note(`${impl}: ${l.name}: not run: ${reason(err)}`);
-          }
-        }
-        const torchOut = torch?.outputs.get(l.name);
-        if (torchOut) outputs.set("torch", torchOut);
-        const spot = new Map<string, number>();
-        for (const [impl, y] of outputs) spot.set(impl, spotError(y, l, x, w));
-        const trusted = [...outputs.keys()]
-          .filter((impl) => spot.get(impl)! < TOLERANCE)
-          .sort((a, b) => {
-            const ia = REFERENCE_ORDER.indexOf(a);
-            const ib = REFERENCE_ORDER.indexOf(b);
-            return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib);
-          });
-        const impls: Record<string, () => unknown> = {};
-        let torchOk = false;
-        for (const [impl, y] of outputs) {
-          const other = trusted.find((t) => t !== impl);
-          const full = other ? fullError(y, outputs.get(other)!) : undefined;
-          const s = spot.get(impl)!;
-          if (s >= TOLERANCE || (full !== undefined && full >= TOLERANCE)) {
-            h.note(
-              `${impl}: WRONG on ${l.name}, not timed: max rel error ${s.toExponential(2)} against float64 at sampled outputs${other ? `, ${full!.toExponential(2)} against ${other}` : ""}`,
-            );
-            continue;
-          }
-          if (impl === "torch") torchOk = true;
-          else impls[impl] = cases.get(impl)!.run;
-        }
-        outputs.clear();
-        let ms: Record<string, number>;
-        try {
-          ms = await h.compare(l.name, impls, { flops: flopsOf(l), samples, sampleMs: 20 });
-        } catch (err) {
-          h.note(`${l.name}: measurement failed: ${reason(err)}`);
-          continue;
-        }
-        if (torch && torchOk) {
-          const t = torch.ms.get(l.name)!;
-          ms.torch = t;
-          h.results.push({
-            case: l.name,
-            impl: "torch",
-            median_ms: t,
-            gflops: flopsOf(l) / (t * 1e6),
-            samples,
-          });
-        }
-        const r = (a: string, b: string) =>
-          ms[a] !== undefined && ms[b] !== undefined ? ms[b] / ms[a] : undefined;
-        ratio("auto_over_tfjs_wasm", l.name, r("backplane-auto", "tfjs-wasm"));
-        ratio("auto_over_ort_web", l.name, r("backplane-auto", "ort-web"));
-        ratio("auto_over_torch", l.name, r("backplane-auto", "torch"));
-        ratio("dispatch_over_torch", l.name, r("backplane-dispatch", "torch"));
-        ratio("auto_wasm_gemm_over_tfjs_wasm", l.name, r("backplane-auto[wasm-gemm]", "tfjs-wasm"));
-        if (isDense3x3s1(l) && l.x[1] >= 64) {
-          ratio(
-            "wt8x8_over_implicit_gemm[wasm-gemm]",
-            l.name,
-            r("backplane-wt8x8[wasm-gemm]", "backplane-implicit-gemm[wasm-gemm]"),
-          );
-          ratio(
-            "wt6x6_over_implicit_gemm[wasm-gemm]",
-            l.name,
-            r("backplane-wt6x6[wasm-gemm]", "backplane-implicit-gemm[wasm-gemm]"),
-          );
-          ratio(
-            "wt8x8_over_implicit_gemm[native]",
-            l.name,
-            r("backplane-wt8x8", "backplane-implicit-gemm"),
-          );
-          ratio(
-            "wt6x6_over_implicit_gemm[native]",
-            l.name,
-            r("backplane-wt6x6", "backplane-implicit-gemm"),
-          );
-        }
-      } finally {
-        for (const c of cases.values()) await c.dispose();
-        nnpackMembers().clearTransformCache();
-      }
+    try {
+      await timeLayers(h, data, { peers, torch, implsWanted, samples });
+    } finally {
+      torch?.server.close();
     }
-    for (const [name, xs] of ratios)
-      if (xs.length > 1) h.ratio(`${name}_geomean (${xs.length} layers)`, geomean(xs));
-    h.note(
-      `correctness: each output vs float64 at 256 sampled outputs and in full vs another impl, max |y - y_ref| / max |y_ref| < ${TOLERANCE}; ratios are other_ms / ours_ms (> 1: Backplane faster)`,
-    );
   },
 };

@@ -18,7 +18,8 @@
  * fused kernel's workspace is a tensor, so it is counted; GEMM packing scratch is not).
  * PyTorch's CPU attention, when `python3 -c "import torch"` works: its SDPA
  * (F.scaled_dot_product_attention, or torch 1.13's F._scaled_dot_product_attention) and
- * its matmul-softmax-matmul, same shapes and thread counts, timed in Python (median).
+ * its matmul-softmax-matmul, same shapes and thread counts, in a python3 server timed in
+ * the same rounds as ours (peers/torch-server.ts).
  * Ratios: speedups are other_ms / fused_ms (> 1: fused faster); memory ratios are
  * math_bytes / fused_bytes.
  *
@@ -40,9 +41,10 @@ import {
   tensor,
 } from "@backplane/core";
 import { getKernel } from "@backplane/core/backend";
-import { builtinModule, readEnv } from "@backplane/core/cpu";
-import type { Harness } from "../harness.ts";
-import { NO_TORCH, TORCH_STEADY_STATE, torchPythons } from "../peers/torch-python.ts";
+import { readEnv } from "@backplane/core/cpu";
+import type { Harness, Impl } from "../harness.ts";
+import { NO_TORCH, torchPythons } from "../peers/torch-python.ts";
+import { startTorchServer, type TorchServer } from "../peers/torch-server.ts";
 import { reason } from "../peers/types.ts";
 
 const SIZES = [512, 1024, 2048, 4096] as const;
@@ -129,60 +131,49 @@ function relDiff(a: Tensor, b: Tensor): number {
 
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(2)} MiB`;
 
-interface TorchRun {
-  /** "torch" for the newest torch found, "torch1.13" for an older one beside it. */
-  label: string;
-  ms: Record<string, number>;
-  info: string;
-}
-
-/** Each torch's numbers ({ "sdpa|1|512": ms, "math|1|512": ms, ... }), or why there are none. */
-function runTorch(threads: number[]): TorchRun[] | string {
-  const cp = builtinModule<typeof import("node:child_process")>("node:child_process");
-  if (!cp) return "no node:child_process in this runtime";
-  const script = `
+/** A torch's Python server with every size's inputs made: "sdpa|N" and "math|N" cases. */
+const TORCH_SETUP = `
 import json, sys, time
-try:
-    import torch
-    import torch.nn.functional as F
-except Exception as e:
-    print(json.dumps({"error": "cannot import torch: %s" % e})); sys.exit(0)
+import torch
+import torch.nn.functional as F
 sdpa = getattr(F, "scaled_dot_product_attention", None)
 name = "F.scaled_dot_product_attention"
 if sdpa is None:
     name = "F._scaled_dot_product_attention (torch 1.13)"
     sdpa = lambda q, k, v: F._scaled_dot_product_attention(q, k, v, None, 0.0, False, False)[0]
-def median(f, n):
-    f()
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter(); f(); ts.append((time.perf_counter() - t0) * 1000)
-    ts.sort(); return ts[len(ts) // 2]
-out = {}
-${TORCH_STEADY_STATE}
+INFO = {"text": "torch %s, %s, %s" % (torch.__version__, name, torch.__config__.parallel_info().splitlines()[-1].strip())}
+CASES = {}
 torch.manual_seed(0)
-with torch.no_grad():
-    for th in ${JSON.stringify(threads)}:
-        torch.set_num_threads(th)
-        for n in ${JSON.stringify(SIZES)}:
-            q, k, v = (torch.randn(${B}, ${H}, n, ${D}) for _ in range(3))
-            reps = 3 if n >= 4096 else 5
-            out["sdpa|%d|%d" % (th, n)] = median(lambda: sdpa(q, k, v), reps)
-            out["math|%d|%d" % (th, n)] = median(lambda: torch.softmax((q @ k.transpose(-2, -1)) * ${1 / Math.sqrt(D)}, -1) @ v, reps)
-print(json.dumps({"ms": out, "info": "torch %s, %s, %s" % (torch.__version__, name, torch.__config__.parallel_info().splitlines()[-1].strip())}))
+def add(n):
+    q, k, v = (torch.randn(${B}, ${H}, n, ${D}) for _ in range(3))
+    CASES["sdpa|%d" % n] = lambda: sdpa(q, k, v)
+    CASES["math|%d" % n] = lambda: torch.softmax((q @ k.transpose(-2, -1)) * ${1 / Math.sqrt(D)}, -1) @ v
+for n in ${JSON.stringify(SIZES)}:
+    add(n)
 `;
-  const runs: TorchRun[] = [];
+
+interface Torch {
+  /** "torch" for the newest torch found, "torch1.13" for an older one beside it. */
+  label: string;
+  server: TorchServer;
+}
+
+/** A server for each torch found (newest first), or why there is none. */
+async function startTorches(h: Harness): Promise<Torch[]> {
+  const out: Torch[] = [];
   for (const [i, { python, version }] of torchPythons().entries()) {
-    const r = cp.spawnSync(python, ["-c", script], { encoding: "utf8", timeout: 600_000 });
-    if (r.error || r.status !== 0) continue;
-    try {
-      const res = JSON.parse(String(r.stdout).trim().split("\n").pop()!);
-      if (res.error) continue;
-      const label = i === 0 ? "torch" : `torch${version.split(".").slice(0, 2).join(".")}`;
-      runs.push({ label, ms: res.ms, info: `${label} = ${python}: ${res.info}` });
-    } catch {}
+    const label = i === 0 ? "torch" : `torch${version.split(".").slice(0, 2).join(".")}`;
+    const server = await startTorchServer(TORCH_SETUP, {}, python).catch(reason);
+    if (typeof server === "string") h.note(`pytorch: ${label} = ${python}: not started: ${server}`);
+    else {
+      out.push({ label, server });
+      h.note(
+        `pytorch: ${label} = ${python}: ${server.info.text}; timed in the same rounds as ours`,
+      );
+    }
   }
-  return runs.length > 0 ? runs : NO_TORCH;
+  if (out.length === 0) h.note(`pytorch: not available: ${NO_TORCH}`);
+  return out;
 }
 
 export default {
@@ -207,130 +198,132 @@ export default {
     } catch (err) {
       h.note(`2 threads: not measured: @backplane/backend-openmp did not import: ${reason(err)}`);
     }
-    const scale = tensor([1 / Math.sqrt(D)]);
-    const ms: Record<string, number> = {};
-    const peaks: Record<string, number> = {};
-    for (const n of SIZES) {
-      const shape = [B, H, n, D];
-      const q = randn(shape, { seed: 1 });
-      const k = randn(shape, { seed: 2 });
-      const v = randn(shape, { seed: 3 });
-      try {
-        const chosen = (() => {
-          using _ = kernelPriority("scaledDotProductAttention", ["FLASH_ATTENTION"]);
-          return explain("scaledDotProductAttention", q, k, v);
-        })();
-        const why = (() => {
-          using _ = kernelPriority("scaledDotProductAttention", ["flash-cpu"]);
-          const e = explain("scaledDotProductAttention", q, k, v);
-          return e.selected === "flash-cpu"
-            ? undefined
-            : (e.candidates.find((c) => c.kernel === "flash-cpu")?.reason ?? "not registered");
-        })();
-        const family = chosen.selected
-          ? getKernel("scaledDotProductAttention", chosen.selected)?.family
-          : undefined;
-        if (why || family !== "FLASH_ATTENTION") {
-          h.note(
-            `fused: not available at N=${n}: ${why ?? `${chosen.selected} is not a FLASH_ATTENTION kernel`}`,
-          );
-          continue;
-        }
-        if (n === SIZES[0]) h.note(`fused runs ${chosen.selected}; fused-wasm runs flash-cpu`);
-        const kt = k.transpose(-2, -1);
-        const gemm = explain("matmul", q, kt).selected;
-        kt.dispose();
-        if (n === SIZES[0]) h.note(`math: matmul runs ${gemm}; softmax and mul as dispatched`);
-        // Correctness, and peak extra memory (one thread).
-        backends.openmp.setNumThreads(1);
-        const steps: Record<string, number> = {};
-        const b = mathPath(q, k, v, scale, steps);
-        const a = fused(q, k, v);
-        const aw = fusedWasm(q, k, v);
-        const err = relDiff(a, b);
-        const errWasm = relDiff(aw, b);
-        a.dispose();
-        aw.dispose();
-        b.dispose();
-        if (!(err < TOLERANCE) || !(errWasm < TOLERANCE)) {
-          h.note(
-            `fused: WRONG at N=${n} (max rel diff to math ${err.toExponential(2)}, fused-wasm ${errWasm.toExponential(2)}), not timed`,
-          );
-          continue;
-        }
-        peaks[`math_${n}`] = peakExtra(() => mathPath(q, k, v, scale));
-        peaks[`fused_${n}`] = peakExtra(() => fused(q, k, v));
-        peaks[`fusedWasm_${n}`] = peakExtra(() => fusedWasm(q, k, v));
-        const split = Object.entries(steps)
-          .map(([step, t]) => `${step} ${t.toFixed(1)}`)
-          .join(", ");
-        h.note(
-          `N=${n}: max rel diff to math: fused ${err.toExponential(2)}, fused-wasm ${errWasm.toExponential(2)}; peak extra memory math ${mib(peaks[`math_${n}`])}, fused ${mib(peaks[`fused_${n}`])}, fused-wasm ${mib(peaks[`fusedWasm_${n}`])}; one math call on 1 thread, ms: ${split}`,
-        );
-        for (const t of threads) {
-          backends.openmp.setNumThreads(t);
-          const impls: Record<string, () => unknown> = {
-            math: () => mathPath(q, k, v, scale).dispose(),
-            fused: () => fused(q, k, v).dispose(),
-            "fused-wasm": () => fusedWasm(q, k, v).dispose(),
-          };
-          if (n === 2048)
-            impls["math-wasm"] = () => {
-              using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
-              mathPath(q, k, v, scale).dispose();
-            };
-          const r = await h.compare(`N=${n} ${t}T`, impls, {
-            flops: 4 * B * H * n * n * D,
-            ...PLAN[n],
-          });
-          for (const [impl, x] of Object.entries(r)) ms[`${impl}|${t}|${n}`] = x;
-          h.ratio(`fused_speedup_over_math_N${n}_${t}T`, r.math / r.fused);
-          h.ratio(`fused_wasm_speedup_over_math_N${n}_${t}T`, r.math / r["fused-wasm"]);
-          if (r["math-wasm"] !== undefined)
-            h.ratio(`fused_speedup_over_math_wasm_N${n}_${t}T`, r["math-wasm"] / r.fused);
-        }
-      } finally {
-        q.dispose();
-        k.dispose();
-        v.dispose();
-        backends.openmp.setNumThreads(1);
-      }
+    const torches = await startTorches(h);
+    try {
+      await timeSizes(h, threads, torches);
+    } finally {
+      for (const { server } of torches) server.close();
     }
-    for (const n of SIZES)
-      if (peaks[`fused_${n}`] > 0)
-        h.ratio(`peak_extra_math_over_fused_N${n}`, peaks[`math_${n}`] / peaks[`fused_${n}`]);
-    for (const n of SIZES)
-      if (peaks[`fusedWasm_${n}`] > 0)
-        h.ratio(
-          `peak_extra_math_over_fused_wasm_N${n}`,
-          peaks[`math_${n}`] / peaks[`fusedWasm_${n}`],
-        );
-    const s2048 = ms["math|1|2048"] / ms["fused|1|2048"];
-    const s2048t2 = ms["math|2|2048"] / ms["fused|2|2048"];
-    const m4096 = peaks.math_4096 / peaks.fused_4096;
-    h.note(
-      `targets: fused >= 2x math at N=2048: ${s2048.toFixed(2)}x on 1 thread${Number.isFinite(s2048t2) ? `, ${s2048t2.toFixed(2)}x on 2` : ""}; fused peak extra <= 1/8 of math at N=4096: 1/${m4096.toFixed(0)}`,
-    );
-
-    const torchRuns = runTorch(threads);
-    if (typeof torchRuns === "string") h.note(`pytorch: not available: ${torchRuns}`);
-    else
-      for (const torch of torchRuns) {
-        h.note(`pytorch: ${torch.info}`);
-        for (const [key, x] of Object.entries(torch.ms)) {
-          const [impl, t, n] = key.split("|");
-          h.results.push({
-            case: `N=${n} ${t}T`,
-            impl: `${torch.label}-${impl}`,
-            median_ms: x,
-            gflops: (4 * B * H * Number(n) ** 2 * D) / (x * 1e6),
-            samples: Number(n) >= 4096 ? 3 : 5,
-          });
-          const ours = ms[`fused|${t}|${n}`];
-          if (ours !== undefined)
-            h.ratio(`fused_speedup_over_${torch.label}_${impl}_N${n}_${t}T`, x / ours);
-        }
-      }
-    scale.dispose();
   },
 };
+
+/** Every size: correctness and peak memory on one thread, then the timings on each count. */
+// Long: per size, the checks, the peaks, and one round-robin comparison per thread count.
+async function timeSizes(h: Harness, threads: number[], torches: Torch[]): Promise<void> {
+  const scale = tensor([1 / Math.sqrt(D)]);
+  const ms: Record<string, number> = {};
+  const peaks: Record<string, number> = {};
+  for (const n of SIZES) {
+    const shape = [B, H, n, D];
+    const q = randn(shape, { seed: 1 });
+    const k = randn(shape, { seed: 2 });
+    const v = randn(shape, { seed: 3 });
+    try {
+      const chosen = (() => {
+        using _ = kernelPriority("scaledDotProductAttention", ["FLASH_ATTENTION"]);
+        return explain("scaledDotProductAttention", q, k, v);
+      })();
+      const why = (() => {
+        using _ = kernelPriority("scaledDotProductAttention", ["flash-cpu"]);
+        const e = explain("scaledDotProductAttention", q, k, v);
+        return e.selected === "flash-cpu"
+          ? undefined
+          : (e.candidates.find((c) => c.kernel === "flash-cpu")?.reason ?? "not registered");
+      })();
+      const family = chosen.selected
+        ? getKernel("scaledDotProductAttention", chosen.selected)?.family
+        : undefined;
+      if (why || family !== "FLASH_ATTENTION") {
+        h.note(
+          `fused: not available at N=${n}: ${why ?? `${chosen.selected} is not a FLASH_ATTENTION kernel`}`,
+        );
+        continue;
+      }
+      if (n === SIZES[0]) h.note(`fused runs ${chosen.selected}; fused-wasm runs flash-cpu`);
+      const kt = k.transpose(-2, -1);
+      const gemm = explain("matmul", q, kt).selected;
+      kt.dispose();
+      if (n === SIZES[0]) h.note(`math: matmul runs ${gemm}; softmax and mul as dispatched`);
+      // Correctness, and peak extra memory (one thread).
+      backends.openmp.setNumThreads(1);
+      const steps: Record<string, number> = {};
+      const b = mathPath(q, k, v, scale, steps);
+      const a = fused(q, k, v);
+      const aw = fusedWasm(q, k, v);
+      const err = relDiff(a, b);
+      const errWasm = relDiff(aw, b);
+      a.dispose();
+      aw.dispose();
+      b.dispose();
+      if (!(err < TOLERANCE) || !(errWasm < TOLERANCE)) {
+        h.note(
+          `fused: WRONG at N=${n} (max rel diff to math ${err.toExponential(2)}, fused-wasm ${errWasm.toExponential(2)}), not timed`,
+        );
+        continue;
+      }
+      peaks[`math_${n}`] = peakExtra(() => mathPath(q, k, v, scale));
+      peaks[`fused_${n}`] = peakExtra(() => fused(q, k, v));
+      peaks[`fusedWasm_${n}`] = peakExtra(() => fusedWasm(q, k, v));
+      const split = Object.entries(steps)
+        .map(([step, t]) => `${step} ${t.toFixed(1)}`)
+        .join(", ");
+      h.note(
+        `N=${n}: max rel diff to math: fused ${err.toExponential(2)}, fused-wasm ${errWasm.toExponential(2)}; peak extra memory math ${mib(peaks[`math_${n}`])}, fused ${mib(peaks[`fused_${n}`])}, fused-wasm ${mib(peaks[`fusedWasm_${n}`])}; one math call on 1 thread, ms: ${split}`,
+      );
+      for (const t of threads) {
+        backends.openmp.setNumThreads(t);
+        const impls: Record<string, Impl> = {
+          math: () => mathPath(q, k, v, scale).dispose(),
+          fused: () => fused(q, k, v).dispose(),
+          "fused-wasm": () => fusedWasm(q, k, v).dispose(),
+        };
+        for (const { label, server } of torches) {
+          impls[`${label}-sdpa`] = server.impl(`sdpa|${n}`, t);
+          impls[`${label}-math`] = server.impl(`math|${n}`, t);
+        }
+        if (n === 2048)
+          impls["math-wasm"] = () => {
+            using _ = backends.cpu.flags({ preferredBlasLibrary: "wasm" });
+            mathPath(q, k, v, scale).dispose();
+          };
+        const r = await h.compare(`N=${n} ${t}T`, impls, {
+          flops: 4 * B * H * n * n * D,
+          ...PLAN[n],
+        });
+        for (const [impl, x] of Object.entries(r)) ms[`${impl}|${t}|${n}`] = x;
+        h.ratio(`fused_speedup_over_math_N${n}_${t}T`, r.math / r.fused);
+        h.ratio(`fused_wasm_speedup_over_math_N${n}_${t}T`, r.math / r["fused-wasm"]);
+        if (r["math-wasm"] !== undefined)
+          h.ratio(`fused_speedup_over_math_wasm_N${n}_${t}T`, r["math-wasm"] / r.fused);
+        for (const { label } of torches)
+          for (const impl of ["sdpa", "math"])
+            h.ratio(
+              `fused_speedup_over_${label}_${impl}_N${n}_${t}T`,
+              r[`${label}-${impl}`] / r.fused,
+            );
+      }
+    } finally {
+      q.dispose();
+      k.dispose();
+      v.dispose();
+      backends.openmp.setNumThreads(1);
+    }
+  }
+  for (const n of SIZES)
+    if (peaks[`fused_${n}`] > 0)
+      h.ratio(`peak_extra_math_over_fused_N${n}`, peaks[`math_${n}`] / peaks[`fused_${n}`]);
+  for (const n of SIZES)
+    if (peaks[`fusedWasm_${n}`] > 0)
+      h.ratio(
+        `peak_extra_math_over_fused_wasm_N${n}`,
+        peaks[`math_${n}`] / peaks[`fusedWasm_${n}`],
+      );
+  const s2048 = ms["math|1|2048"] / ms["fused|1|2048"];
+  const s2048t2 = ms["math|2|2048"] / ms["fused|2|2048"];
+  const m4096 = peaks.math_4096 / peaks.fused_4096;
+  h.note(
+    `targets: fused >= 2x math at N=2048: ${s2048.toFixed(2)}x on 1 thread${Number.isFinite(s2048t2) ? `, ${s2048t2.toFixed(2)}x on 2` : ""}; fused peak extra <= 1/8 of math at N=4096: 1/${m4096.toFixed(0)}`,
+  );
+
+  scale.dispose();
+}

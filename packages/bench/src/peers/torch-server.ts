@@ -1,0 +1,144 @@
+/**
+ * PyTorch timed in the same rounds as Backplane's impls: a python process that sets up its
+ * cases once and then, per request, runs one case `count` times back to back and answers
+ * the milliseconds per call. The harness treats it as a self-timed impl, so PyTorch's
+ * samples alternate with ours in time; a suite that timed PyTorch in a separate run
+ * compared figures taken minutes apart, and on a shared VM a second vCPU's speed drifts
+ * by tens of percent over minutes (two-thread attention at N=2048 spanned 50-95 ms per
+ * call within one process, Zen 4).
+ *
+ * Before it answers, the server waits until its own threads have stopped spinning (its
+ * process's CPU time stays flat for 2 ms, at most 50 ms), so the next impl does not share
+ * a core with PyTorch's idle OpenMP threads; the harness does the same for ours.
+ */
+import type { SelfTimed } from "../harness.ts";
+import { TORCH_STEADY_STATE, torchPythons } from "./torch-python.ts";
+
+/**
+ * Python run after `setup` (which defines CASES, a dict of name -> zero-argument callable,
+ * and INFO, a dict describing torch): a line of JSON per request, {"case", "count",
+ * "threads"}, answered by the milliseconds per call.
+ */
+const SERVER = `
+import json, resource, sys, time
+
+def cpu_s():
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+def until_quiet():
+    end = time.perf_counter() + 0.05
+    while time.perf_counter() < end:
+        c0 = cpu_s(); t0 = time.perf_counter()
+        time.sleep(0.002)
+        if (cpu_s() - c0) < 0.2 * (time.perf_counter() - t0):
+            return
+
+${TORCH_STEADY_STATE}
+print(json.dumps({"ready": True, "info": INFO}), flush=True)
+with torch.no_grad():
+    for line in sys.stdin:
+        req = json.loads(line)
+        if req.get("threads") and torch.get_num_threads() != req["threads"]:
+            torch.set_num_threads(req["threads"])
+        f = CASES[req["case"]]
+        t0 = time.perf_counter()
+        for _ in range(req["count"]):
+            f()
+        ms = (time.perf_counter() - t0) / req["count"] * 1000
+        until_quiet()
+        print(json.dumps({"ms": ms}), flush=True)
+`;
+
+export interface TorchServer {
+  /** What the setup reported (torch's version, its parallel backend...). */
+  info: Record<string, unknown>;
+  python: string;
+  /** A case as the harness's self-timed impl, on `threads` torch threads. */
+  impl(caseName: string, threads?: number): SelfTimed;
+  close(): void;
+}
+
+type Spawned = import("node:child_process").ChildProcessWithoutNullStreams;
+
+/**
+ * Starts `python` on `setup` (Python that imports torch and what else it needs, and
+ * defines CASES and INFO) followed by the request loop; resolves once it reports ready,
+ * or with why it could not start.
+ */
+export async function startTorchServer(
+  setup: string,
+  env: Record<string, string> = {},
+  python = torchPythons()[0]?.python,
+): Promise<TorchServer | string> {
+  if (!python) return "no Python with torch found";
+  const cp = await import("node:child_process");
+  const child: Spawned = cp.spawn(python, ["-u", "-c", `${setup}\n${SERVER}`], {
+    env: { ...process.env, ...env },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  let stderr = "";
+  child.stderr.on("data", (d) => {
+    stderr = (stderr + String(d)).slice(-2000);
+  });
+  const lines: string[] = [];
+  let waiting: ((line: string | undefined) => void) | undefined;
+  let buffered = "";
+  let ended = false;
+  const deliver = (line: string | undefined) => {
+    if (waiting) {
+      const w = waiting;
+      waiting = undefined;
+      w(line);
+    } else if (line !== undefined) lines.push(line);
+  };
+  child.stdout.on("data", (d) => {
+    buffered += String(d);
+    for (let i = buffered.indexOf("\n"); i >= 0; i = buffered.indexOf("\n")) {
+      deliver(buffered.slice(0, i));
+      buffered = buffered.slice(i + 1);
+    }
+  });
+  child.on("close", () => {
+    ended = true;
+    deliver(undefined);
+  });
+  child.on("error", () => {
+    ended = true;
+    deliver(undefined);
+  });
+  const next = (): Promise<string | undefined> =>
+    lines.length > 0
+      ? Promise.resolve(lines.shift())
+      : ended
+        ? Promise.resolve(undefined)
+        : new Promise((resolve) => {
+            waiting = resolve;
+          });
+  const why = () => `python exited: ${stderr.trim().split("\n").slice(-3).join(" / ")}`;
+  const first = await next();
+  let ready: { ready?: boolean; info?: Record<string, unknown> } = {};
+  try {
+    ready = first ? JSON.parse(first) : {};
+  } catch {}
+  if (!ready.ready) {
+    child.kill();
+    return first === undefined ? why() : `unexpected first line: ${first.slice(0, 200)}`;
+  }
+  return {
+    info: ready.info ?? {},
+    python,
+    impl: (caseName, threads) => ({
+      async timeBatch(count: number): Promise<number> {
+        child.stdin.write(`${JSON.stringify({ case: caseName, count, threads })}\n`);
+        const line = await next();
+        if (line === undefined) throw new Error(why());
+        return (JSON.parse(line) as { ms: number }).ms;
+      },
+    }),
+    close: () => {
+      child.stdin.end();
+      child.kill();
+    },
+  };
+}
