@@ -51,7 +51,6 @@ export function torchPythons(): TorchPython[] {
   return out;
 }
 
-/** Why no torch is found, with the command that installs one. */
 /**
  * Python lines (no indentation) that put PyTorch's process in glibc's steady state before
  * timing: glibc maps every block at or above its mmap threshold afresh (page faults on
@@ -62,61 +61,6 @@ export function torchPythons(): TorchPython[] {
 export const TORCH_STEADY_STATE = `del_me = torch.empty(16 << 20, dtype=torch.uint8)
 del del_me`;
 
+/** Why no torch is found, with the command that installs one. */
 export const NO_TORCH =
   "no Python with torch found; `npm run bench:torch` installs PyTorch 2.13 (CPU wheel) into ~/.cache/backplane/torch-venv";
-
-/**
- * What runTorchScript puts before a script: the imports, and median_ms(f, samples), the
- * median milliseconds of f over `samples` batches of about 20 ms (after a warm-up call).
- */
-const PRELUDE = `
-import json, os, sys, time
-
-def median_ms(f, samples):
-    f()
-    t0 = time.perf_counter(); f(); t = time.perf_counter() - t0
-    batch = max(1, int(0.02 / max(t, 1e-6)))
-    times = []
-    for _ in range(samples):
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            f()
-        times.append((time.perf_counter() - t0) / batch * 1000)
-    times.sort()
-    return times[len(times) // 2]
-`;
-
-/**
- * Runs `script` (after PRELUDE) with the newest torch on one thread: argv[1] is a JSON
- * spec, argv[2] a directory holding `files` (inputs written by name). Returns the last
- * stdout line parsed as JSON, or why it could not run.
- */
-export async function runTorchScript(
-  script: string,
-  spec: unknown,
-  files: Record<string, Uint8Array | Int8Array>,
-): Promise<{ python: string; out: unknown } | string> {
-  const python = torchPythons()[0]?.python;
-  if (!python) return NO_TORCH;
-  const { spawnSync } = await import("node:child_process");
-  const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
-  const { tmpdir } = await import("node:os");
-  const { join } = await import("node:path");
-  const dir = mkdtempSync(join(tmpdir(), "backplane-torch-"));
-  try {
-    for (const [name, data] of Object.entries(files))
-      writeFileSync(join(dir, name), new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
-    writeFileSync(join(dir, "spec.json"), JSON.stringify(spec));
-    writeFileSync(join(dir, "run.py"), `${PRELUDE}\n${script}`);
-    const r = spawnSync(python, [join(dir, "run.py"), join(dir, "spec.json"), dir], {
-      encoding: "utf8",
-      timeout: 300_000,
-      env: { ...process.env, OMP_NUM_THREADS: "1", MKL_NUM_THREADS: "1" },
-    });
-    if (r.status !== 0)
-      return `python3 failed: ${(r.stderr || r.error?.message || "").slice(-300)}`;
-    return { python, out: JSON.parse(r.stdout.trim().split("\n").pop()!) };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
-}

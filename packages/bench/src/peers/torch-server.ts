@@ -11,8 +11,9 @@
  * process's CPU time stays flat for 2 ms, at most 50 ms), so the next impl does not share
  * a core with PyTorch's idle OpenMP threads; the harness does the same for ours.
  */
-import type { SelfTimed } from "../harness.ts";
+import type { Harness, SelfTimed } from "../harness.ts";
 import { TORCH_STEADY_STATE, torchPythons } from "./torch-python.ts";
+import { reason } from "./types.ts";
 
 /**
  * Python run after `setup` (which defines CASES, a dict of name -> zero-argument callable,
@@ -54,6 +55,8 @@ export interface TorchServer {
   /** What the setup reported (torch's version, its parallel backend...). */
   info: Record<string, unknown>;
   python: string;
+  /** The directory the setup read its inputs from (FILES) and may write to; gone after close(). */
+  dir: string;
   /** A case as the harness's self-timed impl, on `threads` torch threads. */
   impl(caseName: string, threads?: number): SelfTimed;
   close(): void;
@@ -61,26 +64,8 @@ export interface TorchServer {
 
 type Spawned = import("node:child_process").ChildProcessWithoutNullStreams;
 
-/**
- * Starts `python` on `setup` (Python that imports torch and what else it needs, and
- * defines CASES and INFO) followed by the request loop; resolves once it reports ready,
- * or with why it could not start.
- */
-export async function startTorchServer(
-  setup: string,
-  env: Record<string, string> = {},
-  python = torchPythons()[0]?.python,
-): Promise<TorchServer | string> {
-  if (!python) return "no Python with torch found";
-  const cp = await import("node:child_process");
-  const child: Spawned = cp.spawn(python, ["-u", "-c", `${setup}\n${SERVER}`], {
-    env: { ...process.env, ...env },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  let stderr = "";
-  child.stderr.on("data", (d) => {
-    stderr = (stderr + String(d)).slice(-2000);
-  });
+/** The child's stdout line by line: each call resolves with the next line, undefined once it ended. */
+function lineReader(child: Spawned): () => Promise<string | undefined> {
   const lines: string[] = [];
   let waiting: ((line: string | undefined) => void) | undefined;
   let buffered = "";
@@ -99,15 +84,13 @@ export async function startTorchServer(
       buffered = buffered.slice(i + 1);
     }
   });
-  child.on("close", () => {
+  const end = () => {
     ended = true;
     deliver(undefined);
-  });
-  child.on("error", () => {
-    ended = true;
-    deliver(undefined);
-  });
-  const next = (): Promise<string | undefined> =>
+  };
+  child.on("close", end);
+  child.on("error", end);
+  return () =>
     lines.length > 0
       ? Promise.resolve(lines.shift())
       : ended
@@ -115,6 +98,46 @@ export async function startTorchServer(
         : new Promise((resolve) => {
             waiting = resolve;
           });
+}
+
+export interface ServerOptions {
+  /** Environment added to this process's. */
+  env?: Record<string, string>;
+  /** Inputs written to a fresh directory before the start; the setup finds it as FILES. */
+  files?: Record<string, Uint8Array | Int8Array>;
+  /** The torch to run (default: the newest found). */
+  python?: string;
+}
+
+/**
+ * Starts a Python on `setup` (code that imports torch and what else it needs, and defines
+ * CASES and INFO) followed by the request loop; resolves once it reports ready, or with
+ * why it could not start.
+ */
+export async function startTorchServer(
+  setup: string,
+  o: ServerOptions = {},
+): Promise<TorchServer | string> {
+  const python = o.python ?? torchPythons()[0]?.python;
+  if (!python) return "no Python with torch found";
+  const cp = await import("node:child_process");
+  const { mkdtempSync, rmSync, writeFileSync } = await import("node:fs");
+  const { tmpdir } = await import("node:os");
+  const { join } = await import("node:path");
+  const dir = mkdtempSync(join(tmpdir(), "backplane-torch-"));
+  const removeDir = () => rmSync(dir, { recursive: true, force: true });
+  for (const [name, data] of Object.entries(o.files ?? {}))
+    writeFileSync(join(dir, name), new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+  const child: Spawned = cp.spawn(
+    python,
+    ["-u", "-c", `FILES = ${JSON.stringify(dir)}\n${setup}\n${SERVER}`],
+    { env: { ...process.env, ...o.env }, stdio: ["pipe", "pipe", "pipe"] },
+  );
+  let stderr = "";
+  child.stderr.on("data", (d) => {
+    stderr = (stderr + String(d)).slice(-2000);
+  });
+  const next = lineReader(child);
   const why = () => `python exited: ${stderr.trim().split("\n").slice(-3).join(" / ")}`;
   const first = await next();
   let ready: { ready?: boolean; info?: Record<string, unknown> } = {};
@@ -123,11 +146,13 @@ export async function startTorchServer(
   } catch {}
   if (!ready.ready) {
     child.kill();
+    removeDir();
     return first === undefined ? why() : `unexpected first line: ${first.slice(0, 200)}`;
   }
   return {
     info: ready.info ?? {},
     python,
+    dir,
     impl: (caseName, threads) => ({
       async timeBatch(count: number): Promise<number> {
         child.stdin.write(`${JSON.stringify({ case: caseName, count, threads })}\n`);
@@ -139,6 +164,26 @@ export async function startTorchServer(
     close: () => {
       child.stdin.end();
       child.kill();
+      removeDir();
     },
   };
+}
+
+/**
+ * Runs `body` with the server `start` makes (undefined when it could not start: a note
+ * says why; `describe` says what it is otherwise) and closes the server after it.
+ */
+export async function withTorchServer(
+  h: Harness,
+  start: () => Promise<TorchServer | string>,
+  describe: (server: TorchServer) => string,
+  body: (server: TorchServer | undefined) => Promise<void>,
+): Promise<void> {
+  const server = await start().catch(reason);
+  h.note(typeof server === "string" ? `torch: unavailable: ${server}` : describe(server));
+  try {
+    await body(typeof server === "string" ? undefined : server);
+  } finally {
+    if (typeof server !== "string") server.close();
+  }
 }

@@ -435,11 +435,11 @@ async function openOrt(): Promise<Peer | string> {
 
 /** Loads every layer, writes its output (the correctness check reads it), defines CASES. */
 const TORCH_SETUP = `
-import json, sys
+import json, os
 import numpy as np
 import torch
 import torch.nn.functional as F
-spec = json.load(open(SPEC))
+spec = json.load(open(os.path.join(FILES, "spec.json")))
 torch.set_num_threads(spec["threads"])
 try:
     torch.set_num_interop_threads(1)
@@ -454,13 +454,13 @@ INFO = {"version": torch.__version__, "mkldnn": torch.backends.mkldnn.is_availab
         "nnpack": nnpack, "threads": torch.get_num_threads()}
 CASES = {}
 def call(L):
-    x = torch.from_numpy(np.fromfile(L["x"], dtype=np.float32).reshape(L["xShape"]))
-    w = torch.from_numpy(np.fromfile(L["w"], dtype=np.float32).reshape(L["wShape"]))
+    x = torch.from_numpy(np.fromfile(os.path.join(FILES, L["x"]), dtype=np.float32).reshape(L["xShape"]))
+    w = torch.from_numpy(np.fromfile(os.path.join(FILES, L["w"]), dtype=np.float32).reshape(L["wShape"]))
     return lambda: F.conv2d(x, w, None, L["stride"], L["pad"], 1, L["groups"])
 with torch.no_grad():
     for L in spec["layers"]:
         f = call(L)
-        f().numpy().tofile(L["y"])
+        f().numpy().tofile(os.path.join(FILES, L["y"]))
         CASES[L["name"]] = f
 `;
 
@@ -475,52 +475,47 @@ async function startTorch(
   layers: { l: Layer; x: Float32Array; w: Float32Array }[],
   threads: number,
 ): Promise<Torch | string> {
-  const { mkdtempSync, readFileSync, rmSync, writeFileSync } = await import("node:fs");
-  const { tmpdir } = await import("node:os");
+  const { readFileSync } = await import("node:fs");
   const { join } = await import("node:path");
-  const dir = mkdtempSync(join(tmpdir(), "backplane-conv2d-"));
-  try {
-    const spec = {
-      threads,
-      layers: layers.map(({ l, x, w }, i) => {
-        writeFileSync(join(dir, `x${i}`), new Uint8Array(x.buffer, x.byteOffset, x.byteLength));
-        writeFileSync(join(dir, `w${i}`), new Uint8Array(w.buffer, w.byteOffset, w.byteLength));
-        return {
-          name: l.name,
-          x: join(dir, `x${i}`),
-          w: join(dir, `w${i}`),
-          y: join(dir, `y${i}`),
-          xShape: l.x,
-          wShape: l.w,
-          stride: l.stride,
-          pad: l.pad,
-          groups: l.groups,
-        };
-      }),
-    };
-    writeFileSync(join(dir, "spec.json"), JSON.stringify(spec));
-    const server = await startTorchServer(
-      `SPEC = ${JSON.stringify(join(dir, "spec.json"))}\n${TORCH_SETUP}`,
-      { OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
+  const files: Record<string, Uint8Array> = {};
+  const spec = {
+    threads,
+    layers: layers.map(({ l, x, w }, i) => {
+      files[`x${i}`] = new Uint8Array(x.buffer, x.byteOffset, x.byteLength);
+      files[`w${i}`] = new Uint8Array(w.buffer, w.byteOffset, w.byteLength);
+      return {
+        name: l.name,
+        x: `x${i}`,
+        w: `w${i}`,
+        y: `y${i}`,
+        xShape: l.x,
+        wShape: l.w,
+        stride: l.stride,
+        pad: l.pad,
+        groups: l.groups,
+      };
+    }),
+  };
+  files["spec.json"] = new TextEncoder().encode(JSON.stringify(spec));
+  const server = await startTorchServer(TORCH_SETUP, {
+    files,
+    env: { OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
+  });
+  if (typeof server === "string") return server;
+  const outputs = new Map<string, Float32Array>();
+  for (const [i, L] of spec.layers.entries()) {
+    const b = readFileSync(join(server.dir, `y${i}`));
+    outputs.set(
+      L.name,
+      new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)),
     );
-    if (typeof server === "string") return server;
-    const outputs = new Map<string, Float32Array>();
-    for (const [i, L] of spec.layers.entries()) {
-      const b = readFileSync(join(dir, `y${i}`));
-      outputs.set(
-        L.name,
-        new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)),
-      );
-    }
-    const i = server.info;
-    return {
-      server,
-      outputs,
-      info: `torch ${i.version} (${server.python}), set_num_threads(${i.threads}), mkldnn ${i.mkldnn}, nnpack ${i.nnpack}; a python3 server timed in the same rounds as the others`,
-    };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
   }
+  const info = server.info;
+  return {
+    server,
+    outputs,
+    info: `torch ${info.version} (${server.python}), set_num_threads(${info.threads}), mkldnn ${info.mkldnn}, nnpack ${info.nnpack}; a python3 server timed in the same rounds as the others`,
+  };
 }
 
 // ---- the suite ----

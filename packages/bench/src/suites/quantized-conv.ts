@@ -22,9 +22,9 @@ import {
   randn,
   type Tensor,
 } from "@backplane/core";
-import type { Harness } from "../harness.ts";
+import type { Harness, Impl } from "../harness.ts";
 import { loadOrtNode, ortNodeSessionOptions } from "../peers/ort-node.ts";
-import { runTorchScript, TORCH_STEADY_STATE } from "../peers/torch-python.ts";
+import { startTorchServer, type TorchServer, withTorchServer } from "../peers/torch-server.ts";
 import { reason } from "../peers/types.ts";
 
 interface ConvShape {
@@ -190,36 +190,36 @@ async function ortQLinearConv(): Promise<OrtConv | string> {
   }
 }
 
-const TORCH_SCRIPT = `
+/** Every layer's int8 operands per PyTorch engine: CASES "<layer>|<engine>". */
+const TORCH_SETUP = `
+import json, os
 import numpy as np
 import torch
-spec = json.load(open(sys.argv[1]))
-files = sys.argv[2]
+spec = json.load(open(os.path.join(FILES, "spec.json")))
 torch.set_num_threads(1)
-${TORCH_STEADY_STATE}
-res = {"version": torch.__version__, "layers": []}
+INFO = {"version": torch.__version__}
+CASES = {}
+def case(xq, packed, L):
+    return lambda: torch.ops.quantized.conv2d(xq, packed, L["outScale"], L["outZp"])
 for L in spec["layers"]:
-    x = torch.from_numpy(np.fromfile(os.path.join(files, L["x"]), dtype=np.uint8).reshape(L["xShape"]))
-    w = torch.from_numpy(np.fromfile(os.path.join(files, L["w"]), dtype=np.int8).reshape(L["wShape"]))
+    x = torch.from_numpy(np.fromfile(os.path.join(FILES, L["x"]), dtype=np.uint8).reshape(L["xShape"]))
+    w = torch.from_numpy(np.fromfile(os.path.join(FILES, L["w"]), dtype=np.int8).reshape(L["wShape"]))
     xq = torch._make_per_tensor_quantized_tensor(x, L["xScale"], L["xZp"])
     wq = torch._make_per_tensor_quantized_tensor(w, L["wScale"], 0)
-    out = {"name": L["name"]}
     for e in ["x86", "onednn", "qnnpack"]:
         if e not in torch.backends.quantized.supported_engines:
             continue
         torch.backends.quantized.engine = e
         s, p, g = L["stride"], L["pad"], L["groups"]
         packed = torch.ops.quantized.conv2d_prepack(wq, None, [s, s], [p, p], [1, 1], g)
-        f = lambda: torch.ops.quantized.conv2d(xq, packed, L["outScale"], L["outZp"])
-        out[e] = median_ms(f, spec["samples"])
-    res["layers"].append(out)
-print(json.dumps(res))
+        CASES[L["name"] + "|" + e] = case(xq, packed, L)
+INFO["cases"] = list(CASES)
 `;
 
-async function torchConv(h: Harness, layers: ConvLayer[]): Promise<void> {
+/** PyTorch's server with every layer's cases, or why there is none. */
+async function startTorch(layers: ConvLayer[]): Promise<TorchServer | string> {
   const files: Record<string, Uint8Array | Int8Array> = {};
   const spec = {
-    samples: 11,
     layers: layers.map((l, i) => {
       files[`x${i}`] = l.xInts;
       files[`w${i}`] = l.wInts;
@@ -241,35 +241,50 @@ async function torchConv(h: Harness, layers: ConvLayer[]): Promise<void> {
       };
     }),
   };
-  const r = await runTorchScript(TORCH_SCRIPT, spec, files);
-  if (typeof r === "string") {
-    h.note(`torch (conv2d): ${r}`);
-    return;
-  }
-  const out = r.out as { version: string; layers: (Record<string, number> & { name: string })[] };
-  h.note(
-    `torch ${out.version} (${r.python}), one thread, torch.ops.quantized.conv2d per engine; timed in a python3 subprocess (median of 11 samples of ~20 ms)`,
-  );
-  for (const t of out.layers) {
-    const l = layers.find((x) => x.s.name === t.name)!;
-    for (const e of ["x86", "onednn", "qnnpack"]) {
-      if (t[e] === undefined) continue;
-      h.results.push({
-        case: t.name,
-        impl: `torch-${e}`,
-        median_ms: t[e],
-        samples: 11,
-        gflops: flops(l) / (t[e] * 1e6),
-      });
-    }
-    const ours = (impl: string) =>
-      h.results.find((x) => x.case === t.name && x.impl === impl)?.median_ms;
-    const q = ours("qnnpack");
-    if (q && t.qnnpack) h.ratio(`torch_qnnpack_over_qnnpack ${t.name}`, t.qnnpack / q);
-    const o = ours("onednn");
-    if (o && t.onednn) h.ratio(`torch_onednn_over_onednn ${t.name}`, t.onednn / o);
-    if (o && t.x86) h.ratio(`torch_x86_over_onednn ${t.name}`, t.x86 / o);
-  }
+  files["spec.json"] = new TextEncoder().encode(JSON.stringify(spec));
+  return startTorchServer(TORCH_SETUP, { files, env: { OMP_NUM_THREADS: "1" } });
+}
+
+/**
+ * Our engines (of `kernels`: engine -> kernel) that the process supports and whose kernel
+ * agrees with the reference (`agrees`); each one that does not is noted and left out.
+ */
+export function agreeing(
+  h: Harness,
+  name: string,
+  kernels: Record<string, string>,
+  agrees: (kernel: string) => boolean,
+): [string, string][] {
+  const engines = backends.quantized.supportedEngines as readonly string[];
+  return Object.entries(kernels).filter(([impl, kernel]) => {
+    if (!engines.includes(impl)) return false;
+    if (agrees(kernel)) return true;
+    h.note(`${name}: ${impl} differs from the reference; not timed`);
+    return false;
+  });
+}
+
+/** PyTorch's impls of a case: "torch-<engine>" for each engine its server set up. */
+export function torchImpls(torch: TorchServer | undefined, name: string): Record<string, Impl> {
+  const out: Record<string, Impl> = {};
+  for (const e of TORCH_ENGINES)
+    if (torch && (torch.info.cases as string[]).includes(`${name}|${e}`))
+      out[`torch-${e}`] = torch.impl(`${name}|${e}`);
+  return out;
+}
+
+/** The engines PyTorch runs, in the order the ratios name them. */
+const TORCH_ENGINES = ["x86", "onednn", "qnnpack"] as const;
+
+/** PyTorch's ratios against ours for one layer (its engines over onednn and qnnpack). */
+export function torchRatios(h: Harness, name: string, ms: Record<string, number>): void {
+  const ratio = (label: string, torch: string, ours: string) => {
+    if (ms[torch] !== undefined && ms[ours] !== undefined)
+      h.ratio(`${label} ${name}`, ms[torch] / ms[ours]);
+  };
+  ratio("torch_onednn_over_onednn", "torch-onednn", "onednn");
+  ratio("torch_x86_over_onednn", "torch-x86", "onednn");
+  ratio("torch_qnnpack_over_qnnpack", "torch-qnnpack", "qnnpack");
 }
 
 /** Times the int8 convolutions (the suite has loaded the engines, one thread). */
@@ -282,19 +297,34 @@ export async function quantizedConvLayers(h: Harness): Promise<void> {
   const ort = await ortQLinearConv();
   if (typeof ort === "string") h.note(`ort-int8 (QLinearConv): unavailable: ${ort}`);
   const layers = SHAPES.map((s, i) => makeLayer(s, 40 + i));
+  await withTorchServer(
+    h,
+    () => startTorch(layers),
+    (t) =>
+      `torch ${t.info.version} (${t.python}), one thread, torch.ops.quantized.conv2d per engine; a python3 server timed in the same rounds as the others`,
+    (torch) => timeConvLayers(h, layers, ort, torch),
+  );
+  for (const l of layers) {
+    l.x.dispose();
+    l.packed.dispose();
+    l.xf.dispose();
+    l.wf.dispose();
+  }
+}
+
+/** Each layer: our engines checked bit for bit, then every impl and PyTorch's engines timed. */
+async function timeConvLayers(
+  h: Harness,
+  layers: ConvLayer[],
+  ort: Awaited<ReturnType<typeof ortQLinearConv>>,
+  torch: TorchServer | undefined,
+): Promise<void> {
   const fp32Kernels: string[] = [];
   for (const l of layers) {
     const want = ints("reference", l);
-    const impls: Record<string, () => unknown> = {};
-    for (const [impl, kernel] of [
-      ["qnnpack", "qnnpack-conv2d"],
-      ["onednn", "onednn-qconv2d"],
-    ] as const) {
-      if (!engines.includes(impl)) continue;
-      if (ints(kernel, l) !== want) {
-        h.note(`${l.s.name}: ${impl} differs from the reference; not timed`);
-        continue;
-      }
+    const impls: Record<string, Impl> = {};
+    const ours = { qnnpack: "qnnpack-conv2d", onednn: "onednn-qconv2d" };
+    for (const [impl, kernel] of agreeing(h, l.s.name, ours, (k) => ints(k, l) === want)) {
       impls[impl] = () => {
         using _ = kernelPriority("quantizedConv2d", [kernel]);
         quantizedConv2d(l.x, l.packed, l.outScale, OUT_ZP).dispose();
@@ -304,18 +334,13 @@ export async function quantizedConvLayers(h: Harness): Promise<void> {
     fp32Kernels.push(`${l.s.name}: ${fp32.kernel}`);
     impls["fp32-wasm"] = fp32.run;
     if (typeof ort !== "string") impls["ort-int8"] = await ort(l);
+    Object.assign(impls, torchImpls(torch, l.s.name));
     const ms = await h.compare(l.s.name, impls, { flops: flops(l), samples: 11 });
+    torchRatios(h, l.s.name, ms);
     if (ms.qnnpack) {
       h.ratio(`fp32_wasm_over_qnnpack ${l.s.name}`, ms["fp32-wasm"] / ms.qnnpack);
       if (ms["ort-int8"]) h.ratio(`ort_int8_over_qnnpack ${l.s.name}`, ms["ort-int8"] / ms.qnnpack);
     }
   }
   h.note(`fp32-wasm ran: ${fp32Kernels.join("; ")}`);
-  await torchConv(h, layers);
-  for (const l of layers) {
-    l.x.dispose();
-    l.packed.dispose();
-    l.xf.dispose();
-    l.wf.dispose();
-  }
 }

@@ -25,11 +25,11 @@ import {
   randn,
   type Tensor,
 } from "@backplane/core";
-import { type Harness, listArg } from "../harness.ts";
+import { type Harness, type Impl, listArg } from "../harness.ts";
 import { loadOrtNode, ortNodeSessionOptions } from "../peers/ort-node.ts";
-import { runTorchScript, TORCH_STEADY_STATE } from "../peers/torch-python.ts";
+import { startTorchServer, type TorchServer, withTorchServer } from "../peers/torch-server.ts";
 import { reason } from "../peers/types.ts";
-import { quantizedConvLayers } from "./quantized-conv.ts";
+import { agreeing, quantizedConvLayers, torchImpls, torchRatios } from "./quantized-conv.ts";
 
 const SHAPES: { name: string; m: number; k: number; n: number }[] = [
   { name: "resnet50 fc 1x2048>1000", m: 1, k: 2048, n: 1000 },
@@ -132,37 +132,36 @@ async function ortInt8(): Promise<
   }
 }
 
-const TORCH_SCRIPT = `
+/** Every layer's int8 operands per PyTorch engine: CASES "<layer>|<engine>". */
+const TORCH_SETUP = `
+import json, os
 import numpy as np
 import torch
-spec = json.load(open(sys.argv[1]))
-files = sys.argv[2]
+spec = json.load(open(os.path.join(FILES, "spec.json")))
 torch.set_num_threads(1)
-${TORCH_STEADY_STATE}
-res = {"version": torch.__version__, "layers": []}
+INFO = {"version": torch.__version__}
+CASES = {}
+def case(xq, packed, scale):
+    return lambda: torch.ops.quantized.linear(xq, packed, scale, 128)
 for L in spec["layers"]:
-    x = torch.from_numpy(np.fromfile(os.path.join(files, L["x"]), dtype=np.uint8).reshape(L["m"], L["k"]))
-    w = torch.from_numpy(np.fromfile(os.path.join(files, L["w"]), dtype=np.int8).reshape(L["n"], L["k"]))
+    x = torch.from_numpy(np.fromfile(os.path.join(FILES, L["x"]), dtype=np.uint8).reshape(L["m"], L["k"]))
+    w = torch.from_numpy(np.fromfile(os.path.join(FILES, L["w"]), dtype=np.int8).reshape(L["n"], L["k"]))
     xq = torch._make_per_tensor_quantized_tensor(x, L["xScale"], L["xZp"])
     wq = torch._make_per_tensor_quantized_tensor(w, L["wScale"], 0)
-    out = {"name": L["name"]}
     for e in ["x86", "onednn", "qnnpack"]:
         if e not in torch.backends.quantized.supported_engines:
             continue
         torch.backends.quantized.engine = e
-        packed = torch.ops.quantized.linear_prepack(wq, None)
-        f = lambda: torch.ops.quantized.linear(xq, packed, L["outScale"], 128)
-        out[e] = median_ms(f, spec["samples"])
-    res["layers"].append(out)
-print(json.dumps(res))
+        CASES[L["name"] + "|" + e] = case(xq, torch.ops.quantized.linear_prepack(wq, None), L["outScale"])
+INFO["cases"] = list(CASES)
 `;
 
-async function runTorch(
+/** PyTorch's server with every layer's cases, or why there is none. */
+async function startTorch(
   layers: { name: string; l: Layer; m: number; k: number; n: number }[],
-): Promise<{ info: string; ms: Map<string, Record<string, number>> } | string> {
+): Promise<TorchServer | string> {
   const files: Record<string, Uint8Array | Int8Array> = {};
   const spec = {
-    samples: 11,
     layers: layers.map(({ name, l, m, k, n }, i) => {
       files[`x${i}`] = l.xInts;
       files[`w${i}`] = l.wInts;
@@ -170,15 +169,8 @@ async function runTorch(
       return { name, m, k, n, x: `x${i}`, w: `w${i}`, ...scales };
     }),
   };
-  const r = await runTorchScript(TORCH_SCRIPT, spec, files);
-  if (typeof r === "string") return r;
-  const out = r.out as { version: string; layers: (Record<string, number> & { name: string })[] };
-  const ms = new Map<string, Record<string, number>>();
-  for (const x of out.layers) ms.set(x.name, x);
-  return {
-    info: `torch ${out.version} (${r.python}), one thread, torch.ops.quantized.linear per engine; timed in a python3 subprocess (median of 11 samples of ~20 ms), not interleaved with the others`,
-    ms,
-  };
+  files["spec.json"] = new TextEncoder().encode(JSON.stringify(spec));
+  return startTorchServer(TORCH_SETUP, { files, env: { OMP_NUM_THREADS: "1" } });
 }
 
 export default {
@@ -203,55 +195,13 @@ export default {
     const ort = await ortInt8();
     if (typeof ort === "string") h.note(`ort-int8: unavailable: ${ort}`);
     const layers = SHAPES.map((s, i) => ({ ...s, l: makeLayer(s.m, s.k, s.n, 10 + i) }));
-    for (const { name, l, m, k, n } of layers) {
-      const want = ints("reference", l);
-      const impls: Record<string, () => unknown> = {};
-      for (const [impl, kernel] of [
-        ["qnnpack", "qnnpack-linear"],
-        ["onednn", "onednn-qlinear"],
-      ] as const) {
-        if (!engines.includes(impl)) continue;
-        if (ints(kernel, l) !== want) {
-          h.note(`${name}: ${impl} differs from the reference; not timed`);
-          continue;
-        }
-        impls[impl] = run(kernel, l);
-      }
-      impls["fp32-wasm"] = () => {
-        using _ = kernelPriority("matmul", ["wasm-gemm"]);
-        matmul(l.xf, l.wt).dispose();
-      };
-      if (typeof ort !== "string") impls["ort-int8"] = await ort(l, m, k, n);
-      const ms = await h.compare(name, impls, { flops: 2 * m * k * n, samples: 11 });
-      if (ms.qnnpack) {
-        h.ratio(`fp32_wasm_over_qnnpack ${name}`, ms["fp32-wasm"] / ms.qnnpack);
-        if (ms["ort-int8"]) h.ratio(`ort_int8_over_qnnpack ${name}`, ms["ort-int8"] / ms.qnnpack);
-      }
-    }
-    const torch = await runTorch(layers);
-    if (typeof torch === "string") h.note(`torch: ${torch}`);
-    else {
-      h.note(torch.info);
-      for (const { name, m, k, n } of layers) {
-        const t = torch.ms.get(name);
-        if (!t) continue;
-        for (const e of ["x86", "onednn", "qnnpack"]) {
-          if (t[e] === undefined) continue;
-          h.results.push({
-            case: name,
-            impl: `torch-${e}`,
-            median_ms: t[e],
-            samples: 11,
-            gflops: (2 * m * k * n) / (t[e] * 1e6),
-          });
-        }
-        const ours = h.results.find((r) => r.case === name && r.impl === "onednn")?.median_ms;
-        if (ours && t.onednn) h.ratio(`torch_onednn_over_onednn ${name}`, t.onednn / ours);
-        if (ours && t.x86) h.ratio(`torch_x86_over_onednn ${name}`, t.x86 / ours);
-        const q = h.results.find((r) => r.case === name && r.impl === "qnnpack")?.median_ms;
-        if (q && t.qnnpack) h.ratio(`torch_qnnpack_over_qnnpack ${name}`, t.qnnpack / q);
-      }
-    }
+    await withTorchServer(
+      h,
+      () => startTorch(layers),
+      (t) =>
+        `torch ${t.info.version} (${t.python}), one thread, torch.ops.quantized.linear per engine; a python3 server timed in the same rounds as the others`,
+      (torch) => timeLinear(h, layers, ort, torch),
+    );
     h.note(
       "outputs of qnnpack and onednn equal the reference kernel's bit for bit before timing; ort-int8 stops at the int32 sums (no requantization), ours include it",
     );
@@ -263,3 +213,31 @@ export default {
     }
   },
 };
+
+/** Each layer: our engines checked bit for bit, then every impl and PyTorch's engines timed. */
+async function timeLinear(
+  h: Harness,
+  layers: { name: string; l: Layer; m: number; k: number; n: number }[],
+  ort: Awaited<ReturnType<typeof ortInt8>>,
+  torch: TorchServer | undefined,
+): Promise<void> {
+  for (const { name, l, m, k, n } of layers) {
+    const want = ints("reference", l);
+    const impls: Record<string, Impl> = {};
+    const ours = { qnnpack: "qnnpack-linear", onednn: "onednn-qlinear" };
+    for (const [impl, kernel] of agreeing(h, name, ours, (k) => ints(k, l) === want))
+      impls[impl] = run(kernel, l);
+    impls["fp32-wasm"] = () => {
+      using _ = kernelPriority("matmul", ["wasm-gemm"]);
+      matmul(l.xf, l.wt).dispose();
+    };
+    if (typeof ort !== "string") impls["ort-int8"] = await ort(l, m, k, n);
+    Object.assign(impls, torchImpls(torch, name));
+    const ms = await h.compare(name, impls, { flops: 2 * m * k * n, samples: 11 });
+    torchRatios(h, name, ms);
+    if (ms.qnnpack) {
+      h.ratio(`fp32_wasm_over_qnnpack ${name}`, ms["fp32-wasm"] / ms.qnnpack);
+      if (ms["ort-int8"]) h.ratio(`ort_int8_over_qnnpack ${name}`, ms["ort-int8"] / ms.qnnpack);
+    }
+  }
+}

@@ -163,7 +163,7 @@ async function startTorches(h: Harness): Promise<Torch[]> {
   const out: Torch[] = [];
   for (const [i, { python, version }] of torchPythons().entries()) {
     const label = i === 0 ? "torch" : `torch${version.split(".").slice(0, 2).join(".")}`;
-    const server = await startTorchServer(TORCH_SETUP, {}, python).catch(reason);
+    const server = await startTorchServer(TORCH_SETUP, { python }).catch(reason);
     if (typeof server === "string") h.note(`pytorch: ${label} = ${python}: not started: ${server}`);
     else {
       out.push({ label, server });
