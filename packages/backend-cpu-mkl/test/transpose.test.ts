@@ -2,7 +2,8 @@
  * transpose_u8 and transpose_f32 (the WASM transposes the oneDNN convolutions use for
  * their channels-last layouts) against a plain loop: one to nine rows (the byte
  * transpose's 2- and 3-row paths, the last rows % 4), columns around the 16-column blocks
- * and the tiles, empty matrices, and nothing written past the end.
+ * and the tiles, empty matrices, and nothing written past the end; and shifted_planes_f32
+ * (the stacked input of a kernel cut into 3x3 blocks) on shifts past every edge.
  */
 import { backends, empty, ready } from "@backplane/core";
 import {
@@ -122,5 +123,49 @@ describe("transpose_f32", () => {
       ).toBe(true);
     }
     expect(chunks).toBeGreaterThanOrEqual(9); // three bands for each of the three large ones
+  });
+});
+
+describe("shifted_planes_f32", () => {
+  it("copies each plane shifted, zero outside the source, on shifts past every edge, and writes nothing past the end", async () => {
+    await ready(WASM_BACKEND);
+    const k = modules.kernels!;
+    const bad: string[] = [];
+    for (const [planes, h, w] of [
+      [1, 1, 1],
+      [2, 5, 7],
+      [3, 27, 27],
+      [1, 4, 3],
+    ])
+      for (const [rows, cols] of [
+        [h + 2, w + 2],
+        [1, 1],
+        [h, w],
+      ])
+        for (const dy of [-3, -1, 0, 2, h + 1])
+          for (const dx of [-4, -1, 0, 3, w]) {
+            const src = empty([planes * h * w], { dtype: "float32" });
+            const dst = empty([planes * rows * cols + 16], { dtype: "float32" });
+            const s = src.hostData() as Float32Array;
+            for (let i = 0; i < s.length; i++) s[i] = i + 0.5;
+            const d = dst.hostData() as Float32Array;
+            d.fill(POISON.float32);
+            k.shifted_planes_f32(addressOf(src), planes, h, w, dy, dx, addressOf(dst), rows, cols);
+            for (let p = 0; p < planes; p++)
+              for (let u = 0; u < rows; u++)
+                for (let v = 0; v < cols; v++) {
+                  const [y, x] = [u + dy, v + dx];
+                  const want = y >= 0 && y < h && x >= 0 && x < w ? s[(p * h + y) * w + x] : 0;
+                  if (d[(p * rows + u) * cols + v] !== want)
+                    bad.push(`${planes}x${h}x${w} -> ${rows}x${cols} by (${dy}, ${dx})`);
+                }
+            if (d.subarray(planes * rows * cols).some((v) => v !== POISON.float32))
+              bad.push(
+                `${planes}x${h}x${w} -> ${rows}x${cols} by (${dy}, ${dx}): wrote past the end`,
+              );
+            src.dispose();
+            dst.dispose();
+          }
+    expect([...new Set(bad)]).toEqual([]);
   });
 });
