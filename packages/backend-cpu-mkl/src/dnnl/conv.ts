@@ -234,7 +234,7 @@ function makePlan(p: Conv2dParams, layout: Layout, threads: number, algorithm: A
 }
 
 /** A 1x1 convolution of stride 1 and no padding: a product of the weights and each image. */
-export function isPointwise(p: Conv2dParams): boolean {
+function isPointwise(p: Conv2dParams): boolean {
   return (
     p.kh === 1 &&
     p.kw === 1 &&
