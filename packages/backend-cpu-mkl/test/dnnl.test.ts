@@ -162,6 +162,8 @@ describe("oneDNN (cpu-dnnl)", () => {
       // Larger kernels cut into 3x3 blocks (kernel-blocks.ts): square, oblong, asymmetric
       // padding, a batch, an image smaller than the kernel, a bias.
       [[1, 16, 13, 13], [24, 16, 5, 5], { padding: 2 }],
+      // Channels in whole blocks of 16: stacked straight into oneDNN's nChw16c.
+      [[2, 32, 9, 10], [16, 32, 5, 5], { padding: [2, 1] }],
       [[2, 5, 11, 9], [7, 5, 5, 5], { padding: [2, 1] }],
       [[1, 3, 12, 10], [4, 3, 7, 7], { padding: 3 }],
       [[1, 6, 9, 8], [5, 6, 4, 6], { padding: [1, 2] }],

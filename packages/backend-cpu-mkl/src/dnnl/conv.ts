@@ -30,6 +30,7 @@ import {
   isOneBlock,
   stackedShape,
   stackInput,
+  stackInputC16,
   stackWeights,
 } from "./kernel-blocks.ts";
 import { ARG, CONV_DESC_BYTES, ENUMS, MATMUL_DESC_BYTES } from "./library.ts";
@@ -504,6 +505,40 @@ function move(
     }
 }
 
+/**
+ * The input in the primitive's layout: the user's tensor, or a temporary it was moved or
+ * reordered into; for a cut kernel the stacked shifted input (kernel-blocks.ts), written
+ * straight in 16-channel blocks where the plan moves to those and the channels fill them.
+ */
+function sourceFor(
+  plan: Plan,
+  p: Conv2dParams,
+  wasm: boolean,
+  temp: (bytes: number) => Tensor,
+): Tensor {
+  const [n, c, h, w] = plan.srcShape;
+  if (plan.blocks && plan.srcMoved === "c16" && wasm && p.c % 16 === 0) {
+    const src = temp(plan.srcBytes);
+    stackInputC16(p, plan.blocks, src, temp(4 * p.c * p.h * p.w));
+    return src;
+  }
+  const input = plan.blocks ? temp(4 * n * c * h * w) : p.input;
+  if (plan.blocks) stackInput(p, plan.blocks, input);
+  if (!plan.srcReorder) return input;
+  const src = temp(plan.srcBytes);
+  if (plan.srcMoved && wasm) move(plan.srcMoved, "in", input, src, n, c, h * w);
+  else {
+    const { dnnl: d } = dnnlState.ready();
+    d.dnnl_memory_set_data_handle(plan.mem.userSrc, data(input));
+    d.dnnl_memory_set_data_handle(plan.mem.src, data(src));
+    execute(plan.srcReorder, [
+      [ARG.FROM, plan.mem.userSrc],
+      [ARG.TO, plan.mem.src],
+    ]);
+  }
+  return src;
+}
+
 /** conv2d on oneDNN; params already accepted by its supports() (plan made). */
 export function dnnlConv(p: Conv2dParams, algorithm: Algorithm = "direct"): Tensor {
   return runPlan(planFor(p, algorithm) as Plan, p);
@@ -523,25 +558,11 @@ function runPlan(plan: Plan, p: Conv2dParams): Tensor {
   };
   try {
     const w = weightsFor(p, plan);
-    const [n, c, h, wd] = plan.srcShape;
-    // A cut kernel convolves the stacked shifted input (kernel-blocks.ts).
-    const input = plan.blocks ? temp(4 * n * c * h * wd) : p.input;
-    if (plan.blocks) stackInput(p, plan.blocks, input);
-    const src = plan.srcReorder ? temp(plan.srcBytes) : input;
+    // The WASM transposes, where the kernels are loaded and the tensors in their memory.
+    const wasm = modules.kernels !== undefined && inWasmMemory(p.input) && inWasmMemory(y);
+    const src = sourceFor(plan, p, wasm, temp);
     const dst = plan.dstReorder ? temp(plan.dstBytes) : y;
     const scratch = temp(plan.scratchBytes);
-    // The WASM transposes, where the kernels are loaded and the tensors in their memory.
-    const wasm = modules.kernels !== undefined && inWasmMemory(input) && inWasmMemory(y);
-    if (plan.srcReorder && plan.srcMoved && wasm)
-      move(plan.srcMoved, "in", input, src, n, c, h * wd);
-    else if (plan.srcReorder) {
-      d.dnnl_memory_set_data_handle(plan.mem.userSrc, data(input));
-      d.dnnl_memory_set_data_handle(plan.mem.src, data(src));
-      execute(plan.srcReorder, [
-        [ARG.FROM, plan.mem.userSrc],
-        [ARG.TO, plan.mem.src],
-      ]);
-    }
     d.dnnl_memory_set_data_handle(plan.srcReorder ? plan.mem.src : plan.mem.userSrc, data(src));
     d.dnnl_memory_set_data_handle(plan.mem.weights, data(w));
     d.dnnl_memory_set_data_handle(plan.dstReorder ? plan.mem.dst : plan.mem.userDst, data(dst));
