@@ -8,8 +8,8 @@
  * call within one process, Zen 4).
  *
  * Before it answers, the server waits until its own threads have stopped spinning (its
- * process's CPU time stays flat for 2 ms, at most 50 ms), so the next impl does not share
- * a core with PyTorch's idle OpenMP threads; the harness does the same for ours.
+ * process uses under a fifth of a core over 2 ms; 50 ms at most), so the next impl does
+ * not share a core with PyTorch's idle OpenMP threads; the harness does the same for ours.
  */
 import type { Harness, SelfTimed } from "../harness.ts";
 import { TORCH_STEADY_STATE, torchPythons } from "./torch-python.ts";
