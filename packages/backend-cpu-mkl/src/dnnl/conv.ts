@@ -127,6 +127,7 @@ function keyOf(p: Conv2dParams): string {
 /** The primitive oneDNN picks for these sizes, with "any" layouts (its fastest), made for `threads`. */
 // Long: the descriptors of one convolution (user and "any" layouts, strides, dilations, paddings), the primitive and its three reorders.
 function makePlan(p: Conv2dParams, layout: Layout, threads: number, algorithm: Algorithm): Plan {
+  if (layout === "matmul") return makeMatmulPlan(p, threads);
   const d = dnnlState.ready().dnnl;
   dnnlState.applyThreads(threads);
   const g = p.groups;
@@ -318,40 +319,26 @@ const convWork = (p: Conv2dParams): number =>
   (2 * p.n * p.outChannels * p.outH * p.outW * p.c * p.kh * p.kw) / p.groups;
 
 /**
- * The best milliseconds of a call of `plan` in the steady state of back-to-back calls:
- * `rounds` batches of 3 timed calls, each batch after one call that is not counted (it
- * pays for switching the OpenMP thread count, or for the first run). The best, not the
- * median: a VM's other threads (V8's compilers at start-up) can stall a two-thread
- * barrier for milliseconds, and a median of a few calls once picked oneDNN's NCHW GEMM
- * (0.7 ms) over its depthwise kernel (0.2 ms) that way.
+ * Each plan's best milliseconds over interleaved rounds (the plans in turn, the order
+ * reversed every other round, so a stretch of slow vCPU falls on every plan rather than
+ * on the one timed then: timed one after another, a 7x7/2 stem once kept its 2.59 ms
+ * plan over the 2.20 ms one, Zen 4). Each turn is one untimed call (it pays for
+ * switching the OpenMP thread count or plan, or for the first run) and `timed` timed
+ * ones. The best, not the median: a VM's other threads (V8's compilers at start-up) can
+ * stall a two-thread barrier for milliseconds, and a median of a few calls once picked
+ * oneDNN's NCHW GEMM (0.7 ms) over its depthwise kernel (0.2 ms) that way.
  */
-function steadyMs(plan: Plan, p: Conv2dParams): number {
-  let best = Number.POSITIVE_INFINITY;
-  runPlan(plan, p).dispose();
-  for (let i = 0; i < 3; i++) {
-    const t0 = performance.now();
-    runPlan(plan, p).dispose();
-    best = Math.min(best, performance.now() - t0);
-  }
-  return best;
-}
-
-/**
- * Each plan's best milliseconds over two interleaved passes (forward, then backward), each
- * plan run twice in a row per pass and the second call timed: as many calls as
- * steadyMs() makes, spread so that a stretch of slow vCPU falls on every plan rather than
- * on the one timed then (timed one after another, a 7x7/2 stem once kept its 2.59 ms plan
- * over the 2.20 ms one, Zen 4).
- */
-function bestOfPasses(plans: Plan[], p: Conv2dParams): number[] {
+function bestOfRounds(plans: Plan[], p: Conv2dParams, rounds: number, timed: number): number[] {
   const best = plans.map(() => Number.POSITIVE_INFINITY);
   const order = [...plans.keys()];
-  for (const pass of [order, [...order].reverse()])
-    for (const i of pass) {
+  for (let r = 0; r < rounds; r++)
+    for (const i of r % 2 ? [...order].reverse() : order) {
       runPlan(plans[i], p).dispose();
-      const t0 = performance.now();
-      runPlan(plans[i], p).dispose();
-      best[i] = Math.min(best[i], performance.now() - t0);
+      for (let k = 0; k < timed; k++) {
+        const t0 = performance.now();
+        runPlan(plans[i], p).dispose();
+        best[i] = Math.min(best[i], performance.now() - t0);
+      }
     }
   return best;
 }
@@ -362,12 +349,8 @@ function bestOfPasses(plans: Plan[], p: Conv2dParams): number[] {
  * between the settings found the OpenMP threads awake each time and favoured them).
  */
 function oneThreadFaster(all: Plan, one: Plan, p: Conv2dParams): boolean {
-  const best = { one: Number.POSITIVE_INFINITY, all: Number.POSITIVE_INFINITY };
-  for (let round = 0; round < 3; round++) {
-    best.all = Math.min(best.all, steadyMs(all, p));
-    best.one = Math.min(best.one, steadyMs(one, p));
-  }
-  return best.one * 1.1 < best.all;
+  const [msAll, msOne] = bestOfRounds([all, one], p, 3, 3);
+  return msOne * 1.1 < msAll;
 }
 
 /**
@@ -407,11 +390,7 @@ function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
           ];
     for (const layout of tried) {
       try {
-        made.push(
-          layout === "matmul"
-            ? makeMatmulPlan(p, threads)
-            : makePlan(p, layout, threads, algorithm),
-        );
+        made.push(makePlan(p, layout, threads, algorithm));
       } catch (e) {
         reasons.push(`${layout}: ${(e as Error).message}`);
       }
@@ -425,15 +404,15 @@ function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
       const candidates = made.flatMap((m) =>
         m.srcMoved || m.dstMoved ? [m, { ...m, srcMoved: undefined, dstMoved: undefined }] : [m],
       );
-      const times = bestOfPasses(candidates, p);
+      // Two rounds of one timed call each: as many calls as one plan's 1 + 3 before.
+      const times = bestOfRounds(candidates, p, 2, 1);
       plan = candidates[times.indexOf(Math.min(...times))];
       // A small layer can lose more to waking the OpenMP threads (three parallel regions a
       // call) than it gains from them: keep one thread when that measured faster.
       // Only for layers this small (a first-call timing is noisy; a wrong choice sticks),
       // and only when clearly faster.
       if (threads > 1 && convWork(p) < SMALL_LAYER_FLOPS) {
-        const one =
-          plan.layout === "matmul" ? makeMatmulPlan(p, 1) : makePlan(p, plan.layout, 1, algorithm);
+        const one = makePlan(p, plan.layout, 1, algorithm);
         if (!plan.srcMoved) one.srcMoved = undefined;
         if (!plan.dstMoved) one.dstMoved = undefined;
         if (oneThreadFaster(plan, one, p)) plan = one;
@@ -455,14 +434,10 @@ function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
 function fasterThanDirect(winograd: Plan, p: Conv2dParams): Plan | string {
   const direct = planFor(p, "direct");
   if (typeof direct === "string") return winograd;
-  const ms = { winograd: Number.POSITIVE_INFINITY, direct: Number.POSITIVE_INFINITY };
-  for (let round = 0; round < 2; round++) {
-    ms.winograd = Math.min(ms.winograd, steadyMs(winograd, p));
-    ms.direct = Math.min(ms.direct, steadyMs(direct, p));
-  }
-  return ms.winograd < ms.direct
+  const [msWinograd, msDirect] = bestOfRounds([winograd, direct], p, 2, 3);
+  return msWinograd < msDirect
     ? winograd
-    : `oneDNN's direct kernel measured faster on this shape (${ms.direct.toFixed(3)} against ${ms.winograd.toFixed(3)} ms for Winograd): onednn-conv runs it`;
+    : `oneDNN's direct kernel measured faster on this shape (${msDirect.toFixed(3)} against ${msWinograd.toFixed(3)} ms for Winograd): onednn-conv runs it`;
 }
 
 const data = (t: Tensor): ArrayBufferView => t.hostData();

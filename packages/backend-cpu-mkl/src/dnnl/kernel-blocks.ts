@@ -42,31 +42,50 @@ export function stackedShape(p: Conv2dParams, b: Blocks): [number, number, numbe
   return [p.n, b.rows * b.cols * p.c, p.outH + 2, p.outW + 2];
 }
 
-/** Writes the stacked input of `p` into `dst` (the CPU memory, stackedShape's size). */
-export function stackInput(p: Conv2dParams, b: Blocks, dst: Tensor): void {
+/**
+ * One image's stacked input at `dst` from its planes at `src` (byte addresses): `planes`
+ * planes of h x w pixels of `pixel` floats (1: NCHW; 16: a block of nChw16c), each block
+ * (a, b) of the kernel a copy of them shifted by (3a - padTop, 3b - padLeft) pixels.
+ */
+function stackImage(
+  p: Conv2dParams,
+  b: Blocks,
+  src: number,
+  planes: number,
+  pixel: number,
+  dst: number,
+): void {
   const k = modules.kernels;
   if (!k) throw new Error("the WASM kernels are not loaded");
   const [, , rows, cols] = stackedShape(p, b);
-  const image = 4 * p.c * p.h * p.w;
-  const block = 4 * p.c * rows * cols;
-  const x = addressOf(p.input);
-  const y = addressOf(dst);
+  const block = 4 * planes * pixel * rows * cols;
+  for (let a = 0; a < b.rows; a++)
+    for (let c = 0; c < b.cols; c++)
+      k.shifted_planes_f32(
+        src,
+        planes,
+        p.h,
+        pixel * p.w,
+        3 * a - p.padTop,
+        pixel * (3 * c - p.padLeft),
+        dst + (a * b.cols + c) * block,
+        rows,
+        pixel * cols,
+      );
+}
+
+/** Writes the stacked input of `p` into `dst` (the CPU memory, stackedShape's size). */
+export function stackInput(p: Conv2dParams, b: Blocks, dst: Tensor): void {
+  const [, c, rows, cols] = stackedShape(p, b);
   for (let i = 0; i < p.n; i++)
-    for (let a = 0; a < b.rows; a++)
-      for (let c = 0; c < b.cols; c++) {
-        const at = y + (i * b.rows * b.cols + a * b.cols + c) * block;
-        k.shifted_planes_f32(
-          x + i * image,
-          p.c,
-          p.h,
-          p.w,
-          3 * a - p.padTop,
-          3 * c - p.padLeft,
-          at,
-          rows,
-          cols,
-        );
-      }
+    stackImage(
+      p,
+      b,
+      addressOf(p.input) + i * 4 * p.c * p.h * p.w,
+      p.c,
+      1,
+      addressOf(dst) + i * 4 * c * rows * cols,
+    );
 }
 
 /**
@@ -76,32 +95,13 @@ export function stackInput(p: Conv2dParams, b: Blocks, dst: Tensor): void {
  * shifted by 16 floats a pixel. Saves writing the stacked input in NCHW and moving it.
  */
 export function stackInputC16(p: Conv2dParams, b: Blocks, dst: Tensor, scratch: Tensor): void {
-  const k = modules.kernels;
-  if (!k) throw new Error("the WASM kernels are not loaded");
-  const [, , rows, cols] = stackedShape(p, b);
-  const groups = p.c / 16;
+  const [, c, rows, cols] = stackedShape(p, b);
   const hw = p.h * p.w;
-  const image = 4 * p.c * hw;
-  const block = 4 * p.c * rows * cols;
-  const x = addressOf(p.input);
   const t = addressOf(scratch);
-  const y = addressOf(dst);
   for (let i = 0; i < p.n; i++) {
-    for (let g = 0; g < groups; g++)
-      transposeF32(x + i * image + g * 64 * hw, 16, hw, t + g * 64 * hw);
-    for (let a = 0; a < b.rows; a++)
-      for (let c = 0; c < b.cols; c++)
-        k.shifted_planes_f32(
-          t,
-          groups,
-          p.h,
-          16 * p.w,
-          3 * a - p.padTop,
-          16 * (3 * c - p.padLeft),
-          y + (i * b.rows * b.cols + a * b.cols + c) * block,
-          rows,
-          16 * cols,
-        );
+    const x = addressOf(p.input) + i * 4 * p.c * hw;
+    for (let g = 0; g < p.c / 16; g++) transposeF32(x + g * 64 * hw, 16, hw, t + g * 64 * hw);
+    stackImage(p, b, t, p.c / 16, 16, addressOf(dst) + i * 4 * c * rows * cols);
   }
 }
 
