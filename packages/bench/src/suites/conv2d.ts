@@ -44,7 +44,7 @@ import {
 import { readEnv } from "@backplane/core/cpu";
 import type { Harness, Impl } from "../harness.ts";
 import { convModel } from "../peers/onnx-model.ts";
-import { startTorchServer, type TorchServer } from "../peers/torch-server.ts";
+import { startTorchServer, type TorchServer, withTorchServer } from "../peers/torch-server.ts";
 import { reason } from "../peers/types.ts";
 
 /** The members backend-nnpack adds to backends.nnpack that this suite uses. */
@@ -464,19 +464,16 @@ with torch.no_grad():
         CASES[L["name"]] = f
 `;
 
+/** PyTorch's server and the output it computed for each layer (read from its directory). */
 interface Torch {
   server: TorchServer;
-  info: string;
   outputs: Map<string, Float32Array>;
 }
 
-/** PyTorch's server with every layer set up and its outputs read back, or why not. */
-async function startTorch(
-  layers: { l: Layer; x: Float32Array; w: Float32Array }[],
-  threads: number,
-): Promise<Torch | string> {
-  const { readFileSync } = await import("node:fs");
-  const { join } = await import("node:path");
+type LayerData = { l: Layer; x: Float32Array; w: Float32Array }[];
+
+/** PyTorch's server with every layer set up (each output written as y<i>), or why not. */
+function startTorch(layers: LayerData, threads: number): Promise<TorchServer | string> {
   const files: Record<string, Uint8Array> = {};
   const spec = {
     threads,
@@ -497,25 +494,25 @@ async function startTorch(
     }),
   };
   files["spec.json"] = new TextEncoder().encode(JSON.stringify(spec));
-  const server = await startTorchServer(TORCH_SETUP, {
+  return startTorchServer(TORCH_SETUP, {
     files,
     env: { OMP_NUM_THREADS: String(threads), MKL_NUM_THREADS: String(threads) },
   });
-  if (typeof server === "string") return server;
+}
+
+/** The outputs startTorch's server wrote, by layer name. */
+async function torchOutputs(server: TorchServer, layers: LayerData): Promise<Torch> {
+  const { readFileSync } = await import("node:fs");
+  const { join } = await import("node:path");
   const outputs = new Map<string, Float32Array>();
-  for (const [i, L] of spec.layers.entries()) {
+  for (const [i, { l }] of layers.entries()) {
     const b = readFileSync(join(server.dir, `y${i}`));
     outputs.set(
-      L.name,
+      l.name,
       new Float32Array(b.buffer.slice(b.byteOffset, b.byteOffset + b.byteLength)),
     );
   }
-  const info = server.info;
-  return {
-    server,
-    outputs,
-    info: `torch ${info.version} (${server.python}), set_num_threads(${info.threads}), mkldnn ${info.mkldnn}, nnpack ${info.nnpack}; a python3 server timed in the same rounds as the others`,
-  };
+  return { server, outputs };
 }
 
 // ---- the suite ----
@@ -569,7 +566,7 @@ function implsFor(l: Layer, peers: Map<string, Peer>): Map<string, Peer> {
 // Long: per layer, the outputs against float64 and each other, the timing, the ratios.
 async function timeLayers(
   h: Harness,
-  data: { l: Layer; x: Float32Array; w: Float32Array }[],
+  data: LayerData,
   o: { peers: Map<string, Peer>; torch?: Torch; implsWanted?: string[]; samples: number },
 ): Promise<void> {
   const { peers, torch, implsWanted, samples } = o;
@@ -734,21 +731,15 @@ export default {
         2 * i + 2,
       ),
     }));
-    let torch: Torch | undefined;
-    try {
-      const t = await startTorch(data, THREADS);
-      if (typeof t === "string") h.note(`torch: unavailable: ${t}`);
-      else {
-        torch = t;
-        h.note(`torch: ${t.info}`);
-      }
-    } catch (err) {
-      h.note(`torch: unavailable: ${reason(err)}`);
-    }
-    try {
-      await timeLayers(h, data, { peers, torch, implsWanted, samples });
-    } finally {
-      torch?.server.close();
-    }
+    await withTorchServer(
+      h,
+      () => startTorch(data, THREADS),
+      (t) =>
+        `torch: torch ${t.info.version} (${t.python}), set_num_threads(${t.info.threads}), mkldnn ${t.info.mkldnn}, nnpack ${t.info.nnpack}; a python3 server timed in the same rounds as the others`,
+      async (server) => {
+        const torch = server && (await torchOutputs(server, data));
+        await timeLayers(h, data, { peers, torch, implsWanted, samples });
+      },
+    );
   },
 };
