@@ -284,16 +284,26 @@ export function implOf(pd: bigint): string {
   return p ? readCString(p) : "?";
 }
 
-/** Runs `prim` with (argument, memory) pairs on the stream. */
-export function execute(prim: bigint, args: [number, bigint][]): void {
-  const { dnnl: d, stream } = dnnlState.ready();
+/** (argument, memory) pairs as dnnl_exec_arg_t structs, as dnnl_primitive_execute takes them. */
+export function packArgs(args: readonly [number, bigint][]): Uint8Array {
   const buf = new DataView(new ArrayBuffer(args.length * EXEC_ARG_BYTES));
   args.forEach(([arg, m], i) => {
     buf.setInt32(i * EXEC_ARG_BYTES, arg, true);
     buf.setBigUint64(i * EXEC_ARG_BYTES + 8, m, true);
   });
+  return new Uint8Array(buf.buffer);
+}
+
+/** Runs `prim` with (argument, memory) pairs on the stream. */
+export function execute(prim: bigint, args: [number, bigint][]): void {
+  executePacked(prim, packArgs(args));
+}
+
+/** Runs `prim` with arguments packed once by packArgs (a loop's step runs it many times). */
+export function executePacked(prim: bigint, packed: Uint8Array): void {
+  const { dnnl: d, stream } = dnnlState.ready();
   check(
     "dnnl_primitive_execute",
-    d.dnnl_primitive_execute(prim, stream, args.length, new Uint8Array(buf.buffer)),
+    d.dnnl_primitive_execute(prim, stream, packed.byteLength / EXEC_ARG_BYTES, packed),
   );
 }

@@ -32,16 +32,18 @@ import { leadingDim, type QueryBlock } from "../kernels/flash-blas.ts";
 import { attentionModule, layoutOf } from "../kernels/wasm-attention.ts";
 import { SUM_POST_OP } from "./call.ts";
 import { ENUMS } from "./library.ts";
-import { matmulStep, runStep } from "./matmul-step.ts";
+import { matmulStep, runStep, type Step } from "./matmul-step.ts";
 
 const EXP = { alg: ENUMS.dnnl_alg_kind_t.dnnl_eltwise_exp, alpha: 0, beta: 0 };
 
 /**
- * Query rows and keys per block: a 1 MiB block of P. Chosen from interleaved timings of
- * several shapes (512 x 512 was as fast as any on one thread and among the fastest on two).
- * Nothing is rescaled between key blocks, so short ones cost only their calls.
+ * Query rows and keys per block: a 2 MiB block of P. Chosen from interleaved timings of
+ * several shapes on a Zen 4 (N = 2048): from 256 x 1024 to 1024 x 1024 all ran within 3%
+ * on one thread; on two, 1024 x 512 took 47.4-48.2 ms where 512 x 512 took 48.1-48.8 (half
+ * the calls, each thread's share of a product as large as a whole one-thread block). Nothing is rescaled
+ * between key blocks, so short ones cost only their calls.
  */
-export const BOUNDED_ROWS = 512;
+export const BOUNDED_ROWS = 1024;
 const BK = 512;
 /** The gap the check allows, 70 - ln n, as a bound on l: l >= n^2 e^-70 (see the header). */
 const MIN_SUM_PER_KEY_SQUARED = Math.exp(-70);
@@ -150,6 +152,17 @@ export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
     const ldk = leadingDim(p.key);
     const ldv = leadingDim(p.value);
     const absScale = Math.abs(p.scale);
+    // The steps of each block size met (a few per call: full, ragged last rows or keys).
+    const stepsOf = new Map<string, [Step | string, Step | string]>();
+    const blockSteps = (rows: number, cols: number, accumulate: boolean) => {
+      const key = `${rows},${cols},${accumulate}`;
+      let steps = stepsOf.get(key);
+      if (!steps) {
+        steps = [scoresStep(rows, cols, e1), valuesStep(rows, cols, Ev, ldv, accumulate)];
+        stepsOf.set(key, steps);
+      }
+      return steps;
+    };
     let keysOf = -1;
     for (let b = 0; b < bh; b++) {
       // Query heads of one GQA group read the same keys: extend them once.
@@ -172,8 +185,7 @@ export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
         const jEnd = p.isCausal ? Math.min(S, i0 + rows) : S;
         for (let j0 = 0; j0 < jEnd && held; j0 += BK) {
           const cols = Math.min(BK, jEnd - j0);
-          const scores = scoresStep(rows, cols, e1);
-          const values = valuesStep(rows, cols, Ev, ldv, j0 > 0);
+          const [scores, values] = blockSteps(rows, cols, j0 > 0);
           // boundedProblem() saw the full blocks made; a ragged block's steps may still be
           // refused: the exact tiles take the query block then.
           if (typeof scores === "string" || typeof values === "string") {

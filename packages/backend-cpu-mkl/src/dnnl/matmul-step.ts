@@ -11,10 +11,11 @@ import {
   check,
   DnnlCallError,
   type EltwisePostOp,
-  execute,
+  executePacked,
   loopPrimitive,
   memory,
   PlanCache,
+  packArgs,
   SUM_POST_OP,
   stridedMd,
 } from "./call.ts";
@@ -29,6 +30,8 @@ export interface Step {
   src: bigint;
   weights: bigint;
   dst: bigint;
+  /** The three (argument, memory) pairs, packed once. */
+  args: Uint8Array;
 }
 
 export interface StepShape {
@@ -59,14 +62,22 @@ function makeStep(s: StepShape): Step {
   const desc = new Uint8Array(MATMUL_DESC_BYTES);
   check("dnnl_matmul_desc_init", d.dnnl_matmul_desc_init(desc, a, b, null, c));
   const scale = s.scale ?? 1;
+  const src = memory(a);
+  const weights = memory(b);
+  const dst = memory(c);
   return {
     prim: loopPrimitive(desc, {
       postOps: s.postOps ?? [],
       outputScales: scale === 1 ? undefined : Float32Array.of(scale),
     }),
-    src: memory(a),
-    weights: memory(b),
-    dst: memory(c),
+    src,
+    weights,
+    dst,
+    args: packArgs([
+      [ARG.SRC, src],
+      [ARG.WEIGHTS, weights],
+      [ARG.DST, dst],
+    ]),
   };
 }
 
@@ -89,11 +100,7 @@ export function runStep(step: Step, src: number, weights: number, dst: number): 
   d.dnnl_memory_set_data_handle(step.src, new Uint8Array(buf, src));
   d.dnnl_memory_set_data_handle(step.weights, new Uint8Array(buf, weights));
   d.dnnl_memory_set_data_handle(step.dst, new Uint8Array(buf, dst));
-  execute(step.prim, [
-    [ARG.SRC, step.src],
-    [ARG.WEIGHTS, step.weights],
-    [ARG.DST, step.dst],
-  ]);
+  executePacked(step.prim, step.args);
   check("dnnl_stream_wait", d.dnnl_stream_wait(stream));
 }
 
