@@ -387,6 +387,35 @@ describe("oneDNN (cpu-dnnl)", () => {
   });
 
   itDnnl(
+    "one weight tensor under two group counts: each gets weights reordered for its layout",
+    () => {
+      // A [32, 32, k, k] weight is a dense layer's of 32 channels and a 2-group layer's of
+      // 64: the same bytes, two oneDNN weight layouts (the cache once handed the first
+      // layer's reordered weights to the second).
+      setDnnlLayouts("blocked");
+      using _ = kernelPriority("conv2d", ["onednn-conv"]);
+      try {
+        for (const k of [1, 3]) {
+          const w = randn([32, 32, k, k], { seed: 20 + k });
+          const o = (groups: number) => ({ groups, padding: (k - 1) / 2 });
+          for (const groups of [1, 2, 1, 2]) {
+            const x = randn([1, 32 * groups, 7, 7], { seed: groups });
+            const y = conv2d(x, w, o(groups));
+            expect(
+              maxRelErr(y, reference(x, w, o(groups))),
+              `${k}x${k}, ${groups} groups`,
+            ).toBeLessThan(2e-5);
+            for (const t of [x, y]) t.dispose();
+          }
+          w.dispose();
+        }
+      } finally {
+        setDnnlLayouts("auto");
+      }
+    },
+  );
+
+  itDnnl(
     "bfloat16 where the CPU has AVX-512 BF16 or AMX (within bfloat16's tolerance), else refused with the reason",
     () => {
       const x = randn([1, 32, 14, 14], { seed: 5, dtype: "bfloat16" });

@@ -176,6 +176,33 @@ function tileKernelTests(
     SLOW,
   );
 
+  gate(
+    "takes empty queries, values and batches, and no keys (zeros), with no product made",
+    async () => {
+      await loaded();
+      // [L, S, Ev]: oneDNN 2.6 ends the process (SIGFPE) making a product with an empty side.
+      for (const [L, S, Ev] of [
+        [0, 5, 16],
+        [3, 0, 16],
+        [3, 5, 0],
+        [0, 0, 16],
+      ]) {
+        const q = f32([1, 2, L, 16], 30);
+        const k = f32([1, 2, S, 16], 31);
+        const v = f32([1, 2, S, Ev], 32);
+        using _ = kernelPriority(OP, [KERNEL]);
+        expect(explain(OP, q, k, v).selected, `L=${L} S=${S} Ev=${Ev}`).toBe(KERNEL);
+        // NaN-filled allocations: the zeros must be written.
+        const y = await poisoned(async () => scaledDotProductAttention(q, k, v));
+        expect(y.shape).toEqual([1, 2, L, Ev]);
+        expect([...(y.hostData() as Float32Array)]).toEqual(new Array(2 * L * Ev).fill(0));
+      }
+      const none = f32([0, 2, 7, 16], 33);
+      using _ = kernelPriority(OP, [KERNEL]);
+      expect(scaledDotProductAttention(none, none, none).shape).toEqual([0, 2, 7, 16]);
+    },
+  );
+
   gate("supports() refuses masks, dropout, float64 and strided rows, and says why", async () => {
     await loaded();
     const q = f32([1, 2, 5, 16], 6);
@@ -187,6 +214,19 @@ function tileKernelTests(
     );
     const d = q.astype("float64");
     expect(reasonOf(d, d, d)).toBe("dtype float64 not supported (supports float32)");
+    // scale 0 times a NaN query is NaN: the BLAS kernel, which would skip the product, refuses.
+    const nan = f32([1, 2, 5, 16], 8);
+    (nan.hostData() as Float32Array)[3] = Number.NaN;
+    if (KERNEL === "flash-cpu-blas")
+      expect(reasonOf(nan, q, q, { scale: 0 })).toBe(
+        "scale 0: a BLAS skips the product when alpha is 0 (NaN would not propagate)",
+      );
+    else {
+      expect(reasonOf(nan, q, q, { scale: 0 })).toBe("selected");
+      using _ = kernelPriority(OP, [KERNEL]);
+      const y = scaledDotProductAttention(nan, q, q, { scale: 0 }).hostData() as Float32Array;
+      expect(Number.isNaN(y[0]) && Number.isFinite(y[5 * 16])).toBe(true); // head 0's row 0 only
+    }
     const t = f32([1, 2, 16, 5], 7).transpose(-2, -1);
     expect(reasonOf(t, q, q)).toMatch(/^query's last dimension is strided \(stride 5/);
     {

@@ -3,7 +3,14 @@
  * descriptors and objects, a primitive descriptor with a user scratchpad, a primitive,
  * and execution with (argument, memory) pairs.
  */
-import { type Pointer, ptrAddress, ptrOf, readCString, readPointer } from "@backplane/core/cpu";
+import {
+  type Pointer,
+  ptrAddress,
+  ptrOf,
+  readCString,
+  readPointer,
+  toArrayBuffer,
+} from "@backplane/core/cpu";
 import { ARG, ENUMS, EXEC_ARG_BYTES, MEMORY_DESC_BYTES, STATUS_NAMES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
@@ -48,6 +55,16 @@ export function stridedMd(shape: number[], strides: number[], type: number): Uin
     d.dnnl_memory_desc_init_by_strides(m, shape.length, dims(shape), type, dims(strides)),
   );
   return m;
+}
+
+/**
+ * A memory descriptor's bytes as text: equal for equal descriptors (oneDNN zero-fills the
+ * parts a layout leaves unused), so it can key what was made for one layout.
+ */
+export function mdText(md: Pointer | Uint8Array): string {
+  const bytes =
+    md instanceof Uint8Array ? md : new Uint8Array(toArrayBuffer(md, MEMORY_DESC_BYTES));
+  return Array.from(new Int32Array(bytes.slice(0, MEMORY_DESC_BYTES).buffer)).join(",");
 }
 
 /** A memory object without data (its data handle is set per call). */

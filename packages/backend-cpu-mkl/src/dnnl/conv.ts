@@ -17,6 +17,7 @@ import {
   dims,
   execute,
   implOf,
+  mdText,
   memory,
   primitive,
   primitiveDesc,
@@ -70,6 +71,12 @@ interface Plan {
   dstMoved: Moved | undefined;
   srcBytes: number;
   weightBytes: number;
+  /**
+   * The reordered weights' identity: oneDNN's weight descriptor and the user-side one it is
+   * reordered from (groups, a cut kernel's stacking), so plans share reordered weights
+   * only when their layouts are the same.
+   */
+  weightsLayout: string;
   dstBytes: number;
   scratchBytes: number;
   /** Memory objects (data handles set per call): user and internal src, weights, dst; bias; scratch. */
@@ -217,6 +224,7 @@ function makePlan(p: Conv2dParams, layout: Layout, threads: number, algorithm: A
       dstMoved: moved(y, dst),
       srcBytes: Number(d.dnnl_memory_desc_get_size(src)),
       weightBytes: Number(d.dnnl_memory_desc_get_size(wts)),
+      weightsLayout: `${mdText(wts)}|${mdText(userW)}|${blocks ? `${blocks.rows}x${blocks.cols}` : ""}`,
       dstBytes: Number(d.dnnl_memory_desc_get_size(dst)),
       scratchBytes: Number(d.dnnl_memory_desc_get_size(scratch)),
       mem: {
@@ -294,6 +302,7 @@ function makeMatmulPlan(p: Conv2dParams, threads: number): Plan {
       dstMoved: undefined,
       srcBytes: 0,
       weightBytes: 0,
+      weightsLayout: "", // the user's weights as they are: nothing reordered or cached
       dstBytes: 0,
       scratchBytes: Number(d.dnnl_memory_desc_get_size(scratch)),
       mem: {
@@ -446,12 +455,10 @@ const data = (t: Tensor): ArrayBufferView => t.hostData();
 function weightsFor(p: Conv2dParams, plan: Plan): Tensor {
   const { dnnl: d } = dnnlState.ready();
   if (plan.weightReorder === 0n) return p.weight;
-  // Keyed by implementation and thread count: the weights' layout is the primitive's.
-  const layout = `${plan.impl}/${plan.threads}`;
   return dnnlState.weightCache.get(
     p.weight,
     plan.weightBytes,
-    layout,
+    plan.weightsLayout,
     (into) => {
       // A cut kernel's blocks stacked first (kernel-blocks.ts), then reordered from there.
       const stacked = plan.blocks

@@ -20,6 +20,7 @@ import {
   tileAlpha,
   tileShapes,
 } from "../kernels/flash-blas.ts";
+import { needsProducts } from "../kernels/wasm-attention.ts";
 import { PlanCache } from "./call.ts";
 import { BOUNDED_ROWS, boundedProblem, boundedTiles } from "./flash-bounded.ts";
 import { dnnlSoftmaxStep } from "./flash-softmax.ts";
@@ -120,6 +121,8 @@ const dnnlGemm: TileGemm = {
   kernel: "flash-cpu-dnnl",
   missing: () => (dnnlState.lib ? undefined : "oneDNN is not loaded"),
   refuses(p) {
+    // An empty output, or no keys: flashOutput completes it without products to plan.
+    if (!needsProducts(p)) return undefined;
     const plan = operandPlan(p);
     return typeof plan === "string" ? plan : undefined;
   },

@@ -86,6 +86,9 @@ function makeStep(s: StepShape): Step {
  * tile loop sets: one in deterministic mode), or why oneDNN refuses it.
  */
 export function matmulStep(s: StepShape, threads = dnnlState.threads): Step | string {
+  // oneDNN 2.6 divides by zero (SIGFPE, the process ends) making a matmul with an empty side.
+  if (s.m === 0 || s.k === 0 || s.n === 0)
+    return `an empty product (${s.m} x ${s.k} times ${s.k} x ${s.n}): oneDNN makes none`;
   const post = (s.postOps ?? [])
     .map((op) => (typeof op === "string" ? op : `${op.alg}(${op.alpha},${op.beta})`))
     .join("+");

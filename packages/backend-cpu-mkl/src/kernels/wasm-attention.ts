@@ -168,13 +168,17 @@ export function flashSupports(p: SdpaParams): true | string {
  */
 export function flashOutput(p: SdpaParams): { out: Tensor; done: boolean } {
   const out = empty([...p.batchShape, p.L, p.Ev], { dtype: "float32" });
-  if (out.numel === 0) return { out, done: true };
-  if (p.S === 0) {
+  if (!needsProducts(p)) {
+    // No keys: zeros (nothing to average); no output: nothing to do.
     (out.hostData() as Float32Array).fill(0, 0, out.numel);
     return { out, done: true };
   }
   return { out, done: false };
 }
+
+/** Whether the attention has work (else flashOutput's result is complete, with no product). */
+export const needsProducts = (p: SdpaParams): boolean =>
+  p.S > 0 && p.L * p.Ev * p.batchShape.reduce((a, b) => a * b, 1) > 0;
 
 // Long: one tile loop whose steps share the running max, sum and output rows.
 export function flashRun(p: SdpaParams): Tensor {
