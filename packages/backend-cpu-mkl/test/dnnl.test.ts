@@ -415,6 +415,26 @@ describe("oneDNN (cpu-dnnl)", () => {
     },
   );
 
+  itDnnl("no input or output channels: refused with the reason, before oneDNN sees them", () => {
+    // oneDNN 2.6 ends the process (SIGFPE) making a 1x1 layer's matmul plan with an empty side.
+    for (const [xs, ws, why] of [
+      [[1, 0, 4, 4], [2, 0, 1, 1], "no input channels"],
+      [[2, 3, 5, 5], [0, 3, 1, 1], "no output channels"],
+      [[1, 0, 6, 6], [3, 0, 3, 3], "no input channels"],
+    ] as const) {
+      const x = randn([...xs], { seed: 1 });
+      const w = randn([...ws], { seed: 2 });
+      const b = randn([ws[0]], { seed: 3 });
+      const e = explain("conv2d", x, w, { bias: b });
+      expect(e.candidates.find((c) => c.kernel === "onednn-conv")?.reason).toBe(
+        `${why}: the local kernels give the empty or bias-only result`,
+      );
+      const y = conv2d(x, w, { bias: b });
+      expect(y.shape).toEqual([xs[0], ws[0], xs[2] - ws[2] + 1, xs[3] - ws[3] + 1]);
+      expect(maxRelErr(y, reference(x, w, { bias: b }))).toBe(0);
+    }
+  });
+
   itDnnl(
     "bfloat16 where the CPU has AVX-512 BF16 or AMX (within bfloat16's tolerance), else refused with the reason",
     () => {

@@ -1048,11 +1048,13 @@ export function dw_f64(
         let acc = bs;
         for (let i = 0; i < kh; i++) {
           const iy = oy * sh - pt + i * dh;
-          if (iy < 0 || iy >= H) continue;
+          const rowIn = iy >= 0 && iy < H;
           for (let j = 0; j < kw; j++) {
             const ix = ox * sw - pl + j * dw;
-            if (ix < 0 || ix >= W) continue;
-            acc += load<f64>(src + (<usize>(iy * W + ix) << 3)) * load<f64>(wp + (<usize>(i * kw + j) << 3));
+            // A tap over the padding multiplies a zero, as every kernel does: a NaN or
+            // infinite weight there makes the output NaN (0 x inf), not nothing.
+            const xv: f64 = rowIn && ix >= 0 && ix < W ? load<f64>(src + (<usize>(iy * W + ix) << 3)) : 0;
+            acc += xv * load<f64>(wp + (<usize>(i * kw + j) << 3));
           }
         }
         store<f64>(out + (<usize>(oy * outW + ox) << 3), acc);

@@ -185,14 +185,21 @@ export function qdw_buffer_bytes(h: i32, ph: i32, wpad: i32): i32 {
   return i16x8.replace_lane(v, 7, load<i16>(at + 7 * s));
 }
 
-/** 8 sums (lo, hi) requantized to uint8, in the low 8 bytes. */
+/**
+ * 8 sums (lo, hi) requantized to uint8, in the low 8 bytes; zp is the output zero point as
+ * floats. Clamped as floats before the conversion, as requant() does: NaN gives 0 and a
+ * value past the int32 range saturates instead of wrapping when the zero point is added.
+ */
 // @ts-ignore: decorator
 @inline function requant8(lo: v128, hi: v128, m: v128, b: v128, inv: v128, zp: v128): v128 {
   const a = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), m), b);
   const c = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), m), b);
-  const qa = i32x4.add(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(a, inv))), zp);
-  const qc = i32x4.add(i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(c, inv))), zp);
-  const h = i16x8.narrow_i32x4_s(qa, qc);
+  const top = f32x4.splat(255);
+  const none = f32x4.splat(0);
+  // pmax(0, NaN) is 0: NaN lanes become 0 like requant()'s.
+  const fa = f32x4.pmin(top, f32x4.pmax(none, f32x4.add(f32x4.nearest(f32x4.mul(a, inv)), zp)));
+  const fc = f32x4.pmin(top, f32x4.pmax(none, f32x4.add(f32x4.nearest(f32x4.mul(c, inv)), zp)));
+  const h = i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(fa), i32x4.trunc_sat_f32x4_s(fc));
   return i8x16.narrow_i16x8_u(h, h);
 }
 
@@ -280,7 +287,7 @@ export function qdwconv(
   const taps = kh * kw;
   const tail = buf + <usize>(h + 2 * ph) * rowBytes; // 16 bytes for a row's last outputs
   const vi = f32x4.splat(inv);
-  const vz = i32x4.splat(zp);
+  const vz = f32x4.splat(<f32>zp);
   for (let c = start; c < start + count; c++) {
     widenPlane(x + <usize>c * <usize>h * <usize>w, h, w, ph, pw, wpad, xzp, buf);
     const wc = wq + ((<usize>c * <usize>taps) << 1);

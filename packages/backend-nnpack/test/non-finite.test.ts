@@ -49,6 +49,24 @@ describe("non-finite values under auto", () => {
     expect(y.toFloat64().filter((v) => v === 0).length).toBe(4 * 256 - 4 * 9);
   });
 
+  it("a NaN weight over the padding makes every output NaN, depthwise, float32 and float64", async () => {
+    await ready(NNPACK_BACKEND);
+    // Padding zeros are multiplied (0 x NaN is NaN), as in the reference: the float64
+    // depthwise loop once skipped the taps over the padding, leaving edge outputs finite.
+    for (const dtype of ["float32", "float64"] as const) {
+      const x = randn([1, 2, 3, 3], { seed: 6, dtype });
+      const w = randn([2, 1, 3, 3], { seed: 7, dtype });
+      (w.hostData() as Float32Array | Float64Array)[0] = Number.NaN; // channel 0's top-left tap
+      const o = { padding: 1, groups: 2 };
+      for (const kernel of ["direct", "auto"]) {
+        const y = withKernelPriority("conv2d", [kernel], () => conv2d(x, w, o));
+        const want = withKernelPriority("conv2d", ["reference"], () => conv2d(x, w, o));
+        expect(nanMask(y), `${dtype} ${kernel}`).toBe(nanMask(want));
+        expect(nanMask(want)).toBe(`${"1".repeat(9)}${"0".repeat(9)}`);
+      }
+    }
+  });
+
   it("finite input keeps the fast algorithm", async () => {
     await ready(NNPACK_BACKEND);
     const x = randn([1, 16, 32, 32], { seed: 4 });

@@ -19,6 +19,7 @@ import {
   randn,
   ready,
   seededRandom,
+  tensor,
 } from "@backplane/core";
 import { runQuantizedConformance } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
@@ -109,6 +110,35 @@ describe("quantized engine qnnpack (WASM)", () => {
         using _t = backends.openmp.numThreadsScope(2);
         expect(run("qnnpack-conv2d"), `${xs} ${ws}, 2 threads`).toEqual(want);
       }
+      layer.dispose();
+    }
+  });
+
+  it("depthwise requantization saturates like the reference: past int32, tiny scales, NaN bias", async () => {
+    await ready();
+    const w = quantizePerChannel(
+      randn([2, 1, 3, 3], { seed: 40 }),
+      [0.02, 0.03],
+      [0, 1],
+      0,
+      "qint8",
+    );
+    const x = quantizePerTensor(randn([1, 2, 4, 4], { seed: 41 }), 0.05, 128, "quint8");
+    // [bias, output scale]: values far past the int32 range (the zero point once wrapped
+    // them negative: 0 for 255), a scale of 1e-9 (the same), a NaN bias (once the zero point).
+    const cases: [number[] | undefined, number][] = [
+      [[3e9, 3e9], 1],
+      [undefined, 1e-9],
+      [[Number.NaN, 1], 1],
+    ];
+    for (const [bias, scale] of cases) {
+      const layer = conv2dPrepack(w, bias ? tensor(bias) : undefined, { padding: 1, groups: 2 });
+      const run = (kernel: string) => {
+        using _ = kernelPriority("quantizedConv2d", [kernel]);
+        expect(explain("quantizedConv2d", x, layer, scale, 10).selected).toBe(kernel);
+        return Array.from(quantizedConv2d(x, layer, scale, 10).intRepr().toFloat64());
+      };
+      expect(run("qnnpack-conv2d"), `bias ${bias}, scale ${scale}`).toEqual(run("reference"));
       layer.dispose();
     }
   });

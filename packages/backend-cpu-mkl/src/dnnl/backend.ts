@@ -81,6 +81,10 @@ function convSupports(p: Conv2dParams, algorithm: Algorithm = "direct"): true | 
     if (t && !t.isContiguous)
       return `${name} is a strided view: cpu-dnnl takes contiguous NCHW tensors (contiguous() first)`;
   }
+  // No channels in or out: nothing for oneDNN to compute (and a 1x1 layer's matmul plan
+  // would end the process in oneDNN 2.6, which divides by zero making an empty product).
+  if (p.c === 0 || p.outChannels === 0)
+    return `${p.c === 0 ? "no input" : "no output"} channels: the local kernels give the empty or bias-only result`;
   // Padding wider than the kernel reaches (outputs that see no input at all): oneDNN 2.6
   // took 11 s on its first call of a 1x1 convolution padded by 4096 (Node; the fuzz suite).
   if (p.padTop > p.dilationH * (p.kh - 1) || p.padLeft > p.dilationW * (p.kw - 1))

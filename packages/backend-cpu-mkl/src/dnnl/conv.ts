@@ -267,6 +267,9 @@ function isPointwise(p: Conv2dParams): boolean {
  */
 function makeMatmulPlan(p: Conv2dParams, threads: number): Plan {
   if (!isPointwise(p)) throw new Error("a matmul plan takes 1x1 layers of stride 1, unpadded");
+  // oneDNN 2.6 divides by zero (SIGFPE, the process ends) making a matmul with an empty side.
+  if (p.n * p.c * p.outChannels * p.h * p.w === 0)
+    throw new Error("an empty product: oneDNN makes no matmul with an empty side");
   const d = dnnlState.ready().dnnl;
   dnnlState.applyThreads(threads);
   const t = p.dtype === "bfloat16" ? E.dnnl_data_type_t.dnnl_bf16 : E.dnnl_data_type_t.dnnl_f32;
