@@ -186,20 +186,18 @@ export function qdw_buffer_bytes(h: i32, ph: i32, wpad: i32): i32 {
 }
 
 /**
- * 8 sums (lo, hi) requantized to uint8, in the low 8 bytes; zp is the output zero point as
- * floats. Clamped as floats before the conversion, as requant() does: NaN gives 0 and a
- * value past the int32 range saturates instead of wrapping when the zero point is added.
+ * 8 sums (lo, hi) requantized to uint8, in the low 8 bytes, for a channel whose multiplier,
+ * bias and inverse scale are finite (the values are then never NaN); zp is the output zero
+ * point in each 16-bit lane. The zero point is added after narrowing to 16 bits, with
+ * saturation, so a value past the int32 range stays at its end (255 or 0), as in requant().
  */
 // @ts-ignore: decorator
 @inline function requant8(lo: v128, hi: v128, m: v128, b: v128, inv: v128, zp: v128): v128 {
   const a = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(lo), m), b);
   const c = f32x4.add(f32x4.mul(f32x4.convert_i32x4_s(hi), m), b);
-  const top = f32x4.splat(255);
-  const none = f32x4.splat(0);
-  // pmax(0, NaN) is 0: NaN lanes become 0 like requant()'s.
-  const fa = f32x4.pmin(top, f32x4.pmax(none, f32x4.add(f32x4.nearest(f32x4.mul(a, inv)), zp)));
-  const fc = f32x4.pmin(top, f32x4.pmax(none, f32x4.add(f32x4.nearest(f32x4.mul(c, inv)), zp)));
-  const h = i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(fa), i32x4.trunc_sat_f32x4_s(fc));
+  const qa = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(a, inv)));
+  const qc = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(c, inv)));
+  const h = i16x8.add_sat_s(i16x8.narrow_i32x4_s(qa, qc), zp);
   return i8x16.narrow_i16x8_u(h, h);
 }
 
@@ -273,6 +271,25 @@ function widenPlane(src: usize, h: i32, w: i32, ph: i32, pw: i32, wpad: i32, xzp
   }
 }
 
+/** One depthwise channel, output by output, requantized by requant(). */
+function dwScalar(
+  buf: usize, rowBytes: usize, kh: i32, kw: i32, sh: i32, sw: i32, dh: i32, dw: i32, oh: i32,
+  ow: i32, wc: usize, c: i32, mult: usize, bias: usize, inv: f32, zp: i32, out: usize,
+): void {
+  for (let oy = 0; oy < oh; oy++) {
+    for (let ox = 0; ox < ow; ox++) {
+      let acc = 0;
+      for (let ky = 0; ky < kh; ky++) {
+        const row = buf + <usize>(oy * sh + ky * dh) * rowBytes;
+        for (let kx = 0; kx < kw; kx++)
+          acc += <i32>load<i16>(row + (<usize>(ox * sw + kx * dw) << 1)) *
+            <i32>load<i16>(wc + (<usize>(ky * kw + kx) << 1));
+      }
+      store<u8>(out + <usize>oy * <usize>ow + <usize>ox, requant(acc, c, mult, bias, inv, zp));
+    }
+  }
+}
+
 /**
  * Depthwise channels [start, start + count) of one image: x and y point at the image's
  * first plane; wq holds kh x kw int16 taps per channel (w - w_zp); buf is the thread's
@@ -287,13 +304,21 @@ export function qdwconv(
   const taps = kh * kw;
   const tail = buf + <usize>(h + 2 * ph) * rowBytes; // 16 bytes for a row's last outputs
   const vi = f32x4.splat(inv);
-  const vz = f32x4.splat(<f32>zp);
+  const vz = i16x8.splat(<i16>zp);
   for (let c = start; c < start + count; c++) {
     widenPlane(x + <usize>c * <usize>h * <usize>w, h, w, ph, pw, wpad, xzp, buf);
     const wc = wq + ((<usize>c * <usize>taps) << 1);
     const m = f32x4.splat(load<f32>(mult + (<usize>c << 2)));
     const b = f32x4.splat(bias != 0 ? load<f32>(bias + (<usize>c << 2)) : 0);
     const out = y + <usize>c * <usize>oh * <usize>ow;
+    const finite = isFinite<f32>(f32x4.extract_lane(m, 0)) && isFinite<f32>(f32x4.extract_lane(b, 0)) &&
+      isFinite<f32>(inv);
+    if (!finite) {
+      // A NaN or infinite multiplier, bias or scale (NaN sums are possible): one output at
+      // a time through requant(), the reference's roundings; requant8 assumes finite values.
+      dwScalar(buf, rowBytes, kh, kw, sh, sw, dh, dw, oh, ow, wc, c, mult, bias, inv, zp, out);
+      continue;
+    }
     if (kh == 3 && kw == 3) {
       dw3x3(buf, rowBytes, sh, sw, dh, dw, oh, ow, wc, m, b, vi, vz, out, tail);
       continue;
