@@ -181,6 +181,44 @@ describe("webgpu kernels", () => {
     },
   );
 
+  gpuIt("non-finite values land where the reference puts them", async () => {
+    const LOWEST = -3.4028234663852886e38; // float32's lowest: an HF-style padding mask
+    const T = (x: number[], shape: number[], d: Device) =>
+      tensor(new Float32Array(x), { shape, device: d });
+    // NaN where the reference has NaN, else within TOL of it.
+    const alike = async (build: (d: Device) => Tensor, what: string) => {
+      const want = build("cpu");
+      const got = build("webgpu");
+      const [g, w] = [await values(got), await values(want)];
+      for (const t of [want, got]) t.dispose();
+      expect(
+        Array.from(g, (v, i) =>
+          Number.isNaN(w[i]) ? Number.isNaN(v) : Math.abs(v - w[i]) <= TOL * (1 + Math.abs(w[i])),
+        ).every(Boolean),
+        `${what}: ${g} against ${w}`,
+      ).toBe(true);
+    };
+    // max() may drop a NaN: relu keeps it.
+    await alike((d) => relu(T([Number.NaN, -1, 2, 0], [4], d)), "relu");
+    // A row of the lowest float: its max is that value, not a constant above it.
+    await alike((d) => softmax(T([LOWEST, LOWEST, LOWEST, 0, -1, 1], [2, 3], d), -1), "softmax");
+    await alike((d) => logSoftmax(T([LOWEST, LOWEST, LOWEST], [1, 3], d), -1), "logSoftmax");
+    const k = (d: Device) => T([1, 0, 0, 1, 1, 1], [3, 2], d);
+    const v = (d: Device) => T([1, 2, 3, 4, 5, 6], [3, 2], d);
+    const sdpa = (q: number[], mask: number[] | undefined, d: Device) =>
+      scaledDotProductAttention(T(q, [1, 2], d), k(d), v(d), {
+        attnMask: mask ? T(mask, [1, 3], d) : undefined,
+      });
+    // A NaN score makes the row NaN (it was skipped as if masked).
+    await alike((d) => sdpa([Number.NaN, 1], undefined, d), "NaN query");
+    await alike((d) => sdpa([1, 1], [0, Number.NaN, 0], d), "NaN in the mask");
+    await alike((d) => sdpa([1, 1], [0, Number.POSITIVE_INFINITY, 0], d), "+inf in the mask");
+    // Scores at the lowest float are scores, not masked keys: the mean of V.
+    await alike((d) => sdpa([1, 1], [LOWEST, LOWEST, LOWEST], d), "lowest-float mask");
+    await alike((d) => sdpa([1, 1], [-3.2e38, -3.2e38, -3.3e38], d), "very negative mask");
+    await alike((d) => sdpa([1, 1], [0, Number.NEGATIVE_INFINITY, 0], d), "-inf masks one key");
+  });
+
   gpuIt("refusals name the reason", async () => {
     const q = R([1, 4, 8], 1, "webgpu");
     const sdpaReason = (opts: object) =>

@@ -78,7 +78,8 @@ function unaryCode(dtype: string, kind: "relu" | "gelu" | "gelu-tanh", strided: 
   const { T, enable } = wgslType(dtype);
   const f =
     kind === "relu"
-      ? "fn f(x: T) -> T { return max(x, T(0)); }"
+      ? // max() may drop a NaN operand: NaN is told by its bits and passed through.
+        "fn f(x: T) -> T { if ((bitcast<u32>(f32(x)) & 0x7fffffffu) > 0x7f800000u) { return x; } return max(x, T(0)); }"
       : kind === "gelu"
         ? `${ERF}
 fn f(v: T) -> T { let x = f32(v); return T(0.5 * x * (1.0 + erf_(x * 0.7071067811865476))); }`

@@ -25,7 +25,6 @@ import {
 const BR = 32;
 const MAX_HEAD_DIM = 256;
 const MAX_BATCH_RANK = 8;
-const BIG = "3.0e38";
 
 /** Head dims are padded to one of these in the shader's arrays. */
 const padDim = (d: number) => [16, 32, 64, 128, 256].find((x) => x >= d) ?? d;
@@ -65,7 +64,7 @@ function code(
 @group(0) @binding(2) var<storage, read> V: array<T>;
 @group(0) @binding(3) var<storage, read> Mk: ${maskDecl};
 @group(0) @binding(4) var<storage, read_write> O: array<T>;
-// 0 L, 1 S, 2 E, 3 Ev, 4 batchRank, 5 NaN bits (unused by this kernel), 6 causal, 7 scale (f32 bits), 8 gqaGroup,
+// 0 L, 1 S, 2 E, 3 Ev, 4 batchRank, 5 NaN bits (a poisoned row's output), 6 causal, 7 scale (f32 bits), 8 gqaGroup,
 // 9 qOff, 10 kOff, 11 vOff, 12 mOff, 13 qs0, 14 qs1, 15 ks0, 16 ks1, 17 vs0, 18 vs1, 19 ms0, 20 ms1,
 // 21 batchShape[${R}], 29 qBatch[${R}], 37 kBatch[${R}], 45 vBatch[${R}], 53 mBatch[${R}]
 @group(0) @binding(5) var<storage, read> prm: array<u32>;
@@ -108,8 +107,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   if (valid) {
     for (var e = 0u; e < E; e++) { q[e] = f32(Q[qo + i * prm[13] + e * prm[14]]); }
   }
-  var m = -${BIG};
+  // m is the running max of the scores seen (none yet: l == 0). Scores are classified by
+  // their bits, which no floating-point shortcut of a shader compiler can fold away: -inf
+  // (masked) is skipped, NaN or +inf makes the row NaN (exp(inf - inf), as the reference),
+  // and every finite score counts, down to the lowest float.
+  var m = 0.0;
   var l = 0.0;
+  var seen = false;
+  var poisoned = false;
   for (var s0 = 0u; s0 < S; s0 += ${BC}u) {
     for (var t = li; t < ${BC * DE}u; t += ${BR}u) {
       let c = t / ${DE}u;
@@ -135,7 +140,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
         for (var e = 0u; e < E; e++) { dot = fma(q[e], Ks[c * ${DE}u + e], dot); }
         var sc = dot * scale;
         ${maskRead}
-        if (!(sc > -${BIG})) { continue; }
+        let bits = bitcast<u32>(sc);
+        if (bits == 0xff800000u) { continue; }
+        if ((bits & 0x7fffffffu) >= 0x7f800000u) { poisoned = true; continue; }
+        if (!seen) { m = sc; seen = true; }
         let mn = max(m, sc);
         let corr = exp(m - mn);
         let p = exp(sc - mn);
@@ -148,7 +156,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
   }
   if (valid) {
     let base = (b * L + i) * Ev;
-    if (l > 0.0) {
+    if (poisoned) {
+      for (var e = 0u; e < Ev; e++) { O[base + e] = T(bitcast<f32>(prm[5])); }
+    } else if (l > 0.0) {
       let inv = 1.0 / l;
       for (var e = 0u; e < Ev; e++) { O[base + e] = T(acc[e] * inv); }
     } else {

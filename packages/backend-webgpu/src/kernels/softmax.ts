@@ -52,7 +52,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
   }
   let sx = prm[4];
   let sy = prm[5];
-  var mx = -3.402823e38;
+  // The lowest float32 exactly (a shader constant cannot be -inf): a row of it must find
+  // its max (from -3.402823e38, 2 ulps above, every exp underflowed), and -inf loses to it.
+  var mx = -3.4028234663852886e38;
   for (var j = li; j < D; j += ${WG}u) { mx = max(mx, f32(X[xo + j * sx])); }
   red[li] = mx;
   workgroupBarrier();

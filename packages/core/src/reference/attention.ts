@@ -1,7 +1,7 @@
 /**
  * The "math" SDPA kernel, the reference for every attention kernel: scores = q k^T * scale,
  * mask (boolean selects, additive adds) or causal, softmax, seeded dropout, times v.
- * A row whose every score is masked gives NaN, as torch's math kernel does.
+ * A row whose every score is masked gives 0, as PyTorch 2.13 gives on every backend.
  */
 import type { SdpaParams } from "../ops/sdpa.ts";
 import { seededRandom, type Tensor } from "../tensor/tensor.ts";
