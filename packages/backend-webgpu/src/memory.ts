@@ -4,7 +4,8 @@
  * downloads a copy into a pooled MAP_READ staging buffer and mapAsync (there is no
  * synchronous readback on WebGPU), copies copyBufferToBuffer, sync onSubmittedWorkDone.
  * WebGPU moves bytes in 4-byte words; ranges that are not (float16 and bool tensors
- * with odd lengths or offsets) go through a small byte-copy shader.
+ * with odd lengths or offsets) go through a small byte-copy shader, and strided views
+ * (contiguous(), to(), reading a transposed tensor) through a gather shader.
  */
 import { DeviceError } from "@backplane/core";
 import type { DeviceMemory } from "@backplane/core/backend";
@@ -82,6 +83,44 @@ function copyBytes(src: Binding, srcOff: number, dst: Binding, dstOff: number, n
     groups: groups <= limit ? [groups, 1, 1] : [limit, Math.ceil(groups / limit), 1],
   });
 }
+
+const GATHER = /* wgsl */ `
+@group(0) @binding(0) var<storage, read> src: array<u32>;
+@group(0) @binding(1) var<storage, read_write> dst: array<u32>;
+// words, elementBytes, rank, offset (elements), bytes, shape[rank], strides[rank]
+@group(0) @binding(2) var<storage, read> prm: array<u32>;
+
+// The source element of output element i: i's row-major index through the view's strides.
+fn source(i: u32) -> u32 {
+  let rank = prm[2];
+  var rem = i;
+  var pos = prm[3];
+  for (var d = i32(rank) - 1; d >= 0; d--) {
+    let size = prm[5u + u32(d)];
+    pos += (rem % size) * prm[5u + rank + u32(d)];
+    rem = rem / size;
+  }
+  return pos;
+}
+
+fn srcByte(p: u32) -> u32 { return (src[p >> 2u] >> ((p & 3u) * 8u)) & 0xffu; }
+
+@compute @workgroup_size(64)
+fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: vec3u) {
+  let w = gid.x + gid.y * nw.x * 64u;
+  if (w >= prm[0]) { return; }
+  let eb = prm[1];
+  if (eb == 4u) { dst[w] = src[source(w)]; return; }
+  if (eb == 8u) { dst[w] = src[source(w >> 1u) * 2u + (w & 1u)]; return; }
+  // 1- and 2-byte elements: the word's bytes one by one (the last word may end early).
+  var v = 0u;
+  for (var b = 0u; b < 4u; b++) {
+    let p = w * 4u + b;
+    if (p >= prm[4]) { break; }
+    v = v | (srcByte(source(p / eb) * eb + p % eb) << (b * 8u));
+  }
+  dst[w] = v;
+}`;
 
 function fail(what: string, e: unknown): never {
   throw new DeviceError(`webgpu ${what}: ${(e as Error)?.message ?? String(e)}`);
@@ -219,6 +258,34 @@ export const webgpuMemory: DeviceMemory<GpuHandle> = {
       return;
     }
     copyBytes(bindingOf(src), srcOffset, bindingOf(dst), dstOffset, n);
+  },
+
+  gather(src, offset, shape, strides, elementBytes, dst): void {
+    const numel = shape.reduce((a, b) => a * b, 1);
+    const bytes = numel * elementBytes;
+    check(src, "gather (source)", 0, 0);
+    check(dst, "gather (destination)", 0, bytes);
+    if (numel === 0) return;
+    let pools: ReturnType<typeof requirePools>;
+    try {
+      pools = requirePools("gather");
+    } catch (e) {
+      fail("gather", e);
+    }
+    const words = up4(bytes) / 4;
+    const p = pipelineFor("gather", 1, 1, () => GATHER);
+    const groups = Math.ceil(words / 64);
+    const limit = pools.s.limits.maxComputeWorkgroupsPerDimension;
+    launch({
+      kernel: "gather",
+      pipeline: p,
+      reads: [bindingOf(src)],
+      writes: [bindingOf(dst)],
+      meta: new Meta()
+        .u32(words, elementBytes, shape.length, offset, bytes, ...shape, ...strides)
+        .build(),
+      groups: groups <= limit ? [groups, 1, 1] : [limit, Math.ceil(groups / limit), 1],
+    });
   },
 
   async sync(): Promise<void> {

@@ -2,7 +2,7 @@
  * Device memory "webgpu": round trips, unaligned byte ranges, the buffer pool, and that
  * a long run of matmuls with dispose() leaves GPU memory flat.
  */
-import { empty, matmul, memoryStats, rand, type Tensor, tensor } from "@backplane/core";
+import { empty, matmul, memoryStats, rand, Tensor, tensor } from "@backplane/core";
 import { describe, expect } from "vitest";
 import { emptyCache, type GpuHandle, poolStats, sizeClass, webgpuMemory } from "../src/index.ts";
 import { gpuIt, values } from "./helpers.ts";
@@ -57,6 +57,45 @@ describe("webgpu device memory", () => {
     expect(() => mem.upload(handleOf(t), 18, new Uint8Array(4))).toThrow(/outside the storage/);
     for (const x of [t, u, c]) x.dispose();
   });
+
+  gpuIt(
+    "strided views read back and turn contiguous on the device (gather), every element size",
+    async () => {
+      // [dtype, values]: 4-, 2- and 1-byte elements.
+      const cases: [string, number[] | boolean[]][] = [
+        ["float32", Array.from({ length: 30 }, (_, i) => i * 1.5 - 7)],
+        ["int32", Array.from({ length: 30 }, (_, i) => i * 37 - 500)],
+        ["float16", Array.from({ length: 30 }, (_, i) => i - 11)],
+        ["bool", Array.from({ length: 30 }, (_, i) => i % 3 === 0)],
+      ];
+      for (const [dtype, data] of cases) {
+        const cpu = tensor(data, { dtype: dtype as "float32", shape: [5, 6] });
+        const gpu = cpu.to("webgpu");
+        // A view of t's storage (retained, as the core's own views do).
+        const view = (t: Tensor, shape: number[], strides: number[], offset: number) => {
+          t.storage.retain();
+          return new Tensor(t.storage, t.dtype, shape, strides, offset);
+        };
+        // a transpose; rows 1-3 x columns 1-5 transposed (offset 7); row 2 broadcast (stride 0)
+        const views = [
+          (t: Tensor) => t.transpose(0, 1),
+          (t: Tensor) => view(t, [5, 3], [1, 6], 7),
+          (t: Tensor) => view(t, [3, 6], [0, 1], 12),
+        ];
+        for (const make of views) {
+          const [v, w] = [make(cpu), make(gpu)];
+          const want = await v.array();
+          expect(await w.array(), `${dtype} read back`).toEqual(want);
+          const c = w.contiguous();
+          expect(c.device).toBe("webgpu");
+          expect(c.isContiguous).toBe(true);
+          expect(await c.array(), `${dtype} contiguous()`).toEqual(want);
+          for (const t of [v, w, c]) t.dispose();
+        }
+        for (const t of [cpu, gpu]) t.dispose();
+      }
+    },
+  );
 
   gpuIt("dispose() returns buffers to the pool and the next allocation reuses them", async () => {
     const before = poolStats();
