@@ -100,6 +100,88 @@ describe("registration checks the kernels against the ops and flags that exist",
     for (const name of ["bad-kind", "no-default", "bad-default", "no-values", "not-a-spec"])
       expect(listBackends().some((b) => b.def.name === name)).toBe(false);
   });
+
+  it("a registration that fails leaves no trace: the fixed definition then registers", () => {
+    const registered = (name: string) => listBackends().some((b) => b.def.name === name);
+    const attempt = (name: string, extra: Record<string, unknown>) => () =>
+      registerBackend(
+        defineBackend({
+          ...base,
+          name,
+          kernels: [kernel({ name: `${name}-k`, priority: -100 }) as never],
+          ...extra,
+        }),
+      );
+    const cases: [string, Record<string, unknown>, RegExp][] = [
+      [
+        "clash-kind",
+        { flags: { cudnn: { benchmark: { kind: "int", default: 0 } } } },
+        /flag cudnn.benchmark is already defined as bool; it cannot be redefined as int/,
+      ],
+      [
+        "clash-group",
+        { flags: { cuda: { matmul: { kind: "bool", default: false } } } },
+        /flag cuda.matmul is already a group of flags/,
+      ],
+      [
+        "typo-provides",
+        { provides: { "quantized.engin": ["x"] } },
+        /provides "quantized.engin", which is not a flag; did you mean quantized.engine\?/,
+      ],
+      [
+        "closed-provides",
+        { provides: { "cudnn.benchmark": ["x"] } },
+        /provides "cudnn.benchmark", which is not an extensible enum/,
+      ],
+      [
+        "string-provides",
+        { provides: { "quantized.engine": "abc" } },
+        /the values must be a list of names like \["qnnpack"\], got "abc"/,
+      ],
+      ["no-devices", { devices: undefined }, /devices must be a list of device types/],
+      ["kernels-object", { kernels: {} }, /kernels must be a list of kernel definitions, got \{\}/],
+      ["kernels-null", { kernels: [null] }, /a kernel must be an object/],
+      [
+        "typo-dtype",
+        { kernels: [kernel({ name: "typo-dtype-k", dtypes: ["flaot32"] })] },
+        /dtypes has "flaot32", not a dtype; did you mean float32\?/,
+      ],
+    ];
+    for (const [name, extra, message] of cases) {
+      expect(attempt(name, extra), name).toThrow(RegistrationError);
+      expect(attempt(name, extra), name).toThrow(message);
+      expect(registered(name), name).toBe(false);
+      expect(
+        ops.matmul.kernels.some((k) => k.name === `${name}-k`),
+        name,
+      ).toBe(false);
+    }
+    expect(backends.cudnn.benchmark).toBe(false); // still the core's bool
+    expect(backends.quantized.supportedEngines).not.toContain("a");
+    const fixed = attempt("clash-kind", {
+      flags: { clashKind: { on: { kind: "int", default: 0 } } },
+    });
+    expect(fixed().def.flags).toHaveProperty("clashKind");
+    expect(registered("clash-kind")).toBe(true);
+  });
+
+  it("a namespace named like a member of backends itself (has, flags, then) is refused", () => {
+    const cases = [
+      ["namespaces", ["has"]],
+      ["namespaces", ["then"]], // backends would be a thenable
+      ["flags", { flags: { on: { kind: "bool", default: false } } }],
+      ["api", { ready: { f: () => 1 } }],
+    ] as const;
+    cases.forEach(([field, value], i) => {
+      const name = `reserved-${i}`;
+      expect(() => registerBackend(defineBackend({ ...base, name, [field]: value }))).toThrow(
+        /is a member of backends itself; choose another name/,
+      );
+      expect(listBackends().some((b) => b.def.name === name)).toBe(false);
+    });
+    expect(typeof backends.has).toBe("function");
+    expect(backends.has("has")).toBe(false);
+  });
 });
 
 describe("an exception from a kernel's run()", () => {

@@ -1,7 +1,9 @@
 import {
+  ArgumentError,
   backends,
   clearAutotuneCache,
   explain,
+  KernelError,
   kernelPriority,
   matmul,
   NoKernelError,
@@ -169,6 +171,26 @@ describe("dispatcher", () => {
     expect(() => kernelPriority("dispatchTest", ["nope"])).toThrow(
       /has no kernel named nope; it has: neverRuns, fast, racy, tf32/,
     );
+  });
+
+  it("kernel priority for an op that does not exist names the op, not the kernels", () => {
+    expect(() => kernelPriority("nosuch", ["reference"])).toThrow(
+      /kernel priority: there is no op "nosuch"/,
+    );
+    expect(() => kernelPriority("matmull", ["reference"])).toThrow(/did you mean matmul\?/);
+    expect(() => setKernelPriority(5 as never, null)).toThrow(ArgumentError);
+    expect(() => withKernelPriority("nosuch", [], () => 0)).toThrow(ArgumentError);
+  });
+
+  it("ready() of a name no backend has is an ArgumentError with the closest name", async () => {
+    await expect(ready("cdua")).rejects.toThrow(
+      /ready: no backend is named "cdua"; did you mean cuda\?/,
+    );
+    await expect(ready("dispatch-tset")).rejects.toThrow(/did you mean dispatch-test\?/);
+    await expect(ready(5 as never)).rejects.toThrow(ArgumentError);
+    await expect(backends.ready("cdua")).rejects.toThrow(ArgumentError);
+    // A backend of Backplane's own whose package is not imported: nothing to wait for.
+    await expect(ready("cudnn", "cpu-dnnl")).resolves.toBeUndefined();
   });
 
   it("no kernel left: the error lists every candidate and why, with a hint", () => {
@@ -391,5 +413,80 @@ describe("dispatcher", () => {
       /Hint: anySize would run if you change dispatchTestHint.any = false/,
     );
     expect(() => dispatch(hinted, hinted.prepare(x(1)))).toThrow(/Hint: smallOnly would run/);
+  });
+
+  it("a supports() that throws is a refusal with its message, in dispatch as in explain()", () => {
+    const shaky = defineOp({
+      name: "dispatchTestShaky",
+      prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }),
+      shapeKey: (p: P) => String(p.x.numel),
+    });
+    const buggy = (p: P): true => {
+      if (p.x.numel > 1) throw new TypeError("cannot read properties of undefined");
+      return true;
+    };
+    registerBackend({
+      name: "dispatch-test-shaky",
+      devices: ["cpu"],
+      isAvailable: () => ({ available: true }),
+      kernels: [
+        { ...k("buggy", { priority: 2, supports: buggy }), op: "dispatchTestShaky" },
+        {
+          ...k("buggyRacy", { priority: 1, deterministic: false, supports: buggy }),
+          op: "dispatchTestShaky",
+        },
+      ],
+    });
+    expect(dispatch(shaky, shaky.prepare(x(1)))).toBe(1);
+    expect(() => dispatch(shaky, shaky.prepare(x(3)))).toThrow(NoKernelError);
+    expect(() => dispatch(shaky, shaky.prepare(x(3)))).toThrow(
+      /buggy \(dispatch-test-shaky\): supports\(\) threw: cannot read properties/,
+    );
+    useDeterministicAlgorithms(true, { warnOnly: true });
+    try {
+      expect(() => dispatch(shaky, shaky.prepare(x(3)))).toThrow(NoKernelError); // held back too
+    } finally {
+      useDeterministicAlgorithms(false);
+    }
+    using _ = backends.cudnn.flags({ benchmark: true, benchmarkLimit: 0 });
+    expect(() => dispatch(shaky, shaky.prepare(x(4)))).toThrow(NoKernelError); // timed: the same
+  });
+
+  it("cudnn.benchmark: a kernel that fails while timed is a KernelError naming it", () => {
+    const failing = defineOp({
+      name: "dispatchTestTimedFail",
+      prepare: (t: Tensor): P => ({ x: t, deviceType: "cpu", dtype: t.dtype }),
+      shapeKey: (p: P) => String(p.x.numel),
+    });
+    let runs = 0;
+    registerBackend({
+      name: "dispatch-test-timed-fail",
+      devices: ["cpu"],
+      isAvailable: () => ({ available: true }),
+      kernels: [
+        { ...k("fine", { priority: 2 }), op: "dispatchTestTimedFail" },
+        {
+          ...k("flaky", { priority: 1 }),
+          op: "dispatchTestTimedFail",
+          // Runs at the warm-up, fails in the timed round.
+          run: () => {
+            if (++runs > 1) throw new RangeError("offset is out of bounds");
+            return 0;
+          },
+        },
+      ],
+    });
+    using _ = backends.cudnn.flags({ benchmark: true, benchmarkLimit: 0 });
+    let err: unknown;
+    try {
+      dispatch(failing, failing.prepare(x(2)));
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(KernelError);
+    expect((err as KernelError).kernel).toBe("flaky");
+    expect((err as Error).message).toMatch(
+      /flaky of backend dispatch-test-timed-fail failed: RangeError/,
+    );
   });
 });

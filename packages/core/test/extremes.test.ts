@@ -9,10 +9,13 @@ import {
   BackplaneError,
   cholesky,
   conv2d,
+  DeviceError,
+  DTypeError,
   eigh,
   einsum,
   empty,
   fft,
+  fromFloat64,
   full,
   gelu,
   ifft,
@@ -22,6 +25,7 @@ import {
   logSoftmax,
   luFactor,
   matmul,
+  memoryStats,
   mul,
   multiHeadAttention,
   qr,
@@ -124,6 +128,77 @@ describe("creation functions: bad input is a typed error, never a TypeError or R
     ];
     for (const [name, call] of calls) expect(call, name).toThrow(BackplaneError);
     expect(() => tensor([Number.NaN], { dtype: "int64" })).toThrow(/int64 has no value for NaN/);
+  });
+});
+
+describe("a failed creation holds no memory", () => {
+  it("NaN into int64 (astype, tensor, full, fromFloat64) and a device nobody provides", () => {
+    const t = tensor([1, Number.NaN]);
+    const calls: [string, () => unknown, typeof BackplaneError][] = [
+      ["astype", () => t.astype("int64"), DTypeError],
+      ["tensor(array)", () => tensor([Number.NaN], { dtype: "int64" }), DTypeError],
+      [
+        "tensor(typed)",
+        () => tensor(new Float32Array([Number.NaN]), { dtype: "int64" }),
+        DTypeError,
+      ],
+      ["full", () => full([4], Number.NaN, { dtype: "int64" }), DTypeError],
+      ["fromFloat64", () => fromFloat64(new Float64Array([Number.NaN]), [1], "int64"), DTypeError],
+      ["device", () => tensor([1, 2], { device: "cuda" }), DeviceError],
+    ];
+    for (const [name, call, error] of calls) {
+      const before = memoryStats("cpu");
+      expect(call, name).toThrow(error);
+      const after = memoryStats("cpu");
+      expect([after.liveBuffers, after.allocatedBytes], name).toEqual([
+        before.liveBuffers,
+        before.allocatedBytes,
+      ]);
+    }
+    t.dispose();
+  });
+});
+
+describe("int64 creation stores exact values or refuses", () => {
+  it("bigints past 2^53 are exact; values past int64 are a DTypeError, not a wrap", () => {
+    const big = 9007199254740993n;
+    expect(tensor([big]).hostData()[0]).toBe(big);
+    expect(tensor([-(2n ** 63n)]).hostData()[0]).toBe(-(2n ** 63n));
+    expect(tensor(new BigUint64Array([big]), { dtype: "int64" }).hostData()[0]).toBe(big);
+    expect(tensor([-(2 ** 63)], { dtype: "int64" }).hostData()[0]).toBe(-(2n ** 63n));
+    expect(() => tensor([2n ** 64n + 5n])).toThrow(/int64 holds.*out of range/);
+    expect(() => tensor([2n ** 63n])).toThrow(DTypeError);
+    expect(() => tensor([2 ** 63], { dtype: "int64" })).toThrow(DTypeError);
+    expect(() => tensor(new BigUint64Array([2n ** 63n]), { dtype: "int64" })).toThrow(DTypeError);
+    expect(() => full([1], 2 ** 64, { dtype: "int64" })).toThrow(DTypeError);
+  });
+
+  it("mixed element kinds: booleans promote as in torch, numbers with bigints are refused", () => {
+    const a = tensor([true, 2]);
+    expect(a.dtype).toBe("float32");
+    expect(a.toArray()).toEqual([1, 2]);
+    const b = tensor([[false], [3n]]);
+    expect(b.dtype).toBe("int64");
+    expect(b.toArray()).toEqual([[0], [3]]);
+    expect(() => tensor([1, 2n])).toThrow(/mixes numbers and bigints/);
+    expect(() => tensor([1, 2n])).toThrow(DTypeError);
+    expect(tensor([1, 2n], { dtype: "int64" }).toArray()).toEqual([1, 2]);
+  });
+});
+
+describe("creation arguments of the wrong type are typed errors", () => {
+  it("null options, a shape that is not an array, fromFloat64 with the wrong length", () => {
+    const calls: [string, () => unknown][] = [
+      ["tensor([1], null)", () => tensor([1], null as never)],
+      ["tensor(f32, { shape: 6 })", () => tensor(new Float32Array(6), { shape: 6 as never })],
+      ["fromFloat64 longer", () => fromFloat64(new Float64Array(10), [2], "float32")],
+      ["fromFloat64 shorter", () => fromFloat64(new Float64Array(1), [2], "float64")],
+      ["fromFloat64 not typed", () => fromFloat64([1, 2] as never, [2], "float64")],
+    ];
+    for (const [name, call] of calls) expect(call, name).toThrow(BackplaneError);
+    expect(() => fromFloat64(new Float64Array(1), [2], "float64")).toThrow(
+      /shape \[2\] needs 2 values, got 1/,
+    );
   });
 });
 

@@ -185,6 +185,72 @@ describe("global switches", () => {
     expect(() => setFloat32MatmulPrecision("low" as never)).toThrow(FlagError);
   });
 
+  it("a scope over one half of the precision/allowTf32 pair gives back the user's precision", () => {
+    setFloat32MatmulPrecision("medium");
+    try {
+      {
+        using _ = backends.cuda.flags({ matmul: { allowTf32: false } });
+        expect(getFloat32MatmulPrecision()).toBe("highest");
+      }
+      expect(getFloat32MatmulPrecision()).toBe("medium");
+      expect(backends.cuda.matmul.allowTf32).toBe(true);
+      {
+        using _ = backends.core.flags({ float32MatmulPrecision: "highest" });
+        expect(backends.cuda.matmul.allowTf32).toBe(false);
+      }
+      expect(getFloat32MatmulPrecision()).toBe("medium");
+      // Out of order: the outer scope's saved pair passes to the inner one.
+      const outer = backends.cuda.flags({ matmul: { allowTf32: false } });
+      const inner = backends.core.flags({ float32MatmulPrecision: "high" });
+      outer.restore();
+      expect(getFloat32MatmulPrecision()).toBe("high");
+      inner.restore();
+      expect(getFloat32MatmulPrecision()).toBe("medium");
+      expect(backends.cuda.matmul.allowTf32).toBe(true);
+    } finally {
+      setFloat32MatmulPrecision("highest");
+    }
+  });
+
+  it("a scope setting both halves of the pair must agree, else FlagError and nothing changes", () => {
+    {
+      using _ = backends.flags({
+        core: { float32MatmulPrecision: "medium" },
+        cuda: { matmul: { allowTf32: true } },
+      });
+      expect(getFloat32MatmulPrecision()).toBe("medium");
+      expect(backends.cuda.matmul.allowTf32).toBe(true);
+    }
+    expect(getFloat32MatmulPrecision()).toBe("highest");
+    const both = {
+      core: { float32MatmulPrecision: "medium" },
+      cuda: { matmul: { allowTf32: false } },
+    } as const;
+    expect(() => backends.flags(both)).toThrow(/contradict each other.*set only one of them/);
+    expect(() => backends.withFlags(both, () => 0)).toThrow(FlagError);
+    expect(getFloat32MatmulPrecision()).toBe("highest");
+    expect(backends.cuda.matmul.allowTf32).toBe(false);
+  });
+
+  it("a scope whose change hook throws leaves every flag as it was", () => {
+    const seen: unknown[] = [];
+    const offSeen = onFlagChange("cudnn.benchmark", (v) => seen.push(v));
+    const off = onFlagChange("cudnn.benchmark", (v) => {
+      if (v === true) throw new Error("hook refused");
+    });
+    try {
+      expect(() => backends.cudnn.flags({ benchmark: true, benchmarkLimit: 3 })).toThrow(
+        "hook refused",
+      );
+      expect(backends.cudnn.benchmark).toBe(false);
+      expect(backends.cudnn.benchmarkLimit).toBe(10);
+      expect(seen).toEqual([true, false]); // the hooks heard the rollback too
+    } finally {
+      off();
+      offSeen();
+    }
+  });
+
   it("change hooks fire on set and on scope exit", () => {
     const seen: unknown[] = [];
     const off = onFlagChange("nnpack.enabled", (v) => seen.push(v));

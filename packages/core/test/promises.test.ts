@@ -8,6 +8,7 @@ import {
   ArgumentError,
   BackplaneError,
   backends,
+  canUseFlashAttention,
   FallbackError,
   FlagError,
   formatCalls,
@@ -18,10 +19,13 @@ import {
   matmul,
   onFlagChange,
   randn,
+  SDPAParams,
   SDPBackend,
   scaledDotProductAttention,
+  sdpaRefusals,
   setFloat32MatmulPrecision,
   setLogHandler,
+  setVerboseSink,
   TORCH_NAMES,
   tensor,
   UnknownFlagError,
@@ -79,6 +83,18 @@ describe("sealed namespaces", () => {
       /did you mean cudnn\?/,
     );
     expect(() => Reflect.get(backends, "cudnnn")).toThrow(/did you mean backends\.cudnn\?/);
+  });
+
+  it("names of Object.prototype are unknown flags, not its members", () => {
+    for (const name of ["toString", "constructor", "hasOwnProperty", "core.toString"])
+      expect(() => getFlag(name), name).toThrow(UnknownFlagError);
+    expect(() => backends.cudnn.flags({ constructor: {} } as never)).toThrow(
+      /backends.cudnn has no flag constructor/,
+    );
+    expect(() => backends.cudnn.flags({ toString: true } as never)).toThrow(UnknownFlagError);
+    expect(() => backends.cuda.flags({ matmul: { valueOf: true } } as never)).toThrow(
+      /backends.cuda has no flag matmul.valueOf/,
+    );
   });
 
   it("functions, constants and groups cannot be assigned over", () => {
@@ -274,6 +290,28 @@ describe("every name in the seeds", () => {
     expect(backends.namespace("testVersioned").versionString()).toBe("0.6.2");
   });
 
+  it("version() and capability() of a backend whose queries throw answer undefined, as status()", () => {
+    const boom = () => {
+      throw new TypeError("libx.so has no symbol x_version");
+    };
+    registerBackend(
+      defineBackend({
+        name: "test-throwing-queries",
+        namespaces: ["testThrowingQueries"],
+        devices: ["cpu"],
+        version: boom,
+        versionNumber: boom,
+        capability: boom,
+        isAvailable: () => ({ available: true }),
+      }),
+    );
+    const ns = backends.namespace("testThrowingQueries");
+    expect(ns.status().version).toBeUndefined();
+    expect(ns.version()).toBeUndefined();
+    expect(ns.versionString()).toBeUndefined();
+    expect(ns.capability()).toBeUndefined();
+  });
+
   it("TORCH_NAMES maps every torch name of the seeds and API.md, and each target exists", () => {
     const g = host;
     const read = (rel: string): string | undefined => {
@@ -336,6 +374,27 @@ describe("inert flags say so", () => {
     expect(() => backends.describe("cudnn.benchmrk")).toThrow(/did you mean/);
   });
 
+  it("a log handler or verbose sink that is not a function is refused when set", () => {
+    expect(() => setLogHandler(5 as never)).toThrow(
+      /setLogHandler: the handler must be a function/,
+    );
+    expect(() => setVerboseSink("x" as never)).toThrow(
+      /setVerboseSink: the sink must be a function/,
+    );
+    expect(() => setVerboseSink(undefined as never)).toThrow(ArgumentError);
+    // Nothing was replaced: warnings and traces still work.
+    expect(warningsOf(() => setLogHandler(null))).toEqual([]);
+    const lines: string[] = [];
+    const prev = setVerboseSink((l) => lines.push(l));
+    try {
+      using _ = backends.flags({ core: { verbose: true } });
+      matmul(tensor([[1]]), tensor([[2]]));
+    } finally {
+      setVerboseSink(prev);
+    }
+    expect(lines).toHaveLength(1);
+  });
+
   it("setting a flag nothing reads warns once through the log hook", () => {
     const seen = warningsOf(() => {
       backends.xnnpack.enabled = true;
@@ -370,6 +429,24 @@ describe("which kernel ran", () => {
     // Outside the scope nothing is recorded.
     matmul(a, c);
     expect(calls).toHaveLength(1);
+    expect(() => formatCalls(null as never)).toThrow(/calls must be the list record\(\) returns/);
+    expect(() => formatCalls([null] as never)).toThrow(ArgumentError);
+  });
+
+  it("canUse*Attention and sdpaRefusals check their arguments", () => {
+    const q = randn([1, 2, 4, 8]);
+    const params = new SDPAParams(q, q, q);
+    expect(typeof canUseFlashAttention(params)).toBe("boolean");
+    expect(() => canUseFlashAttention(null as never)).toThrow(
+      /canUseFlashAttention: params must be an SDPAParams/,
+    );
+    expect(() => canUseFlashAttention(params, null as never)).toThrow(ArgumentError);
+    expect(() => canUseFlashAttention(params, { debgu: true } as never)).toThrow(/unknown option/);
+    expect(() => sdpaRefusals(SDPBackend.MATH, null as never)).toThrow(
+      /sdpaRefusals: params must be an SDPAParams/,
+    );
+    expect(() => sdpaRefusals("FLASH" as never, params)).toThrow(/unknown backend "FLASH"/);
+    expect(sdpaRefusals(SDPBackend.MATH, params)).toEqual([]);
   });
 
   it("concurrent async records each see only their own calls", async () => {

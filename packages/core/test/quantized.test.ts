@@ -101,6 +101,12 @@ describe("quantized tensors", () => {
     expect(() => makeQuantized(tensor([1, 2, 3]), "qint8", { scale: 0.1, zeroPoint: 0 })).toThrow(
       /qint8 is stored as int8; intRepr is float32/,
     );
+    expect(() => makeQuantized(null as never, "qint8", { scale: 0.1, zeroPoint: 0 })).toThrow(
+      /makeQuantized: intRepr must be a Tensor, got null/,
+    );
+    expect(() => makeQuantized(tensor([1], { dtype: "uint8" }), "quint8", null as never)).toThrow(
+      /params must be \{ scale, zeroPoint \} or \{ scales, zeroPoints, axis \}, got null/,
+    );
     q.dispose();
     expect(() => q.intRepr()).toThrow(DisposedError);
     x.dispose();
@@ -275,6 +281,15 @@ describe("quantizedConv2d", () => {
     const x = quantizePerTensor(randn([1, 2, 2, 2]), 0.02, 128, "quint8");
     expect(() => conv2dPrepack(x)).toThrow(/weight must be qint8/);
     const packed = conv2dPrepack(w);
+    // Options and bias of the wrong type are ArgumentErrors, an unknown option too (as conv2d).
+    expect(() => conv2dPrepack(w, undefined, null as never)).toThrow(ArgumentError);
+    expect(() => conv2dPrepack(w, undefined, { strid: 1 } as never)).toThrow(
+      /unknown option "strid"; known: stride, padding, dilation, groups/,
+    );
+    expect(() => conv2dPrepack(w, 5 as never)).toThrow(/bias must be a Tensor/);
+    expect(() =>
+      linearPrepack(quantizePerTensor(randn([2, 2]), 0.1, 0, "qint8"), 5 as never),
+    ).toThrow(ArgumentError);
     expect(() => quantizedConv2d(x, packed, 0.1, 0)).toThrow(/smaller than the dilated kernel/);
     const x3 = quantizePerTensor(randn([1, 3, 5, 5]), 0.02, 128, "quint8");
     expect(() => quantizedConv2d(x3, packed, 0.1, 0)).toThrow(/has 3 channels; the layer takes 2/);

@@ -309,7 +309,8 @@ function convCase(c: ConvCase, kernel: string | undefined): QuantizedResult {
   const xq = qtensor(c.x);
   const wq = qtensor(c.w);
   const bias: Tensor | undefined = c.bias ? tensor(f32(c.bias)) : undefined;
-  const packed = conv2dPrepack(wq, bias, c);
+  const { stride, padding, dilation, groups } = c;
+  const packed = conv2dPrepack(wq, bias, { stride, padding, dilation, groups });
   wq.dispose();
   bias?.dispose();
   try {

@@ -48,7 +48,7 @@ function dispatchAny(op: OpRecord, params: OpParams): unknown {
   const ks = rank(op, e, params, true).kernels;
   for (let i = 0; i < ks.length; i++) {
     const k = ks[i];
-    if (k.supports === undefined || k.supports(params) === true) {
+    if (kernelAccepts(k, params) === true) {
       if (e.wanted !== undefined) checkStrict(op, e, k, params);
       return e.verbose || frame.calls !== undefined
         ? traced(op, k, params, e)
@@ -74,7 +74,7 @@ function checkStrict(op: OpRecord, e: Entry, k: Kernel, params: OpParams): void 
 
 function runHeldBack(op: OpRecord, e: Entry, params: OpParams): unknown {
   for (const k of e.heldBack) {
-    if (k.supports === undefined || k.supports(params) === true) {
+    if (kernelAccepts(k, params) === true) {
       if (currentState().values["core.deterministicWarnOnly"] !== true) {
         throw new NondeterministicError(op.name, `${k.name} (${k.backend})`);
       }

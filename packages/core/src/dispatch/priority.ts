@@ -7,7 +7,9 @@ import {
   runWithState,
   setState,
 } from "../flags/state.ts";
-import { getOp } from "../registry/kernels.ts";
+import { getOp, opNames } from "../registry/kernels.ts";
+import { show } from "../util/format.ts";
+import { didYouMean } from "../util/suggest.ts";
 
 /** Kernel and family names of an op, cached until a kernel is added (scopes open in hot loops). */
 const knownCache = new Map<string, { count: number; names: Set<string> }>();
@@ -20,7 +22,17 @@ function knownNames(op: string): Set<string> {
   return names;
 }
 
+/** `op` names a defined op: else "has no kernel named ..." would blame the kernel names. */
+function checkOp(op: unknown): void {
+  if (typeof op === "string" && getOp(op) !== undefined) return;
+  const guess = typeof op === "string" ? didYouMean(op, opNames()) : undefined;
+  throw new ArgumentError(
+    `kernel priority: there is no op ${show(op)}${guess ? `; did you mean ${guess}?` : ""} (ops: ${opNames().join(", ")})`,
+  );
+}
+
 function checkNames(op: string, names: readonly string[]): void {
+  checkOp(op);
   if (!Array.isArray(names) || !names.every((n) => typeof n === "string")) {
     throw new ArgumentError(`kernel priority for ${op} must be a list of kernel names`);
   }
@@ -34,7 +46,8 @@ function checkNames(op: string, names: readonly string[]): void {
 
 /** Tries these kernels of `op` first, in this order, for the current task (null: back to priorities). */
 export function setKernelPriority(op: string, names: readonly string[] | null): void {
-  if (names !== null) checkNames(op, names);
+  if (names === null) checkOp(op);
+  else checkNames(op, names);
   setState((s) => s.withPriority(op, names)); // a permanent change: never restored
 }
 

@@ -24,10 +24,10 @@
  * | otherwise                               | off        | author priority                        |
  */
 
-import type { CandidateReport } from "../errors.ts";
+import { BackplaneError, type CandidateReport, KernelError } from "../errors.ts";
 import type { FlagState } from "../flags/snapshot.ts";
 import { availabilityOf, getBackend, registryGeneration, startInit } from "../registry/backends.ts";
-import type { Kernel, OpParams, OpRecord } from "../registry/kernels.ts";
+import { type Kernel, kernelAccepts, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { splitReason } from "../util/reason.ts";
 import { noteRankedCall } from "./calibrate.ts";
@@ -287,13 +287,15 @@ function measureShape(op: OpRecord, e: Entry, params: OpParams): Ranking {
   const exhaustive = e.policy === "exhaustive";
   let trial: Kernel[];
   if (exhaustive) {
-    trial = base.filter((k) => k.supports === undefined || k.supports(params) === true);
+    trial = base.filter((k) => kernelAccepts(k, params) === true);
     if (e.trialLimit > 0) trial = trial.slice(0, e.trialLimit);
   } else trial = firstPerBackend(base, params);
   if (trial.length < 2) return e.base; // nothing to rank
   const limits = exhaustive ? { rounds: 1 } : { rounds: SHAPE_ROUNDS, burst: SHAPE_BURST };
-  const figures = timeInterleaved(trial, params, limits, (_, err) => {
-    if (exhaustive) throw err; // the user asked for every kernel: its failure is theirs to see
+  const figures = timeInterleaved(trial, params, limits, (k, err) => {
+    // The user asked for every kernel: its failure is theirs to see, named as run() names it.
+    if (exhaustive)
+      throw err instanceof BackplaneError ? err : new KernelError(op.name, k.name, k.backend, err);
   }) as KernelFigure[];
   const measurement: Measurement = {
     op: op.name,

@@ -31,6 +31,10 @@ function runInFrameWithCalls<R>(calls: KernelCall[], fn: () => R): R {
 
 /** The calls of a record() as a table, one line per call. */
 export function formatCalls(calls: readonly KernelCall[]): string {
+  if (!Array.isArray(calls) || !calls.every((c) => c !== null && typeof c === "object"))
+    throw new ArgumentError(
+      "formatCalls(calls): calls must be the list record() returns ({ result, calls } = record(fn))",
+    );
   const rows = calls.map((c) => [
     c.op,
     `${c.kernel} (${c.backend})`,

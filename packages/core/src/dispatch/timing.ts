@@ -95,10 +95,17 @@ export function timeInterleaved(
   while (rounds < limits.rounds && (rounds === 0 ? now() <= end : now() + last <= end)) {
     const t0 = now();
     for (const k of best.keys()) {
-      for (let i = 1; i < (limits.burst ?? 1); i++) disposeResult(k.run(params));
-      const t = now();
-      disposeResult(k.run(params));
-      best.set(k, Math.min(best.get(k) as number, now() - t));
+      try {
+        for (let i = 1; i < (limits.burst ?? 1); i++) disposeResult(k.run(params));
+        const t = now();
+        disposeResult(k.run(params));
+        best.set(k, Math.min(best.get(k) as number, now() - t));
+      } catch (e) {
+        // A kernel that ran at warm-up may still fail later (an input-dependent path):
+        // left out like one that failed at once.
+        best.delete(k);
+        onError(k, e);
+      }
     }
     last = now() - t0;
     rounds++;

@@ -293,6 +293,24 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
   },
 } satisfies Record<string, FlagSchema>;
 
+/**
+ * The backends Backplane's own packages register, by name: ready() of one whose package is
+ * not imported has nothing to wait for, while a name in no list is a typo.
+ */
+export const BACKEND_PACKAGES: Readonly<Record<string, string>> = {
+  "cpu-blas": "@backplane/backend-cpu-mkl",
+  "cpu-dnnl": "@backplane/backend-cpu-mkl",
+  "cpu-wasm": "@backplane/backend-cpu-mkl",
+  cuda: "@backplane/backend-cuda",
+  cusparselt: "@backplane/backend-cuda",
+  cudnn: "@backplane/backend-cudnn",
+  mps: "@backplane/backend-mps",
+  nnpack: "@backplane/backend-nnpack",
+  openmp: "@backplane/backend-openmp",
+  "opt-einsum": "@backplane/backend-opt-einsum",
+  webgpu: "@backplane/backend-webgpu",
+};
+
 /** Which package answers for each namespace; the core answers for the rest itself. */
 export const NAMESPACE_PACKAGES: Record<string, string | null> = {
   cpu: null,

@@ -255,7 +255,9 @@ export function checkFlag(key: string, value: unknown): void {
 
 /** The current value of a flag, as seen by the calling task. */
 export function getFlag(key: string): unknown {
-  const v = currentFrame().state.values[key];
+  const values = currentFrame().state.values;
+  // Own keys only: "toString" must not find Object.prototype's, but an UnknownFlagError.
+  const v = Object.hasOwn(values, key) ? values[key] : undefined;
   return v === undefined ? specOrThrow(key).default : v;
 }
 
@@ -263,9 +265,18 @@ export function currentState(): FlagState {
   return currentFrame().state;
 }
 
+/** Checks over several flags changed together (two views of one setting must agree). */
+const changeChecks: ((changes: Readonly<Record<string, unknown>>) => void)[] = [];
+
+/** Adds a check that every set of changes (a scope, withFlags) must pass; it throws FlagError. */
+export function addChangeCheck(check: (changes: Readonly<Record<string, unknown>>) => void): void {
+  changeChecks.push(check);
+}
+
 /** Validates a set of changes; returns them as full-key records. Nothing is stored. */
 export function checkChanges(changes: Record<string, unknown>): Record<string, unknown> {
   for (const [key, value] of Object.entries(changes)) checkFlag(key, value);
+  for (const check of changeChecks) check(changes);
   return changes;
 }
 
@@ -288,13 +299,22 @@ export function setState(change: (s: FlagState) => FlagState): void {
   fire(before, frame.state);
 }
 
-function fire(before: FlagState, after: FlagState): void {
+/** Runs the hooks of every key that differs; `onError` set: a throwing hook does not stop the rest. */
+function fire(before: FlagState, after: FlagState, onError?: (e: unknown) => void): void {
   // A priority-only change shares the values object: no flag changed.
   if (hooks.size === 0 || before.values === after.values) return;
   for (const [key, set] of hooks) {
     const a = before.values[key];
     const b = after.values[key];
-    if (a !== b) for (const h of set) h(b === undefined ? specs.get(key)?.default : b, key);
+    if (a === b) continue;
+    for (const h of set) {
+      try {
+        h(b === undefined ? specs.get(key)?.default : b, key);
+      } catch (e) {
+        if (!onError) throw e;
+        onError(e);
+      }
+    }
   }
 }
 
@@ -334,14 +354,16 @@ export class FlagScope implements Disposable, ScopeLike {
   private entry: FlagState | undefined;
   readonly savedValues: Map<string, unknown>;
   readonly savedPriorities: Map<string, readonly string[] | undefined>;
+  /** `changedKeys`: every flag the opening changed, hooks' mirrors included. */
   constructor(
     private readonly frame: Frame,
     entry: FlagState,
     private readonly produced: FlagState,
     changes: ScopeChanges,
+    changedKeys: Iterable<string>,
   ) {
     this.entry = entry;
-    this.savedValues = new Map(Object.keys(changes.values ?? {}).map((k) => [k, entry.values[k]]));
+    this.savedValues = new Map([...changedKeys].map((k) => [k, entry.values[k]]));
     this.savedPriorities = new Map(
       Object.keys(changes.priorities ?? {}).map((op) => [op, entry.priorities[op]]),
     );
@@ -400,10 +422,25 @@ export function openScope(changes: Record<string, unknown>): FlagScope {
 export function openChangeScope(changes: ScopeChanges): FlagScope {
   const frame = currentFrame();
   const entry = frame.state;
-  const produced = applyChanges(entry, changes);
-  frame.state = produced;
-  fire(entry, produced);
-  const scope = new FlagScope(frame, entry, produced, changes);
+  const applied = applyChanges(entry, changes);
+  frame.state = applied;
+  try {
+    fire(entry, applied);
+  } catch (e) {
+    // A hook refused the change: no scope exists to undo it, so put every flag back now
+    // (and tell the hooks, so settings they pushed into native libraries are undone too).
+    const now = frame.state;
+    frame.state = entry;
+    fire(now, entry, () => {});
+    throw e;
+  }
+  const produced = frame.state;
+  const changed = new Set(Object.keys(changes.values ?? {}));
+  // Hooks may have set other flags (allowTf32 mirrors the float32 precision): the scope
+  // puts those back too, else closing it restores one half of a mirrored pair.
+  if (produced.values !== applied.values)
+    for (const k in produced.values) if (produced.values[k] !== entry.values[k]) changed.add(k);
+  const scope = new FlagScope(frame, entry, produced, changes, changed);
   (frame.scopes ??= []).push(scope);
   return scope;
 }

@@ -53,7 +53,8 @@ export interface NamespaceBase<V = Record<string, unknown>> {
   status(): NamespaceStatus;
   /**
    * torch's version(): an integer like torch's (cuDNN 9.24.0 is 92400: major * 10000 +
-   * minor * 100 + patch), undefined when the backend is absent. versionString() has the text.
+   * minor * 100 + patch), undefined when the backend is absent or cannot tell (its
+   * version() throws). versionString() has the text.
    */
   version(): number | undefined;
   /** The version as the library or package states it ("9.24.0"). */
@@ -96,6 +97,18 @@ function providedStatus(ns: string): NamespaceStatus | undefined {
   };
 }
 
+/**
+ * What a backend's own query (version(), capability()) answers; one that throws answers
+ * undefined, as a backend that cannot tell: asking a namespace about itself never fails.
+ */
+function answerOf<T>(query: () => T): T | undefined {
+  try {
+    return query();
+  } catch {
+    return undefined;
+  }
+}
+
 export function statusOf(ns: string): NamespaceStatus {
   const b = backendForNamespace(ns);
   const provided = b ? undefined : providedStatus(ns);
@@ -123,12 +136,7 @@ export function statusOf(ns: string): NamespaceStatus {
   if (avail.available && b.initState === "failed")
     avail = { available: false, reason: b.initError, detail: b.initDetail };
   const why = avail.available ? undefined : splitReason(avail.reason ?? "no reason given");
-  let version: string | undefined;
-  try {
-    version = b.def.version?.();
-  } catch {
-    version = undefined;
-  }
+  const version = answerOf(() => b.def.version?.());
   return {
     namespace: ns,
     built: built.available,
@@ -282,7 +290,8 @@ export function changesFor(
   for (const part of prefix.split(".").filter(Boolean)) node = node[part] as FlagSchema;
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(changes)) {
-    const spec = node[k];
+    // Own names only: "constructor" or "toString" would find Object.prototype's members.
+    const spec = Object.hasOwn(node, k) ? node[k] : undefined;
     if (!spec) {
       const guess = didYouMean(k, Object.keys(node));
       throw new UnknownFlagError(
@@ -324,13 +333,13 @@ export function namespaceObject(
       status: () => statusOf(ns),
       version: () => {
         const b = backendForNamespace(ns);
-        const n = b?.def.versionNumber?.();
+        const n = answerOf(() => b?.def.versionNumber?.());
         return typeof n === "number" ? n : versionNumber(statusOf(ns).version);
       },
       versionString: () => statusOf(ns).version,
       capability: () => {
         const b = backendForNamespace(ns);
-        return b && availabilityOf(b).available ? b.def.capability?.() : undefined;
+        return b && availabilityOf(b).available ? answerOf(() => b.def.capability?.()) : undefined;
       },
       flags: (changes) => openScope(changesFor(ns, changes as Record<string, unknown>)),
       values: () => readValues(ns, flagSchema(ns) ?? {}),

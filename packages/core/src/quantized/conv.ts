@@ -9,6 +9,7 @@
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
 import { type Pair as ConvPair, checkIndexRange, convPair } from "../ops/conv2d.ts";
+import { checkOptions, checkTensor } from "../ops/validate.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -91,20 +92,21 @@ export function conv2dPrepack(
     throw new ArgumentError(
       `${op}: per-channel weights must be quantized along axis 0 (output channels), got axis ${p.axis}`,
     );
-  const groups = opts.groups ?? 1;
+  const o = checkOptions(op, opts, ["stride", "padding", "dilation", "groups"]);
+  const groups = (o.groups ?? 1) as number;
   if (!Number.isInteger(groups) || groups < 1 || weight.shape[0] % groups !== 0)
     throw new ArgumentError(
-      `${op}: groups must be an integer >= 1 dividing the ${weight.shape[0]} output channels, got ${show(opts.groups)}`,
+      `${op}: groups must be an integer >= 1 dividing the ${weight.shape[0]} output channels, got ${show(o.groups)}`,
     );
   const geometry = {
-    stride: convPair(op, "stride", opts.stride ?? 1, 1),
-    padding: convPair(op, "padding", opts.padding ?? 0, 0),
-    dilation: convPair(op, "dilation", opts.dilation ?? 1, 1),
+    stride: convPair(op, "stride", o.stride ?? 1, 1),
+    padding: convPair(op, "padding", o.padding ?? 0, 0),
+    dilation: convPair(op, "dilation", o.dilation ?? 1, 1),
     groups,
   };
   let b: Tensor | undefined;
   if (bias !== undefined && bias !== null) {
-    bias.assertAlive("bias", op);
+    checkTensor(op, "bias", bias);
     if (bias.dtype !== "float32")
       throw new DTypeError(`${op}: bias must be float32, got ${bias.dtype}`);
     if (bias.rank !== 1 || bias.shape[0] !== weight.shape[0])

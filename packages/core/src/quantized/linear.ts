@@ -14,6 +14,7 @@
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
+import { checkTensor } from "../ops/validate.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -74,7 +75,7 @@ export function linearPrepack(weight: QTensor, bias?: Tensor): PackedLinear {
     );
   let b: Tensor | undefined;
   if (bias !== undefined && bias !== null) {
-    bias.assertAlive("bias", op);
+    checkTensor(op, "bias", bias);
     if (bias.dtype !== "float32")
       throw new DTypeError(`${op}: bias must be float32, got ${bias.dtype}`);
     if (bias.rank !== 1 || bias.shape[0] !== weight.shape[0])

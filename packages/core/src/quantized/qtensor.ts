@@ -9,6 +9,7 @@
  * Scales are kept as given (float64, as torch keeps them) and used in float32.
  */
 import { ArgumentError, DeviceError, DisposedError, DTypeError, ShapeError } from "../errors.ts";
+import { checkTensor } from "../ops/validate.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { isFloat } from "../tensor/dtype.ts";
 import { empty, type Tensor, tensor } from "../tensor/tensor.ts";
@@ -317,8 +318,12 @@ export function makeQuantized(
     | { scales: readonly number[]; zeroPoints: readonly number[]; axis: number },
 ): QTensor {
   const op = "makeQuantized";
+  checkTensor(op, "intRepr", intRepr);
   const d = checkQDType(op, dtype);
-  intRepr.assertAlive("intRepr", op);
+  if (params === null || typeof params !== "object")
+    throw new ArgumentError(
+      `${op}: params must be { scale, zeroPoint } or { scales, zeroPoints, axis }, got ${show(params)}`,
+    );
   if (intRepr.dtype !== Q_STORAGE[d].dtype)
     throw new DTypeError(
       `${op}: ${d} is stored as ${Q_STORAGE[d].dtype}; intRepr is ${intRepr.dtype}`,

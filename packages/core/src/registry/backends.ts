@@ -4,10 +4,14 @@
  * backend package.
  */
 
+import { ArgumentError } from "../errors.ts";
+import { BACKEND_PACKAGES } from "../flags/builtin.ts";
 import type { FlagSchema } from "../flags/spec.ts";
 import { markPackageLoaded } from "../flags/state.ts";
 import type { DeviceMemory } from "../tensor/memory.ts";
+import { show } from "../util/format.ts";
 import { splitReason } from "../util/reason.ts";
+import { didYouMean } from "../util/suggest.ts";
 import type { AnyKernelDefinition } from "./kernels.ts";
 
 /** `{ available: true }`, or false with the reason a person can act on. */
@@ -179,8 +183,25 @@ export function restartInit(name: string): void {
   bumpGeneration();
 }
 
+/**
+ * Each name is a registered backend, or one of Backplane's whose package is not imported
+ * (nothing to wait for: it resolves, as before); anything else is a typo, said so.
+ */
+function checkReadyNames(names: readonly unknown[]): void {
+  for (const n of names) {
+    if (typeof n === "string" && (backendsByName.has(n) || Object.hasOwn(BACKEND_PACKAGES, n)))
+      continue;
+    const known = [...new Set([...backendsByName.keys(), ...Object.keys(BACKEND_PACKAGES)])];
+    const guess = typeof n === "string" ? didYouMean(n, known) : undefined;
+    throw new ArgumentError(
+      `ready: ${typeof n === "string" ? `no backend is named ${show(n)}` : `backend names are strings, got ${show(n)}`}${guess ? `; did you mean ${guess}?` : ""} (registered: ${[...backendsByName.keys()].join(", ")})`,
+    );
+  }
+}
+
 /** Waits until the named backends (default: all) have initialised. */
 export async function ready(...names: string[]): Promise<void> {
+  checkReadyNames(names);
   const list =
     names.length > 0
       ? names.map((n) => backendsByName.get(n)).filter((b) => b !== undefined)

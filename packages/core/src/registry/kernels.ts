@@ -5,7 +5,7 @@
  */
 
 import { RegistrationError } from "../errors.ts";
-import type { DType } from "../tensor/dtype.ts";
+import { DTYPES, type DType, isDType } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { didYouMean } from "../util/suggest.ts";
@@ -162,7 +162,9 @@ export function opNames(): string[] {
 
 function checkKernel(backend: string, devices: readonly string[], k: AnyKernelDefinition): void {
   const where = `backend ${backend}, kernel ${show(k?.name)} for op ${show(k?.op)}`;
-  if (!k || typeof k.op !== "string" || typeof k.name !== "string" || k.name === "") {
+  if (!k || typeof k !== "object")
+    throw new RegistrationError(`${where}: a kernel must be an object`);
+  if (typeof k.op !== "string" || typeof k.name !== "string" || k.name === "") {
     throw new RegistrationError(`${where}: op and name are required strings`);
   }
   if (typeof k.run !== "function") throw new RegistrationError(`${where}: run() is required`);
@@ -173,6 +175,14 @@ function checkKernel(backend: string, devices: readonly string[], k: AnyKernelDe
   }
   if (!Array.isArray(k.dtypes) || k.dtypes.length === 0)
     throw new RegistrationError(`${where}: dtypes must be a non-empty list`);
+  // A misspelt dtype ("flaot32") would leave the kernel refusing every input.
+  for (const d of k.dtypes) {
+    if (isDType(d)) continue;
+    const guess = typeof d === "string" ? didYouMean(d, DTYPES) : undefined;
+    throw new RegistrationError(
+      `${where}: dtypes has ${show(d)}, not a dtype${guess ? `; did you mean ${guess}?` : ""} (dtypes: ${DTYPES.join(", ")})`,
+    );
+  }
   if (typeof k.priority !== "number" || Number.isNaN(k.priority))
     throw new RegistrationError(`${where}: priority must be a number`);
   if (typeof k.deterministic !== "boolean")
@@ -185,6 +195,14 @@ export function addKernels(
   devices: readonly string[],
   list: readonly AnyKernelDefinition[],
 ): void {
+  if (!Array.isArray(devices) || !devices.every((d) => typeof d === "string"))
+    throw new RegistrationError(
+      `backend ${backend}: devices must be a list of device types like ["cpu"], got ${show(devices)}`,
+    );
+  if (!Array.isArray(list))
+    throw new RegistrationError(
+      `backend ${backend}: kernels must be a list of kernel definitions, got ${show(list)}`,
+    );
   const seen = new Set<string>();
   for (const k of list) {
     checkKernel(backend, devices, k);

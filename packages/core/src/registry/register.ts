@@ -9,6 +9,7 @@ import { type FlagSpec, leaves, validate } from "../flags/spec.ts";
 import {
   addFlagReader,
   allFlagKeys,
+  flagSpec,
   registerFlagChoice,
   setFlagChoiceFilter,
 } from "../flags/state.ts";
@@ -32,6 +33,14 @@ setFlagChoiceFilter((name) => {
   const b = getBackend(name);
   return b !== undefined && b.initState !== "failed" && availabilityOf(b).available;
 });
+
+/** Whether a name is taken by the layer above (a member of `backends` itself: has, flags...). */
+let reservedName: (ns: string) => boolean = () => false;
+
+/** Installs the test of which names a backend may not give a namespace (torch/backends.ts). */
+export function setReservedNamespaceTest(reserved: (ns: string) => boolean): void {
+  reservedName = reserved;
+}
 
 /** Identity helper that gives a backend definition its type. */
 export function defineBackend(def: BackendDefinition): BackendDefinition {
@@ -63,19 +72,15 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
         "Deduplicate the package (npm dedupe) so one version is loaded.",
     );
   }
-  for (const ns of def.namespaces ?? []) {
-    const owner = namespaceOwnerOf(ns);
-    if (owner && owner !== def.name) {
-      throw new RegistrationError(
-        `backend ${def.name} claims backends.${ns}, which ${owner} already answers for`,
-      );
-    }
-  }
   const entry: RegisteredBackend = { def, initState: def.init ? "pending" : "ready" };
-  // Flags and kernels are checked before anything is recorded, so a failed registration
-  // leaves no trace.
+  // Everything is checked before anything is recorded, so a failed registration leaves no
+  // trace (and the fixed definition registers afterwards). addKernels checks its whole
+  // list before adding any, so it comes first of what records.
+  checkFields(def);
+  checkNamespaces(def);
   checkFlagSchemas(def);
   checkKernelFlags(def);
+  checkProvides(def);
   addKernels(def.name, def.devices, def.kernels ?? []);
   addToRegistry(entry);
   const reader = def.packageName ?? def.name;
@@ -105,6 +110,86 @@ export function onRegistration(fn: RegistrationListener): void {
 function announce(def: BackendDefinition): void {
   announced.push(def);
   for (const fn of listeners) fn(def);
+}
+
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  x !== null && typeof x === "object" && !Array.isArray(x);
+const isStringList = (x: unknown): x is string[] =>
+  Array.isArray(x) && x.every((v) => typeof v === "string" && v !== "");
+
+/** The definition's fields have the types BackendDefinition gives them (a JS caller has no compiler). */
+function checkFields(def: BackendDefinition): void {
+  const fail = (field: string, want: string, got: unknown) =>
+    new RegistrationError(`backend ${def.name}: ${field} must be ${want}, got ${show(got)}`);
+  if (!isStringList(def.devices))
+    throw fail("devices", 'a list of device types like ["cpu"]', def.devices);
+  if (def.namespaces !== undefined && !isStringList(def.namespaces))
+    throw fail("namespaces", "a list of namespace names", def.namespaces);
+  if (def.kernels !== undefined && !Array.isArray(def.kernels))
+    throw fail("kernels", "a list of kernel definitions", def.kernels);
+  if (def.reads !== undefined && !isStringList(def.reads))
+    throw fail("reads", 'a list of flag keys like ["cudnn.benchmark"]', def.reads);
+  if (def.flags !== undefined && !isRecord(def.flags))
+    throw fail("flags", "an object of flag schemas by namespace", def.flags);
+  if (def.provides !== undefined && !isRecord(def.provides))
+    throw fail("provides", 'an object like { "quantized.engine": ["qnnpack"] }', def.provides);
+  if (def.api !== undefined && (!isRecord(def.api) || !Object.values(def.api).every(isRecord)))
+    throw fail("api", "an object of members by namespace", def.api);
+  if (
+    def.memories !== undefined &&
+    !(Array.isArray(def.memories) && def.memories.every((m) => typeof m?.deviceType === "string"))
+  )
+    throw fail("memories", "a list of device memories (each with its deviceType)", def.memories);
+}
+
+/**
+ * Every namespace the backend claims or adds flags or members to: not another backend's,
+ * and not a name of `backends` itself (a namespace `has` would never be reached).
+ */
+function checkNamespaces(def: BackendDefinition): void {
+  for (const ns of def.namespaces ?? []) {
+    const owner = namespaceOwnerOf(ns);
+    if (owner && owner !== def.name) {
+      throw new RegistrationError(
+        `backend ${def.name} claims backends.${ns}, which ${owner} already answers for`,
+      );
+    }
+  }
+  const named = [
+    ...(def.namespaces ?? []).map((ns) => ["namespaces", ns]),
+    ...Object.keys(def.flags ?? {}).map((ns) => ["flags", ns]),
+    ...Object.keys(def.api ?? {}).map((ns) => ["api", ns]),
+  ];
+  for (const [field, ns] of named) {
+    if (reservedName(ns))
+      throw new RegistrationError(
+        `backend ${def.name}: ${field} names the namespace ${show(ns)}, but backends.${ns} is a member of backends itself; choose another name`,
+      );
+  }
+}
+
+/** Each `provides` key is an extensible enum flag, and its values a list of names. */
+function checkProvides(def: BackendDefinition): void {
+  const fail = (text: string) => new RegistrationError(`backend ${def.name}: provides ${text}`);
+  for (const [key, values] of Object.entries(def.provides ?? {})) {
+    const spec = flagSpec(key);
+    if (!spec) {
+      const open = allFlagKeys().filter((k) => {
+        const s = flagSpec(k);
+        return s?.kind === "enum" && s.extensible === true;
+      });
+      const guess = didYouMean(key, open);
+      throw fail(
+        `${show(key)}, which is not a flag${guess ? `; did you mean ${guess}?` : ""} (flags that take provided values: ${open.join(", ")})`,
+      );
+    }
+    if (spec.kind !== "enum" || !spec.extensible)
+      throw fail(`${show(key)}, which is not an extensible enum; no backend can add values to it`);
+    if (!isStringList(values))
+      throw fail(
+        `${show(key)}: the values must be a list of names like ["qnnpack"], got ${show(values)}`,
+      );
+  }
 }
 
 const FLAG_KINDS = ["bool", "int", "enum", "string"];
@@ -146,6 +231,29 @@ function checkFlagSchemas(def: BackendDefinition): void {
     }
   };
   for (const [ns, schema] of Object.entries(def.flags ?? {})) walk(schema, ns);
+  checkFlagClashes(def);
+}
+
+/**
+ * A flag the backend defines that exists already has the same kind (two backends may share
+ * a flag), and no flag of it stands where a group is, or inside one that is a flag.
+ */
+function checkFlagClashes(def: BackendDefinition): void {
+  const existing = allFlagKeys();
+  for (const [ns, schema] of Object.entries(def.flags ?? {})) {
+    for (const [path, spec] of leaves(schema)) {
+      const key = `${ns}.${path}`;
+      const prior = flagSpec(key);
+      const fail = (text: string) =>
+        new RegistrationError(`backend ${def.name}: flag ${key} ${text}; rename it in flags`);
+      if (prior && prior.kind !== spec.kind)
+        throw fail(`is already defined as ${prior.kind}; it cannot be redefined as ${spec.kind}`);
+      if (prior) continue;
+      if (existing.some((k) => k.startsWith(`${key}.`))) throw fail("is already a group of flags");
+      const parent = existing.find((k) => key.startsWith(`${k}.`));
+      if (parent) throw fail(`would sit inside ${parent}, which is a flag`);
+    }
+  }
 }
 
 /**
@@ -158,7 +266,12 @@ function checkKernelFlags(def: BackendDefinition): void {
   );
   const known = new Set([...allFlagKeys(), ...own]);
   for (const k of def.kernels ?? []) {
-    for (const key of ((k as { flags?: unknown }).flags as string[] | undefined) ?? []) {
+    const flags = (k as { flags?: unknown } | null)?.flags;
+    if (flags !== undefined && !isStringList(flags))
+      throw new RegistrationError(
+        `backend ${def.name}, kernel ${show(k?.name)}: flags must be a list of flag keys, got ${show(flags)}`,
+      );
+    for (const key of flags ?? []) {
       if (known.has(key)) continue;
       const guess = didYouMean(key, known);
       throw new RegistrationError(

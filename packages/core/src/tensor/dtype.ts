@@ -154,6 +154,8 @@ export function writeNumber(d: DType, a: StorageArray, i: number, x: number): vo
       // BigInt() throws a RangeError on NaN and infinities: say it in our terms first.
       if (!Number.isFinite(x))
         throw new DTypeError(`int64 has no value for ${x}; replace NaN and infinities first`);
+      // A BigInt64Array wraps what does not fit (2^63 would store -2^63): refuse instead.
+      if (x < -(2 ** 63) || x >= 2 ** 63) throw int64Overflow(x);
       (a as BigInt64Array)[i] = BigInt(Math.trunc(x));
       return;
     case "int32":
@@ -165,4 +167,28 @@ export function writeNumber(d: DType, a: StorageArray, i: number, x: number): vo
     default:
       a[i] = x;
   }
+}
+
+function int64Overflow(x: number | bigint): DTypeError {
+  return new DTypeError(
+    `int64 holds -2^63 ... 2^63-1; ${show(x)} is out of range (use float64, or a smaller value)`,
+  );
+}
+
+/**
+ * Writes a creation value (number, boolean or bigint) into element i. A bigint goes into
+ * int64 exactly: through Number() it would round past 2^53.
+ */
+export function writeValue(
+  d: DType,
+  a: StorageArray,
+  i: number,
+  x: number | boolean | bigint,
+): void {
+  if (typeof x !== "bigint" || d !== "int64") {
+    writeNumber(d, a, i, Number(x));
+    return;
+  }
+  if (BigInt.asIntN(64, x) !== x) throw int64Overflow(x);
+  (a as BigInt64Array)[i] = x;
 }

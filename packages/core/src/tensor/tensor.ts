@@ -17,6 +17,7 @@ import {
   type StorageArray,
   viewOf,
   writeNumber,
+  writeValue,
 } from "./dtype.ts";
 import { allocateStorage, deviceTypeOf, normalizeDevice, type Storage } from "./memory.ts";
 
@@ -221,10 +222,10 @@ export class Tensor implements Disposable {
     checkDType("astype", dtype);
     this.assertAlive();
     if (dtype === this.dtype) return this.clone();
-    const out = empty(this.shape, { dtype, device: "cpu" });
-    const dst = out.hostData();
     const src = this.toFloat64();
-    for (let i = 0; i < src.length; i++) writeNumber(dtype, dst, i, src[i]);
+    const out = filled(empty(this.shape, { dtype, device: "cpu" }), (dst) => {
+      for (let i = 0; i < src.length; i++) writeNumber(dtype, dst, i, src[i]);
+    });
     return moveTo(out, this.device);
   }
 
@@ -497,14 +498,16 @@ export function empty(shape: readonly number[], opts?: CreateOptions): Tensor {
   return new Tensor(storage, dtype, s);
 }
 
-function inferNested(data: NestedArray): { shape: number[]; flat: (number | boolean | bigint)[] } {
+type Element = number | boolean | bigint;
+
+function inferNested(data: NestedArray): { shape: number[]; flat: Element[] } {
   const shape: number[] = [];
   let probe: NestedArray = data;
   while (Array.isArray(probe)) {
     shape.push(probe.length);
     probe = probe[0] as NestedArray;
   }
-  const flat: (number | boolean | bigint)[] = [];
+  const flat: Element[] = [];
   const walk = (x: NestedArray, d: number, path: string): void => {
     if (d === shape.length) {
       if (Array.isArray(x)) throw new ShapeError(`tensor: ragged nested array at ${path}`);
@@ -534,58 +537,104 @@ const TYPED_DTYPE = new Map<unknown, DType>([
   [Uint8Array, "bool"], // uint8 needs { dtype: "uint8" }
 ]);
 
-/** A tensor from a typed array (copied) or nested arrays. */
+/**
+ * The dtype nested values ask for when none is given: numbers float32, bigints int64,
+ * booleans bool. Booleans next to numbers or bigints promote to them (as torch's
+ * tensor([True, 2])); numbers next to bigints are refused: which one is meant is unclear,
+ * and float32 would round the bigints.
+ */
+function inferDType(flat: readonly Element[]): DType {
+  let numbers = false;
+  let bigints = false;
+  let bools = false;
+  for (const x of flat) {
+    if (typeof x === "number") numbers = true;
+    else if (typeof x === "bigint") bigints = true;
+    else bools = true;
+  }
+  if (numbers && bigints)
+    throw new DTypeError(
+      'tensor: the data mixes numbers and bigints; use bigints only (int64), numbers only (float32), or pass { dtype: "int64" } or another dtype',
+    );
+  return numbers ? "float32" : bigints ? "int64" : bools ? "bool" : "float32";
+}
+
+/**
+ * Fills a fresh CPU tensor; when a value does not fit the dtype (NaN into int64), the
+ * tensor is freed before the error passes on, so a failed creation holds no memory.
+ */
+function filled(t: Tensor, fill: (dst: StorageArray, t: Tensor) => void): Tensor {
+  try {
+    fill(t.hostData(), t);
+  } catch (e) {
+    t.dispose();
+    throw e;
+  }
+  return t;
+}
+
+/**
+ * A tensor from a typed array (copied) or nested arrays. Nested arrays without a dtype:
+ * numbers give float32, bigints int64 (stored exactly), booleans bool; see inferDType.
+ */
 export function tensor(
   data: NestedArray | ArrayBufferView,
   opts: CreateOptions & { shape?: readonly number[] } = {},
 ): Tensor {
+  opts = checkCreateOptions("tensor", opts);
   if (opts.dtype !== undefined && !isDType(opts.dtype)) checkDType("dtype", opts.dtype);
+  if (opts.device !== undefined) normalizeDevice(opts.device);
+  const shapeOpt =
+    opts.shape === undefined
+      ? undefined
+      : checkShape("shape", Array.isArray(opts.shape) ? [...opts.shape] : opts.shape);
   if (ArrayBuffer.isView(data)) {
     const inferred = TYPED_DTYPE.get(data.constructor);
     const dtype = opts.dtype ?? inferred;
     if (!dtype) throw new DTypeError(`tensor: ${data.constructor.name} needs an explicit dtype`);
     const n = (data as unknown as ArrayLike<unknown>).length;
-    const shape = checkShape("shape", opts.shape ? [...opts.shape] : [n]);
+    const shape = shapeOpt ?? [n];
     if (sizeOf(shape) !== n)
       throw new ShapeError(
         `tensor: shape ${show(shape)} needs ${sizeOf(shape)} elements, got ${n}`,
       );
-    const t = empty(shape, { dtype, device: "cpu" });
-    const dst = t.hostData();
-    if (
-      dtype === inferred ||
-      ((dtype === "float16" || dtype === "bfloat16") && data instanceof Uint16Array)
-    ) {
-      dst.set(data as never);
-    } else {
-      const src = data as unknown as ArrayLike<number | bigint>;
-      for (let i = 0; i < n; i++) writeNumber(dtype, dst, i, Number(src[i]));
-    }
+    const t = filled(empty(shape, { dtype, device: "cpu" }), (dst) => {
+      if (
+        dtype === inferred ||
+        ((dtype === "float16" || dtype === "bfloat16") && data instanceof Uint16Array)
+      ) {
+        dst.set(data as never);
+      } else {
+        const src = data as unknown as ArrayLike<number | bigint>;
+        for (let i = 0; i < n; i++) writeValue(dtype, dst, i, src[i]);
+      }
+    });
     return moveTo(t, opts.device);
   }
   if (data === null || data === undefined)
     throw new ArgumentError("tensor: data is required (a typed array or nested arrays)");
   const { shape, flat } = inferNested(data as NestedArray);
-  const dtype =
-    opts.dtype ??
-    (typeof flat[0] === "boolean" ? "bool" : typeof flat[0] === "bigint" ? "int64" : "float32");
-  const finalShape = opts.shape ? checkShape("shape", [...opts.shape]) : shape;
+  const dtype = opts.dtype ?? inferDType(flat);
+  const finalShape = shapeOpt ?? shape;
   if (sizeOf(finalShape) !== flat.length) {
     throw new ShapeError(
       `tensor: shape ${show(finalShape)} needs ${sizeOf(finalShape)} elements, got ${flat.length}`,
     );
   }
-  const t = empty(finalShape, { dtype, device: "cpu" });
-  const dst = t.hostData();
-  for (let i = 0; i < flat.length; i++) writeNumber(dtype, dst, i, Number(flat[i]));
+  const t = filled(empty(finalShape, { dtype, device: "cpu" }), (dst) => {
+    for (let i = 0; i < flat.length; i++) writeValue(dtype, dst, i, flat[i]);
+  });
   return moveTo(t, opts.device);
 }
 
+/** `t` (a new CPU tensor) moved to `device`; `t` is freed either way. */
 function moveTo(t: Tensor, device: string | undefined): Tensor {
   if (device === undefined || normalizeDevice(device) === "cpu") return t;
-  const moved = t.to(device);
-  t.dispose();
-  return moved;
+  try {
+    return t.to(device);
+  } finally {
+    t.dispose();
+  }
 }
 
 /** A tensor filled with one value. */
@@ -593,9 +642,9 @@ export function full(shape: readonly number[], value: number, opts?: CreateOptio
   if (typeof value !== "number" && typeof value !== "boolean")
     throw new ArgumentError(`full: value must be a number, got ${show(value)}`);
   opts = checkCreateOptions("full", opts);
-  const t = empty(shape, { ...opts, device: "cpu" });
-  const dst = t.hostData();
-  for (let i = 0; i < t.numel; i++) writeNumber(t.dtype, dst, i, value);
+  const t = filled(empty(shape, { ...opts, device: "cpu" }), (dst, t) => {
+    for (let i = 0; i < t.numel; i++) writeNumber(t.dtype, dst, i, value);
+  });
   return moveTo(t, opts.device);
 }
 export const zeros = (shape: readonly number[], opts: CreateOptions = {}): Tensor =>
@@ -652,11 +701,20 @@ export function randn(
 
 /** A CPU tensor from float64 values (what reference kernels produce), rounded to dtype. */
 export function fromFloat64(values: Float64Array, shape: readonly number[], dtype: DType): Tensor {
-  const t = empty(shape, { dtype });
-  const dst = t.hostData();
-  if (dtype === "float64" || dtype === "float32") dst.set(values as never);
-  else for (let i = 0; i < values.length; i++) writeNumber(dtype, dst, i, values[i]);
-  return t;
+  if (!(values instanceof Float64Array))
+    throw new ArgumentError(
+      `fromFloat64: values must be a Float64Array, got ${ArrayBuffer.isView(values) ? (values as object).constructor.name : show(values)}`,
+    );
+  const s = checkShape("fromFloat64", Array.isArray(shape) ? [...shape] : shape);
+  // Fewer values would leave elements unwritten, more would not fit: both are a wrong shape.
+  if (values.length !== sizeOf(s))
+    throw new ShapeError(
+      `fromFloat64: shape ${show(s)} needs ${sizeOf(s)} values, got ${values.length}`,
+    );
+  return filled(empty(s, { dtype }), (dst) => {
+    if (dtype === "float64" || dtype === "float32") dst.set(values as never);
+    else for (let i = 0; i < values.length; i++) writeNumber(dtype, dst, i, values[i]);
+  });
 }
 
 const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;

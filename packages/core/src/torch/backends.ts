@@ -20,6 +20,7 @@ import {
 } from "../flags/state.ts";
 import { describeFlag, type FlagDescription } from "../namespaces/describe.ts";
 import { getBackend, listBackends, ready } from "../registry/backends.ts";
+import { setReservedNamespaceTest } from "../registry/register.ts";
 import type { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
 import { show } from "../util/format.ts";
 import { didYouMean } from "../util/suggest.ts";
@@ -181,6 +182,10 @@ const root: BackendsRoot = {
   describe: describeFlag,
   record,
 };
+
+// A namespace named like a member of backends (has, flags, toString) would be shadowed by
+// it, and one named like a probe (then) would make backends a thenable: refused.
+setReservedNamespaceTest((ns) => ns in root || PROBES.has(ns));
 
 export const backends: BackendsRoot & Backends = new Proxy(root as BackendsRoot & Backends, {
   get(target, prop) {

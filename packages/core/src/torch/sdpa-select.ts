@@ -158,6 +158,20 @@ export const sdpSwitches: SdpSwitches = {
 
 /** Why each kernel of `family` refuses `params` (empty when one accepts). */
 export function sdpaRefusals(family: SDPBackend, params: SDPAParams): string[] {
+  return refusalsOf(family, params, "sdpaRefusals");
+}
+
+/** sdpaRefusals, its argument errors named after the function the user called (`fn`). */
+function refusalsOf(family: SDPBackend, params: SDPAParams, fn: string): string[] {
+  if (!ALL.includes(family))
+    throw new ArgumentError(
+      `${fn}: unknown backend ${show(family)}; use SDPBackend.${ALL.join(", SDPBackend.")}`,
+    );
+  // The tensors themselves are checked by explain(), as a call would check them.
+  if (params === null || typeof params !== "object")
+    throw new ArgumentError(
+      `${fn}: params must be an SDPAParams (new SDPAParams(query, key, value, ...)), got ${show(params)}`,
+    );
   const report = explain(OP, params.query, params.key, params.value, {
     attnMask: params.attnMask,
     dropoutP: params.dropout,
@@ -179,18 +193,22 @@ export function sdpaRefusals(family: SDPBackend, params: SDPAParams): string[] {
 /** torch.backends.cuda.can_use_*_attention(params, debug). */
 export type CanUse = (params: SDPAParams, opts?: { debug?: boolean }) => boolean;
 
-function canUse(family: SDPBackend): CanUse {
-  return (params: SDPAParams, opts: { debug?: boolean } = {}): boolean => {
-    const reasons = sdpaRefusals(family, params);
-    if (opts.debug && reasons.length > 0)
+function canUse(family: SDPBackend, fn: string): CanUse {
+  return (params: SDPAParams, opts?: { debug?: boolean }): boolean => {
+    const debug = checkBool(fn, "debug", checkOptions(fn, opts, ["debug"]).debug, false);
+    const reasons = refusalsOf(family, params, fn);
+    if (debug && reasons.length > 0)
       for (const r of reasons) console.warn(`[backplane] ${family} refused: ${r}`);
     return reasons.length === 0;
   };
 }
 
-export const canUseFlashAttention: CanUse = canUse("FLASH_ATTENTION");
-export const canUseEfficientAttention: CanUse = canUse("EFFICIENT_ATTENTION");
-export const canUseCudnnAttention: CanUse = canUse("CUDNN_ATTENTION");
+export const canUseFlashAttention: CanUse = canUse("FLASH_ATTENTION", "canUseFlashAttention");
+export const canUseEfficientAttention: CanUse = canUse(
+  "EFFICIENT_ATTENTION",
+  "canUseEfficientAttention",
+);
+export const canUseCudnnAttention: CanUse = canUse("CUDNN_ATTENTION", "canUseCudnnAttention");
 
 /** True when some available backend registered a FLASH_ATTENTION kernel. */
 export function isFlashAttentionAvailable(): boolean {

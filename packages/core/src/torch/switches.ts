@@ -1,7 +1,7 @@
 /** The global switches: deterministic algorithms and float32 matmul precision (torch.*). */
 
-import { ArgumentError } from "../errors.ts";
-import { getFlag, onFlagChange, setFlag } from "../flags/state.ts";
+import { ArgumentError, FlagError } from "../errors.ts";
+import { addChangeCheck, getFlag, onFlagChange, setFlag } from "../flags/state.ts";
 import { checkBool, checkOptions } from "../ops/validate.ts";
 import type { MatmulPrecision } from "../registry/kernels.ts";
 import { show } from "../util/format.ts";
@@ -42,4 +42,14 @@ onFlagChange("cuda.matmul.allowTf32", (on) => {
   const cur = getFlag("core.float32MatmulPrecision");
   if (on && cur === "highest") setFlag("core.float32MatmulPrecision", "high");
   if (!on && cur !== "highest") setFlag("core.float32MatmulPrecision", "highest");
+});
+// A scope that sets both halves must not contradict itself: the hooks would pick one.
+addChangeCheck((changes) => {
+  const p = changes["core.float32MatmulPrecision"];
+  const on = changes["cuda.matmul.allowTf32"];
+  if (p === undefined || on === undefined || on === (p !== "highest")) return;
+  throw new FlagError(
+    `core.float32MatmulPrecision ${show(p)} and cuda.matmul.allowTf32 ${show(on)} contradict each other: ` +
+      'allowTf32 is true exactly when the precision is not "highest" (as in torch); set only one of them',
+  );
 });

@@ -4,6 +4,9 @@
  * application can route them to its own logger or silence them.
  */
 
+import { ArgumentError } from "../errors.ts";
+import { show } from "./format.ts";
+
 export type LogLevel = "warn" | "info";
 export type LogHandler = (level: LogLevel, message: string) => void;
 
@@ -17,6 +20,11 @@ const given = new Set<string>();
 
 /** Routes Backplane's warnings; returns the previous handler. `null` restores the console. */
 export function setLogHandler(next: LogHandler | null): LogHandler {
+  // Checked here: a bad handler would otherwise fail at the next warning, in unrelated code.
+  if (next !== null && next !== undefined && typeof next !== "function")
+    throw new ArgumentError(
+      `setLogHandler: the handler must be a function (level, message) => void, or null for the console; got ${show(next)}`,
+    );
   const prev = handler;
   handler = next ?? consoleHandler;
   return prev;
