@@ -448,7 +448,7 @@ function copyStrided(t: Tensor): Tensor {
   }
   if (!mem.hostView) {
     throw new DeviceError(
-      `a strided view on ${t.device} cannot be made contiguous by the core; call contiguous() before transposing`,
+      `a strided view on ${t.device} cannot be made contiguous there (its memory has no gather): pass the view to an op that reads views, or move the tensor the view was taken from (await base.toAsync("cpu")) and take the view on the CPU`,
     );
   }
   const out = empty(t.shape, { dtype: t.dtype, device: t.device });
