@@ -119,6 +119,49 @@ function threadCanBlock(): boolean {
   }
 }
 
+const isIndex = (v: unknown, below: number): v is number =>
+  Number.isInteger(v) && (v as number) >= 0 && (v as number) < below;
+
+/**
+ * Refuses a malformed task before any chunk runs: a NaN chunk or thread count used to make
+ * the chunk loop run zero times, so the run "succeeded" having written nothing.
+ */
+export function validateTask(task: ParallelTask, threads: number): void {
+  const bad = (what: string): never => {
+    throw new ArgumentError(`parallelFor: ${what}`);
+  };
+  if (task === null || typeof task !== "object")
+    bad(`the task must be an object, got ${task === null ? "null" : typeof task}`);
+  if (typeof task.module !== "string" || typeof task.fn !== "string")
+    bad("the task needs a string module and fn");
+  if (!Array.isArray(task.args) || !task.args.every((a) => typeof a === "number"))
+    bad(`task ${task.module}.${task.fn}: args must be an array of numbers`);
+  const nargs = task.args.length;
+  if (!Number.isInteger(threads) || threads < 1)
+    bad(`threads must be an integer >= 1, got ${String(threads)}`);
+  if (!Number.isInteger(task.items) || task.items < 0 || task.items > 0x7fffffff)
+    bad(`items must be an integer in [0, 2^31), got ${String(task.items)}`);
+  if (task.schedule !== undefined && task.schedule !== "static" && task.schedule !== "dynamic")
+    bad(`schedule must be "static" or "dynamic", got ${String(task.schedule)}`);
+  if (task.chunk !== undefined && (!Number.isInteger(task.chunk) || task.chunk < 1))
+    bad(`chunk must be an integer >= 1, got ${String(task.chunk)}`);
+  if (task.step !== undefined) {
+    if (!Array.isArray(task.step) || task.step.length > nargs)
+      bad(`step must be an array of at most ${nargs} numbers (one per argument)`);
+    if (!task.step.every((v) => Number.isFinite(v))) bad("step values must be finite numbers");
+  }
+  if (task.countArg !== undefined && !isIndex(task.countArg, nargs))
+    bad(`countArg must be an argument index in [0, ${nargs}), got ${String(task.countArg)}`);
+  if (task.threadArgs !== undefined) {
+    if (!Array.isArray(task.threadArgs)) bad("threadArgs must be an array");
+    for (const t of task.threadArgs) {
+      if (t === null || typeof t !== "object" || !isIndex(t.index, nargs))
+        bad(`threadArgs index ${String(t?.index)} is outside the ${nargs} arguments`);
+      if (!Number.isFinite(t.stride)) bad(`threadArgs stride must be a finite number`);
+    }
+  }
+}
+
 /** A pool of workers implementing the core's ParallelService. */
 export class WorkerPool implements ParallelService {
   readonly kind: WorkerKind;
@@ -149,8 +192,7 @@ export class WorkerPool implements ParallelService {
   private lastStartFailure = 0;
   private readonly unsubscribe: () => void;
   callerSpin: number;
-  /** See PoolOptions.stallTimeoutMs (default 60 s; 0: wait as long as chunks take). */
-  stallTimeoutMs: number;
+  private _stallTimeoutMs: number;
   /**
    * Test hook: how long the caller of a parallel run waits for a woken worker to claim a
    * chunk before taking chunks itself (0, the default: no wait). On a loaded machine the
@@ -173,6 +215,30 @@ export class WorkerPool implements ParallelService {
   wakeLatencyMicros: number | undefined;
 
   constructor(options: PoolOptions) {
+    if (options === null || typeof options !== "object")
+      throw new ArgumentError("openmp: WorkerPool needs an options object with a memory");
+    // Workers share this memory: without a shared WebAssembly.Memory they cannot run anything.
+    const mem = options.memory as { buffer?: unknown; grow?: unknown } | undefined;
+    if (
+      typeof mem?.grow !== "function" ||
+      typeof SharedArrayBuffer === "undefined" ||
+      !(mem.buffer instanceof SharedArrayBuffer)
+    )
+      throw new ArgumentError(
+        "openmp: WorkerPool options.memory must be a shared WebAssembly.Memory (e.g. cpuMemory().memory)",
+      );
+    const kinds = ["auto", "web", "worker_threads"];
+    if (options.workers !== undefined && !kinds.includes(options.workers))
+      throw new ArgumentError(
+        `openmp: workers must be one of ${kinds.join(", ")}, got ${JSON.stringify(options.workers)}`,
+      );
+    if (
+      options.maxWorkers !== undefined &&
+      (!Number.isInteger(options.maxWorkers) || options.maxWorkers < 0)
+    )
+      throw new ArgumentError(
+        `openmp: maxWorkers must be an integer >= 0, got ${String(options.maxWorkers)}`,
+      );
     this.memory = options.memory;
     this.kind = resolveKind(options.workers);
     if (this.kind === "web" && !hasWebWorkers())
@@ -181,6 +247,7 @@ export class WorkerPool implements ParallelService {
       throw new ArgumentError("openmp: this runtime has no worker_threads");
     this.spinMicros = options.spinMicros ?? 50;
     this.callerSpin = options.callerSpinMicros ?? 100;
+    this._stallTimeoutMs = DEFAULT_STALL_TIMEOUT_MS;
     this.stallTimeoutMs = options.stallTimeoutMs ?? DEFAULT_STALL_TIMEOUT_MS;
     this.maxWorkers = options.maxWorkers ?? 255;
     this.wanted =
@@ -200,6 +267,18 @@ export class WorkerPool implements ParallelService {
     if (!Number.isFinite(us) || us < 0)
       throw new ArgumentError(`openmp: spinMicros must be a number >= 0, got ${String(us)}`);
     Atomics.store(this.g, L.G_SPIN_US, Math.min(Math.round(us), 1_000_000));
+  }
+  /** See PoolOptions.stallTimeoutMs (default 60 s; 0: wait as long as chunks take). */
+  get stallTimeoutMs(): number {
+    return this._stallTimeoutMs;
+  }
+  set stallTimeoutMs(ms: number) {
+    // A negative or NaN value would silently switch the watchdog off (the check is `> 0`).
+    if (typeof ms !== "number" || !(ms >= 0))
+      throw new ArgumentError(
+        `openmp: stallTimeoutMs must be a number >= 0 (0: no watchdog), got ${String(ms)}`,
+      );
+    this._stallTimeoutMs = ms;
   }
   /** Microseconds the caller spins on the completion counter before blocking. */
   get callerSpinMicros(): number {
@@ -507,15 +586,11 @@ export class WorkerPool implements ParallelService {
 
   /** Runs the task on up to `threads` threads (this one included); see the file comment. */
   run(task: ParallelTask, threads: number): void {
+    validateTask(task, threads);
     const items = task.items;
-    if (!(items > 0)) return;
-    if (!Number.isInteger(items) || items > 0x7fffffff)
-      throw new ArgumentError(
-        `parallelFor: items must be an integer below 2^31, got ${String(items)}`,
-      );
-    const n = Math.max(1, Math.floor(threads) || 1);
-    const size =
-      task.schedule === "dynamic" ? Math.max(1, Math.floor(task.chunk ?? 1)) : Math.ceil(items / n);
+    if (items === 0) return;
+    const n = threads;
+    const size = task.schedule === "dynamic" ? (task.chunk ?? 1) : Math.ceil(items / n);
     const total = Math.ceil(items / size);
     const fnId = this.fnIdOf(task.module, task.fn);
     const fn = this.callerFn(task, fnId);

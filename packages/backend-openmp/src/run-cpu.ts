@@ -85,6 +85,8 @@ export interface RunCpuOptions {
   output?: "inherit" | "capture";
   /** Environment for the plan (default: this process's). */
   env?: Record<string, string | undefined>;
+  /** The cores this process may run on (default: its affinity mask, else 0..n-1). */
+  cores?: number[];
   cwd?: string;
 }
 
@@ -112,7 +114,13 @@ function positiveInt(name: string, text: string, min = 1): number {
   return Number(text);
 }
 
-/** Parses "0-3,8,10-11" into sorted, distinct core numbers. */
+/**
+ * The highest core number a core list may name (Linux's largest NR_CPUS is 8192): without a
+ * bound, "0-99999999999" filled a Set until it threw a RangeError.
+ */
+export const MAX_CORE = 8191;
+
+/** Parses "0-3,8,10-11" into sorted, distinct core numbers (each at most MAX_CORE). */
 export function parseCoreList(text: string, name = "--core-list"): number[] {
   const out = new Set<number>();
   for (const part of text.split(",")) {
@@ -125,6 +133,11 @@ export function parseCoreList(text: string, name = "--core-list"): number[] {
     const a = Number(m[1]);
     const b = m[2] === undefined ? a : Number(m[2]);
     if (b < a) throw new RunCpuUsageError(name, `${name}: the range ${part.trim()} runs backwards`);
+    if (b > MAX_CORE)
+      throw new RunCpuUsageError(
+        name,
+        `${name}: core ${b} in ${JSON.stringify(part.trim())} is above the highest core number supported (${MAX_CORE})`,
+      );
     for (let c = a; c <= b; c++) out.add(c);
   }
   return [...out].sort((x, y) => x - y);
@@ -346,6 +359,18 @@ export function planRunCpu(
       ? parseCoreList(values["--core-list"])
       : (options.cores ?? availableCores());
   if (cores.length === 0) throw new RunCpuUsageError("--core-list", "--core-list names no core");
+  const { taskset, note } = pinning(flags, env);
+  if (taskset && values["--core-list"] !== undefined) {
+    // taskset refuses a core outside the affinity mask only when the instance starts
+    // ("Invalid argument"); say so now, as a usage error.
+    const allowed = new Set(options.cores ?? availableCores());
+    const outside = cores.filter((c) => !allowed.has(c));
+    if (outside.length > 0)
+      throw new RunCpuUsageError(
+        "--core-list",
+        `--core-list: core${outside.length > 1 ? "s" : ""} ${formatCoreList(outside)} ${outside.length > 1 ? "are" : "is"} not among the cores this process may run on (${formatCoreList([...allowed].sort((x, y) => x - y))}); use those, or --disable-taskset`,
+      );
+  }
   const { ninstances, ncores } = splitCores(values, flags, cores);
   let only: number | undefined;
   if (values["--instance-idx"] !== undefined) {
@@ -356,7 +381,6 @@ export function planRunCpu(
         `--instance-idx ${only} is out of range: there are ${ninstances} instances (0..${ninstances - 1})`,
       );
   }
-  const { taskset, note } = pinning(flags, env);
   const base = runtimeCommand(rt, env);
   for (let k = 0; k < ninstances; k++) {
     if (only !== undefined && k !== only) continue;
@@ -475,7 +499,7 @@ export async function runCpu(argv: string[], options: RunCpuOptions = {}): Promi
   const error = options.error ?? ((l: string) => console.error(l));
   let plan: RunCpuPlan;
   try {
-    plan = planRunCpu(argv, { env: options.env });
+    plan = planRunCpu(argv, { env: options.env, cores: options.cores });
   } catch (e) {
     if (e instanceof RunCpuUsageError) {
       error(`${e.message}\nRun "run-cpu --help" for usage.`);

@@ -83,11 +83,19 @@ export function parallelSum(
   values: Float64Array | Float32Array | Tensor,
   options: ParallelSumOptions = {},
 ): number {
+  if (options === null || typeof options !== "object")
+    throw new ArgumentError("parallelSum: options must be an object ({ threads?, chunk? })");
   const mod = runtimeModule();
   const mem = cpuMemory();
   const chunk = options.chunk ?? SUM_CHUNK;
   if (!Number.isInteger(chunk) || chunk < 1)
     throw new ArgumentError(`parallelSum: chunk must be an integer >= 1, got ${String(chunk)}`);
+  // (checked here too: a NaN thread count made the pool run no chunk and the sum 0)
+  const threads = options.threads ?? cpuThreads();
+  if (!Number.isInteger(threads) || threads < 1)
+    throw new ArgumentError(
+      `parallelSum: threads must be an integer >= 1, got ${String(options.threads)}`,
+    );
   let ptr: number;
   let n: number;
   let f32: boolean;
@@ -123,7 +131,6 @@ export function parallelSum(
   const parts = Math.ceil(n / chunk);
   const out = mem.allocate(parts * 8);
   try {
-    const threads = options.threads ?? cpuThreads();
     parallelFor(
       {
         module: RUNTIME_MODULE,

@@ -39,7 +39,7 @@ describe("run-cpu (backends.xeon.runCpu)", () => {
         "--size",
         "8",
       ],
-      c.options,
+      { ...c.options, cores: [0, 1] },
     );
     expect(code).toBe(0);
     expect(c.out[0]).toMatch(
@@ -48,7 +48,8 @@ describe("run-cpu (backends.xeon.runCpu)", () => {
     expect(c.out).toHaveLength(3);
     expect(c.out[1]).toMatch(/instance 0: cores 0, OMP_NUM_THREADS=1: .*app\.js --size 8$/);
     expect(c.out[2]).toMatch(/instance 1: cores 1, OMP_NUM_THREADS=1: .*app\.js --size 8$/);
-    const plan = planRunCpu(["--ninstances=2", "--core-list=0-1", "app.js"]);
+    const six = { cores: [0, 1, 2, 3, 4, 5] };
+    const plan = planRunCpu(["--ninstances=2", "--core-list=0-1", "app.js"], six);
     expect(plan.instances.map((i) => i.cores)).toEqual([[0], [1]]);
     expect(plan.instances[1].env).toMatchObject({
       OMP_NUM_THREADS: "1",
@@ -66,19 +67,14 @@ describe("run-cpu (backends.xeon.runCpu)", () => {
     expect(off.taskset).toBeUndefined();
     expect(off.note).toMatch(/--disable-taskset/);
     expect(off.ncoresPerInstance).toBe(4);
-    expect(planRunCpu(["--throughput-mode", "--core-list", "0-5", "x.js"]).instances).toHaveLength(
-      1,
-    );
     expect(
-      planRunCpu([
-        "--ninstances",
-        "3",
-        "--core-list",
-        "0-5",
-        "--instance-idx",
-        "2",
-        "x.js",
-      ]).instances.map((i) => i.cores),
+      planRunCpu(["--throughput-mode", "--core-list", "0-5", "x.js"], six).instances,
+    ).toHaveLength(1);
+    expect(
+      planRunCpu(
+        ["--ninstances", "3", "--core-list", "0-5", "--instance-idx", "2", "x.js"],
+        six,
+      ).instances.map((i) => i.cores),
     ).toEqual([[4, 5]]);
   });
 
@@ -134,6 +130,37 @@ describe("run-cpu (backends.xeon.runCpu)", () => {
       expect(await runCpu(argv, c.options)).toBe(2);
       expect(c.err.join("\n")).toMatch(/run-cpu --help/);
     }
+  });
+
+  it("a core list beyond the machine is a usage error (exit 2), not a RangeError", async () => {
+    const c = capture();
+    const code = await runCpu(["--core-list", "0-99999999999", "--dry-run", "x.js"], c.options);
+    expect(code).toBe(2);
+    expect(c.err.join("\n")).toMatch(/--core-list: core 99999999999 .* above the highest core/);
+    expect(() => parseCoreList("70000")).toThrow(RunCpuUsageError);
+    const plan = (argv: string[]) =>
+      planRunCpu(argv, { cores: [0, 1], env: { PATH: "/usr/bin:/bin" } });
+    // Pinned (Linux with taskset): cores outside the affinity mask are refused up front.
+    const pinned = !plan(["--core-list", "0", "x.js"]).note;
+    if (pinned) {
+      let thrown: unknown;
+      try {
+        plan(["--core-list", "0-3", "x.js"]);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown).toBeInstanceOf(RunCpuUsageError);
+      expect((thrown as RunCpuUsageError).argument).toBe("--core-list");
+      expect((thrown as Error).message).toMatch(
+        /cores 2-3 are not among the cores this process may run on \(0-1\)/,
+      );
+      const c2 = capture();
+      expect(
+        await runCpu(["--core-list", "0-3", "--dry-run", "x.js"], { ...c2.options, cores: [0, 1] }),
+      ).toBe(2);
+    }
+    // Not pinned: the list is only a thread count, so it is accepted.
+    expect(plan(["--disable-taskset", "--core-list", "0-3", "x.js"]).cores).toEqual([0, 1, 2, 3]);
   });
 
   it("core lists", () => {

@@ -1,5 +1,6 @@
 /** What the conformance and determinism runners share: walking op arguments and seeding cases. */
-import { Tensor } from "@backplane/core";
+import { ArgumentError, Tensor } from "@backplane/core";
+import { getBackend, listBackends } from "@backplane/core/backend";
 
 /** FNV-1a of a case's name: the per-case seed. */
 export function hash(s: string): number {
@@ -27,4 +28,90 @@ export function tensorsIn(x: unknown): Tensor[] {
   if (Array.isArray(x)) return x.flatMap(tensorsIn);
   if (x && typeof x === "object") return Object.values(x).flatMap(tensorsIn);
   return [];
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    let diag = row[0];
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const up = row[j];
+      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
+      diag = up;
+    }
+  }
+  return row[b.length];
+}
+
+/** The known name nearest to a misspelt one, when it is near enough to be a typo. */
+export function didYouMean(name: string, known: Iterable<string>): string | undefined {
+  let best: string | undefined;
+  let bestD = Number.POSITIVE_INFINITY;
+  for (const k of known) {
+    const d = editDistance(name.toLowerCase(), k.toLowerCase());
+    if (d < bestD) [best, bestD] = [k, d];
+  }
+  return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 3)) ? best : undefined;
+}
+
+/** The registered backend named `name` (or whose package is `name`); else an ArgumentError. */
+export function resolveBackend(
+  who: string,
+  name: unknown,
+): NonNullable<ReturnType<typeof getBackend>> {
+  const b =
+    typeof name === "string"
+      ? (getBackend(name) ?? listBackends().find((x) => x.def.packageName === name))
+      : undefined;
+  if (b) return b;
+  const known = listBackends().map((x) =>
+    x.def.packageName ? `${x.def.name} (${x.def.packageName})` : x.def.name,
+  );
+  const guess =
+    typeof name === "string"
+      ? didYouMean(
+          name,
+          listBackends().map((x) => x.def.name),
+        )
+      : undefined;
+  throw new ArgumentError(
+    `${who}: no backend ${JSON.stringify(name)} is registered${guess ? `; did you mean ${guess}?` : ""}; import its package first. Registered: ${known.join(", ") || "none"}`,
+  );
+}
+
+/**
+ * Checks the ops/kernels filters against the backend's kernels: a misspelt name used to
+ * match nothing, so the run reported 0 results and passed.
+ */
+export function checkFilters(
+  who: string,
+  backend: string,
+  kernels: readonly { op: string; name: string }[],
+  opts: { ops?: unknown; kernels?: unknown },
+): void {
+  for (const [key, known] of [
+    ["ops", new Set(kernels.map((k) => k.op))],
+    ["kernels", new Set(kernels.map((k) => k.name))],
+  ] as const) {
+    const given = opts[key];
+    if (given === undefined) continue;
+    if (!Array.isArray(given) || !given.every((x) => typeof x === "string"))
+      throw new ArgumentError(`${who}: options.${key} must be an array of names`);
+    for (const name of given) {
+      if (known.has(name)) continue;
+      const guess = didYouMean(name, known);
+      throw new ArgumentError(
+        `${who}: backend ${backend} has no ${key === "ops" ? "kernel for op" : "kernel named"} ${JSON.stringify(name)}${guess ? `; did you mean ${guess}?` : ""} (it has: ${[...known].sort().join(", ") || "none"})`,
+      );
+    }
+  }
+}
+
+/** Options must be an object (null and other values are user mistakes, not TypeErrors). */
+export function checkOptions(who: string, opts: unknown): void {
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
+    throw new ArgumentError(
+      `${who}: options must be an object, got ${opts === null ? "null" : Array.isArray(opts) ? "an array" : typeof opts}`,
+    );
 }

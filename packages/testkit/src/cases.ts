@@ -18,7 +18,12 @@ export interface OpCase {
   sameRngOnly?: boolean;
 }
 
-const T = (x: Tensor) => x.transpose(-2, -1);
+/** The transposed view of x; x itself is disposed (the view holds the storage), else it leaked until GC. */
+const T = (x: Tensor) => {
+  const view = x.transpose(-2, -1);
+  x.dispose();
+  return view;
+};
 
 export const CASES: Record<string, OpCase[]> = {
   matmul: [

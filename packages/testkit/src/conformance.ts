@@ -5,7 +5,6 @@
  * an element a kernel forgets to write fails. Works inside any test runner.
  */
 import {
-  ArgumentError,
   BackplaneError,
   type DType,
   explain,
@@ -15,14 +14,8 @@ import {
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
-import {
-  dispatch,
-  getBackend,
-  getOp,
-  listBackends,
-  setAllocationHook,
-} from "@backplane/core/backend";
-import { hash, mapTensors, tensorsIn } from "./args.ts";
+import { dispatch, type getBackend, getOp, setAllocationHook } from "@backplane/core/backend";
+import { checkFilters, checkOptions, hash, mapTensors, resolveBackend, tensorsIn } from "./args.ts";
 import { BAD_CALLS } from "./bad-inputs.ts";
 import { CASES, type OpCase } from "./cases.ts";
 import {
@@ -372,17 +365,10 @@ export async function runConformance(
   opts: ConformanceOptions = {},
 ): Promise<ConformanceReport> {
   // The backend's name, or its package's (what the docs' examples and users reach for).
-  const b =
-    getBackend(backendName) ?? listBackends().find((x) => x.def.packageName === backendName);
-  if (!b) {
-    const known = listBackends().map((x) =>
-      x.def.packageName ? `${x.def.name} (${x.def.packageName})` : x.def.name,
-    );
-    throw new ArgumentError(
-      `runConformance: no backend ${JSON.stringify(backendName)} is registered; import its package first. Registered: ${known.join(", ")}`,
-    );
-  }
+  checkOptions("runConformance", opts);
+  const b = resolveBackend("runConformance", backendName);
   backendName = b.def.name;
+  checkFilters("runConformance", backendName, b.def.kernels ?? [], opts);
   // Every result is checked against its op's promise while the suite runs (shape, dtype,
   // device, not an input): a kernel breaking it fails with a KernelContractError.
   const checking = getFlag("core.checkKernels");

@@ -6,6 +6,7 @@
  * Works inside any test runner, on whichever runtime runs it.
  */
 import {
+  ArgumentError,
   backends,
   type DType,
   explain,
@@ -13,9 +14,9 @@ import {
   Tensor,
   withKernelPriority,
 } from "@backplane/core";
-import { dispatch, getBackend, getOp } from "@backplane/core/backend";
+import { dispatch, getOp } from "@backplane/core/backend";
 import { parallelService } from "@backplane/core/cpu";
-import { hash, mapTensors, tensorsIn } from "./args.ts";
+import { checkFilters, checkOptions, hash, mapTensors, resolveBackend, tensorsIn } from "./args.ts";
 import { CASES } from "./cases.ts";
 import { makeRng } from "./random.ts";
 
@@ -36,9 +37,12 @@ export interface DeterminismResult {
   kernel: string;
   dtype: DType;
   case: string;
-  status: "same" | "differs" | "refused";
-  /** What differed, or why the kernel refused. */
+  /** "threw": a run failed (a failure, like "differs"; its error is in `error`). */
+  status: "same" | "differs" | "refused" | "threw";
+  /** What differed, why the kernel refused, or which run threw what. */
   detail?: string;
+  /** The error of the first run that threw. */
+  error?: unknown;
 }
 
 export interface DeterminismReport {
@@ -46,18 +50,18 @@ export interface DeterminismReport {
   threads: number[];
   results: DeterminismResult[];
   differs: DeterminismResult[];
+  /** Every failure: the results that differ and those whose runs threw. */
+  failed: DeterminismResult[];
   toString(): string;
   assertPassed(): void;
 }
 
-/** The output's bytes (every tensor, in a fixed order), or the error it threw. */
+/**
+ * The output's bytes (every tensor, in a fixed order). An error propagates: comparing error
+ * texts let a kernel that always throws (or every run of a bad setting) pass as identical.
+ */
 async function fingerprint(run: () => unknown): Promise<string> {
-  let out: unknown;
-  try {
-    out = run();
-  } catch (e) {
-    return `threw ${(e as Error).name}: ${(e as Error).message}`;
-  }
+  const out = run();
   const parts: string[] = [];
   const ts =
     out instanceof Tensor
@@ -80,12 +84,25 @@ export async function runDeterminism(
   backendName: string,
   opts: DeterminismOptions = {},
 ): Promise<DeterminismReport> {
-  const b = getBackend(backendName);
-  if (!b)
-    throw new Error(`runDeterminism: backend ${JSON.stringify(backendName)} is not registered`);
+  const who = "runDeterminism";
+  checkOptions(who, opts);
+  const b = resolveBackend(who, backendName);
+  backendName = b.def.name;
   const cores = runtime().hardwareConcurrency;
   const threads = opts.threads ?? [...new Set([1, 2, cores])];
+  if (
+    !Array.isArray(threads) ||
+    threads.length === 0 ||
+    !threads.every((n) => Number.isInteger(n) && n >= 1)
+  )
+    throw new ArgumentError(
+      `${who}: threads must be a non-empty array of integers >= 1, got ${JSON.stringify(opts.threads)}`,
+    );
   const repeats = opts.repeats ?? 2;
+  // (0 runs compared nothing and was reported as "differs")
+  if (!Number.isInteger(repeats) || repeats < 1)
+    throw new ArgumentError(`${who}: repeats must be an integer >= 1, got ${String(repeats)}`);
+  checkFilters(who, backendName, b.def.kernels ?? [], opts);
   const kernels = (b.def.kernels ?? []).filter(
     (k) =>
       k.deterministic &&
@@ -117,20 +134,39 @@ export async function runDeterminism(
             continue;
           }
           const seen = new Map<string, string>();
+          let threw: { where: string; error: unknown } | undefined;
           for (const n of threads) {
+            if (threw) break;
             await parallelService()?.ready?.(n);
             for (let r = 0; r < repeats; r++) {
-              const fp = await fingerprint(() =>
-                backends.withFlags(
-                  { core: { deterministic: true }, openmp: { numThreads: n } },
-                  () =>
-                    withKernelPriority(k.op, [k.name], () =>
-                      dispatch(rec, rec.prepare(...devArgs)),
-                    ),
-                ),
-              );
-              seen.set(`${n} threads, run ${r + 1}`, fp);
+              const where = `${n} threads, run ${r + 1}`;
+              let fp: string;
+              try {
+                fp = await fingerprint(() =>
+                  backends.withFlags(
+                    { core: { deterministic: true }, openmp: { numThreads: n } },
+                    () =>
+                      withKernelPriority(k.op, [k.name], () =>
+                        dispatch(rec, rec.prepare(...devArgs)),
+                      ),
+                  ),
+                );
+              } catch (error) {
+                threw = { where, error };
+                break;
+              }
+              seen.set(where, fp);
             }
+          }
+          if (threw) {
+            const e = threw.error as Error;
+            results.push({
+              ...base,
+              status: "threw",
+              detail: `${threw.where} threw ${e?.name ?? "an error"}: ${e?.message ?? String(e)}`,
+              error: threw.error,
+            });
+            continue;
           }
           const distinct = new Set(seen.values());
           if (distinct.size === 1) results.push({ ...base, status: "same" });
@@ -150,17 +186,19 @@ export async function runDeterminism(
     }
   }
   const differs = results.filter((r) => r.status === "differs");
+  const failed = results.filter((r) => r.status === "differs" || r.status === "threw");
   const line = (r: DeterminismResult) => `${r.op} [${r.kernel}, ${r.dtype}] ${r.case}: ${r.detail}`;
   return {
     backend: backendName,
     threads,
     results,
     differs,
+    failed,
     toString: () =>
-      `${backendName}: ${results.filter((r) => r.status === "same").length} bit-identical at ${threads.join("/")} threads x ${repeats} runs, ${results.filter((r) => r.status === "refused").length} refused, ${differs.length} differ${differs.length ? `\n${differs.map((r) => `  DIFFERS ${line(r)}`).join("\n")}` : ""}`,
+      `${backendName}: ${results.filter((r) => r.status === "same").length} bit-identical at ${threads.join("/")} threads x ${repeats} runs, ${results.filter((r) => r.status === "refused").length} refused, ${differs.length} differ, ${failed.length - differs.length} threw${failed.length ? `\n${failed.map((r) => `  ${r.status === "threw" ? "THREW" : "DIFFERS"} ${line(r)}`).join("\n")}` : ""}`,
     assertPassed() {
-      if (differs.length)
-        throw new Error(`determinism of ${backendName} failed:\n${differs.map(line).join("\n")}`);
+      if (failed.length)
+        throw new Error(`determinism of ${backendName} failed:\n${failed.map(line).join("\n")}`);
     },
   };
 }

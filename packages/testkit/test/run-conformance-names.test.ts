@@ -23,3 +23,32 @@ describe("runConformance's backend argument", () => {
     );
   });
 });
+
+describe("runConformance's options", () => {
+  it("null options and misspelt ops/kernels are ArgumentErrors, not a pass with 0 results", async () => {
+    const bad: [unknown, RegExp][] = [
+      [null, /options must be an object, got null/],
+      [{ ops: ["rleu"] }, /no kernel for op "rleu"; did you mean relu\?/],
+      [{ ops: "relu" }, /options.ops must be an array of names/],
+      [{ kernels: ["no-such-kernel-xyz"] }, /no kernel named "no-such-kernel-xyz"/],
+    ];
+    for (const [opts, text] of bad) {
+      const p = runConformance("reference", opts as never);
+      await expect(p).rejects.toBeInstanceOf(ArgumentError);
+      await expect(p).rejects.toThrow(text);
+    }
+  });
+});
+
+describe("testkit cases", () => {
+  it("a transposed case leaves only its view alive (the base tensor is disposed)", async () => {
+    const { CASES } = await import("../src/cases.ts");
+    const { makeRng } = await import("../src/random.ts");
+    const { memoryStats } = await import("@backplane/core");
+    const c = CASES.matmul.find((x) => x.name.startsWith("transposed views"))!;
+    const before = memoryStats("cpu").allocatedBytes;
+    const args = c.make("float32", makeRng(1)) as { dispose(): void }[];
+    for (const t of args) t.dispose();
+    expect(memoryStats("cpu").allocatedBytes).toBe(before);
+  });
+});
