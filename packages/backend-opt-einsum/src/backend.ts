@@ -2,7 +2,7 @@
  * The backend: the "opt-einsum" einsum kernel (paths cached per equation, shapes and
  * strategy), backends.optEinsum's isAvailable() and getOptEinsum().
  */
-import { getFlag, Tensor } from "@backplane/core";
+import { ArgumentError, getFlag, Tensor } from "@backplane/core";
 import {
   type BackendDefinition,
   defineBackend,
@@ -18,7 +18,7 @@ import {
 } from "./contract-path.ts";
 import { executePath } from "./execute.ts";
 import { clearPathCache, EINSUM_DEVICES, einsumKernel, pathCacheInfo } from "./kernels/einsum.ts";
-import { STRATEGIES, type Strategy } from "./paths.ts";
+import { checkSearchOptions, STRATEGIES, type Strategy, show } from "./paths.ts";
 import { randomEquation } from "./random-equation.ts";
 
 export {
@@ -45,15 +45,25 @@ export function contract(
     | Pick<ContractPathOptions, "strategy" | "seed" | "repeats" | "outer" | "budgetMs">
   )[]
 ): Tensor {
-  const last = args[args.length - 1];
-  const hasOpts = last !== undefined && !(last instanceof Tensor) && typeof last === "object";
+  const last: unknown = args[args.length - 1];
+  // Only a plain object is options (null is not: it would crash on opts.strategy).
+  const hasOpts =
+    last !== null && typeof last === "object" && !(last instanceof Tensor) && !Array.isArray(last);
   const opts = (hasOpts ? last : {}) as ContractPathOptions;
-  const tensors = (hasOpts ? args.slice(0, -1) : args) as Tensor[];
-  const p = ops.einsum.prepare(equation, ...tensors) as EinsumParams;
+  checkSearchOptions(opts, "contract");
+  const tensors = (hasOpts ? args.slice(0, -1) : args) as unknown[];
+  tensors.forEach((t, i) => {
+    if (!(t instanceof Tensor)) {
+      throw new ArgumentError(
+        `contract: operand ${i} must be a Tensor (options go last, as an object), got ${show(t)}`,
+      );
+    }
+  });
+  const p = ops.einsum.prepare(equation, ...(tensors as Tensor[])) as EinsumParams;
   const strategy = opts.strategy ?? (getFlag("optEinsum.strategy") as Strategy);
   let path: number[][];
   if (Array.isArray(strategy)) {
-    path = contractPath(equation, ...tensors.map((t) => t.shape), { strategy }).path;
+    path = contractPath(equation, ...(tensors as Tensor[]).map((t) => t.shape), { strategy }).path;
   } else {
     checkStrategy(strategy);
     path = searchPath(p, strategy, opts).path;

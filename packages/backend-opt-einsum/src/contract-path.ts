@@ -5,7 +5,14 @@
  */
 import { ArgumentError } from "@backplane/core";
 import { parseEinsum } from "@backplane/core/backend";
-import { findPath, type SearchOptions, STRATEGIES, type Strategy } from "./paths.ts";
+import {
+  checkSearchOptions,
+  findPath,
+  type SearchOptions,
+  STRATEGIES,
+  type Strategy,
+  show,
+} from "./paths.ts";
 import { buildProblem, flopCount, ssaToLinear } from "./problem.ts";
 
 export type Shape = readonly number[];
@@ -164,7 +171,7 @@ function memoryArg(
   }
   if (typeof limit !== "number" || !(limit >= 1)) {
     throw new ArgumentError(
-      `contractPath: memoryLimit must be a number >= 1, -1 (none) or "maxInput", got ${JSON.stringify(limit)}`,
+      `contractPath: memoryLimit must be a number >= 1, -1 (none) or "maxInput", got ${show(limit)}`,
     );
   }
   return Math.floor(limit);
@@ -347,6 +354,8 @@ export function contractPath(
   ...args: (ShapeLike | ContractPathOptions)[]
 ): PathInfo {
   const { shapes, opts } = splitArgs(args);
+  // Checked whatever the strategy, so a bad option is never silently ignored.
+  checkSearchOptions(opts, "contractPath");
   const parsed = parseEinsum(equation, shapes);
   const limit = memoryArg(opts.memoryLimit, parsed.inputs, parsed.output, parsed.sizes);
   const strategy = opts.strategy ?? "auto";

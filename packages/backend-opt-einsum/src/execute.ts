@@ -99,11 +99,17 @@ function grouped(op: Operand, groups: readonly (readonly string[])[]): Tensor {
     order.map((d) => op.shape[d]),
     order.map((d) => op.strides[d]),
   );
-  const copy = permuted.contiguous();
-  permuted.dispose();
-  const r = copy.reshape(shape);
-  copy.dispose();
-  return r;
+  let copy: Tensor;
+  try {
+    copy = permuted.contiguous();
+  } finally {
+    permuted.dispose(); // the view retains op's memory, throw or not
+  }
+  try {
+    return copy.reshape(shape);
+  } finally {
+    copy.dispose();
+  }
 }
 
 /** Labels of op ordered as they lie in memory (outermost first). */
@@ -113,19 +119,26 @@ function memoryOrder(op: Operand, subset: readonly string[]): string[] {
   );
 }
 
-/** Sums the given labels out of op (a matmul with a vector of ones); consumes op. */
+/** Sums the given labels out of op (a matmul with a vector of ones); consumes op, even on a throw. */
 function reduce(op: Operand, sum: readonly string[]): Operand {
   if (sum.length === 0) return op;
   const keep = memoryOrder(
     op,
     op.labels.filter((l) => !sum.includes(l)),
   );
-  const m = grouped(op, [keep, memoryOrder(op, sum)]);
-  const ones = full([m.shape[1]], 1, { dtype: m.dtype, device: m.device });
-  const r = matmul(m, ones);
-  m.dispose();
-  ones.dispose();
-  release(op);
+  let m: Tensor | undefined;
+  let ones: Tensor | undefined;
+  let r: Tensor;
+  try {
+    m = grouped(op, [keep, memoryOrder(op, sum)]);
+    ones = full([m.shape[1]], 1, { dtype: m.dtype, device: m.device });
+    r = matmul(m, ones);
+  } finally {
+    // Views and temporaries retain op's memory: free them whether or not matmul threw.
+    m?.dispose();
+    ones?.dispose();
+    release(op);
+  }
   return result(
     r,
     keep.map((l) => sizeOf(op, l)),
@@ -133,66 +146,82 @@ function reduce(op: Operand, sum: readonly string[]): Operand {
   );
 }
 
-/** One pairwise step; `keep` holds the labels needed after it. Consumes a and b. */
+/** One pairwise step; `keep` holds the labels needed after it. Consumes a and b, even on a throw. */
 function pair(a: Operand, b: Operand, keep: ReadonlySet<string>): Operand {
   const inA = new Set(a.labels);
   const inB = new Set(b.labels);
-  a = reduce(
-    a,
-    a.labels.filter((l) => !inB.has(l) && !keep.has(l)),
-  );
-  b = reduce(
-    b,
-    b.labels.filter((l) => !inA.has(l) && !keep.has(l)),
-  );
-  // Shared labels follow the larger operand's memory order, so it is viewed, not copied.
-  const numel = (op: Operand) => op.shape.reduce((x, y) => x * y, 1);
-  const big = numel(a) >= numel(b) ? a : b;
-  const ordered = memoryOrder(
-    big,
-    big.labels.filter((l) => (big === a ? inB : inA).has(l)),
-  );
-  const batch = ordered.filter((l) => keep.has(l));
-  const con = ordered.filter((l) => !keep.has(l));
-  const mL = memoryOrder(
-    a,
-    a.labels.filter((l) => !inB.has(l)),
-  );
-  const nL = memoryOrder(
-    b,
-    b.labels.filter((l) => !inA.has(l)),
-  );
-  const labels = [...batch, ...mL, ...nL];
-  const shape = [
-    ...batch.map((l) => sizeOf(a, l)),
-    ...mL.map((l) => sizeOf(a, l)),
-    ...nL.map((l) => sizeOf(b, l)),
-  ];
-  let A: Tensor;
-  let B: Tensor;
-  let r: Tensor;
-  if (con.length === 0) {
-    // Nothing summed: a broadcast product [batch, m, 1] * [batch, 1, n].
-    A = grouped(a, [batch, mL, []]);
-    B = grouped(b, [batch, [], nL]);
-    r = mul(A, B);
-  } else if (batch.length === 0) {
-    A = grouped(a, [mL, con]);
-    B = grouped(b, [con, nL]);
-    r = matmul(A, B);
-  } else {
-    A = grouped(a, [batch, mL, con]);
-    B = grouped(b, [batch, con, nL]);
-    r = matmul(A, B);
+  try {
+    a = reduce(
+      a,
+      a.labels.filter((l) => !inB.has(l) && !keep.has(l)),
+    );
+  } catch (e) {
+    release(b); // a is consumed by reduce; b must be too
+    throw e;
   }
-  A.dispose();
-  B.dispose();
-  release(a);
-  release(b);
+  try {
+    b = reduce(
+      b,
+      b.labels.filter((l) => !inA.has(l) && !keep.has(l)),
+    );
+  } catch (e) {
+    release(a);
+    throw e;
+  }
+  let A: Tensor | undefined;
+  let B: Tensor | undefined;
+  let r: Tensor;
+  let shape: number[];
+  let labels: string[];
+  try {
+    // Shared labels follow the larger operand's memory order, so it is viewed, not copied.
+    const numel = (op: Operand) => op.shape.reduce((x, y) => x * y, 1);
+    const big = numel(a) >= numel(b) ? a : b;
+    const ordered = memoryOrder(
+      big,
+      big.labels.filter((l) => (big === a ? inB : inA).has(l)),
+    );
+    const batch = ordered.filter((l) => keep.has(l));
+    const con = ordered.filter((l) => !keep.has(l));
+    const mL = memoryOrder(
+      a,
+      a.labels.filter((l) => !inB.has(l)),
+    );
+    const nL = memoryOrder(
+      b,
+      b.labels.filter((l) => !inA.has(l)),
+    );
+    labels = [...batch, ...mL, ...nL];
+    shape = [
+      ...batch.map((l) => sizeOf(a, l)),
+      ...mL.map((l) => sizeOf(a, l)),
+      ...nL.map((l) => sizeOf(b, l)),
+    ];
+    if (con.length === 0) {
+      // Nothing summed: a broadcast product [batch, m, 1] * [batch, 1, n].
+      A = grouped(a, [batch, mL, []]);
+      B = grouped(b, [batch, [], nL]);
+      r = mul(A, B);
+    } else if (batch.length === 0) {
+      A = grouped(a, [mL, con]);
+      B = grouped(b, [con, nL]);
+      r = matmul(A, B);
+    } else {
+      A = grouped(a, [batch, mL, con]);
+      B = grouped(b, [batch, con, nL]);
+      r = matmul(A, B);
+    }
+  } finally {
+    // The views retain a's and b's memory; a throw (a ShapeError from matmul) must free them too.
+    A?.dispose();
+    B?.dispose();
+    release(a);
+    release(b);
+  }
   return result(r, shape, labels);
 }
 
-/** Contracts the operands of one step, pairwise from the left. */
+/** Contracts the operands of one step, pairwise from the left; consumes them, even on a throw. */
 function step(ops: Operand[], keep: ReadonlySet<string>): Operand {
   if (ops.length === 1) {
     return reduce(
@@ -201,10 +230,17 @@ function step(ops: Operand[], keep: ReadonlySet<string>): Operand {
     );
   }
   let acc = ops[0];
-  for (let i = 1; i < ops.length; i++) {
-    const k = new Set(keep);
-    for (let j = i + 1; j < ops.length; j++) for (const l of ops[j].labels) k.add(l);
-    acc = pair(acc, ops[i], k);
+  let i = 1;
+  try {
+    for (; i < ops.length; i++) {
+      const k = new Set(keep);
+      for (let j = i + 1; j < ops.length; j++) for (const l of ops[j].labels) k.add(l);
+      acc = pair(acc, ops[i], k);
+    }
+  } catch (e) {
+    // pair consumed acc and ops[i]; the operands not reached yet are released here.
+    for (let j = i + 1; j < ops.length; j++) release(ops[j]);
+    throw e;
   }
   return acc;
 }
@@ -225,12 +261,16 @@ export function executePath(
       const rest = ops.filter((_, q) => !positions.includes(q));
       const keep = new Set(outSet);
       for (const o of rest) for (const l of o.labels) keep.add(l);
+      // step consumes `chosen` even when it throws (a later step's ShapeError must not
+      // leak an earlier step's intermediate); the finally below releases `rest`.
       ops = rest;
       ops.push(step(chosen, keep));
     }
+    const last = ops[0];
+    ops = []; // reduce consumes it, even on a throw: never released twice
     const res = reduce(
-      ops[0],
-      ops[0].labels.filter((l) => !outSet.has(l)),
+      last,
+      last.labels.filter((l) => !outSet.has(l)),
     );
     ops = [res];
     const outShape = p.output.map((l) => p.sizes[l]);

@@ -3,6 +3,8 @@
  * greedy, random-greedy, branch-*, dp, optimal, and auto / auto-hq that choose among
  * them by operand count and spend a time budget on the best ones.
  */
+
+import { ArgumentError } from "@backplane/core";
 import { branchBound } from "./branch.ts";
 import { components, denseDP, sparseDP } from "./dp.ts";
 import { type Found, Greedy, leftToRight, singleCost } from "./greedy.ts";
@@ -304,7 +306,45 @@ export function auto(p: Problem, budgetMs: number, hq: boolean): SearchResult {
   return { ...found, algorithm: `${name}: ${[...hows].join("; ")}` };
 }
 
+/**
+ * Throws an ArgumentError naming the first bad search option: an unbounded `repeats` or a
+ * NaN budget would make a search never return, and a silently coerced seed hides a typo.
+ */
+export function checkSearchOptions(
+  opts: unknown,
+  where = "contractPath",
+): asserts opts is SearchOptions {
+  if (opts === undefined) return;
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts)) {
+    throw new ArgumentError(`${where}: options must be an object, got ${show(opts)}`);
+  }
+  const o = opts as Record<string, unknown>;
+  const bad = (name: string, want: string) =>
+    new ArgumentError(`${where}: option ${name} must be ${want}, got ${show(o[name])}`);
+  if (o.seed !== undefined && !Number.isSafeInteger(o.seed)) throw bad("seed", "an integer");
+  if (o.repeats !== undefined && !(Number.isSafeInteger(o.repeats) && (o.repeats as number) >= 1))
+    throw bad("repeats", "a finite integer >= 1");
+  if (o.outer !== undefined && typeof o.outer !== "boolean" && o.outer !== "auto")
+    throw bad("outer", 'true, false or "auto"');
+  if (
+    o.budgetMs !== undefined &&
+    !(typeof o.budgetMs === "number" && Number.isFinite(o.budgetMs) && o.budgetMs >= 0)
+  )
+    throw bad("budgetMs", "a finite number of milliseconds >= 0");
+}
+
+/** A value as a message shows it: NaN and Infinity as themselves (JSON says null). */
+export function show(v: unknown): string {
+  if (typeof v === "number" || typeof v === "bigint" || v === undefined) return String(v);
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
 export function findPath(p: Problem, strategy: Strategy, opts: SearchOptions = {}): SearchResult {
+  checkSearchOptions(opts, "findPath");
   const r = search(p, strategy, opts);
   // Inputs that sum their own indices first where that is cheaper (exact per tree).
   const reduced = reduceLeaves(p, r.ssa);

@@ -4,7 +4,7 @@
  * `nOut` indices appear once and in the output. Seeded, so a network can be replayed.
  */
 import { ArgumentError } from "@backplane/core";
-import { prng } from "./paths.ts";
+import { prng, show } from "./paths.ts";
 
 const LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
@@ -25,11 +25,44 @@ export interface RandomEquation {
   sizes: Record<string, number>;
 }
 
+/**
+ * The invariant needs n >= 2 (a bond joins two different operands) and whole counts;
+ * a fraction or a negative would index past LETTERS ("undefined" in the equation).
+ */
+function checkArgs(n: unknown, reg: unknown, opts: unknown): void {
+  const fail = (what: string, want: string, v: unknown) =>
+    new ArgumentError(`randomEquation: ${what} must be ${want}, got ${show(v)}`);
+  if (!Number.isSafeInteger(n) || (n as number) < 2) throw fail("n", "an integer >= 2", n);
+  // reg may be fractional (an average degree): n * reg / 2 bonds, rounded down.
+  if (typeof reg !== "number" || !Number.isFinite(reg) || reg <= 0)
+    throw fail("reg", "a finite number > 0", reg);
+  if (opts === null || typeof opts !== "object" || Array.isArray(opts))
+    throw fail("options", "an object", opts);
+  const o = opts as Record<string, unknown>;
+  const int = (k: string, min: number) => {
+    const v = o[k];
+    if (v !== undefined && (!Number.isSafeInteger(v) || (v as number) < min))
+      throw fail(`option ${k}`, `an integer >= ${min}`, v);
+  };
+  int("nOut", 0);
+  int("dMin", 1);
+  int("dMax", 1);
+  if (o.seed !== undefined && !Number.isSafeInteger(o.seed))
+    throw fail("option seed", "an integer", o.seed);
+  if (o.globalDim !== undefined && typeof o.globalDim !== "boolean")
+    throw fail("option globalDim", "a boolean", o.globalDim);
+  const dMin = (o.dMin as number | undefined) ?? 2;
+  const dMax = (o.dMax as number | undefined) ?? 9;
+  if (dMax < dMin)
+    throw new ArgumentError(`randomEquation: dMax (${dMax}) must be >= dMin (${dMin})`);
+}
+
 export function randomEquation(
   n: number,
   reg: number,
   opts: RandomEquationOptions = {},
 ): RandomEquation {
+  checkArgs(n, reg, opts);
   const nOut = opts.nOut ?? 0;
   const dMin = opts.dMin ?? 2;
   const dMax = opts.dMax ?? 9;

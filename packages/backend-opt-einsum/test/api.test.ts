@@ -1,4 +1,11 @@
-import { ArgumentError, backends, FlagError, randn } from "@backplane/core";
+import {
+  ArgumentError,
+  backends,
+  FlagError,
+  memoryStats,
+  randn,
+  ShapeError,
+} from "@backplane/core";
 import { describe, expect, it } from "vitest";
 import { contract, optEinsum, PathInfo } from "../src/index.ts";
 
@@ -78,5 +85,98 @@ describe("backends.optEinsum", () => {
       ],
     }).toFloat64();
     for (let i = 0; i < x.length; i++) expect(x[i]).toBeCloseTo(y[i], 5);
+  });
+});
+
+describe("robustness", () => {
+  it("a failing contraction step frees every intermediate and view", () => {
+    const a = randn([300, 2]);
+    const b = randn([2, 300]);
+    const c = randn([300, 300]);
+    const before = memoryStats("cpu").allocatedBytes;
+    // Step 1 makes a 300x300 intermediate; step 2's outer product is too big and throws.
+    expect(() =>
+      contract("ab,bc,de->acde", a, b, c, {
+        strategy: [
+          [0, 1],
+          [0, 1],
+        ],
+      }),
+    ).toThrow(ShapeError);
+    expect(memoryStats("cpu").allocatedBytes).toBe(before);
+    // A success afterwards still works and frees its intermediates.
+    const r = contract("ab,bc->ac", a, b);
+    r.dispose();
+    expect(memoryStats("cpu").allocatedBytes).toBe(before);
+    for (const t of [a, b, c]) t.dispose();
+  });
+});
+
+describe("argument checks", () => {
+  const eq = "ij,jk,kl,lm->im";
+  const shapes = [
+    [2, 2],
+    [2, 3],
+    [3, 4],
+    [4, 2],
+  ];
+  it("rejects bad search options with an ArgumentError naming the option", () => {
+    const bad: [Record<string, unknown>, RegExp][] = [
+      [{ strategy: "random-greedy", repeats: Number.POSITIVE_INFINITY }, /repeats/],
+      [{ strategy: "random-greedy", repeats: -1 }, /repeats/],
+      [{ strategy: "random-greedy", repeats: 2.5 }, /repeats/],
+      [{ strategy: "auto", budgetMs: Number.NaN }, /budgetMs.*NaN/],
+      [{ strategy: "auto", budgetMs: -5 }, /budgetMs.*-5/],
+      [{ strategy: "random-greedy", seed: "x" }, /seed/],
+      [{ strategy: "dp", outer: "yes" }, /outer/],
+      // Checked even where the strategy would not read them.
+      [{ strategy: "greedy", repeats: 0 }, /repeats/],
+    ];
+    for (const [opts, msg] of bad) {
+      expect(() => optEinsum.contractPath(eq, ...shapes, opts as never)).toThrow(ArgumentError);
+      expect(() => optEinsum.contractPath(eq, ...shapes, opts as never)).toThrow(msg);
+      const ts = shapes.map((s) => randn(s));
+      expect(() => contract(eq, ...ts, opts as never)).toThrow(msg);
+      for (const t of ts) t.dispose();
+    }
+    const ok = optEinsum.contractPath(eq, ...shapes, {
+      strategy: "random-greedy",
+      repeats: 3,
+      seed: 7,
+      budgetMs: 0,
+    });
+    expect(ok.path.length).toBe(3);
+  });
+
+  it("contract with null options is a typed error; memoryLimit NaN shows NaN", () => {
+    const a = randn([2, 3]);
+    const b = randn([3, 4]);
+    expect(() => contract("ij,jk->ik", a, b, null as never)).toThrow(ArgumentError);
+    expect(() => contract("ij,jk->ik", a, b, null as never)).toThrow(/operand 2 .*got null/);
+    expect(() =>
+      optEinsum.contractPath("ij,jk", [2, 3], [3, 4], { memoryLimit: Number.NaN }),
+    ).toThrow(/got NaN/);
+    a.dispose();
+    b.dispose();
+  });
+
+  it("randomEquation validates its arguments and keeps its invariant", () => {
+    const bad: [number, number, Record<string, unknown>, RegExp][] = [
+      [2.5, 2, {}, /\bn must be/],
+      [1, 2, {}, /\bn must be an integer >= 2/],
+      [3, 0, {}, /reg must be/],
+      [3, Number.NaN, {}, /reg must be.*NaN/],
+      [3, 2, { nOut: -2 }, /nOut/],
+      [3, 2, { dMin: -3, dMax: -2 }, /dMin/],
+      [3, 2, { dMin: 5, dMax: 2 }, /dMax/],
+      [3, 2, { seed: "x" }, /seed/],
+    ];
+    for (const [n, reg, opts, msg] of bad) {
+      expect(() => optEinsum.randomEquation(n, reg, opts as never)).toThrow(ArgumentError);
+      expect(() => optEinsum.randomEquation(n, reg, opts as never)).toThrow(msg);
+    }
+    const e = optEinsum.randomEquation(5, 3, { nOut: 2, seed: 3 });
+    expect(e.equation).not.toMatch(/undefined/);
+    expect(e.shapes.flat().every((d) => d >= 2 && d <= 9)).toBe(true);
   });
 });

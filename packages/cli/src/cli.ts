@@ -5,15 +5,8 @@
  * Exit codes: 0 success; 1 the command ran and found a problem (an op failed, no
  * kernel can run); 2 bad arguments.
  */
-import {
-  BackplaneError,
-  backends,
-  flagSpec,
-  formatCalls,
-  isDType,
-  opNames,
-  randn,
-} from "@backplane/core";
+import { backends, flagSpec, formatCalls, isDType, opNames, randn } from "@backplane/core";
+import { describeError, parse, parseShape, UsageError } from "./args.ts";
 import { collectReport, formatReport, reportFailed } from "./doctor.ts";
 import { explainCall, runCall } from "./explain.ts";
 import { loadInstalledBackends } from "./load-backends.ts";
@@ -60,28 +53,6 @@ const COMMAND_HELP: Record<string, string> = {
     "backplane explain <op> --shapes 2x3,3x4 [--dtype float32] [--device cpu] [--run]\n  Random tensors of those shapes go to <op>; prints the chosen kernel and every refusal. With --run, runs the op once and prints every kernel call it made (op, kernel, backend, device, dtype, shape, time). Exit 1 when no kernel can run.",
 };
 
-class UsageError extends Error {}
-
-function parse(argv: string[]): {
-  command: string;
-  positional: string[];
-  flags: Record<string, string | true>;
-} {
-  const [command = "help", ...rest] = argv;
-  const positional: string[] = [];
-  const flags: Record<string, string | true> = {};
-  for (let i = 0; i < rest.length; i++) {
-    const a = rest[i];
-    if (a.startsWith("--")) {
-      const [k, v] = a.slice(2).split("=", 2);
-      if (v !== undefined) flags[k] = v;
-      else if (rest[i + 1] !== undefined && !rest[i + 1].startsWith("--")) flags[k] = rest[++i];
-      else flags[k] = true;
-    } else positional.push(a);
-  }
-  return { command, positional, flags };
-}
-
 function allowOnly(flags: Record<string, unknown>, allowed: string[], command: string): void {
   for (const k of Object.keys(flags)) {
     if (!allowed.includes(k))
@@ -126,6 +97,8 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "info") {
     allowOnly(flags, ["json"], "info");
+    if (positional.length > 0)
+      throw new UsageError(`info: unexpected argument ${JSON.stringify(positional[0])}`);
     const loads = await loadInstalledBackends();
     const report = await collectReport(loads);
     console.log(flags.json ? JSON.stringify(report, null, 2) : formatReport(report));
@@ -138,12 +111,7 @@ async function main(argv: string[]): Promise<number> {
       throw new UsageError(
         'einsum-path: give an equation, e.g. backplane einsum-path "ij,jk->ik" 2x3 3x4',
       );
-    const shapes = shapeArgs.map((s) => {
-      const dims = s === "" || s === "scalar" ? [] : s.split("x").map(Number);
-      if (!dims.every((d) => Number.isInteger(d) && d >= 0))
-        throw new UsageError(`einsum-path: shape ${JSON.stringify(s)} is not like 2x3`);
-      return dims;
-    });
+    const shapes = shapeArgs.map((s) => parseShape(s, "einsum-path: shape"));
     await loadInstalledBackends({ gpu: false }); // paths only: no device is touched
     const api = (backends.optEinsum.getOptEinsum() ?? undefined) as
       | { contractPath(eq: string, ...rest: unknown[]): { toString(): string } }
@@ -169,7 +137,13 @@ async function main(argv: string[]): Promise<number> {
   if (command === "explain") {
     allowOnly(flags, ["shapes", "dtype", "device", "run"], "explain");
     // PyTorch's short names for ops Backplane spells out.
-    const op = OP_ALIASES[positional[0] ?? ""] ?? positional[0];
+    // Own keys only: "toString" must not find Object.prototype's function.
+    const name = positional[0];
+    const op = name !== undefined && Object.hasOwn(OP_ALIASES, name) ? OP_ALIASES[name] : name;
+    if (positional.length > 1)
+      throw new UsageError(
+        `explain: one op only, got ${positional.map((p) => JSON.stringify(p)).join(", ")} (flags like --run take no value)`,
+      );
     if (!op)
       throw new UsageError("explain: name an op, e.g. backplane explain matmul --shapes 2x3,3x4");
     // GPU backends only for a GPU device: CPU work opens no driver (and prints no driver noise).
@@ -181,12 +155,7 @@ async function main(argv: string[]): Promise<number> {
       );
     if (typeof flags.shapes !== "string")
       throw new UsageError("explain: --shapes is required, e.g. --shapes 2x3,3x4");
-    const shapes = flags.shapes.split(",").map((s) => {
-      const dims = s === "" ? [] : s.split("x").map(Number);
-      if (!dims.every((d) => Number.isInteger(d) && d >= 0))
-        throw new UsageError(`explain: --shapes: ${JSON.stringify(s)} is not like 2x3`);
-      return dims;
-    });
+    const shapes = flags.shapes.split(",").map((s) => parseShape(s, "explain: --shapes"));
     const dtype = flags.dtype ?? "float32";
     if (!isDType(dtype))
       throw new UsageError(`explain: --dtype ${JSON.stringify(dtype)} is not a dtype`);
@@ -210,15 +179,8 @@ main(process.argv.slice(2)).then(
     process.exitCode = code;
   },
   (e) => {
-    if (e instanceof UsageError) {
-      console.error(`backplane: ${e.message}\nRun "backplane help" for usage.`);
-      process.exitCode = 2;
-    } else if (e instanceof BackplaneError) {
-      console.error(`backplane: ${e.name}: ${e.message}`);
-      process.exitCode = 1;
-    } else {
-      console.error(e);
-      process.exitCode = 1;
-    }
+    const { code, message } = describeError(e);
+    console.error(message);
+    process.exitCode = code;
   },
 );

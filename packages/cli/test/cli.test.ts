@@ -48,13 +48,15 @@ describe("backplane CLI", () => {
     expect(q.every((o) => o.passed === o.total && o.total > 0)).toBe(true);
   });
 
-  it("explain names the choice; no kernel is exit 1", () => {
+  it("explain names the choice; an unsupported dtype is bad input, exit 2", () => {
     const ok = run("explain", "matmul", "--shapes", "4x3,3x2");
     expect(ok.status).toBe(0);
     expect(ok.stdout).toMatch(/matmul: runs \S+/);
     expect(ok.stdout).toMatch(/reference \(reference\)/);
-    const none = run("explain", "matmul", "--shapes", "2x2,2x2", "--dtype", "int32");
-    expect(none.status).toBe(1);
+    // matmul refuses int32 with a DTypeError: the user's input, so exit 2 (README).
+    const int = run("explain", "matmul", "--shapes", "2x2,2x2", "--dtype", "int32");
+    expect(int.status).toBe(2);
+    expect(int.stderr).toMatch(/^backplane: DTypeError: .*int32.*\n$/);
   });
 
   it("explain takes PyTorch's short op names (sdpa, log_softmax)", () => {
@@ -83,6 +85,44 @@ describe("backplane CLI", () => {
     expect(run("frobnicate").status).toBe(2);
     expect(run("info", "--bogus").stderr).toMatch(/unknown option --bogus/);
     expect(run("help").stdout).toMatch(/Exit codes: 0 ok/);
+  });
+
+  it("flags: --run takes no value; a value flag without one is exit 2", () => {
+    const first = run("explain", "--run", "matmul", "--shapes", "2x3,3x4");
+    expect(first.status, first.stderr).toBe(0);
+    expect(first.stdout).toMatch(/ran:\n/);
+    const yes = run("explain", "matmul", "--shapes", "2x3,3x4", "--run", "yes");
+    expect(yes.status).toBe(2);
+    expect(yes.stderr).toMatch(/one op only/);
+    const bare = run("einsum-path", "ij,jk->ik", "2x3", "3x4", "--strategy");
+    expect(bare.status).toBe(2);
+    expect(bare.stderr).toMatch(/--strategy needs a value/);
+  });
+
+  it("shapes are decimal integers per dimension: 2x and 1e1x2 are exit 2", () => {
+    for (const s of ["2x", "1e1x2"]) {
+      const r = run("einsum-path", "ij,jk->ik", s, "3x4");
+      expect(r.status).toBe(2);
+      expect(r.stderr).toContain(JSON.stringify(s));
+    }
+    expect(run("explain", "matmul", "--shapes", "2x3,3x").status).toBe(2);
+  });
+
+  it("bad user input is exit 2 with one line and no stack; aliases are own keys only", () => {
+    const cases = [
+      ["einsum-path", "ij,jk-->ik", "2x3", "3x4"], // malformed equation
+      ["einsum-path", "ij,jk->ik", "2x3", "4x4"], // shape mismatch
+      ["einsum-path", "ij,jk->ik", "2x3"], // operand count
+      ["explain", "matmul", "--shapes", "2x3,4x5"],
+    ];
+    for (const c of cases) {
+      const r = run(...c);
+      expect(r.status, c.join(" ")).toBe(2);
+      expect(r.stderr).toMatch(/^backplane: (ArgumentError|ShapeError): [^\n]+\n$/);
+    }
+    const ts = run("explain", "toString", "--shapes", "2");
+    expect(ts.status).toBe(2);
+    expect(ts.stderr).toMatch(/unknown op "toString"/);
   });
 
   it("run-cpu prints its plan, and a bad argument is exit 2", () => {
