@@ -12,6 +12,7 @@ import type { DeviceMemory } from "@backplane/core/backend";
 import {
   type Binding,
   getPools,
+  grid,
   launch,
   Meta,
   pendingTraces,
@@ -72,15 +73,13 @@ function copyBytes(src: Binding, srcOff: number, dst: Binding, dstOff: number, n
   const words = ((dstOff + n + 3) >>> 2) - firstWord;
   const { s } = requirePools("webgpu copy");
   const p = pipelineFor("copy-bytes", 1, 1, () => COPY_BYTES);
-  const groups = Math.ceil(words / 64);
-  const limit = s.limits.maxComputeWorkgroupsPerDimension;
   launch({
     kernel: "copy-bytes",
     pipeline: p,
     reads: [src],
     writes: [dst],
     meta: new Meta().u32(srcOff, dstOff, n, firstWord, words).build(),
-    groups: groups <= limit ? [groups, 1, 1] : [limit, Math.ceil(groups / limit), 1],
+    groups: grid(Math.ceil(words / 64), s.limits.maxComputeWorkgroupsPerDimension),
   });
 }
 
@@ -274,8 +273,6 @@ export const webgpuMemory: DeviceMemory<GpuHandle> = {
     }
     const words = up4(bytes) / 4;
     const p = pipelineFor("gather", 1, 1, () => GATHER);
-    const groups = Math.ceil(words / 64);
-    const limit = pools.s.limits.maxComputeWorkgroupsPerDimension;
     launch({
       kernel: "gather",
       pipeline: p,
@@ -284,7 +281,7 @@ export const webgpuMemory: DeviceMemory<GpuHandle> = {
       meta: new Meta()
         .u32(words, elementBytes, shape.length, offset, bytes, ...shape, ...strides)
         .build(),
-      groups: groups <= limit ? [groups, 1, 1] : [limit, Math.ceil(groups / limit), 1],
+      groups: grid(Math.ceil(words / 64), pools.s.limits.maxComputeWorkgroupsPerDimension),
     });
   },
 

@@ -99,3 +99,5 @@ export {
 export { checkShape, contiguousStrides, normalizeDim, sizeOf } from "./tensor/tensor.ts";
 // Warnings a backend gives once (through setLogHandler's handler)
 export { warnOnce } from "./util/log.ts";
+// "did you mean ...?" for a misspelt name in a backend's or tool's own errors
+export { closest } from "./util/suggest.ts";

@@ -26,6 +26,7 @@ export const bool: typeof api.bool = shared.bool;
 export const checkDType: typeof api.checkDType = shared.checkDType;
 export const checkFlag: typeof api.checkFlag = shared.checkFlag;
 export const checkShape: typeof api.checkShape = shared.checkShape;
+export const closest: typeof api.closest = shared.closest;
 export const contiguousStrides: typeof api.contiguousStrides = shared.contiguousStrides;
 export const currentState: typeof api.currentState = shared.currentState;
 export const defineBackend: typeof api.defineBackend = shared.defineBackend;

@@ -1,6 +1,6 @@
 /** What the conformance and determinism runners share: walking op arguments and seeding cases. */
 import { ArgumentError, Tensor } from "@backplane/core";
-import { getBackend, listBackends } from "@backplane/core/backend";
+import { closest, getBackend, listBackends } from "@backplane/core/backend";
 
 /** FNV-1a of a case's name: the per-case seed. */
 export function hash(s: string): number {
@@ -30,31 +30,6 @@ export function tensorsIn(x: unknown): Tensor[] {
   return [];
 }
 
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    let diag = row[0];
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const up = row[j];
-      row[j] = Math.min(row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] === b[j - 1] ? 0 : 1));
-      diag = up;
-    }
-  }
-  return row[b.length];
-}
-
-/** The known name nearest to a misspelt one, when it is near enough to be a typo. */
-export function didYouMean(name: string, known: Iterable<string>): string | undefined {
-  let best: string | undefined;
-  let bestD = Number.POSITIVE_INFINITY;
-  for (const k of known) {
-    const d = editDistance(name.toLowerCase(), k.toLowerCase());
-    if (d < bestD) [best, bestD] = [k, d];
-  }
-  return best !== undefined && bestD <= Math.max(2, Math.floor(name.length / 3)) ? best : undefined;
-}
-
 /** The registered backend named `name` (or whose package is `name`); else an ArgumentError. */
 export function resolveBackend(
   who: string,
@@ -70,7 +45,7 @@ export function resolveBackend(
   );
   const guess =
     typeof name === "string"
-      ? didYouMean(
+      ? closest(
           name,
           listBackends().map((x) => x.def.name),
         )
@@ -100,7 +75,7 @@ export function checkFilters(
       throw new ArgumentError(`${who}: options.${key} must be an array of names`);
     for (const name of given) {
       if (known.has(name)) continue;
-      const guess = didYouMean(name, known);
+      const guess = closest(name, known);
       throw new ArgumentError(
         `${who}: backend ${backend} has no ${key === "ops" ? "kernel for op" : "kernel named"} ${JSON.stringify(name)}${guess ? `; did you mean ${guess}?` : ""} (it has: ${[...known].sort().join(", ") || "none"})`,
       );
