@@ -11,8 +11,10 @@ import {
   explain,
   getFlag,
   matmul,
+  nn,
   randn,
   rfft,
+  SDPBackend,
   scaledDotProductAttention,
   setFlag,
   Tensor,
@@ -239,6 +241,68 @@ async function sdpaOnce(): Promise<Check> {
   };
 }
 
+/**
+ * FLASH_ATTENTION's tensor-core kernel on what conformance does not build: long sequences,
+ * torch's [B, L, H, D] layout seen through a transpose, bfloat16 at d=128, and dropout (the
+ * same hash as the MATH kernel, so both drop the same probabilities).
+ */
+async function flashTensorCores(): Promise<Check[]> {
+  const out: Check[] = [];
+  const forced = <R>(fam: SDPBackend, f: () => R) => nn.attention.withSdpaKernel([fam], f);
+  const cases = [
+    { shape: [1, 1000, 4, 128], dtype: "float16", causal: false },
+    { shape: [2, 333, 3, 64], dtype: "bfloat16", causal: true },
+    { shape: [1, 257, 2, 96], dtype: "float16", causal: true },
+    { shape: [3, 65, 2, 32], dtype: "bfloat16", causal: false },
+  ] as const;
+  for (const c of cases) {
+    // torch's [B, L, H, D] in memory, seen as [B, H, L, D] through a transpose.
+    const blhd = [4, 5, 6].map((s) => randn([...c.shape], { seed: s }));
+    const [q, k, v] = blhd.map((t) => t.transpose(1, 2));
+    const want = scaledDotProductAttention(
+      q!.astype("float64"),
+      k!.astype("float64"),
+      v!.astype("float64"),
+      { isCausal: c.causal },
+    ).toFloat64();
+    const dev = blhd.map((t) => t.astype(c.dtype).to("cuda"));
+    const view = dev.map((t) => t.transpose(1, 2)) as [Tensor, Tensor, Tensor];
+    const err = relErr(
+      await host(
+        forced(SDPBackend.FLASH_ATTENTION, () =>
+          scaledDotProductAttention(view[0], view[1], view[2], { isCausal: c.causal }),
+        ),
+      ),
+      want,
+    );
+    for (const t of dev) t.dispose();
+    const tol = c.dtype === "bfloat16" ? 2e-2 : 4e-3;
+    out.push({
+      name: `flash ${c.dtype} ${c.causal ? "causal " : ""}[B,L,H,D]=[${c.shape}] (transposed view)`,
+      ok: err < tol,
+      detail: `rel err ${err.toExponential(2)} (tolerance ${tol})`,
+    });
+  }
+  const [q, k, v] = [7, 8, 9].map((s) =>
+    randn([2, 3, 150, 64], { seed: s, dtype: "float16" }).to("cuda"),
+  );
+  const opts = { dropoutP: 0.2, seed: 31 };
+  const flash = await host(
+    forced(SDPBackend.FLASH_ATTENTION, () => scaledDotProductAttention(q!, k!, v!, opts)),
+  );
+  const math = await host(
+    forced(SDPBackend.MATH, () => scaledDotProductAttention(q!, k!, v!, opts)),
+  );
+  for (const t of [q, k, v]) t!.dispose();
+  const err = relErr(flash, math);
+  out.push({
+    name: "flash dropout 0.2 = math dropout 0.2 (same seed), float16 [2,3,150,64]",
+    ok: err < 4e-3,
+    detail: `rel diff ${err.toExponential(2)}`,
+  });
+  return out;
+}
+
 export async function deviceChecks(): Promise<Check[]> {
   const out: Check[] = [];
   for (const [name, c] of [
@@ -250,6 +314,7 @@ export async function deviceChecks(): Promise<Check[]> {
     ["cudnn flags", cudnnFlags],
     ["refusals", refusals],
     ["sdpa", sdpaOnce],
+    ["flash tensor cores", flashTensorCores],
   ] as const) {
     try {
       const r = await c();

@@ -155,16 +155,29 @@ describe("canUse* and the launches (RecordingLayer)", () => {
     });
   });
 
-  it("FLASH_ATTENTION launches flash_fwd with its tile geometry", async () => {
+  it("FLASH_ATTENTION launches the tensor-core kernel for its head dims, flash_fwd for the others", async () => {
     await withRecording({ devices: [SM80] }, (layer) => {
-      const [q, k, v] = onCuda(qkv([2, 3, 40, 128], "bfloat16"));
       const flash = <R>(f: () => R) => nn.attention.withSdpaKernel([SDPBackend.FLASH_ATTENTION], f);
+      const [q, k, v] = onCuda(qkv([2, 3, 40, 128], "bfloat16"));
       flash(() => scaledDotProductAttention(q!, k!, v!, { dropoutP: 0.25, seed: 11 }));
-      const l = layer.launches.at(-1)!;
-      expect(l.kernel).toBe("flash_fwd_bf16");
-      expect(l.grid).toEqual([3, 6, 1]); // ceil(40 / 16 rows), 2 x 3
-      expect(l.sharedBytes).toBe(16 * 128 * 4 + 64 * 130 * 2 + 64 * 128 * 2);
+      let l = layer.launches.at(-1)!;
+      expect(l.kernel).toBe("flash_tc_fwd_bf16_d128");
+      expect(l.grid).toEqual([1, 6, 1]); // ceil(40 / 64 rows), 2 x 3
+      expect(l.block).toEqual([128, 1, 1]);
+      expect(l.sharedBytes).toBe((64 * 136 + 128 * 72) * 2);
       expect(launchArg(l, 24, "f32")).toBeCloseTo(0.25, 6);
+      const [q1, k1, v1] = onCuda(qkv([1, 2, 130, 64], "float16"));
+      flash(() => scaledDotProductAttention(q1!, k1!, v1!, { isCausal: true }));
+      l = layer.launches.at(-1)!;
+      expect(l.kernel).toBe("flash_tc_fwd_f16_d64");
+      expect(l.grid).toEqual([3, 2, 1]);
+      // A head dim without a tensor-core kernel: the plain kernel, 16 rows a block.
+      const [q3, k3, v3] = onCuda(qkv([2, 3, 40, 40], "bfloat16"));
+      flash(() => scaledDotProductAttention(q3!, k3!, v3!));
+      l = layer.launches.at(-1)!;
+      expect(l.kernel).toBe("flash_fwd_bf16");
+      expect(l.grid).toEqual([3, 6, 1]); // ceil(40 / 16 rows)
+      expect(l.sharedBytes).toBe(16 * 40 * 4 + 64 * 42 * 2 + 64 * 40 * 2);
       // Above 48 KiB the kernel opts into more shared memory first.
       const [q2, k2, v2] = onCuda(qkv([1, 1, 16, 256], "float16"));
       flash(() => scaledDotProductAttention(q2!, k2!, v2!));

@@ -81,7 +81,14 @@ function ptxSignatures(): Map<string, number[]> {
       ? fs.readFileSync(new URL(`../ptx/${f}`, import.meta.url), "utf8")
       : (host.Deno?.readTextFileSync(new URL(`../ptx/${f}`, import.meta.url)) ?? "");
   const out = new Map<string, number[]>();
-  for (const f of ["copy.ptx", "softmax.ptx", "attention_efficient.ptx", "attention_flash.ptx"]) {
+  const modules = [
+    "copy",
+    "softmax",
+    "attention_efficient",
+    "attention_flash",
+    "attention_flash_tc",
+  ];
+  for (const f of modules.map((m) => `${m}.ptx`)) {
     for (const m of read(f).matchAll(/\.visible \.entry (\w+)\(([\s\S]*?)\)/g)) {
       out.set(
         m[1]!,

@@ -50,6 +50,7 @@ const LAUNCHED = [
   "mem_efficient_fwd_bf16",
   "flash_fwd_f16",
   "flash_fwd_bf16",
+  ...["f16", "bf16"].flatMap((t) => [16, 32, 64, 96, 128].map((d) => `flash_tc_fwd_${t}_d${d}`)),
 ];
 
 describe("the package's PTX", () => {
@@ -91,8 +92,9 @@ describe("the package's PTX", () => {
     const all = Object.values(manifest.modules).flatMap((m) => m.functions);
     for (const k of LAUNCHED) expect(all, k).toContain(k);
     expect(manifest.modules.attention_flash!.arch).toBe("compute_80");
+    expect(manifest.modules.attention_flash_tc!.arch).toBe("compute_80"); // mma.sync bf16
     for (const [name, m] of Object.entries(manifest.modules))
-      if (name !== "attention_flash") expect(m.arch, name).toBe("compute_75");
+      if (!name.startsWith("attention_flash")) expect(m.arch, name).toBe("compute_75");
     expect(manifest.assembledFor).toEqual(["sm_80", "sm_90"]);
   });
 

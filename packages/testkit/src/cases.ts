@@ -186,6 +186,20 @@ export const CASES: Record<string, OpCase[]> = {
       ],
     },
     {
+      // Past one 64 x 64 tile both ways, odd sizes (the tiled GPU kernels' edges).
+      name: "1x2x100x64, S=77",
+      make: (d, r) => [R([1, 2, 100, 64], d, r), R([1, 2, 77, 64], d, r), R([1, 2, 77, 64], d, r)],
+    },
+    {
+      name: "causal 130x70, head dim 128",
+      make: (d, r) => [
+        R([1, 1, 130, 128], d, r),
+        R([1, 1, 70, 128], d, r),
+        R([1, 1, 70, 128], d, r),
+        { isCausal: true },
+      ],
+    },
+    {
       name: "L=1",
       make: (d, r) => [R([1, 1, 1, 16], d, r), R([1, 1, 29, 16], d, r), R([1, 1, 29, 16], d, r)],
     },
@@ -201,6 +215,16 @@ export const CASES: Record<string, OpCase[]> = {
         R([1, 5, 8], d, r),
         R([1, 5, 8], d, r),
         { dropoutP: 0.3, seed: 7 },
+      ],
+    },
+    {
+      name: "dropout 0.2 seed 5, 70 x 70, head dim 64",
+      sameRngOnly: true,
+      make: (d, r) => [
+        R([1, 70, 64], d, r),
+        R([1, 70, 64], d, r),
+        R([1, 70, 64], d, r),
+        { dropoutP: 0.2, seed: 5 },
       ],
     },
   ],

@@ -23,8 +23,37 @@ export const MAX_HEAD_DIM = 256;
 /** Grid y carries the batch (batch x heads) index. */
 export const MAX_GRID_Y = 65535;
 
-/** Flash kernel tiling (kernels/attention_flash.cu). */
+/** Flash kernel tiling (kernels/attention_flash.cu, plain CUDA C: any head dim % 8). */
 export const FLASH = { warps: 4, rowsPerWarp: 4, rows: 16, keys: 64 } as const;
+/** Tensor-core flash tiling (kernels/attention_flash_tc.cu): one kernel per head dim. */
+export const FLASH_TC = { warps: 4, rows: 64, keys: 64, headDims: [16, 32, 64, 96, 128] } as const;
+
+/** How a flash problem launches: the tensor-core kernel where its head dims allow. */
+export interface FlashLaunch {
+  kernel: string;
+  rows: number;
+  threads: number;
+  shared: number;
+}
+
+export function flashLaunch(p: SdpaParams, suffix: string): FlashLaunch {
+  if ((FLASH_TC.headDims as readonly number[]).includes(p.E) && p.Ev === p.E) {
+    // K tile [keys][E + 8] (the Q tile before the walk) and V tile transposed [E][keys + 8].
+    const shared = (FLASH_TC.keys * (p.E + 8) + p.E * (FLASH_TC.keys + 8)) * 2;
+    return {
+      kernel: `flash_tc_fwd_${suffix}_d${p.E}`,
+      rows: FLASH_TC.rows,
+      threads: FLASH_TC.warps * 32,
+      shared,
+    };
+  }
+  return {
+    kernel: `flash_fwd_${suffix}`,
+    rows: FLASH.rows,
+    threads: FLASH.warps * 32,
+    shared: flashSharedBytes(p),
+  };
+}
 /** Memory-efficient kernel: one warp per query row, 4 warps per block. */
 export const EFFICIENT = { warps: 4 } as const;
 
@@ -67,7 +96,7 @@ export function flashSupport(p: SdpaParams, d: DeviceFacts): true | string {
   const n = batchCount(p);
   if (n > MAX_GRID_Y)
     return `flash attention runs one grid row per batch x head; ${n} exceeds ${MAX_GRID_Y}`;
-  const shared = flashSharedBytes(p);
+  const { shared } = flashLaunch(p, "");
   if (shared > d.sharedMemoryPerBlockOptin)
     return `flash attention needs ${shared} bytes of shared memory per block; ${d.name} allows ${d.sharedMemoryPerBlockOptin}`;
   return true;

@@ -31,8 +31,7 @@ import {
   EFFICIENT,
   efficientSharedBytes,
   efficientSupport,
-  FLASH,
-  flashSharedBytes,
+  flashLaunch,
   flashSupport,
   mathSupport,
 } from "./constraints.ts";
@@ -173,10 +172,15 @@ function runFused(p: SdpaParams, flash: boolean): Tensor {
   const { out, done } = prepareOutput(rt, p);
   if (done) return out;
   const off = attentionOffsets(p);
-  const kernel = `${flash ? "flash_fwd" : "mem_efficient_fwd"}_${SUFFIX[p.dtype]}`;
-  const shared = flash ? flashSharedBytes(p) : efficientSharedBytes(p);
-  const rows = flash ? FLASH.rows : EFFICIENT.warps;
-  const threads = (flash ? FLASH.warps : EFFICIENT.warps) * 32;
+  const suffix = SUFFIX[p.dtype]!;
+  const { kernel, rows, threads, shared } = flash
+    ? flashLaunch(p, suffix)
+    : {
+        kernel: `mem_efficient_fwd_${suffix}`,
+        rows: EFFICIENT.warps,
+        threads: EFFICIENT.warps * 32,
+        shared: efficientSharedBytes(p),
+      };
   rt.scratch(device, (s) => {
     const args = fusedArgs(p, out, uploadTables(s, off), off);
     if (shared > 48 * 1024) {

@@ -1,0 +1,270 @@
+// backplane: arch=compute_80
+// FLASH_ATTENTION on tensor cores, in the manner of FlashAttention-2: a block of 4 warps owns 64
+// query rows (16 per warp) and walks the keys in tiles of 64. Both products run on
+// mma.sync.m16n8k16 (float16 / bfloat16 in, float32 accumulate): S = Q K^T with Q's fragments
+// held in registers for the whole walk, then O += P V with P taken straight from S's
+// accumulators (the accumulator layout of two n8 tiles is the A-operand layout of one k16
+// step), so scores and probabilities never leave registers. Softmax is online, in base 2, per
+// row across the 4 lanes that share it. Head dims 16, 32, 64, 96 and 128 (E == Ev); other
+// head dims take attention_flash.cu's kernel. Same semantics as that kernel: causal is
+// top-left, dropout drops the same elements (bp::dropout_uniform), a row with no key left
+// gives 0, a NaN or +inf score gives NaN.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k16 with 16-bit A/B): lane = 4 g + t;
+//   A (16x16, row-major): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
+//   B (16x8, k-major):    b0 (k 2t..2t+1, n g), b1 (k 2t+8..2t+9, n g)
+//   C (16x8, float):      c0,c1 (g, 2t..2t+1), c2,c3 (g+8, 2t..2t+1)
+#include "common.cuh"
+
+namespace {
+
+constexpr int TC_WARPS = 4;
+constexpr int TC_ROWS = 16 * TC_WARPS;  // query rows per block
+constexpr int TC_KEYS = 64;             // keys per tile
+constexpr int TC_VSTRIDE = TC_KEYS + 8; // transposed V tile row (padding: no bank conflicts)
+static_assert(TC_ROWS == TC_KEYS, "the Q tile is staged in the K tile's shared memory");
+
+template <typename T> struct Pair;
+template <> struct Pair<__half> {
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    __half2 h = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+};
+template <> struct Pair<__nv_bfloat16> {
+  static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+    __nv_bfloat162 h = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&h);
+  }
+};
+
+template <typename T>
+__device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1);
+template <>
+__device__ __forceinline__ void mma16816<__half>(float (&c)[4], const uint32_t (&a)[4],
+                                                 uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+template <>
+__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4],
+                                                        uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
+      "{%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t ld32(const T* p) {
+  return *reinterpret_cast<const uint32_t*>(p);
+}
+
+// Copies rows [r0, r0 + rows) of a [*, D] operand (strides s0, s1) into shared memory, row
+// stride `ld` elements, zeros past `limit`; `transpose` writes element (r, e) at e * ld + r.
+// Rows 16-byte aligned with unit column stride move as uint4 (8 elements).
+template <typename T, int D>
+__device__ __forceinline__ void stage(T* dst, int ld, bool transpose, const T* src, long long s0,
+                                      long long s1, int r0, int rows, int limit) {
+  const bool vec = s1 == 1 && (s0 & 7) == 0 && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
+  if (vec) {
+    constexpr int CHUNKS = D / 8;
+    for (int i = threadIdx.x; i < rows * CHUNKS; i += blockDim.x) {
+      const int r = i / CHUNKS;
+      const int e = (i - r * CHUNKS) * 8;
+      const int row = r0 + r;
+      uint4 w = make_uint4(0u, 0u, 0u, 0u);
+      if (row < limit) w = *reinterpret_cast<const uint4*>(src + row * s0 + e);
+      if (!transpose) {
+        *reinterpret_cast<uint4*>(dst + r * ld + e) = w;
+      } else {
+        const T* x = reinterpret_cast<const T*>(&w);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) dst[(e + j) * ld + r] = x[j];
+      }
+    }
+    return;
+  }
+  for (int i = threadIdx.x; i < rows * D; i += blockDim.x) {
+    const int r = i / D;
+    const int e = i - r * D;
+    const int row = r0 + r;
+    const T x = row < limit ? src[row * s0 + e * s1] : bp::from_float<T>(0.f);
+    dst[transpose ? e * ld + r : r * ld + e] = x;
+  }
+}
+
+template <typename T, int D>
+__device__ void flash_tc_fwd(BP_ATTENTION_PARAMS) {
+  constexpr int KSTRIDE = D + 8;  // K (and Q) tile row: padding keeps fragment loads conflict-free
+  constexpr int KC = D / 16;      // k16 steps of Q K^T
+  constexpr int SN = TC_KEYS / 8; // n8 tiles of a score tile
+  constexpr int ON = D / 8;       // n8 tiles of the output
+  extern __shared__ __align__(16) unsigned char smem[];
+  T* ks = reinterpret_cast<T*>(smem);  // [TC_KEYS][KSTRIDE]; holds the Q tile before the walk
+  T* vt = ks + TC_KEYS * KSTRIDE;      // [D][TC_VSTRIDE]: V tile transposed
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const long long b = blockIdx.y;
+  const int row0 = blockIdx.x * TC_ROWS;
+  const int wr = warp * 16;
+  const int rows[2] = {row0 + wr + g, row0 + wr + g + 8};
+  (void)mask;
+  (void)m_off;
+  (void)mask_kind;
+  (void)m_s0;
+  (void)m_s1;
+  (void)E;
+
+  stage<T, D>(ks, KSTRIDE, false, q + q_off[b], q_s0, q_s1, row0, TC_ROWS, L);
+  __syncthreads();
+  uint32_t qf[KC][4];
+#pragma unroll
+  for (int kc = 0; kc < KC; ++kc) {
+    const T* p = ks + (wr + g) * KSTRIDE + kc * 16 + 2 * t;
+    qf[kc][0] = ld32(p);
+    qf[kc][1] = ld32(p + 8 * KSTRIDE);
+    qf[kc][2] = ld32(p + 8);
+    qf[kc][3] = ld32(p + 8 * KSTRIDE + 8);
+  }
+
+  float acc[ON][4];  // this lane's share of the warp's 16 output rows
+#pragma unroll
+  for (int n = 0; n < ON; ++n) acc[n][0] = acc[n][1] = acc[n][2] = acc[n][3] = 0.f;
+  float m[2] = {-INFINITY, -INFINITY};
+  float lsum[2] = {0.f, 0.f};  // this lane's share of each row's sum
+  const float scale2 = scale * 1.4426950408889634f;  // scores in base 2
+  const float inv_keep = dropout_p > 0.f ? 1.f / (1.f - dropout_p) : 1.f;
+  const int last_row = min(L, row0 + TC_ROWS) - 1;
+  const int s_end = causal ? min(S, last_row + 1) : S;
+  const T* kb = k + k_off[b];
+  const T* vb = v + v_off[b];
+
+  for (int t0 = 0; t0 < s_end; t0 += TC_KEYS) {
+    __syncthreads();  // the previous tile (or the Q tile) has been read
+    stage<T, D>(ks, KSTRIDE, false, kb, k_s0, k_s1, t0, TC_KEYS, S);
+    stage<T, D>(vt, TC_VSTRIDE, true, vb, v_s0, v_s1, t0, TC_KEYS, S);
+    __syncthreads();
+
+    float s[SN][4];
+#pragma unroll
+    for (int n = 0; n < SN; ++n) {
+      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
+      const T* p = ks + (n * 8 + g) * KSTRIDE + 2 * t;
+#pragma unroll
+      for (int kc = 0; kc < KC; ++kc) mma16816<T>(s[n], qf[kc], ld32(p + kc * 16), ld32(p + kc * 16 + 8));
+    }
+
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int n = 0; n < SN; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int col = t0 + n * 8 + 2 * t + (i & 1);
+        const int r = i >> 1;
+        float x = s[n][i] * scale2;
+        if (col >= S || (causal && col > rows[r])) x = -INFINITY;
+        s[n][i] = x;
+        mx[r] = fmaxf(mx[r], x);
+      }
+    }
+    float corr[2];
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 1));
+      mx[r] = fmaxf(mx[r], __shfl_xor_sync(0xffffffffu, mx[r], 2));
+      const float m_new = fmaxf(m[r], mx[r]);
+      corr[r] = m_new == -INFINITY ? 1.f : exp2f(m[r] - m_new);
+      m[r] = m_new;
+      lsum[r] *= corr[r];
+    }
+#pragma unroll
+    for (int n = 0; n < SN; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int r = i >> 1;
+        const float x = s[n][i];
+        float p = x == -INFINITY ? 0.f : exp2f(x - m[r]);
+        lsum[r] += p;
+        if (dropout_p > 0.f && p != 0.f) {
+          const int col = t0 + n * 8 + 2 * t + (i & 1);
+          p = bp::dropout_uniform(seed, b, rows[r], col) < dropout_p ? 0.f : p * inv_keep;
+        }
+        s[n][i] = p;
+      }
+    }
+#pragma unroll
+    for (int n = 0; n < ON; ++n) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[n][i] *= corr[i >> 1];
+    }
+#pragma unroll
+    for (int kc = 0; kc < TC_KEYS / 16; ++kc) {
+      const uint32_t a[4] = {
+          Pair<T>::pack(s[2 * kc][0], s[2 * kc][1]),
+          Pair<T>::pack(s[2 * kc][2], s[2 * kc][3]),
+          Pair<T>::pack(s[2 * kc + 1][0], s[2 * kc + 1][1]),
+          Pair<T>::pack(s[2 * kc + 1][2], s[2 * kc + 1][3]),
+      };
+#pragma unroll
+      for (int n = 0; n < ON; ++n) {
+        const T* p = vt + (n * 8 + g) * TC_VSTRIDE + kc * 16 + 2 * t;
+        mma16816<T>(acc[n], a, ld32(p), ld32(p + 8));
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    lsum[r] += __shfl_xor_sync(0xffffffffu, lsum[r], 1);
+    lsum[r] += __shfl_xor_sync(0xffffffffu, lsum[r], 2);
+    const int l = rows[r];
+    if (l >= L) continue;
+    T* orow = o + (b * L + l) * (long long)Ev;
+    const float sum = lsum[r];
+    const float inv = 1.f / sum;
+#pragma unroll
+    for (int n = 0; n < ON; ++n) {
+      float x[2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const float y = acc[n][2 * r + j];
+        x[j] = sum > 0.f ? y * inv : sum == 0.f ? 0.f : NAN;
+      }
+      *reinterpret_cast<uint32_t*>(orow + n * 8 + 2 * t) = Pair<T>::pack(x[0], x[1]);
+    }
+  }
+}
+
+}  // namespace
+
+#define BP_FLASH_TC(TYPE, SUFFIX, D)                                                        \
+  extern "C" __global__ void __launch_bounds__(TC_WARPS * 32) flash_tc_fwd_##SUFFIX##_d##D( \
+      const TYPE* __restrict__ q, const TYPE* __restrict__ k, const TYPE* __restrict__ v,   \
+      TYPE* __restrict__ o, const long long* __restrict__ q_off,                             \
+      const long long* __restrict__ k_off, const long long* __restrict__ v_off,              \
+      const void* __restrict__ mask, const long long* __restrict__ m_off, int mask_kind,     \
+      long long q_s0, long long q_s1, long long k_s0, long long k_s1, long long v_s0,         \
+      long long v_s1, long long m_s0, long long m_s1, int L, int S, int E, int Ev,            \
+      float scale, int causal, float dropout_p, unsigned int seed) {                          \
+    flash_tc_fwd<TYPE, D>(q, k, v, o, q_off, k_off, v_off, mask, m_off, mask_kind, q_s0,      \
+                          q_s1, k_s0, k_s1, v_s0, v_s1, m_s0, m_s1, L, S, E, Ev, scale,       \
+                          causal, dropout_p, seed);                                           \
+  }
+
+#define BP_FLASH_TC_DIMS(TYPE, SUFFIX) \
+  BP_FLASH_TC(TYPE, SUFFIX, 16)        \
+  BP_FLASH_TC(TYPE, SUFFIX, 32)        \
+  BP_FLASH_TC(TYPE, SUFFIX, 64)        \
+  BP_FLASH_TC(TYPE, SUFFIX, 96)        \
+  BP_FLASH_TC(TYPE, SUFFIX, 128)
+
+BP_FLASH_TC_DIMS(__half, f16)
+BP_FLASH_TC_DIMS(__nv_bfloat16, bf16)
