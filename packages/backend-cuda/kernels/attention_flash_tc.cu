@@ -1,6 +1,7 @@
 // backplane: arch=compute_80
 // FLASH_ATTENTION on tensor cores, in the manner of FlashAttention-2: a block of 4 warps owns 64
-// query rows (16 per warp) and walks the keys in tiles of 64. Both products run on
+// query rows (16 per warp) and walks the keys in tiles of 64, the next K and V tiles loading
+// (cp.async) while the current ones are used. Both products run on
 // mma.sync.m16n8k16 (float16 / bfloat16 in, float32 accumulate): S = Q K^T with Q's fragments
 // held in registers for the whole walk, then O += P V with P taken straight from S's
 // accumulators (the accumulator layout of two n8 tiles is the A-operand layout of one k16
@@ -14,6 +15,9 @@
 //   A (16x16, row-major): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)
 //   B (16x8, k-major):    b0 (k 2t..2t+1, n g), b1 (k 2t+8..2t+9, n g)
 //   C (16x8, float):      c0,c1 (g, 2t..2t+1), c2,c3 (g+8, 2t..2t+1)
+// ldmatrix.x4 gives lane the (g, 2t..2t+1) pair of each of four 8x8 tiles whose rows lanes
+// 8j..8j+7 address (.trans: the (2t..2t+1, g) pair), so Q, K and V tiles in row-major shared
+// memory load straight into A and B fragments; V needs no transpose.
 #include "common.cuh"
 
 namespace {
@@ -21,8 +25,7 @@ namespace {
 constexpr int TC_WARPS = 4;
 constexpr int TC_ROWS = 16 * TC_WARPS;  // query rows per block
 constexpr int TC_KEYS = 64;             // keys per tile
-constexpr int TC_VSTRIDE = TC_KEYS + 8; // transposed V tile row (padding: no bank conflicts)
-static_assert(TC_ROWS == TC_KEYS, "the Q tile is staged in the K tile's shared memory");
+static_assert(TC_ROWS == TC_KEYS, "the Q tile is staged in a K tile's shared memory");
 
 template <typename T> struct Pair;
 template <> struct Pair<__half> {
@@ -60,54 +63,70 @@ __device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-template <typename T>
-__device__ __forceinline__ uint32_t ld32(const T* p) {
-  return *reinterpret_cast<const uint32_t*>(p);
+__device__ __forceinline__ unsigned shared_address(const void* p) {
+  return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// Copies rows [r0, r0 + rows) of a [*, D] operand (strides s0, s1) into shared memory, row
-// stride `ld` elements, zeros past `limit`; `transpose` writes element (r, e) at e * ld + r.
-// Rows 16-byte aligned with unit column stride move as uint4 (8 elements).
+// Four 8x8 tiles of 16-bit elements from shared memory (lanes 8j..8j+7 address tile j's rows).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(row)));
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(shared_address(row)));
+}
+
+// 16 bytes global -> shared without a register stop; zeros when `valid` is false (no read).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(valid ? 16 : 0));
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N));
+}
+
+// Starts copying rows [r0, r0 + 64) of a [*, D] operand (strides s0, s1) into a shared tile
+// (row stride D + 8), zeros from row `limit`. Rows 16-byte aligned with unit column stride go
+// by cp.async (done at the next cp_async_wait); others element by element, done on return.
 template <typename T, int D>
-__device__ __forceinline__ void stage(T* dst, int ld, bool transpose, const T* src, long long s0,
-                                      long long s1, int r0, int rows, int limit) {
+__device__ __forceinline__ void stage(T* dst, const T* src, long long s0, long long s1, int r0,
+                                      int limit) {
+  constexpr int LD = D + 8;
   const bool vec = s1 == 1 && (s0 & 7) == 0 && (reinterpret_cast<uintptr_t>(src) & 15) == 0;
   if (vec) {
     constexpr int CHUNKS = D / 8;
-    for (int i = threadIdx.x; i < rows * CHUNKS; i += blockDim.x) {
+    for (int i = threadIdx.x; i < TC_KEYS * CHUNKS; i += blockDim.x) {
       const int r = i / CHUNKS;
       const int e = (i - r * CHUNKS) * 8;
       const int row = r0 + r;
-      uint4 w = make_uint4(0u, 0u, 0u, 0u);
-      if (row < limit) w = *reinterpret_cast<const uint4*>(src + row * s0 + e);
-      if (!transpose) {
-        *reinterpret_cast<uint4*>(dst + r * ld + e) = w;
-      } else {
-        const T* x = reinterpret_cast<const T*>(&w);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) dst[(e + j) * ld + r] = x[j];
-      }
+      const bool valid = row < limit;
+      cp_async16(dst + r * LD + e, valid ? src + row * s0 + e : src, valid);
     }
     return;
   }
-  for (int i = threadIdx.x; i < rows * D; i += blockDim.x) {
+  for (int i = threadIdx.x; i < TC_KEYS * D; i += blockDim.x) {
     const int r = i / D;
     const int e = i - r * D;
     const int row = r0 + r;
-    const T x = row < limit ? src[row * s0 + e * s1] : bp::from_float<T>(0.f);
-    dst[transpose ? e * ld + r : r * ld + e] = x;
+    dst[r * LD + e] = row < limit ? src[row * s0 + e * s1] : bp::from_float<T>(0.f);
   }
 }
 
 template <typename T, int D>
 __device__ void flash_tc_fwd(BP_ATTENTION_PARAMS) {
-  constexpr int KSTRIDE = D + 8;  // K (and Q) tile row: padding keeps fragment loads conflict-free
-  constexpr int KC = D / 16;      // k16 steps of Q K^T
-  constexpr int SN = TC_KEYS / 8; // n8 tiles of a score tile
-  constexpr int ON = D / 8;       // n8 tiles of the output
+  constexpr int LD = D + 8;          // tile row: the padding keeps ldmatrix conflict-free
+  constexpr int TILE = TC_KEYS * LD; // elements of one K or V tile
+  constexpr int KC = D / 16;         // k16 steps of Q K^T
+  constexpr int SN = TC_KEYS / 8;    // n8 tiles of a score tile
+  constexpr int ON = D / 8;          // n8 tiles of the output
   extern __shared__ __align__(16) unsigned char smem[];
-  T* ks = reinterpret_cast<T*>(smem);  // [TC_KEYS][KSTRIDE]; holds the Q tile before the walk
-  T* vt = ks + TC_KEYS * KSTRIDE;      // [D][TC_VSTRIDE]: V tile transposed
+  T* kbuf = reinterpret_cast<T*>(smem);  // two K tiles (the second holds Q before the walk)
+  T* vbuf = kbuf + 2 * TILE;             // two V tiles
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int g = lane >> 2;
@@ -122,18 +141,25 @@ __device__ void flash_tc_fwd(BP_ATTENTION_PARAMS) {
   (void)m_s0;
   (void)m_s1;
   (void)E;
+  const int last_row = min(L, row0 + TC_ROWS) - 1;
+  const int s_end = causal ? min(S, last_row + 1) : S;
+  const int tiles = (s_end + TC_KEYS - 1) / TC_KEYS;
+  const T* kb = k + k_off[b];
+  const T* vb = v + v_off[b];
 
-  stage<T, D>(ks, KSTRIDE, false, q + q_off[b], q_s0, q_s1, row0, TC_ROWS, L);
+  stage<T, D>(kbuf + TILE, q + q_off[b], q_s0, q_s1, row0, L);
+  if (tiles > 0) {
+    stage<T, D>(kbuf, kb, k_s0, k_s1, 0, S);
+    stage<T, D>(vbuf, vb, v_s0, v_s1, 0, S);
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
   __syncthreads();
   uint32_t qf[KC][4];
 #pragma unroll
-  for (int kc = 0; kc < KC; ++kc) {
-    const T* p = ks + (wr + g) * KSTRIDE + kc * 16 + 2 * t;
-    qf[kc][0] = ld32(p);
-    qf[kc][1] = ld32(p + 8 * KSTRIDE);
-    qf[kc][2] = ld32(p + 8);
-    qf[kc][3] = ld32(p + 8 * KSTRIDE + 8);
-  }
+  for (int kc = 0; kc < KC; ++kc)
+    ldmatrix_x4(qf[kc], kbuf + TILE + (wr + (lane & 15)) * LD + kc * 16 + (lane >> 4) * 8);
+  __syncthreads();  // Q is in registers: its buffer takes the next K tile
 
   float acc[ON][4];  // this lane's share of the warp's 16 output rows
 #pragma unroll
@@ -142,24 +168,34 @@ __device__ void flash_tc_fwd(BP_ATTENTION_PARAMS) {
   float lsum[2] = {0.f, 0.f};  // this lane's share of each row's sum
   const float scale2 = scale * 1.4426950408889634f;  // scores in base 2
   const float inv_keep = dropout_p > 0.f ? 1.f / (1.f - dropout_p) : 1.f;
-  const int last_row = min(L, row0 + TC_ROWS) - 1;
-  const int s_end = causal ? min(S, last_row + 1) : S;
-  const T* kb = k + k_off[b];
-  const T* vb = v + v_off[b];
 
-  for (int t0 = 0; t0 < s_end; t0 += TC_KEYS) {
-    __syncthreads();  // the previous tile (or the Q tile) has been read
-    stage<T, D>(ks, KSTRIDE, false, kb, k_s0, k_s1, t0, TC_KEYS, S);
-    stage<T, D>(vt, TC_VSTRIDE, true, vb, v_s0, v_s1, t0, TC_KEYS, S);
+  for (int it = 0; it < tiles; ++it) {
+    const int t0 = it * TC_KEYS;
+    const T* ks = kbuf + (it & 1) * TILE;
+    const T* vs = vbuf + (it & 1) * TILE;
+    if (it + 1 < tiles) {
+      stage<T, D>(kbuf + ((it + 1) & 1) * TILE, kb, k_s0, k_s1, t0 + TC_KEYS, S);
+      stage<T, D>(vbuf + ((it + 1) & 1) * TILE, vb, v_s0, v_s1, t0 + TC_KEYS, S);
+      cp_async_commit();
+      cp_async_wait<1>();
+    } else {
+      cp_async_wait<0>();
+    }
     __syncthreads();
 
     float s[SN][4];
 #pragma unroll
-    for (int n = 0; n < SN; ++n) {
-      s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
-      const T* p = ks + (n * 8 + g) * KSTRIDE + 2 * t;
+    for (int n = 0; n < SN; ++n) s[n][0] = s[n][1] = s[n][2] = s[n][3] = 0.f;
 #pragma unroll
-      for (int kc = 0; kc < KC; ++kc) mma16816<T>(s[n], qf[kc], ld32(p + kc * 16), ld32(p + kc * 16 + 8));
+    for (int n = 0; n < SN; n += 2) {
+#pragma unroll
+      for (int kc = 0; kc < KC; ++kc) {
+        uint32_t kf[4];
+        ldmatrix_x4(kf, ks + (n * 8 + (lane >> 4) * 8 + (lane & 7)) * LD + kc * 16 +
+                            ((lane >> 3) & 1) * 8);
+        mma16816<T>(s[n], qf[kc], kf[0], kf[1]);
+        mma16816<T>(s[n + 1], qf[kc], kf[2], kf[3]);
+      }
     }
 
     float mx[2] = {-INFINITY, -INFINITY};
@@ -214,11 +250,15 @@ __device__ void flash_tc_fwd(BP_ATTENTION_PARAMS) {
           Pair<T>::pack(s[2 * kc + 1][2], s[2 * kc + 1][3]),
       };
 #pragma unroll
-      for (int n = 0; n < ON; ++n) {
-        const T* p = vt + (n * 8 + g) * TC_VSTRIDE + kc * 16 + 2 * t;
-        mma16816<T>(acc[n], a, ld32(p), ld32(p + 8));
+      for (int n = 0; n < ON; n += 2) {
+        uint32_t vf[4];
+        ldmatrix_x4_trans(vf, vs + (kc * 16 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + n * 8 +
+                                  (lane >> 4) * 8);
+        mma16816<T>(acc[n], a, vf[0], vf[1]);
+        mma16816<T>(acc[n + 1], a, vf[2], vf[3]);
       }
     }
+    __syncthreads();  // this tile's buffers are free for the tile after next
   }
 
 #pragma unroll

@@ -164,8 +164,13 @@ describe("canUse* and the launches (RecordingLayer)", () => {
       expect(l.kernel).toBe("flash_tc_fwd_bf16_d128");
       expect(l.grid).toEqual([1, 6, 1]); // ceil(40 / 64 rows), 2 x 3
       expect(l.block).toEqual([128, 1, 1]);
-      expect(l.sharedBytes).toBe((64 * 136 + 128 * 72) * 2);
+      expect(l.sharedBytes).toBe(4 * 64 * 136 * 2); // K and V tiles, double-buffered
       expect(launchArg(l, 24, "f32")).toBeCloseTo(0.25, 6);
+      // Above 48 KiB the kernel opts into more shared memory first.
+      expect(layer.callsOf("cuFuncSetAttribute").at(-1)!.args.slice(1)).toEqual([
+        8,
+        4 * 64 * 136 * 2,
+      ]);
       const [q1, k1, v1] = onCuda(qkv([1, 2, 130, 64], "float16"));
       flash(() => scaledDotProductAttention(q1!, k1!, v1!, { isCausal: true }));
       l = layer.launches.at(-1)!;

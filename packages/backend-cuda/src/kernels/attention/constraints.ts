@@ -38,8 +38,8 @@ export interface FlashLaunch {
 
 export function flashLaunch(p: SdpaParams, suffix: string): FlashLaunch {
   if ((FLASH_TC.headDims as readonly number[]).includes(p.E) && p.Ev === p.E) {
-    // K tile [keys][E + 8] (the Q tile before the walk) and V tile transposed [E][keys + 8].
-    const shared = (FLASH_TC.keys * (p.E + 8) + p.E * (FLASH_TC.keys + 8)) * 2;
+    // Two K and two V tiles of [keys][E + 8] (one K tile holds Q before the walk).
+    const shared = 4 * FLASH_TC.keys * (p.E + 8) * 2;
     return {
       kernel: `flash_tc_fwd_${suffix}_d${p.E}`,
       rows: FLASH_TC.rows,
