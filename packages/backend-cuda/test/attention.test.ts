@@ -127,6 +127,7 @@ describe("canUse* and the launches (RecordingLayer)", () => {
       using _ = backends.cuda.flags({ flashSdp: false });
       expect(sdpaRefusals(SDPBackend.FLASH_ATTENTION, new SDPAParams(q!, k!, v!))).toEqual([
         "cuda-flash (cuda): disabled by flag cuda.flashSdp = false",
+        "cuda-flash-simt (cuda): disabled by flag cuda.flashSdp = false",
       ]);
     });
   });
@@ -136,6 +137,7 @@ describe("canUse* and the launches (RecordingLayer)", () => {
       const [q, k, v] = onCuda(qkv([1, 2, 10, 32], "float16"));
       expect(sdpaRefusals(SDPBackend.FLASH_ATTENTION, new SDPAParams(q!, k!, v!))).toEqual([
         "cuda-flash (cuda): flash attention needs compute capability 8.0+ (sm80); Fake T4 is 7.5",
+        "cuda-flash-simt (cuda): flash attention needs compute capability 8.0+ (sm80); Fake T4 is 7.5",
       ]);
       const fused = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION];
       const out = nn.attention.withSdpaKernel(fused, () =>
@@ -191,15 +193,22 @@ describe("canUse* and the launches (RecordingLayer)", () => {
     });
   });
 
-  it("by default MATH runs first while its scores fit in half the device, the fused kernels beyond", async () => {
-    // Measured on an H200: this package's math path 10x-90x faster than its flash kernel.
+  it("by default the tensor-core flash kernel runs first, then MATH while its scores fit in half the device, then the plain fused kernels", async () => {
+    // Measured on an H100: tensor-core flash 3.5x-5.8x faster than the math path, which ran
+    // 10x-90x faster than the plain CUDA C flash kernel on an H200.
     await withRecording({ devices: [SM80] }, () => {
       const [q, k, v] = onCuda(qkv([1, 2, 64, 64], "float16"));
-      expect(explain("scaledDotProductAttention", q, k, v).selected).toBe("cuda-math");
+      expect(explain("scaledDotProductAttention", q, k, v).selected).toBe("cuda-flash");
+      const [q40, k40, v40] = onCuda(qkv([1, 2, 64, 40], "float16"));
+      const e40 = explain("scaledDotProductAttention", q40, k40, v40);
+      expect(e40.selected).toBe("cuda-math");
+      expect(e40.candidates.find((c) => c.kernel === "cuda-flash")!.reason).toBe(
+        "the tensor-core flash kernel runs head dims 16, 32, 64, 96, 128; got 40 (cuda-flash-simt runs it)",
+      );
       // 2 heads x 100,000^2 scores x (4 + 2) bytes = 120 GB: more than half of 40 GiB.
       const [bq, bk, bv] = onCuda(qkv([1, 2, 100_000, 8], "float16"));
       const e = explain("scaledDotProductAttention", bq, bk, bv);
-      expect(e.selected).toBe("cuda-flash");
+      expect(e.selected).toBe("cuda-flash-simt");
       expect(e.candidates.find((c) => c.kernel === "cuda-math")!.reason).toMatch(
         /score matrices need 111\.8 GiB, more than half of Fake A100's 40 GiB/,
       );

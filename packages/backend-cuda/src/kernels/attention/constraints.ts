@@ -28,7 +28,7 @@ export const FLASH = { warps: 4, rowsPerWarp: 4, rows: 16, keys: 64 } as const;
 /** Tensor-core flash tiling (kernels/attention_flash_tc.cu): one kernel per head dim. */
 export const FLASH_TC = { warps: 4, rows: 64, keys: 64, headDims: [16, 32, 64, 96, 128] } as const;
 
-/** How a flash problem launches: the tensor-core kernel where its head dims allow. */
+/** How a flash problem launches: which kernel, rows per block, threads, dynamic shared memory. */
 export interface FlashLaunch {
   kernel: string;
   rows: number;
@@ -36,8 +36,13 @@ export interface FlashLaunch {
   shared: number;
 }
 
-export function flashLaunch(p: SdpaParams, suffix: string): FlashLaunch {
-  if ((FLASH_TC.headDims as readonly number[]).includes(p.E) && p.Ev === p.E) {
+/** The tensor-core kernel's head dims (one PTX entry each; E must equal Ev). */
+export function hasTensorCoreFlash(p: SdpaParams): boolean {
+  return (FLASH_TC.headDims as readonly number[]).includes(p.E) && p.Ev === p.E;
+}
+
+export function flashLaunch(p: SdpaParams, suffix: string, tensorCores: boolean): FlashLaunch {
+  if (tensorCores) {
     // Two K and two V tiles of [keys][E + 8] (one K tile holds Q before the walk).
     const shared = 4 * FLASH_TC.keys * (p.E + 8) * 2;
     return {
@@ -80,8 +85,11 @@ function ptxSupport(d: DeviceFacts): true | string {
     : `${d.name} has compute capability ${ccText(d)}; the package's PTX needs 7.5+ (compute_75)`;
 }
 
-/** FLASH_ATTENTION: float16/bfloat16 on sm80+, no attention mask, head dim % 8 == 0, <= 256, Ev == E. */
-export function flashSupport(p: SdpaParams, d: DeviceFacts): true | string {
+/**
+ * FLASH_ATTENTION: float16/bfloat16 on sm80+, no attention mask, head dim % 8 == 0, <= 256,
+ * Ev == E; the tensor-core kernel (`tensorCores`) also needs one of its head dims.
+ */
+export function flashSupport(p: SdpaParams, d: DeviceFacts, tensorCores = false): true | string {
   if (cc(d) < 80)
     return `flash attention needs compute capability 8.0+ (sm80); ${d.name} is ${ccText(d)}`;
   if (p.dtype !== "float16" && p.dtype !== "bfloat16")
@@ -93,10 +101,12 @@ export function flashSupport(p: SdpaParams, d: DeviceFacts): true | string {
   if (p.E > MAX_HEAD_DIM)
     return `flash attention supports head dims up to ${MAX_HEAD_DIM}; got ${p.E}`;
   if (p.E % 8 !== 0) return `flash attention needs the head dim to be a multiple of 8; got ${p.E}`;
+  if (tensorCores && !hasTensorCoreFlash(p))
+    return `the tensor-core flash kernel runs head dims ${FLASH_TC.headDims.join(", ")}; got ${p.E} (cuda-flash-simt runs it)`;
   const n = batchCount(p);
   if (n > MAX_GRID_Y)
     return `flash attention runs one grid row per batch x head; ${n} exceeds ${MAX_GRID_Y}`;
-  const { shared } = flashLaunch(p, "");
+  const { shared } = flashLaunch(p, "", tensorCores);
   if (shared > d.sharedMemoryPerBlockOptin)
     return `flash attention needs ${shared} bytes of shared memory per block; ${d.name} allows ${d.sharedMemoryPerBlockOptin}`;
   return true;

