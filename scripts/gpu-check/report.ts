@@ -20,6 +20,7 @@ const load = <T>(name: string): T | undefined => {
 
 interface Conf {
   backend: string;
+  kernel: string;
   precision: string;
   summary?: string;
   error?: string;
@@ -93,7 +94,7 @@ if (conf) {
   say();
   for (const r of conf.runs) {
     say(
-      `- ${r.backend} (float32 matmul precision ${r.precision}): ${r.summary?.split("\n")[0] ?? r.error}`,
+      `- ${r.backend}/${r.kernel} (float32 matmul precision ${r.precision}): ${r.summary?.split("\n")[0]?.replace(`${r.backend}: `, "") ?? r.error}`,
     );
     for (const f of (r.results ?? []).filter((x) => x.status === "fail").slice(0, 40))
       say(
@@ -106,7 +107,8 @@ if (conf) {
   const groups = new Map<string, { pass: number; refused: number; worst: number; tol?: number }>();
   for (const r of conf.runs.flatMap((x) => x.results ?? [])) {
     if (r.kernel === undefined || r.dtype === "-") continue;
-    const k = `${r.kernel} | ${r.dtype}`;
+    // Bad-input cases run through dispatch (kernel "-"): their own row.
+    const k = `${r.kernel === "-" ? "(dispatch: bad input)" : r.kernel} | ${r.dtype}`;
     const g = groups.get(k) ?? { pass: 0, refused: 0, worst: 0 };
     if (r.status === "pass") g.pass++;
     if (r.status === "refused") g.refused++;
