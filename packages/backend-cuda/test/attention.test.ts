@@ -166,18 +166,20 @@ describe("canUse* and the launches (RecordingLayer)", () => {
       expect(l.kernel).toBe("flash_tc_fwd_bf16_d128");
       expect(l.grid).toEqual([1, 6, 1]); // ceil(40 / 64 rows), 2 x 3
       expect(l.block).toEqual([128, 1, 1]);
-      expect(l.sharedBytes).toBe(4 * 64 * 136 * 2); // K and V tiles, double-buffered
+      // 64 Q rows (one m-tile a warp at d = 128), K and V tiles double-buffered.
+      expect(l.sharedBytes).toBe((64 + 4 * 64) * 136 * 2);
       expect(launchArg(l, 24, "f32")).toBeCloseTo(0.25, 6);
       // Above 48 KiB the kernel opts into more shared memory first.
       expect(layer.callsOf("cuFuncSetAttribute").at(-1)!.args.slice(1)).toEqual([
         8,
-        4 * 64 * 136 * 2,
+        (64 + 4 * 64) * 136 * 2,
       ]);
       const [q1, k1, v1] = onCuda(qkv([1, 2, 130, 64], "float16"));
       flash(() => scaledDotProductAttention(q1!, k1!, v1!, { isCausal: true }));
       l = layer.launches.at(-1)!;
       expect(l.kernel).toBe("flash_tc_fwd_f16_d64");
-      expect(l.grid).toEqual([3, 2, 1]);
+      expect(l.grid).toEqual([2, 2, 1]); // two m-tiles a warp up to d = 96: 128 rows a block
+      expect(l.sharedBytes).toBe((128 + 4 * 64) * 72 * 2);
       // A head dim without a tensor-core kernel: the plain kernel, 16 rows a block.
       const [q3, k3, v3] = onCuda(qkv([2, 3, 40, 40], "bfloat16"));
       flash(() => scaledDotProductAttention(q3!, k3!, v3!));

@@ -25,8 +25,12 @@ export const MAX_GRID_Y = 65535;
 
 /** Flash kernel tiling (kernels/attention_flash.cu, plain CUDA C: any head dim % 8). */
 export const FLASH = { warps: 4, rowsPerWarp: 4, rows: 16, keys: 64 } as const;
-/** Tensor-core flash tiling (kernels/attention_flash_tc.cu): one kernel per head dim. */
-export const FLASH_TC = { warps: 4, rows: 64, keys: 64, headDims: [16, 32, 64, 96, 128] } as const;
+/**
+ * Tensor-core flash tiling (kernels/attention_flash_tc.cu): one kernel per head dim; 16 query
+ * rows per m-tile, two m-tiles per warp up to head dim 96 (TC_MT), one above.
+ */
+export const FLASH_TC = { warps: 4, keys: 64, headDims: [16, 32, 64, 96, 128] } as const;
+const flashTcRows = (headDim: number) => 16 * FLASH_TC.warps * (headDim <= 96 ? 2 : 1);
 
 /** How a flash problem launches: which kernel, rows per block, threads, dynamic shared memory. */
 export interface FlashLaunch {
@@ -43,11 +47,12 @@ export function hasTensorCoreFlash(p: SdpaParams): boolean {
 
 export function flashLaunch(p: SdpaParams, suffix: string, tensorCores: boolean): FlashLaunch {
   if (tensorCores) {
-    // Two K and two V tiles of [keys][E + 8] (one K tile holds Q before the walk).
-    const shared = 4 * FLASH_TC.keys * (p.E + 8) * 2;
+    // The block's Q rows, two K and two V tiles, each row E + 8 elements of 2 bytes.
+    const rows = flashTcRows(p.E);
+    const shared = (rows + 4 * FLASH_TC.keys) * (p.E + 8) * 2;
     return {
       kernel: `flash_tc_fwd_${suffix}_d${p.E}`,
-      rows: FLASH_TC.rows,
+      rows,
       threads: FLASH_TC.warps * 32,
       shared,
     };
