@@ -3,10 +3,10 @@
 // 64 * MT query rows (16 * MT per warp: each K and V fragment read from shared memory serves MT
 // products) and walks the keys in tiles of 64, the next K and V tiles loading (cp.async) while
 // the current ones are used. Both products run on mma.sync.m16n8k16 (float16 / bfloat16 in,
-// float32 accumulate): S = Q K^T with Q resident in shared memory, then O += P V with P taken
-// straight from S's
-// accumulators (the accumulator layout of two n8 tiles is the A-operand layout of one k16
-// step), so scores and probabilities never leave registers. Softmax is online, in base 2, per
+// float32 accumulate): S = Q K^T with Q read from shared memory (from registers at one m-tile
+// a warp), then O += P V with P taken straight from S's accumulators (the accumulator layout
+// of two n8 tiles is the A-operand layout of one k16 step), so scores and probabilities never
+// leave registers. Softmax is online, in base 2, per
 // row across the 4 lanes that share it. Head dims 16, 32, 64, 96 and 128 (E == Ev); other
 // head dims take attention_flash.cu's kernel. Same semantics as that kernel: causal is
 // top-left, dropout drops the same elements (bp::dropout_uniform), a row with no key left
@@ -159,6 +159,16 @@ __device__ void flash_tc_fwd(BP_ATTENTION_PARAMS) {
     stage<T, D, TC_KEYS>(vbuf, vb, v_s0, v_s1, 0, S);
   }
   cp_async_commit();
+  // One m-tile a warp (the widest head dims): Q's fragments stay in registers for the walk,
+  // measured 8-15% faster at d = 128 than reading them from shared memory every tile.
+  uint32_t qreg[MT == 1 ? KC : 1][4];
+  if constexpr (MT == 1) {
+    cp_async_wait<0>();
+    __syncthreads();
+#pragma unroll
+    for (int kc = 0; kc < KC; ++kc)
+      ldmatrix_x4(qreg[kc], qs + (wr + (lane & 15)) * LD + kc * 16 + (lane >> 4) * 8);
+  }
 
   float acc[MT][ON][4];  // this lane's share of the warp's output rows
 #pragma unroll
@@ -197,9 +207,14 @@ __device__ void flash_tc_fwd(BP_ATTENTION_PARAMS) {
 #pragma unroll
     for (int kc = 0; kc < KC; ++kc) {
       uint32_t qf[MT][4];
+      if constexpr (MT == 1) {
 #pragma unroll
-      for (int mt = 0; mt < MT; ++mt)
-        ldmatrix_x4(qf[mt], qs + (wr + 16 * mt + (lane & 15)) * LD + kc * 16 + (lane >> 4) * 8);
+        for (int j = 0; j < 4; ++j) qf[0][j] = qreg[kc][j];
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < MT; ++mt)
+          ldmatrix_x4(qf[mt], qs + (wr + 16 * mt + (lane & 15)) * LD + kc * 16 + (lane >> 4) * 8);
+      }
 #pragma unroll
       for (int n = 0; n < SN; n += 2) {
         uint32_t kf[4];
