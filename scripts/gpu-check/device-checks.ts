@@ -90,6 +90,28 @@ async function stridedViews(): Promise<Check> {
   };
 }
 
+async function contiguousViews(): Promise<Check> {
+  // contiguous() of strided cuda views (the memory's gather: copy2d), every element size.
+  const parts: string[] = [];
+  let ok = true;
+  for (const dtype of ["float64", "float32", "float16", "bool"] as const) {
+    const cpu = randn([6, 7, 9], { seed: 11 }).astype(dtype);
+    const gpu = cpu.to("cuda");
+    for (const [what, make] of [
+      ["transpose", (t: Tensor) => t.transpose(0, 2)],
+      ["permute", (t: Tensor) => t.permute([1, 0, 2])],
+    ] as const) {
+      const c = make(gpu).contiguous();
+      const same = JSON.stringify(await c.array()) === JSON.stringify(await make(cpu).array());
+      c.dispose();
+      ok &&= same;
+      parts.push(`${dtype} ${what} ${same ? "exact" : "DIFFERS"}`);
+    }
+    gpu.dispose();
+  }
+  return { name: "contiguous() of strided cuda views (gather)", ok, detail: parts.join("; ") };
+}
+
 async function ordering(): Promise<Check> {
   // No explicit synchronize: upload, GEMM and download must be ordered on the device's stream.
   const a = randn([257, 129], { seed: 4 });
@@ -308,6 +330,7 @@ export async function deviceChecks(): Promise<Check[]> {
   for (const [name, c] of [
     ["copies", copies],
     ["strided views", stridedViews],
+    ["contiguous views", contiguousViews],
     ["ordering", ordering],
     ["allocator", allocator],
     ["cufft plans", fftPlans],

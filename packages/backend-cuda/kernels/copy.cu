@@ -35,6 +35,7 @@ __device__ void copy2d(W* dst, const W* src, const long long* src_off, long long
               d_batch_stride, d_rs, d_cs);                                                     \
   }
 
+BP_COPY2D(copy2d_b1, uint8_t)
 BP_COPY2D(copy2d_b2, uint16_t)
 BP_COPY2D(copy2d_b4, uint32_t)
 BP_COPY2D(copy2d_b8, unsigned long long)

@@ -1,11 +1,13 @@
 /**
  * The "cuda" DeviceMemory: storages are blocks of the per-device caching allocator, and
  * every operation goes through the driver layer (copies enqueued on the device's stream).
+ * gather() (contiguous() and to() of a strided view) runs kernels/copy.cu's copy2d: the last
+ * two dims as rows x cols, the leading ones as a batch with an offset table.
  */
 import { ArgumentError, DeviceError } from "@backplane/core";
 import type { DeviceMemory } from "@backplane/core/backend";
 import type { Block } from "./allocator.ts";
-import type { CudaRuntime } from "./runtime.ts";
+import { type CudaRuntime, grid1d } from "./runtime.ts";
 
 export interface CudaHandle {
   /** The runtime that allocated it (its allocator takes it back). */
@@ -33,6 +35,83 @@ function range(h: CudaHandle, offset: number, bytes: number, what: string): bigi
       `cuda memory ${what}: bytes [${offset}, ${offset + bytes}) are outside the ${h.byteLength}-byte storage`,
     );
   return h.block.ptr + BigInt(offset);
+}
+
+/** copy2d kernel by element size (kernels/copy.cu). */
+export const COPY2D: Record<number, string> = {
+  1: "copy2d_b1",
+  2: "copy2d_b2",
+  4: "copy2d_b4",
+  8: "copy2d_b8",
+  16: "copy2d_b16",
+};
+
+/** Element offsets of every matrix of a view's leading dims (row-major order), plus `offset`. */
+function batchTable(offset: number, shape: readonly number[], strides: readonly number[]) {
+  const lead = shape.slice(0, -2);
+  const n = lead.reduce((a, b) => a * b, 1);
+  const table = new BigInt64Array(n);
+  const idx = new Array<number>(lead.length).fill(0);
+  for (let b = 0; b < n; b++) {
+    let o = offset;
+    for (let d = 0; d < lead.length; d++) o += idx[d]! * strides[d]!;
+    table[b] = BigInt(o);
+    for (let d = lead.length - 1; d >= 0; d--) {
+      if (++idx[d]! < lead[d]!) break;
+      idx[d] = 0;
+    }
+  }
+  return table;
+}
+
+function gather(
+  src: CudaHandle,
+  offset: number,
+  shape: readonly number[],
+  strides: readonly number[],
+  elementBytes: number,
+  dst: CudaHandle,
+): void {
+  const kernel = COPY2D[elementBytes];
+  if (!kernel)
+    throw new ArgumentError(`cuda memory gather: no copy kernel for ${elementBytes}-byte elements`);
+  if (shape.length !== strides.length)
+    throw new ArgumentError(
+      `cuda memory gather: shape [${shape}] and strides [${strides}] differ in length`,
+    );
+  const ints = [offset, ...shape, ...strides];
+  if (!ints.every((x) => Number.isSafeInteger(x) && x >= 0))
+    throw new ArgumentError(
+      `cuda memory gather: offset ${offset}, shape [${shape}] and strides [${strides}] must be integers >= 0`,
+    );
+  const numel = shape.reduce((a, b) => a * b, 1);
+  range(dst, 0, numel * elementBytes, "gather destination");
+  if (numel === 0) return;
+  const last = shape.reduce((a, n, d) => a + (n - 1) * strides[d]!, offset);
+  range(src, last * elementBytes, elementBytes, "gather source");
+  if (src.runtime !== dst.runtime || src.device !== dst.device)
+    throw new DeviceError("cuda memory gather: source and destination are on different devices");
+  const r = shape.length;
+  const rows = r >= 2 ? shape[r - 2]! : 1;
+  const cols = r >= 1 ? shape[r - 1]! : 1;
+  const table = batchTable(offset, r >= 2 ? shape : [], strides);
+  const rt = src.runtime;
+  rt.scratch(src.device, (s) => {
+    rt.launch(src.device, kernel, grid1d(numel), [256, 1, 1], 0, [
+      { type: "ptr", value: dst.block.ptr },
+      { type: "ptr", value: src.block.ptr },
+      { type: "ptr", value: s.upload(table) },
+      { type: "i64", value: 0 },
+      { type: "i64", value: table.length },
+      { type: "i64", value: rows },
+      { type: "i64", value: cols },
+      { type: "i64", value: r >= 2 ? strides[r - 2]! : 0 },
+      { type: "i64", value: r >= 1 ? strides[r - 1]! : 0 },
+      { type: "i64", value: rows * cols },
+      { type: "i64", value: cols },
+      { type: "i64", value: 1 },
+    ]);
+  });
 }
 
 /**
@@ -84,6 +163,7 @@ export function createCudaMemory(current: () => CudaRuntime): DeviceMemory<CudaH
       if (src.device === dst.device) src.runtime.driver.copyDtoD(src.device, d, s, bytes);
       else src.runtime.driver.copyPeer(dst.device, d, src.device, s, bytes);
     },
+    gather,
     async sync(device) {
       await current().driver.synchronizeAsync(deviceIndex(device));
     },

@@ -31,6 +31,7 @@ const nvccNote = nvcc ? `with ${nvcc}` : "(skipped: nvcc not found; set NVCC or 
 
 /** Every kernel the TypeScript sources launch by name. */
 const LAUNCHED = [
+  "copy2d_b1",
   "copy2d_b2",
   "copy2d_b4",
   "copy2d_b8",

@@ -9,6 +9,7 @@
  */
 import { DeviceError } from "@backplane/core";
 import { check } from "../../errors.ts";
+import { COPY2D } from "../../memory.ts";
 import {
   HEURISTIC_RESULT,
   HEURISTIC_RESULT_BYTES,
@@ -121,13 +122,6 @@ export function planGemm(p: GemmProblem): GemmPlan | string {
     B: p.a,
   };
 }
-
-const COPY2D: Record<number, string> = {
-  2: "copy2d_b2",
-  4: "copy2d_b4",
-  8: "copy2d_b8",
-  16: "copy2d_b16",
-};
 
 /**
  * Gathers a strided batched matrix into a contiguous [batch, rows, cols] scratch buffer (the
