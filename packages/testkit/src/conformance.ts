@@ -254,11 +254,23 @@ export async function runCase(
     }
     base.kernel = why.selected ?? "-";
     base.backend = why.candidates.find((x) => x.kernel === why.selected)?.backend;
+    const inputs = tensorsIn(devArgs);
+    const before = await Promise.all(inputs.map(storageBytes));
     const t0 = performance.now();
     const out = forcing(() => dispatch(rec, rec.prepare(...devArgs)));
     owned.push(...tensorsIn(out));
     const got = await outputs(out);
     base.ms = performance.now() - t0;
+    const ranKernel = rec.kernels.find((k) => k.name === base.kernel && k.backend === base.backend);
+    if (!ranKernel?.inPlace) {
+      const changed = await firstChanged(inputs, before);
+      if (changed !== undefined)
+        return {
+          ...base,
+          status: "fail",
+          message: `the kernel wrote into input ${changed} (its storage's bytes changed)`,
+        };
+    }
     const want = await outputs(ref);
     let j: Judgement;
     if (c.check && c.check !== "elementwise") {
@@ -293,6 +305,22 @@ export async function runCase(
   } finally {
     for (const t of owned) t.dispose();
   }
+}
+
+/** Every byte of the storage a tensor views (a kernel may write outside the view, too). */
+async function storageBytes(t: Tensor): Promise<Uint8Array> {
+  const st = t.storage;
+  return (await st.memory.download(st.handle, 0, st.byteLength)).slice();
+}
+
+/** The index of the first input whose storage no longer holds the bytes it held. */
+async function firstChanged(inputs: Tensor[], before: Uint8Array[]): Promise<number | undefined> {
+  for (let i = 0; i < inputs.length; i++) {
+    const now = await storageBytes(inputs[i]!);
+    const was = before[i]!;
+    if (now.length !== was.length || now.some((b, j) => b !== was[j])) return i;
+  }
+  return undefined;
 }
 
 function runBadCalls(op: string, device: string, dtype: DType, seed: number): CaseResult[] {
