@@ -272,30 +272,7 @@ export async function runCase(
         };
     }
     const want = await outputs(ref);
-    let j: Judgement;
-    if (c.check && c.check !== "elementwise") {
-      const a = args64[0] as Tensor;
-      j = judgeDecomposition(c.check, a.toFloat64(), a.shape, got, want);
-    } else {
-      const shapes = [...want].filter(([k, v]) => got.get(k)?.shape.join() !== v.shape.join());
-      if (shapes.length > 0) {
-        const [k, v] = shapes[0];
-        return {
-          ...base,
-          status: "fail",
-          message: `${k} has shape [${got.get(k)?.shape}], expected [${v.shape}]`,
-        };
-      }
-      j = worst(...[...want].map(([k, v]) => relativeError(got.get(k)!.data, v.data, k)));
-    }
-    const tolerance = toleranceFor(opts, op, dtype);
-    return {
-      ...base,
-      status: j.error <= tolerance ? "pass" : "fail",
-      error: j.error,
-      tolerance,
-      where: j.where,
-    };
+    return judge(base, c, args64[0] as Tensor, got, want, toleranceFor(opts, op, dtype));
   } catch (e) {
     return {
       ...base,
@@ -305,6 +282,39 @@ export async function runCase(
   } finally {
     for (const t of owned) t.dispose();
   }
+}
+
+/** Compares a case's outputs with the reference's (elementwise, or by a decomposition check). */
+function judge(
+  base: CaseResult,
+  c: OpCase,
+  first64: Tensor,
+  got: Awaited<ReturnType<typeof outputs>>,
+  want: Awaited<ReturnType<typeof outputs>>,
+  tolerance: number,
+): CaseResult {
+  let j: Judgement;
+  if (c.check && c.check !== "elementwise") {
+    j = judgeDecomposition(c.check, first64.toFloat64(), first64.shape, got, want);
+  } else {
+    const shapes = [...want].filter(([k, v]) => got.get(k)?.shape.join() !== v.shape.join());
+    if (shapes.length > 0) {
+      const [k, v] = shapes[0]!;
+      return {
+        ...base,
+        status: "fail",
+        message: `${k} has shape [${got.get(k)?.shape}], expected [${v.shape}]`,
+      };
+    }
+    j = worst(...[...want].map(([k, v]) => relativeError(got.get(k)!.data, v.data, k)));
+  }
+  return {
+    ...base,
+    status: j.error <= tolerance ? "pass" : "fail",
+    error: j.error,
+    tolerance,
+    where: j.where,
+  };
 }
 
 /** Every byte of the storage a tensor views (a kernel may write outside the view, too). */
