@@ -10,6 +10,7 @@ import {
   explain,
   getFlag,
   isFloat,
+  memoryStats,
   setFlag,
   Tensor,
   withKernelPriority,
@@ -271,6 +272,13 @@ export async function runCase(
           message: `the kernel wrote into input ${changed} (its storage's bytes changed)`,
         };
     }
+    const leaked = leakedPerCall(() => forcing(() => dispatch(rec, rec.prepare(...devArgs))));
+    if (leaked > 0)
+      return {
+        ...base,
+        status: "fail",
+        message: `the kernel leaves ${leaked} tensor storage(s) alive per call (outputs disposed)`,
+      };
     const want = await outputs(ref);
     return judge(base, c, args64[0] as Tensor, got, want, toleranceFor(opts, op, dtype));
   } catch (e) {
@@ -315,6 +323,21 @@ function judge(
     tolerance,
     where: j.where,
   };
+}
+
+/**
+ * Storages a call leaves alive once its outputs are disposed, summed over every device: the
+ * second of two further calls is counted, so caches a first call fills are not a leak.
+ */
+function leakedPerCall(call: () => unknown): number {
+  const live = () => Object.values(memoryStats()).reduce((n, s) => n + s.liveBuffers, 0);
+  const once = () => {
+    for (const t of tensorsIn([call()])) t.dispose();
+  };
+  once();
+  const before = live();
+  once();
+  return live() - before;
 }
 
 /** Every byte of the storage a tensor views (a kernel may write outside the view, too). */

@@ -1,8 +1,9 @@
 /**
  * Conformance fails a kernel that writes into an input's storage (inside the view or in a
- * gap of it), unless the kernel declares inPlace; honest kernels pass.
+ * gap of it), unless the kernel declares inPlace, and one that leaves tensors alive on every
+ * call; honest kernels pass.
  */
-import { fromFloat64, type Tensor } from "@backplane/core";
+import { fromFloat64, type Tensor, zeros } from "@backplane/core";
 import { defineBackend, registerBackend, type UnaryParams } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { runConformance } from "../src/index.ts";
@@ -19,6 +20,8 @@ function scribble(x: Tensor): void {
   const st = x.storage;
   st.memory.upload(st.handle, 0, new Uint8Array(1));
 }
+
+const leaked: Tensor[] = [];
 
 registerBackend(
   defineBackend({
@@ -41,6 +44,18 @@ registerBackend(
       },
       {
         op: "relu",
+        name: "probe-leaks",
+        device: "cpu",
+        dtypes: ["float32"],
+        deterministic: true,
+        priority: -50,
+        run: (p: UnaryParams) => {
+          leaked.push(zeros([4])); // a scratch tensor it never disposes
+          return relu(p.x);
+        },
+      },
+      {
+        op: "relu",
         name: "probe-clean",
         device: "cpu",
         dtypes: ["float32"],
@@ -52,7 +67,7 @@ registerBackend(
   }),
 );
 
-describe("conformance checks that inputs are left as they were", () => {
+describe("conformance checks that kernels leave inputs as they were and keep nothing alive", () => {
   it("a kernel writing into its input's storage fails with the input named", async () => {
     const r = await runConformance("integrity-probe", {
       ops: ["relu"],
@@ -67,7 +82,22 @@ describe("conformance checks that inputs are left as they were", () => {
       expect(x.message).toBe("the kernel wrote into input 0 (its storage's bytes changed)");
   });
 
-  it("the same kernel without the write passes", async () => {
+  it("a kernel leaving a tensor alive per call fails", async () => {
+    const r = await runConformance("integrity-probe", {
+      ops: ["relu"],
+      kernels: ["probe-leaks"],
+      dtypes: ["float32"],
+    });
+    const ran = r.results.filter((x) => x.kernel === "probe-leaks" && x.status !== "skipped");
+    expect(ran.length).toBeGreaterThan(0);
+    for (const x of ran)
+      expect(x.message).toBe(
+        "the kernel leaves 1 tensor storage(s) alive per call (outputs disposed)",
+      );
+    for (const t of leaked.splice(0)) t.dispose();
+  });
+
+  it("the same kernel without the write or the leak passes", async () => {
     const r = await runConformance("integrity-probe", {
       ops: ["relu"],
       kernels: ["probe-clean"],
