@@ -10,7 +10,10 @@
 // row across the 4 lanes that share it. Head dims 16, 32, 64, 96 and 128 (E == Ev); other
 // head dims take attention_flash.cu's kernel. Same semantics as that kernel: causal is
 // top-left, dropout drops the same elements (bp::dropout_uniform), a row with no key left
-// gives 0, a NaN or +inf score gives NaN.
+// gives 0, a NaN or +inf score gives NaN. One difference: a key a row does not attend (past
+// the causal diagonal, dropped) still enters the P V product with weight 0 when its tile is
+// walked, so an inf or NaN in its V row gives NaN there, as a matmul-based path does; the
+// plain kernel skips such keys.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k16 with 16-bit A/B): lane = 4 g + t;
 //   A (16x16, row-major): a0 (g, 2t..2t+1), a1 (g+8, 2t..), a2 (g, 2t+8..), a3 (g+8, 2t+8..)

@@ -69,6 +69,20 @@ describe("supports() reasons (pure)", () => {
     expect(
       flashSupport(params([1, 2, 8, 64], "float16", { dropoutP: 0.1, isCausal: true }), SM80),
     ).toBe(true);
+    // The tensor-core kernel: its head dims only, and no dropout whose 1 / (1 - p) leaves float16.
+    expect(flashSupport(params([1, 2, 8, 64], "float16", { dropoutP: 0.1 }), SM80, true)).toBe(
+      true,
+    );
+    expect(flashSupport(params([1, 2, 8, 40], "float16"), SM80, true)).toMatch(
+      /runs head dims 16, 32, 64, 96, 128; got 40 \(cuda-flash-simt runs it\)/,
+    );
+    expect(
+      flashSupport(params([1, 2, 8, 64], "float16", { dropoutP: 0.99999 }), SM80, true),
+    ).toMatch(/overflows float16 above dropoutP = 0\.99998/);
+    expect(flashSupport(params([1, 2, 8, 64], "bfloat16", { dropoutP: 0.99999 }), SM80, true)).toBe(
+      true,
+    );
+    expect(flashSupport(params([1, 2, 8, 64], "float16", { dropoutP: 0.99999 }), SM80)).toBe(true);
   });
 
   it("EFFICIENT_ATTENTION: fp32/fp16 (bf16 on sm80+), masks, head dims <= 256", () => {

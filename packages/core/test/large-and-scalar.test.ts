@@ -51,3 +51,18 @@ describe("0-d softmax", () => {
     }
   });
 });
+
+describe("batch offsets past 2^31 elements", () => {
+  it("stay exact (a GPU tensor of 4 GiB of float16 has them; an Int32Array wrapped them)", async () => {
+    const { batchOffsets } = await import("@backplane/core/backend");
+    const [off] = batchOffsets([3, 2], [[2 ** 31, 3 * 2 ** 30]]);
+    expect(Array.from(off!)).toEqual([
+      0,
+      3 * 2 ** 30,
+      2 ** 31,
+      2 ** 31 + 3 * 2 ** 30,
+      2 ** 32,
+      2 ** 32 + 3 * 2 ** 30,
+    ]);
+  });
+});

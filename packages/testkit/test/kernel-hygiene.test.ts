@@ -56,6 +56,22 @@ registerBackend(
       },
       {
         op: "relu",
+        name: "probe-in-place",
+        device: "cpu",
+        dtypes: ["float32"],
+        deterministic: true,
+        inPlace: true,
+        priority: -50,
+        // Writes its result into the input and returns it, as it declares.
+        run: (p: UnaryParams) => {
+          // Elementwise over the storage (the cases without views cover it whole).
+          const d = p.x.hostData() as Float32Array;
+          for (let i = 0; i < d.length; i++) d[i] = Math.max(0, d[i]!);
+          return p.x;
+        },
+      },
+      {
+        op: "relu",
         name: "probe-clean",
         device: "cpu",
         dtypes: ["float32"],
@@ -95,6 +111,17 @@ describe("conformance checks that kernels leave inputs as they were and keep not
         "the kernel leaves 1 tensor storage(s) alive per call (outputs disposed)",
       );
     for (const t of leaked.splice(0)) t.dispose();
+  });
+
+  it("a kernel declaring inPlace may write into its input and return it", async () => {
+    const r = await runConformance("integrity-probe", {
+      ops: ["relu"],
+      kernels: ["probe-in-place"],
+      dtypes: ["float32"],
+      views: false,
+    });
+    expect(r.failed).toEqual([]);
+    expect(r.results.filter((x) => x.status === "pass").length).toBeGreaterThan(0);
   });
 
   it("the same kernel without the write or the leak passes", async () => {

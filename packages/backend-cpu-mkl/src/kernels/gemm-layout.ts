@@ -63,8 +63,8 @@ export interface GemmPlan {
   a: Operand;
   b: Operand;
   /** Element offsets of each batch's A and B matrices (from each tensor's offset). */
-  aOffsets: Int32Array;
-  bOffsets: Int32Array;
+  aOffsets: Float64Array;
+  bOffsets: Float64Array;
   release(): void;
 }
 

@@ -29,13 +29,16 @@ export function writer(t: Tensor): Write {
   return (pos, v) => writeNumber(d, data, pos, v);
 }
 
-/** For each index of `batch` (row-major), the element offsets into each strided operand. */
+/**
+ * For each index of `batch` (row-major), the element offsets into each strided operand:
+ * float64, exact to 2^53 (an Int32Array wrapped past 2^31 elements, which a GPU tensor reaches).
+ */
 export function batchOffsets(
   batch: readonly number[],
   strides: readonly (readonly number[])[],
-): Int32Array[] {
+): Float64Array[] {
   const n = sizeOf(batch);
-  const out = strides.map(() => new Int32Array(n));
+  const out = strides.map(() => new Float64Array(n));
   const idx = new Array<number>(batch.length).fill(0);
   for (let i = 0; i < n; i++) {
     for (let s = 0; s < strides.length; s++) {

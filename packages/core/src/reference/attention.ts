@@ -24,7 +24,7 @@ export function sdpaReference(p: SdpaParams): Tensor {
   const qs = batchStrides(q);
   const ks = batchStrides(k);
   const vs = batchStrides(v);
-  let mOff: Int32Array | undefined;
+  let mOff: Float64Array | undefined;
   let ms0 = 0;
   let ms1 = 0;
   if (p.attnMask) {
@@ -36,8 +36,8 @@ export function sdpaReference(p: SdpaParams): Tensor {
   }
   const [qOff] = batchOffsets(batchShape, [qs]);
   // Key/value offsets: GQA maps the query head to its kv head, so compute per batch index.
-  const kOff = new Int32Array(qOff.length);
-  const vOff = new Int32Array(qOff.length);
+  const kOff = new Float64Array(qOff.length);
+  const vOff = new Float64Array(qOff.length);
   const idx = new Array<number>(batchShape.length).fill(0);
   for (let bi = 0; bi < qOff.length; bi++) {
     let ko = 0;

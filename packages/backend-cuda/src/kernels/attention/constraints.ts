@@ -108,6 +108,9 @@ export function flashSupport(p: SdpaParams, d: DeviceFacts, tensorCores = false)
   if (p.E % 8 !== 0) return `flash attention needs the head dim to be a multiple of 8; got ${p.E}`;
   if (tensorCores && !hasTensorCoreFlash(p))
     return `the tensor-core flash kernel runs head dims ${FLASH_TC.headDims.join(", ")}; got ${p.E} (cuda-flash-simt runs it)`;
+  // Its probabilities go to the tensor cores in the input dtype, dropout's 1 / (1 - p) included.
+  if (tensorCores && p.dtype === "float16" && p.dropoutP > 0 && 1 / (1 - p.dropoutP) > 65504)
+    return `the tensor-core flash kernel scales kept float16 probabilities by 1 / (1 - dropoutP), which overflows float16 above dropoutP = ${1 - 1 / 65504}; got ${p.dropoutP} (cuda-flash-simt runs it)`;
   const n = batchCount(p);
   if (n > MAX_GRID_Y)
     return `flash attention runs one grid row per batch x head; ${n} exceeds ${MAX_GRID_Y}`;

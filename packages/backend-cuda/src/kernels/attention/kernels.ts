@@ -64,7 +64,7 @@ export function attentionOffsets(p: SdpaParams): AttentionOffsets {
   const vs = strides(p.value);
   const hb = bs.length - 1;
   const group = p.enableGqa && p.headsQ !== p.headsKV ? p.headsQ / p.headsKV : 1;
-  const [qOff] = batchOffsets(bs, [qs]) as [Int32Array];
+  const [qOff] = batchOffsets(bs, [qs]) as [Float64Array];
   const n = qOff.length;
   const q = new BigInt64Array(n);
   const k = new BigInt64Array(n);
@@ -92,7 +92,7 @@ export function attentionOffsets(p: SdpaParams): AttentionOffsets {
   if (p.attnMask) {
     const full = [...bs, p.L, p.S];
     const st = leadingBroadcastStrides(p.attnMask.shape, p.attnMask.strides, full);
-    const [mOff] = batchOffsets(bs, [st.slice(0, -2)]) as [Int32Array];
+    const [mOff] = batchOffsets(bs, [st.slice(0, -2)]) as [Float64Array];
     m = BigInt64Array.from(mOff, (o) => BigInt(o + p.attnMask!.offset));
     ms0 = st[st.length - 2]!;
     ms1 = st[st.length - 1]!;

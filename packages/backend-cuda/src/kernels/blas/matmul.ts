@@ -31,9 +31,9 @@ export function matmulProblem(p: MatmulParams, out: Tensor): GemmProblem {
   const bs = p.batchShape;
   const aB = leadingBroadcastStrides(p.aShape.slice(0, -2), p.aStrides.slice(0, -2), bs);
   const bB = leadingBroadcastStrides(p.bShape.slice(0, -2), p.bStrides.slice(0, -2), bs);
-  const [aOff, bOff] = batchOffsets(bs, [aB, bB]) as [Int32Array, Int32Array];
+  const [aOff, bOff] = batchOffsets(bs, [aB, bB]) as [Float64Array, Float64Array];
   const batch = sizeOf(bs);
-  const shift = (o: Int32Array, by: number) => Array.from(o, (x) => x + by);
+  const shift = (o: Float64Array, by: number) => Array.from(o, (x) => x + by);
   const bytes = bytesPerElement(p.dtype);
   return {
     m: p.m,

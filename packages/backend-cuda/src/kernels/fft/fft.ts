@@ -121,7 +121,7 @@ function run(p: FftParams): Tensor {
       const rows = Math.min(l.len, l.nIn);
       const cols = l.inner * l.comps;
       const outerStrides = p.x.strides.slice(0, p.dim);
-      const [off] = batchOffsets(p.x.shape.slice(0, p.dim), [outerStrides]) as [Int32Array];
+      const [off] = batchOffsets(p.x.shape.slice(0, p.dim), [outerStrides]) as [Float64Array];
       const table = s.upload(BigInt64Array.from(off, (o) => BigInt(o + p.x.offset)));
       const kernel = scalar === 8 ? "copy2d_b8" : "copy2d_b4";
       rt.launch(device, kernel, grid1d(l.outer * rows * cols), [256, 1, 1], 0, [

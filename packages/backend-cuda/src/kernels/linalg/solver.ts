@@ -43,8 +43,8 @@ function toColumnMajor(c: Ctx, t: Tensor, rows: number, cols: number, swap = fal
   const dst = c.s.alloc(Math.max(1, c.batch * rows * cols * c.bytes));
   const rs = t.strides[t.rank - 2] ?? 0;
   const cs = t.strides[t.rank - 1] ?? 0;
-  const [off] = batchOffsets(t.shape.slice(0, -2), [t.strides.slice(0, -2)]) as [Int32Array];
-  const offsets = off.length === c.batch ? off : new Int32Array(c.batch).fill(off[0] ?? 0);
+  const [off] = batchOffsets(t.shape.slice(0, -2), [t.strides.slice(0, -2)]) as [Float64Array];
+  const offsets = off.length === c.batch ? off : new Float64Array(c.batch).fill(off[0] ?? 0);
   copy2d(
     c,
     dst,
@@ -78,7 +78,7 @@ function copy2d(
   c: Ctx,
   dst: bigint,
   src: bigint,
-  offsets: Int32Array,
+  offsets: Float64Array,
   rows: number,
   cols: number,
   sRs: number,
@@ -362,7 +362,7 @@ function solveLike(p: LinalgParams, op: "solve" | "inv"): Tensor {
       const lead = b.shape.slice(0, p.bVector ? -1 : -2);
       const leadStrides = b.strides.slice(0, p.bVector ? -1 : -2);
       const st = leadingBroadcastStrides(lead, leadStrides, p.batchShape);
-      const [off] = batchOffsets(p.batchShape, [st]) as [Int32Array];
+      const [off] = batchOffsets(p.batchShape, [st]) as [Float64Array];
       rhs = c.s.alloc(c.batch * n * nrhs * c.bytes);
       copy2d(
         c,
