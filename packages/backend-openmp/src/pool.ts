@@ -23,6 +23,7 @@ import {
   onWasmModule,
   type ParallelService,
   type ParallelTask,
+  validateTask,
   type WasmMemory,
   type WasmModuleEntry,
   wasmModules,
@@ -116,49 +117,6 @@ function threadCanBlock(): boolean {
     return true;
   } catch {
     return false;
-  }
-}
-
-const isIndex = (v: unknown, below: number): v is number =>
-  Number.isInteger(v) && (v as number) >= 0 && (v as number) < below;
-
-/**
- * Refuses a malformed task before any chunk runs: a NaN chunk or thread count used to make
- * the chunk loop run zero times, so the run "succeeded" having written nothing.
- */
-export function validateTask(task: ParallelTask, threads: number): void {
-  const bad = (what: string): never => {
-    throw new ArgumentError(`parallelFor: ${what}`);
-  };
-  if (task === null || typeof task !== "object")
-    bad(`the task must be an object, got ${task === null ? "null" : typeof task}`);
-  if (typeof task.module !== "string" || typeof task.fn !== "string")
-    bad("the task needs a string module and fn");
-  if (!Array.isArray(task.args) || !task.args.every((a) => typeof a === "number"))
-    bad(`task ${task.module}.${task.fn}: args must be an array of numbers`);
-  const nargs = task.args.length;
-  if (!Number.isInteger(threads) || threads < 1)
-    bad(`threads must be an integer >= 1, got ${String(threads)}`);
-  if (!Number.isInteger(task.items) || task.items < 0 || task.items > 0x7fffffff)
-    bad(`items must be an integer in [0, 2^31), got ${String(task.items)}`);
-  if (task.schedule !== undefined && task.schedule !== "static" && task.schedule !== "dynamic")
-    bad(`schedule must be "static" or "dynamic", got ${String(task.schedule)}`);
-  if (task.chunk !== undefined && (!Number.isInteger(task.chunk) || task.chunk < 1))
-    bad(`chunk must be an integer >= 1, got ${String(task.chunk)}`);
-  if (task.step !== undefined) {
-    if (!Array.isArray(task.step) || task.step.length > nargs)
-      bad(`step must be an array of at most ${nargs} numbers (one per argument)`);
-    if (!task.step.every((v) => Number.isFinite(v))) bad("step values must be finite numbers");
-  }
-  if (task.countArg !== undefined && !isIndex(task.countArg, nargs))
-    bad(`countArg must be an argument index in [0, ${nargs}), got ${String(task.countArg)}`);
-  if (task.threadArgs !== undefined) {
-    if (!Array.isArray(task.threadArgs)) bad("threadArgs must be an array");
-    for (const t of task.threadArgs) {
-      if (t === null || typeof t !== "object" || !isIndex(t.index, nargs))
-        bad(`threadArgs index ${String(t?.index)} is outside the ${nargs} arguments`);
-      if (!Number.isFinite(t.stride)) bad(`threadArgs stride must be a finite number`);
-    }
   }
 }
 

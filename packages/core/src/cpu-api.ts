@@ -58,6 +58,7 @@ export {
   parallelFor,
   parallelService,
   setParallelService,
+  validateTask,
   WorkerError,
 } from "./wasm/parallel.ts";
 export {

@@ -87,6 +87,7 @@ export const staticClaims: typeof api.staticClaims = shared.staticClaims;
 export const toArrayBuffer: typeof api.toArrayBuffer = shared.toArrayBuffer;
 export const userCacheDir: typeof api.userCacheDir = shared.userCacheDir;
 export const validateDeclaration: typeof api.validateDeclaration = shared.validateDeclaration;
+export const validateTask: typeof api.validateTask = shared.validateTask;
 export const wasmKernelImports: typeof api.wasmKernelImports = shared.wasmKernelImports;
 export const wasmModule: typeof api.wasmModule = shared.wasmModule;
 export const wasmModuleUrl: typeof api.wasmModuleUrl = shared.wasmModuleUrl;
