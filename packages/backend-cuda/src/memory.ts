@@ -5,9 +5,10 @@
  * two dims as rows x cols, the leading ones as a batch with an offset table.
  */
 import { ArgumentError, DeviceError } from "@backplane/core";
-import type { DeviceMemory } from "@backplane/core/backend";
+import { batchOffsets, type DeviceMemory } from "@backplane/core/backend";
 import type { Block } from "./allocator.ts";
-import { type CudaRuntime, grid1d } from "./runtime.ts";
+import { hasCopy2d, launchCopy2d } from "./copy2d.ts";
+import type { CudaRuntime } from "./runtime.ts";
 
 export interface CudaHandle {
   /** The runtime that allocated it (its allocator takes it back). */
@@ -37,33 +38,6 @@ function range(h: CudaHandle, offset: number, bytes: number, what: string): bigi
   return h.block.ptr + BigInt(offset);
 }
 
-/** copy2d kernel by element size (kernels/copy.cu). */
-export const COPY2D: Record<number, string> = {
-  1: "copy2d_b1",
-  2: "copy2d_b2",
-  4: "copy2d_b4",
-  8: "copy2d_b8",
-  16: "copy2d_b16",
-};
-
-/** Element offsets of every matrix of a view's leading dims (row-major order), plus `offset`. */
-function batchTable(offset: number, shape: readonly number[], strides: readonly number[]) {
-  const lead = shape.slice(0, -2);
-  const n = lead.reduce((a, b) => a * b, 1);
-  const table = new BigInt64Array(n);
-  const idx = new Array<number>(lead.length).fill(0);
-  for (let b = 0; b < n; b++) {
-    let o = offset;
-    for (let d = 0; d < lead.length; d++) o += idx[d]! * strides[d]!;
-    table[b] = BigInt(o);
-    for (let d = lead.length - 1; d >= 0; d--) {
-      if (++idx[d]! < lead[d]!) break;
-      idx[d] = 0;
-    }
-  }
-  return table;
-}
-
 function gather(
   src: CudaHandle,
   offset: number,
@@ -72,8 +46,7 @@ function gather(
   elementBytes: number,
   dst: CudaHandle,
 ): void {
-  const kernel = COPY2D[elementBytes];
-  if (!kernel)
+  if (!hasCopy2d(elementBytes))
     throw new ArgumentError(`cuda memory gather: no copy kernel for ${elementBytes}-byte elements`);
   if (shape.length !== strides.length)
     throw new ArgumentError(
@@ -94,23 +67,23 @@ function gather(
   const r = shape.length;
   const rows = r >= 2 ? shape[r - 2]! : 1;
   const cols = r >= 1 ? shape[r - 1]! : 1;
-  const table = batchTable(offset, r >= 2 ? shape : [], strides);
+  const [lead] = batchOffsets(shape.slice(0, -2), [strides.slice(0, -2)]);
   const rt = src.runtime;
   rt.scratch(src.device, (s) => {
-    rt.launch(src.device, kernel, grid1d(numel), [256, 1, 1], 0, [
-      { type: "ptr", value: dst.block.ptr },
-      { type: "ptr", value: src.block.ptr },
-      { type: "ptr", value: s.upload(table) },
-      { type: "i64", value: 0 },
-      { type: "i64", value: table.length },
-      { type: "i64", value: rows },
-      { type: "i64", value: cols },
-      { type: "i64", value: r >= 2 ? strides[r - 2]! : 0 },
-      { type: "i64", value: r >= 1 ? strides[r - 1]! : 0 },
-      { type: "i64", value: rows * cols },
-      { type: "i64", value: cols },
-      { type: "i64", value: 1 },
-    ]);
+    launchCopy2d(rt, src.device, elementBytes, {
+      dst: dst.block.ptr,
+      src: src.block.ptr,
+      table: s.upload(BigInt64Array.from(lead!, (o) => BigInt(o + offset))),
+      srcBatch: 0,
+      batch: lead!.length,
+      rows,
+      cols,
+      srcRowStride: r >= 2 ? strides[r - 2]! : 0,
+      srcColStride: r >= 1 ? strides[r - 1]! : 0,
+      dstBatch: rows * cols,
+      dstRowStride: cols,
+      dstColStride: 1,
+    });
   });
 }
 

@@ -8,14 +8,14 @@
  * gathered into a contiguous buffer by the copy2d kernel.
  */
 import { DeviceError } from "@backplane/core";
+import { launchCopy2d } from "../../copy2d.ts";
 import { check } from "../../errors.ts";
-import { COPY2D } from "../../memory.ts";
 import {
   HEURISTIC_RESULT,
   HEURISTIC_RESULT_BYTES,
   LIBRARY_ENUMS as X,
 } from "../../native/library-api.ts";
-import { type CudaRuntime, type DeviceScratch, grid1d } from "../../runtime.ts";
+import type { CudaRuntime, DeviceScratch } from "../../runtime.ts";
 import { cublasWorkspaceBytes, type GemmMode } from "./modes.ts";
 
 /** One logical (rows x cols) matrix per batch entry: element offsets and element strides. */
@@ -136,25 +136,21 @@ export function gatherOperand(
   batch: number,
   elemBytes: number,
 ): Operand {
-  const kernel = COPY2D[elemBytes];
-  if (!kernel) throw new DeviceError(`no copy kernel for ${elemBytes}-byte elements`);
   const dst = s.alloc(batch * rows * cols * elemBytes);
-  const table = s.upload(BigInt64Array.from(Array.from(op.offsets, (o) => BigInt(o))));
-  const count = batch * rows * cols;
-  rt.launch(s.device, kernel, grid1d(count), [256, 1, 1], 0, [
-    { type: "ptr", value: dst },
-    { type: "ptr", value: op.ptr },
-    { type: "ptr", value: table },
-    { type: "i64", value: 0 },
-    { type: "i64", value: batch },
-    { type: "i64", value: rows },
-    { type: "i64", value: cols },
-    { type: "i64", value: op.rs },
-    { type: "i64", value: op.cs },
-    { type: "i64", value: rows * cols },
-    { type: "i64", value: cols },
-    { type: "i64", value: 1 },
-  ]);
+  launchCopy2d(rt, s.device, elemBytes, {
+    dst,
+    src: op.ptr,
+    table: s.upload(BigInt64Array.from(Array.from(op.offsets, (o) => BigInt(o)))),
+    srcBatch: 0,
+    batch,
+    rows,
+    cols,
+    srcRowStride: op.rs,
+    srcColStride: op.cs,
+    dstBatch: rows * cols,
+    dstRowStride: cols,
+    dstColStride: 1,
+  });
   return {
     ptr: dst,
     offsets: Array.from({ length: batch }, (_, i) => i * rows * cols),

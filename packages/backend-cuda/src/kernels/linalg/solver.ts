@@ -18,6 +18,7 @@ import {
   solveOutputShape,
   svdShapes,
 } from "@backplane/core/backend";
+import { launchCopy2d } from "../../copy2d.ts";
 import { check } from "../../errors.ts";
 import type { CusolverSymbols } from "../../layer.ts";
 import { LIBRARY_ENUMS as X } from "../../native/library-api.ts";
@@ -121,22 +122,20 @@ function launchCopy(
   dRs: number,
   dCs: number,
 ): void {
-  const count = c.batch * rows * cols;
-  if (count === 0) return;
-  c.rt.launch(c.device, c.bytes === 8 ? "copy2d_b8" : "copy2d_b4", grid1d(count), [256, 1, 1], 0, [
-    { type: "ptr", value: dst },
-    { type: "ptr", value: src },
-    { type: "ptr", value: table },
-    { type: "i64", value: srcBatch },
-    { type: "i64", value: c.batch },
-    { type: "i64", value: rows },
-    { type: "i64", value: cols },
-    { type: "i64", value: sRs },
-    { type: "i64", value: sCs },
-    { type: "i64", value: dBatch },
-    { type: "i64", value: dRs },
-    { type: "i64", value: dCs },
-  ]);
+  launchCopy2d(c.rt, c.device, c.bytes, {
+    dst,
+    src,
+    table,
+    srcBatch,
+    batch: c.batch,
+    rows,
+    cols,
+    srcRowStride: sRs,
+    srcColStride: sCs,
+    dstBatch: dBatch,
+    dstRowStride: dRs,
+    dstColStride: dCs,
+  });
 }
 
 function triZero(c: Ctx, ptr: bigint, rows: number, cols: number, upper: boolean): void {
