@@ -82,18 +82,9 @@ __device__ void mem_efficient_fwd(BP_ATTENTION_PARAMS) {
 
 }  // namespace
 
-#define BP_MEM_EFFICIENT(NAME, TYPE)                                                 \
-  extern "C" __global__ void __launch_bounds__(WARPS * 32) NAME(                      \
-      const TYPE* __restrict__ q, const TYPE* __restrict__ k, const TYPE* __restrict__ v, \
-      TYPE* __restrict__ o, const long long* __restrict__ q_off,                       \
-      const long long* __restrict__ k_off, const long long* __restrict__ v_off,        \
-      const void* __restrict__ mask, const long long* __restrict__ m_off, int mask_kind, \
-      long long q_s0, long long q_s1, long long k_s0, long long k_s1, long long v_s0,   \
-      long long v_s1, long long m_s0, long long m_s1, int L, int S, int E, int Ev,      \
-      float scale, int causal, float dropout_p, unsigned int seed) {                    \
-    mem_efficient_fwd<TYPE>(q, k, v, o, q_off, k_off, v_off, mask, m_off, mask_kind, q_s0, \
-                            q_s1, k_s0, k_s1, v_s0, v_s1, m_s0, m_s1, L, S, E, Ev, scale,  \
-                            causal, dropout_p, seed);                                      \
+#define BP_MEM_EFFICIENT(NAME, TYPE)                                                     \
+  extern "C" __global__ void __launch_bounds__(WARPS * 32) NAME(BP_ATTENTION_PARAMS_OF(TYPE)) { \
+    mem_efficient_fwd<TYPE>(BP_ATTENTION_ARGS);                                            \
   }
 
 BP_MEM_EFFICIENT(mem_efficient_fwd_f32, float)

@@ -46,40 +46,32 @@ template <> struct Pair<__nv_bfloat16> {
 template <typename T>
 __device__ __forceinline__ void mma16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
                                          uint32_t b1);
-template <>
-__device__ __forceinline__ void mma16816<__half>(float (&c)[4], const uint32_t (&a)[4],
-                                                 uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
-template <>
-__device__ __forceinline__ void mma16816<__nv_bfloat16>(float (&c)[4], const uint32_t (&a)[4],
-                                                        uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};\n"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-}
+#define BP_MMA16816(T, PTX_TYPE)                                                              \
+  template <>                                                                                 \
+  __device__ __forceinline__ void mma16816<T>(float (&c)[4], const uint32_t (&a)[4],          \
+                                              uint32_t b0, uint32_t b1) {                     \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." PTX_TYPE "." PTX_TYPE              \
+                 ".f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"                \
+                 : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])                             \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));            \
+  }
+BP_MMA16816(__half, "f16")
+BP_MMA16816(__nv_bfloat16, "bf16")
 
 __device__ __forceinline__ unsigned shared_address(const void* p) {
   return static_cast<unsigned>(__cvta_generic_to_shared(p));
 }
 
-// Four 8x8 tiles of 16-bit elements from shared memory (lanes 8j..8j+7 address tile j's rows).
-__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(row)));
-}
-__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(shared_address(row)));
-}
+// Four 8x8 tiles of 16-bit elements from shared memory (lanes 8j..8j+7 address tile j's rows);
+// the _trans form transposes each tile.
+#define BP_LDMATRIX_X4(NAME, QUALIFIER)                                                   \
+  __device__ __forceinline__ void NAME(uint32_t (&r)[4], const void* row) {               \
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4" QUALIFIER ".shared.b16 {%0,%1,%2,%3}, [%4];\n" \
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])                          \
+                 : "r"(shared_address(row)));                                             \
+  }
+BP_LDMATRIX_X4(ldmatrix_x4, "")
+BP_LDMATRIX_X4(ldmatrix_x4_trans, ".trans")
 
 // 16 bytes global -> shared without a register stop; zeros when `valid` is false (no read).
 __device__ __forceinline__ void cp_async16(void* dst, const void* src, bool valid) {
@@ -333,18 +325,10 @@ __device__ void flash_tc_fwd(BP_ATTENTION_PARAMS) {
 // not fit the registers without spilling.
 #define TC_MT(D) ((D) <= 96 ? 2 : 1)
 
-#define BP_FLASH_TC(TYPE, SUFFIX, D)                                                        \
-  extern "C" __global__ void __launch_bounds__(TC_WARPS * 32) flash_tc_fwd_##SUFFIX##_d##D( \
-      const TYPE* __restrict__ q, const TYPE* __restrict__ k, const TYPE* __restrict__ v,   \
-      TYPE* __restrict__ o, const long long* __restrict__ q_off,                             \
-      const long long* __restrict__ k_off, const long long* __restrict__ v_off,              \
-      const void* __restrict__ mask, const long long* __restrict__ m_off, int mask_kind,     \
-      long long q_s0, long long q_s1, long long k_s0, long long k_s1, long long v_s0,         \
-      long long v_s1, long long m_s0, long long m_s1, int L, int S, int E, int Ev,            \
-      float scale, int causal, float dropout_p, unsigned int seed) {                          \
-    flash_tc_fwd<TYPE, D, TC_MT(D)>(q, k, v, o, q_off, k_off, v_off, mask, m_off, mask_kind, q_s0,      \
-                          q_s1, k_s0, k_s1, v_s0, v_s1, m_s0, m_s1, L, S, E, Ev, scale,       \
-                          causal, dropout_p, seed);                                           \
+#define BP_FLASH_TC(TYPE, SUFFIX, D)                                                     \
+  extern "C" __global__ void __launch_bounds__(TC_WARPS * 32)                               \
+      flash_tc_fwd_##SUFFIX##_d##D(BP_ATTENTION_PARAMS_OF(TYPE)) {                          \
+    flash_tc_fwd<TYPE, D, TC_MT(D)>(BP_ATTENTION_ARGS);                                      \
   }
 
 #define BP_FLASH_TC_DIMS(TYPE, SUFFIX) \

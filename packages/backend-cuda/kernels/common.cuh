@@ -63,10 +63,11 @@ __device__ __forceinline__ float mask_value(const void* mask, int kind, long lon
 
 }  // namespace bp
 
-// The argument list every attention kernel takes, in this order (src/attention/launch.ts
-// packs it): element offsets of each batch entry into q/k/v/mask (int64 tables on the
-// device), strides of the two last dims, sizes, scale, causal, dropout.
-#define BP_ATTENTION_PARAMS                                                                  \
+// The argument list every attention kernel takes, in this order (fusedArgs in
+// src/kernels/attention/kernels.ts packs it): element offsets of each batch entry into
+// q/k/v/mask (int64 tables on the device), strides of the two last dims, sizes, scale,
+// causal, dropout. BP_ATTENTION_ARGS passes them on, from an entry point to its template.
+#define BP_ATTENTION_PARAMS_OF(T)                                                            \
   const T *__restrict__ q, const T *__restrict__ k, const T *__restrict__ v, T *__restrict__ o, \
       const long long *__restrict__ q_off, const long long *__restrict__ k_off,              \
       const long long *__restrict__ v_off, const void *__restrict__ mask,                    \
@@ -74,3 +75,7 @@ __device__ __forceinline__ float mask_value(const void* mask, int kind, long lon
       long long k_s0, long long k_s1, long long v_s0, long long v_s1, long long m_s0,        \
       long long m_s1, int L, int S, int E, int Ev, float scale, int causal, float dropout_p, \
       unsigned int seed
+#define BP_ATTENTION_PARAMS BP_ATTENTION_PARAMS_OF(T)
+#define BP_ATTENTION_ARGS                                                                    \
+  q, k, v, o, q_off, k_off, v_off, mask, m_off, mask_kind, q_s0, q_s1, k_s0, k_s1, v_s0, v_s1, \
+      m_s0, m_s1, L, S, E, Ev, scale, causal, dropout_p, seed
