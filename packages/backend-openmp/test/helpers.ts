@@ -1,7 +1,7 @@
 /** Shared by the test files: buffers in the CPU memory and the pool, ready with workers. */
 
 import { seededRandom } from "@backplane/core";
-import { cpuMemory, host } from "@backplane/core/cpu";
+import { cpuMemory, host, type ParallelTask } from "@backplane/core/cpu";
 import { openmpPool, RUNTIME_MODULE, WorkerPool } from "../src/index.ts";
 
 export { RUNTIME_MODULE };
@@ -67,4 +67,20 @@ export function withHelperWait<T>(pool: WorkerPool, fn: () => T, waitMs = 10_000
 /** Makes a second pool (its own control block and workers) on the same memory. */
 export function newPool(opts: Partial<ConstructorParameters<typeof WorkerPool>[0]> = {}) {
   return new WorkerPool({ memory: cpuMemory().memory, wantedThreads: () => 2, ...opts });
+}
+
+/**
+ * The runtime module's fillF64 as a task: `items` doubles from `ptr` set to `value`, one
+ * chunk a thread (static) or, with `chunk`, dynamic chunks of that many.
+ */
+export function fillTask(ptr: number, value: number, items: number, chunk?: number): ParallelTask {
+  return {
+    module: RUNTIME_MODULE,
+    fn: "fillF64",
+    args: [ptr, 0, value],
+    step: [8, 0, 0],
+    countArg: 1,
+    items,
+    ...(chunk === undefined ? {} : { schedule: "dynamic" as const, chunk }),
+  };
 }

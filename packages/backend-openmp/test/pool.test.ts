@@ -12,7 +12,7 @@ import {
 } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { DEBUG_MODULE, openmpPool, RUNTIME_MODULE } from "../src/index.ts";
-import { eventually, f64Buffer, newPool, readyPool, runtimeName } from "./helpers.ts";
+import { eventually, f64Buffer, fillTask, newPool, readyPool, runtimeName } from "./helpers.ts";
 
 describe("the pool", () => {
   it("is installed as the core's ParallelService and sizes itself to openmp.numThreads", async () => {
@@ -169,17 +169,7 @@ describe("the pool", () => {
     const n = 777;
     const buf = f64Buffer(n);
     try {
-      pool.run(
-        {
-          module: RUNTIME_MODULE,
-          fn: "fillF64",
-          args: [buf.ptr, 0, 5],
-          step: [8, 0, 0],
-          countArg: 1,
-          items: n,
-        },
-        64,
-      );
+      pool.run(fillTask(buf.ptr, 5, n), 64);
       expect(buf.view().every((x) => x === 5)).toBe(true);
     } finally {
       buf.free();
@@ -234,19 +224,7 @@ describe("failures", () => {
     // The worker is still alive (a trap is an exception) and the pool works.
     expect(pool.threads()).toBeGreaterThanOrEqual(2);
     const buf = f64Buffer(10_000);
-    pool.run(
-      {
-        module: RUNTIME_MODULE,
-        fn: "fillF64",
-        args: [buf.ptr, 0, 3],
-        step: [8, 0, 0],
-        countArg: 1,
-        items: 10_000,
-        schedule: "dynamic",
-        chunk: 100,
-      },
-      2,
-    );
+    pool.run(fillTask(buf.ptr, 3, 10_000, 100), 2);
     expect(buf.view().every((x) => x === 3)).toBe(true);
     buf.free();
     cpuMemory().free(s);
@@ -515,19 +493,7 @@ describe("stallTimeoutMs", () => {
       expect(error).toBeInstanceOf(WorkerError);
       expect((error as Error).message).toMatch(/made no progress for 200 ms/);
       const buf = f64Buffer(5000);
-      pool.run(
-        {
-          module: RUNTIME_MODULE,
-          fn: "fillF64",
-          args: [buf.ptr, 0, 9],
-          step: [8, 0, 0],
-          countArg: 1,
-          items: 5000,
-          schedule: "dynamic",
-          chunk: 50,
-        },
-        2,
-      );
+      pool.run(fillTask(buf.ptr, 9, 5000, 50), 2);
       expect(buf.view().every((x) => x === 9)).toBe(true);
       buf.free();
       expect(await pool.ready(2)).toBe(2);
@@ -545,19 +511,7 @@ describe("stallTimeoutMs", () => {
       expect(pool.readyWorkers()).toBe(0);
       // Used again: the run is right (on whatever threads are up), and the workers return.
       const buf = f64Buffer(4000);
-      pool.run(
-        {
-          module: RUNTIME_MODULE,
-          fn: "fillF64",
-          args: [buf.ptr, 0, 7],
-          step: [8, 0, 0],
-          countArg: 1,
-          items: 4000,
-          schedule: "dynamic",
-          chunk: 40,
-        },
-        2,
-      );
+      pool.run(fillTask(buf.ptr, 7, 4000, 40), 2);
       expect(buf.view().every((x) => x === 7)).toBe(true);
       buf.free();
       expect(await pool.ready(2)).toBe(2);
@@ -571,16 +525,7 @@ describe("stallTimeoutMs", () => {
     const pool = await readyPool(2);
     const before = pool.readyWorkers();
     const buf = f64Buffer(40_000);
-    const task: ParallelTask = {
-      module: RUNTIME_MODULE,
-      fn: "fillF64",
-      args: [buf.ptr, 0, 3],
-      step: [8, 0, 0],
-      countArg: 1,
-      items: 40_000,
-      schedule: "dynamic",
-      chunk: 400,
-    };
+    const task: ParallelTask = fillTask(buf.ptr, 3, 40_000, 400);
     try {
       await backends.withFlags({ openmp: { numThreads: 12 } }, async () => {
         // More threads than cores: the pool grows to 11 workers for the scope...

@@ -1,8 +1,8 @@
 import { ArgumentError } from "@backplane/core";
 import { cpuMemory, type ParallelTask } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
-import { parallelSum, RUNTIME_MODULE, WorkerPool } from "../src/index.ts";
-import { f64Buffer, newPool, readyPool } from "./helpers.ts";
+import { parallelSum, WorkerPool } from "../src/index.ts";
+import { f64Buffer, fillTask, newPool, readyPool } from "./helpers.ts";
 
 const expectArgError = (f: () => unknown, text: RegExp): void => {
   let caught: unknown;
@@ -30,16 +30,7 @@ describe("bad input is refused with an ArgumentError (not a wrong result)", () =
     const pool = await readyPool(2);
     const buf = f64Buffer(100);
     try {
-      const task: ParallelTask = {
-        module: RUNTIME_MODULE,
-        fn: "fillF64",
-        args: [buf.ptr, 0, 5],
-        step: [8, 0, 0],
-        countArg: 1,
-        items: 100,
-        schedule: "dynamic",
-        chunk: 7,
-      };
+      const task: ParallelTask = fillTask(buf.ptr, 5, 100, 7);
       const cases: [Partial<ParallelTask> | null, RegExp, number?][] = [
         [{ chunk: Number.NaN }, /chunk must be an integer >= 1/],
         [{ chunk: 0 }, /chunk must be an integer >= 1/],
