@@ -165,12 +165,12 @@ const F32_MAX: f64 = 3.4028234663852886e38;
 /**
  * An additive mask value in the log2 domain. Finite values stay finite (clamped to the f32
  * range), so a row masked with finfo.min everywhere is uniform, as in the reference, and
- * not NaN; -inf stays -inf.
+ * not NaN; infinities stay infinite (+inf makes its row NaN, as softmax does).
  */
 // @ts-ignore: decorator
 @inline
 function maskLog2(m: f32): f32 {
-  if (m === -Infinity) return m;
+  if (m === -Infinity || m === Infinity) return m;
   const x = <f64>m * LOG2E;
   return <f32>(x < -F32_MAX ? -F32_MAX : x > F32_MAX ? F32_MAX : x);
 }

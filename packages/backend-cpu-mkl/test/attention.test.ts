@@ -238,7 +238,7 @@ describe("flash-cpu (fused attention, WASM SIMD)", () => {
     });
     report.assertPassed();
     const passed = report.results.filter((r) => r.status === "pass" && r.kernel === "flash-cpu");
-    expect(passed.filter((r) => !r.case.endsWith(" view)")).length).toBe(11);
+    expect(passed.filter((r) => !r.case.endsWith(" view)")).length).toBe(12);
     // The views the fused kernel reads in place (it refuses a strided last dim, with the reason).
     expect(passed.filter((r) => r.case.endsWith(" view)")).length).toBeGreaterThanOrEqual(2);
   });

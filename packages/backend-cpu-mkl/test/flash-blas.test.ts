@@ -303,6 +303,20 @@ const loadedDnnl = async () => {
   await ready(DNNL_BACKEND);
 };
 
+/** Runs `c` on flash-cpu-dnnl (poisoned outputs) and expects it to pass on that kernel. */
+async function passesOnDnnl(c: OpCase, seed: number): Promise<void> {
+  const result = await poisoned(() =>
+    runCase(OP, c, "float32", {
+      kernel: "flash-cpu-dnnl",
+      backend: DNNL_BACKEND,
+      tolerances: { float32: TOLERANCE },
+      seed,
+    }),
+  );
+  expect(result.status, result.message).toBe("pass");
+  expect(result.kernel).toBe("flash-cpu-dnnl");
+}
+
 describe("flash-cpu-dnnl (fused attention: oneDNN's bounded-shift products, exact tiles where needed)", () => {
   itDnnl(
     "is FLASH_ATTENTION on cpu under backends.mkldnn, set aside by mkldnn.enabled",
@@ -380,16 +394,35 @@ describe("flash-cpu-dnnl (fused attention: oneDNN's bounded-shift products, exac
           return [t(q, L), t(k, S), t(v, S)];
         },
       };
-      const result = await poisoned(() =>
-        runCase(OP, orthogonal, "float32", {
-          kernel: "flash-cpu-dnnl",
-          backend: DNNL_BACKEND,
-          tolerances: { float32: TOLERANCE },
-          seed: 5,
-        }),
-      );
-      expect(result.status, result.message).toBe("pass");
-      expect(result.kernel).toBe("flash-cpu-dnnl");
+      await passesOnDnnl(orthogonal, 5);
+    },
+    SLOW,
+  );
+  itDnnl(
+    "drops the earlier key blocks' terms when a later block's maximum is far above theirs",
+    async () => {
+      await loadedDnnl();
+      // Row 0 sees one key (3000, in the third block of 1024 keys, where oneDNN runs the
+      // softmax step) scoring 120 and every other key under 3: the earlier blocks' factor
+      // 2^(log2 e (3 - 120)) underflows to 0, and their terms must vanish from O. Row 1 is
+      // orthogonal to that key, so the bound fails and the exact tiles take the block.
+      const S = 4096;
+      const E = 4;
+      const spike: OpCase = {
+        name: "one key far above the earlier blocks' maximum",
+        make: (d, r) => {
+          const q = new Float64Array(2 * E);
+          q[0] = 12;
+          q[E + 1] = 12;
+          const k = Float64Array.from({ length: S * E }, () => r() - 0.5);
+          k.fill(0, 3000 * E, 3001 * E);
+          k[3000 * E] = 20;
+          const v = Float64Array.from({ length: S * E }, () => 2 * r() - 1);
+          const t = (x: Float64Array, rows: number) => tensor(x, { shape: [1, rows, E], dtype: d });
+          return [t(q, 2), t(k, S), t(v, S), { scale: 0.5 }];
+        },
+      };
+      await passesOnDnnl(spike, 7);
     },
     SLOW,
   );

@@ -186,6 +186,62 @@ describe("int64 creation stores exact values or refuses", () => {
   });
 });
 
+describe("small integer and bool dtypes follow torch (values checked against PyTorch 2.13)", () => {
+  it("creation refuses what int32, int8 and uint8 cannot hold; fractions truncate", () => {
+    for (const [value, dtype] of [
+      [3e9, "int32"],
+      [Number.NaN, "int32"],
+      [Number.POSITIVE_INFINITY, "int32"],
+      [300, "uint8"],
+      [-256, "uint8"],
+      [200, "int8"],
+      [-129, "int8"],
+    ] as const) {
+      expect(() => tensor([value], { dtype }), `${value} ${dtype}`).toThrow(DTypeError);
+      expect(() => full([2], value, { dtype }), `full ${value} ${dtype}`).toThrow(DTypeError);
+    }
+    expect(() => tensor([2n ** 40n], { dtype: "int32" })).toThrow(/int32 holds/);
+    expect(() => tensor(new Float64Array([3e9]), { dtype: "int32" })).toThrow(DTypeError);
+    expect(tensor([2.7, -2.7], { dtype: "int32" }).toArray()).toEqual([2, -2]);
+    // torch wraps negatives into uint8 down to -255.
+    expect(tensor([-1, -255], { dtype: "uint8" }).toArray()).toEqual([255, 1]);
+    expect(full([1], -1, { dtype: "uint8" }).toArray()).toEqual([255]);
+  });
+
+  it("int32 products wrap; NaN and any nonzero byte are true", () => {
+    const a = tensor([2147483647, 2 ** 30 + 1, -46341], { dtype: "int32" });
+    expect(mul(a, a).toArray()).toEqual([1, -2147483647, 2147488281 - 2 ** 32]);
+    expect(tensor([Number.NaN, 0, -0, 2], { dtype: "bool" }).toArray()).toEqual([
+      true,
+      false,
+      false,
+      true,
+    ]);
+    expect(tensor([Number.NaN]).astype("bool").toArray()).toEqual([true]);
+    const bytes = tensor(new Uint8Array([0, 2, 255]));
+    expect(bytes.dtype).toBe("bool");
+    expect(Array.from(bytes.astype("float32").dataSync() as Float32Array)).toEqual([0, 1, 1]);
+  });
+
+  it("int64 narrows to int32, int8, uint8 and bool by its low bits, past 2^53 too", () => {
+    const t = tensor([2n ** 62n + 1n, -(2n ** 53n) - 1n, 256n, 0n]);
+    expect(t.astype("int32").toArray()).toEqual([1, -1, 256, 0]);
+    expect(t.astype("int8").toArray()).toEqual([1, -1, 0, 0]);
+    expect(t.astype("uint8").toArray()).toEqual([1, 255, 0, 0]);
+    expect(t.astype("bool").toArray()).toEqual([true, true, true, false]);
+    // A strided view narrows in logical order.
+    expect(
+      tensor([1n, 2n, 3n, 4n], { shape: [2, 2] })
+        .transpose()
+        .astype("int32")
+        .toArray(),
+    ).toEqual([
+      [1, 3],
+      [2, 4],
+    ]);
+  });
+});
+
 describe("creation arguments of the wrong type are typed errors", () => {
   it("null options, a shape that is not an array, fromFloat64 with the wrong length", () => {
     const calls: [string, () => unknown][] = [

@@ -177,6 +177,16 @@ export const CASES: Record<string, OpCase[]> = {
       ],
     },
     {
+      // softmax of a row with a +inf score is NaN (inf - inf), as in PyTorch's math path.
+      name: "additive mask, +Infinity at one key (its row NaN)",
+      make: (d, r) => [
+        R([1, 2, 5, 8], d, r),
+        R([1, 2, 6, 8], d, r),
+        R([1, 2, 6, 8], d, r),
+        { attnMask: withEvery(R([5, 6], d, r), 7, 30, Number.POSITIVE_INFINITY) },
+      ],
+    },
+    {
       name: "GQA 4 query heads, 2 kv heads",
       make: (d, r) => [
         R([1, 4, 6, 8], d, r),

@@ -162,8 +162,9 @@ function softmaxOn(plan: SoftmaxPlan, st: SoftmaxStep): void {
   for (let r = 0; r < st.rows; r++) {
     const c = corr[r];
     l[r] = l[r] * c + sums[r];
-    // corr 0: the row of O is still all zeros; 1: nothing to scale.
-    if (c === 0 || c === 1) continue;
+    // corr 1: nothing to scale. A corr of 0 still scales: it is 2^(mOld - mNew) underflowed
+    // (a later block's maximum far above the earlier one's), whose terms O must drop.
+    if (c === 1) continue;
     const o = st.o / 4 + r * st.ev;
     for (let i = o; i < o + st.ev; i++) f32[i] *= c;
   }

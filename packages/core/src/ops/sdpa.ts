@@ -2,6 +2,9 @@
  * scaledDotProductAttention (torch.nn.functional.scaled_dot_product_attention):
  * q [..., Hq, L, E], k [..., Hk, S, E], v [..., Hk, S, Ev]; boolean (true = attend) or
  * additive masks broadcastable to [..., Hq, L, S]; causal; scale; dropout with a seed; GQA.
+ * A fully masked row is 0, a +inf score makes its row NaN; an inf or NaN in V at a key a
+ * row does not attend is NaN or ignored depending on whether the kernel's tiles cover it
+ * (packages/core/README.md).
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";

@@ -56,7 +56,10 @@ function binary(p: BinaryParams, f: (x: number, y: number) => number): Tensor {
 }
 
 export const addReference = (p: BinaryParams): Tensor => binary(p, (x, y) => x + y);
-export const mulReference = (p: BinaryParams): Tensor => binary(p, (x, y) => x * y);
+// int32 products wrap as torch's do: Math.imul keeps the low 32 bits, which a float64
+// product past 2^53 has already lost.
+export const mulReference = (p: BinaryParams): Tensor =>
+  binary(p, p.dtype === "int32" ? Math.imul : (x, y) => x * y);
 
 function unary(p: UnaryParams, f: (x: number) => number): Tensor {
   const out = output(p.x.shape, p.dtype);

@@ -162,11 +162,37 @@ export function writeNumber(d: DType, a: StorageArray, i: number, x: number): vo
       a[i] = Math.trunc(x) | 0;
       return;
     case "bool":
-      a[i] = x ? 1 : 0;
+      // NaN is true, as in torch (x ? 1 : 0 made it false).
+      a[i] = x !== 0 ? 1 : 0;
       return;
     default:
       a[i] = x;
   }
+}
+
+/** The values torch.tensor accepts for each small integer dtype (uint8 wraps negatives, as torch's does). */
+const CREATION_RANGE: Partial<Record<DType, readonly [number, number]>> = {
+  int32: [-(2 ** 31), 2 ** 31 - 1],
+  int8: [-128, 127],
+  uint8: [-255, 255],
+};
+
+/**
+ * A creation value that the integer dtype `d` cannot hold: NaN, an infinity or a value
+ * past its range, refused as torch.tensor refuses it ("value cannot be converted to type
+ * int32 without overflow"); a fraction truncates toward zero. Arithmetic results still
+ * wrap (writeNumber), as torch's integer ops do.
+ */
+function checkCreationRange(d: DType, x: number): void {
+  const range = CREATION_RANGE[d];
+  if (!range || (x >= range[0] && x <= range[1])) return;
+  const holds =
+    d === "uint8" ? "0 ... 255 (negatives to -255 wrap, as in torch)" : range.join(" ... ");
+  throw new DTypeError(
+    Number.isNaN(x)
+      ? `${d} has no value for NaN; replace it first, or use a float dtype`
+      : `${d} holds ${holds}; ${show(x)} is out of range (use a wider dtype, or a value in range)`,
+  );
 }
 
 function int64Overflow(x: number | bigint): DTypeError {
@@ -185,8 +211,15 @@ export function writeValue(
   i: number,
   x: number | boolean | bigint,
 ): void {
+  if (typeof x === "bigint" && d !== "int64" && d in CREATION_RANGE) {
+    // Through Number() a bigint past 2^53 would round before the range check.
+    const range = CREATION_RANGE[d]!;
+    if (x < BigInt(range[0]) || x > BigInt(range[1])) checkCreationRange(d, Number(x));
+  }
   if (typeof x !== "bigint" || d !== "int64") {
-    writeNumber(d, a, i, Number(x));
+    const n = Number(x);
+    checkCreationRange(d, n);
+    writeNumber(d, a, i, n);
     return;
   }
   if (BigInt.asIntN(64, x) !== x) throw int64Overflow(x);

@@ -222,9 +222,23 @@ export class Tensor implements Disposable {
     checkDType("astype", dtype);
     this.assertAlive();
     if (dtype === this.dtype) return this.clone();
+    if (this.dtype === "int64" && INTEGER_WRAP[dtype]) return this.int64Narrowed(dtype);
     const src = this.toFloat64();
     const out = filled(empty(this.shape, { dtype, device: "cpu" }), (dst) => {
       for (let i = 0; i < src.length; i++) writeNumber(dtype, dst, i, src[i]);
+    });
+    return moveTo(out, this.device);
+  }
+
+  /**
+   * int64 into a narrower integer dtype or bool through bigints, keeping the low bits as
+   * torch does (through float64 the values past 2^53 lost them: 2^62 + 1 gave 0, not 1).
+   */
+  private int64Narrowed(dtype: DType): Tensor {
+    const data = this.dataSync() as BigInt64Array;
+    const wrap = INTEGER_WRAP[dtype]!;
+    const out = filled(empty(this.shape, { dtype, device: "cpu" }), (dst) => {
+      for (let i = 0; i < data.length; i++) dst[i] = wrap(data[i]!);
     });
     return moveTo(out, this.device);
   }
@@ -528,6 +542,14 @@ function inferNested(data: NestedArray): { shape: number[]; flat: Element[] } {
   return { shape, flat };
 }
 
+/** int64 to a narrower integer dtype or bool: the low bits, as torch keeps them. */
+const INTEGER_WRAP: Partial<Record<DType, (x: bigint) => number>> = {
+  int32: (x) => Number(BigInt.asIntN(32, x)),
+  int8: (x) => Number(BigInt.asIntN(8, x)),
+  uint8: (x) => Number(BigInt.asUintN(8, x)),
+  bool: (x) => (x !== 0n ? 1 : 0),
+};
+
 const TYPED_DTYPE = new Map<unknown, DType>([
   [Float32Array, "float32"],
   [Float64Array, "float64"],
@@ -604,6 +626,8 @@ export function tensor(
         ((dtype === "float16" || dtype === "bfloat16") && data instanceof Uint16Array)
       ) {
         dst.set(data as never);
+        // A Uint8Array read as bool: any nonzero byte is true, stored as 1 (as torch's bool).
+        if (dtype === "bool") for (let i = 0; i < n; i++) if (dst[i]) dst[i] = 1;
       } else {
         const src = data as unknown as ArrayLike<number | bigint>;
         for (let i = 0; i < n; i++) writeValue(dtype, dst, i, src[i]);
@@ -643,7 +667,9 @@ export function full(shape: readonly number[], value: number, opts?: CreateOptio
     throw new ArgumentError(`full: value must be a number, got ${show(value)}`);
   opts = checkCreateOptions("full", opts);
   const t = filled(empty(shape, { ...opts, device: "cpu" }), (dst, t) => {
-    for (let i = 0; i < t.numel; i++) writeNumber(t.dtype, dst, i, value);
+    // Refused where the dtype cannot hold it, as torch.full does (300 into uint8).
+    writeValue(t.dtype, dst, 0, value);
+    for (let i = 1; i < t.numel; i++) writeNumber(t.dtype, dst, i, value);
   });
   return moveTo(t, opts.device);
 }
