@@ -17,7 +17,7 @@ import {
   svd,
 } from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { cudaStatus, linalgLibraryStatus } from "../src/internals.ts";
+import { cudaStatus, launchArg, linalgLibraryStatus } from "../src/internals.ts";
 import { captureWarnings, SM80, withRecording } from "./helpers.ts";
 
 describe("linalg on cuSOLVER (RecordingLayer)", () => {
@@ -88,6 +88,39 @@ describe("linalg on cuSOLVER (RecordingLayer)", () => {
       const a = randn([3, 3], { seed: 8 }).to("cuda");
       expect(() => inv(a)).toThrow(/singular \(U\[3,3\] is exactly zero\)/);
       expect(luFactor(a).LU.shape).toEqual([3, 3]);
+    });
+  });
+
+  it("solve broadcasts batch dims as torch: one getrf per broadcast matrix, stride-0 reads", async () => {
+    await withRecording({ devices: [SM80] }, (layer) => {
+      // A [2, 1, 3, 3] and a matrix B [5, 3, 1] broadcast to X [2, 5, 3, 1].
+      const a = randn([2, 1, 3, 3], { seed: 10 }).to("cuda");
+      const b = randn([5, 3, 1], { seed: 11 }).to("cuda");
+      expect(solve(a, b).shape).toEqual([2, 5, 3, 1]);
+      expect(layer.callsOf("cusolverDnSgetrf")).toHaveLength(10);
+      expect(layer.callsOf("cusolverDnSgetrs")).toHaveLength(10);
+      // The copies of A and B into column-major scratch read each matrix at these offsets.
+      const tables = layer.launches
+        .filter((l) => l.kernel === "copy2d_b4")
+        .slice(0, 2)
+        .map((l) => {
+          const bytes = layer.bytesAt(launchArg(l, 2, "ptr") as bigint, 10 * 8)!;
+          return [...new BigInt64Array(bytes.slice().buffer)].map(Number);
+        });
+      expect(tables).toEqual([
+        [0, 0, 0, 0, 0, 9, 9, 9, 9, 9],
+        [0, 3, 6, 9, 12, 0, 3, 6, 9, 12],
+      ]);
+      // B [2, 1] is not A [2, 2, 2] without its last dim: one 2 x 1 matrix for both.
+      const x = solve(
+        randn([2, 2, 2], { seed: 12 }).to("cuda"),
+        randn([2, 1], { seed: 13 }).to("cuda"),
+      );
+      expect(x.shape).toEqual([2, 2, 1]);
+      // A [3, 3] against B [0, 3, 2]: an empty batch.
+      expect(
+        solve(randn([3, 3], { seed: 14 }).to("cuda"), randn([0, 3, 2]).to("cuda")).shape,
+      ).toEqual([0, 3, 2]);
     });
   });
 

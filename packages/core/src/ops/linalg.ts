@@ -3,9 +3,10 @@
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
-import type { Tensor } from "../tensor/tensor.ts";
+import { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import {
+  broadcastShapes,
   checkBool,
   checkFiniteLinalg,
   checkFloat,
@@ -63,15 +64,19 @@ const key = (p: LinalgParams) => `${p.a.shape.join("x")}${p.b ? `,${p.b.shape.jo
 export const choleskyOp: OpRecord<LinalgParams, [a: Tensor, opts?: { upper?: boolean }], Tensor> =
   defineOp({
     name: "cholesky",
-    prepare: (a: Tensor, opts?: { upper?: boolean }) =>
-      base("cholesky", a, true, {
+    prepare: (a: Tensor, opts?: { upper?: boolean }) => {
+      const p = base("cholesky", a, true, {
         upper: checkBool(
           "cholesky",
           "upper",
           checkOptions("cholesky", opts, ["upper"]).upper,
           false,
         ),
-      }),
+      });
+      // torch reads A's upper triangle for upper=true: the kernels, which read the lower
+      // one, get Aᵀ (a view; cholesky() disposes it, see solveOp for other callers).
+      return p.upper ? { ...p, a: a.transpose(-2, -1) } : p;
+    },
     shapeKey: key,
   });
 export const invOp: OpRecord<LinalgParams, [a: Tensor], Tensor> = defineOp({
@@ -125,6 +130,30 @@ export const svdOp: OpRecord<
     }),
   shapeKey: key,
 });
+/**
+ * `t` read as `shape` (t's dims aligned to the right): dims that `t` lacks or has as size 1
+ * get stride 0. A view over t's storage (holds it until disposed), or `t` itself when the
+ * shapes already agree.
+ */
+function expandedTo(t: Tensor, shape: readonly number[]): Tensor {
+  if (shape.length === t.rank && shape.every((d, i) => d === t.shape[i])) return t;
+  const lead = shape.length - t.rank;
+  const strides = shape.map((d, i) =>
+    i < lead || t.shape[i - lead] !== d ? 0 : t.strides[i - lead],
+  );
+  t.storage.retain();
+  return new Tensor(t.storage, t.dtype, [...shape], strides, t.offset);
+}
+
+/**
+ * torch.linalg.solve's shapes: B is a vector when it is 1-D or has exactly the shape of A
+ * without its last dim ([*, n]); otherwise B is a (batch of) matrix [*, n, k]. The batch
+ * dims of A and of a matrix B broadcast against each other; the params hold A and B as
+ * (stride-0) views at that broadcast batch, except that a B without batch dims stays
+ * shared (rightHandSides), so kernels see p.batchShape on both. solve() disposes those
+ * views after the kernel; other callers of prepare (explain, calibration) leave them to
+ * the garbage collector, which gives their hold on the storage back.
+ */
 export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor], Tensor> = defineOp({
   name: "solve",
   prepare: (a: Tensor, b: Tensor) => {
@@ -132,34 +161,60 @@ export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor], Tensor> = d
     checkTensor("solve", "B", b);
     checkSame("solve", ["A", "B"], [a, b]);
     checkFiniteLinalg("solve", "B", b);
-    // torch: B is a vector when its shape is A's batch shape plus [n].
+    if (b.rank < 1)
+      throw new ShapeError(`solve: B must have at least 1 dimension, got a scalar (shape [])`);
     const bVector =
-      b.rank === 1 ||
-      (b.rank === a.rank - 1 && b.shape.slice(0, -1).join() === p.batchShape.join());
+      b.rank === 1 || (b.rank === a.rank - 1 && b.shape.every((d, i) => d === a.shape[i]));
     const rows = bVector ? b.shape[b.rank - 1] : b.shape[b.rank - 2];
-    if (b.rank < 1 || rows !== p.n)
-      throw new ShapeError(`solve: B [${b.shape}] must have ${p.n} rows to match A [${a.shape}]`);
-    const bBatch = bVector ? b.shape.slice(0, -1) : b.shape.slice(0, -2);
-    if (bBatch.join() !== p.batchShape.join() && bBatch.length > 0) {
+    if (rows !== p.n) {
+      const what = bVector
+        ? `a vector of ${rows}`
+        : `${b.rank === 2 ? "a" : "a batch of"} ${rows}x${b.shape[b.rank - 1]} matri${b.rank === 2 ? "x" : "ces"}`;
       throw new ShapeError(
-        `solve: B's batch dims [${bBatch}] must equal A's [${p.batchShape}] (or be absent)`,
+        `solve: B [${b.shape}] (${what}) must have ${p.n} rows to match A [${a.shape}] in A X = B (B is a vector only when 1-D or of shape [${a.shape.slice(0, -1)}])`,
       );
     }
-    return { ...p, b, bVector };
+    // A vector B is 1-D (shared) or has A's batch dims exactly; a matrix B broadcasts.
+    const bBatch = bVector ? b.shape.slice(0, -1) : b.shape.slice(0, -2);
+    const batchShape = bVector
+      ? p.batchShape
+      : broadcastShapes("solve", p.batchShape, bBatch, ["A's batch dims", "B's batch dims"]);
+    const av = expandedTo(a, [...batchShape, p.n, p.n]);
+    const bv =
+      bBatch.length === 0 ? b : expandedTo(b, [...batchShape, ...b.shape.slice(bBatch.length)]);
+    return { ...p, a: av, b: bv, bVector, batchShape };
   },
   shapeKey: key,
 });
 
-/** L with A = L L^T (or U with A = U^T U when upper). Throws LinalgError when A is not positive definite. */
+/**
+ * L with A = L L^T from A's lower triangle (or U with A = U^T U from its upper triangle when
+ * upper, as torch.linalg.cholesky). Throws LinalgError when A is not positive definite.
+ */
 export function cholesky(a: Tensor, opts?: { upper?: boolean }): Tensor {
-  return dispatch(choleskyOp, choleskyOp.prepare(a, opts));
+  const p = choleskyOp.prepare(a, opts);
+  try {
+    return dispatch(choleskyOp, p);
+  } finally {
+    if (p.a !== a) p.a.dispose();
+  }
 }
 export function inv(a: Tensor): Tensor {
   return dispatch(invOp, invOp.prepare(a));
 }
-/** X with A X = B. */
+/**
+ * X with A X = B (torch.linalg.solve): A [*, n, n]; B a vector [n] or [*, n] (exactly A's
+ * shape without its last dim), else matrices [*, n, k]; the batch dims broadcast.
+ */
 export function solve(a: Tensor, b: Tensor): Tensor {
-  return dispatch(solveOp, solveOp.prepare(a, b));
+  const p = solveOp.prepare(a, b);
+  try {
+    return dispatch(solveOp, p);
+  } finally {
+    // The broadcast views prepare made (see solveOp).
+    if (p.a !== a) p.a.dispose();
+    if (p.b !== b) p.b?.dispose();
+  }
 }
 /** Packed LU with partial pivoting; pivots are 1-based (LAPACK getrf), int32. */
 export function luFactor(a: Tensor): { LU: Tensor; pivots: Tensor } {
