@@ -24,7 +24,7 @@ import {
   tensor,
 } from "@backplane/core";
 import { restartInit } from "@backplane/core/backend";
-import { runQuantizedConformance } from "@backplane/testkit";
+import { runQuantizedConformance, uniformQuantized as uniformQ } from "@backplane/testkit";
 import { describe, expect } from "vitest";
 import { configureDnnlSearch, DNNL_BACKEND } from "../src/index.ts";
 import { itDnnl } from "./dnnl-helpers.ts";
@@ -222,6 +222,69 @@ describe("quantized engine onednn", () => {
       );
       expect(c?.reason).toMatch(/bias has a value that is not finite/);
       for (const l of [layer, empty, nanBias]) l.dispose();
+    },
+  );
+
+  itDnnl(
+    "runs while every sum fits int32, bit for bit; past it the reference serves, clamped",
+    async () => {
+      await ready(DNNL_BACKEND);
+      if (vnniRefusal()) return; // logged by the conformance test
+      // x zero point 128, w = -128 (zero point 0): |x - 128| x |w| <= 128 x 128 a term.
+      // At the edge (131071 and 131067 terms) x = 255: sums of -16256 a term fit int32,
+      // while oneDNN's raw sums of x w (-32640 a term) wrap before the zero point's
+      // compensation. Past it (131072, 131076) x = 0: sums of 2^31 and more, which int32
+      // wraps negative.
+      const w = (shape: number[]) => uniformQ(-128, shape, "qint8", 1e-4, 0);
+      type Run = (outScale: number) => QTensor;
+      const cases: [string, number, number, (k: number, xv: number) => [QTensor, object, Run]][] = [
+        [
+          "quantizedLinear",
+          131071,
+          131072,
+          (k, xv) => {
+            const [x, layer] = [
+              uniformQ(xv, [2, k], "quint8", 0.001, 128),
+              linearPrepack(w([3, k])),
+            ];
+            return [x, layer, (s) => quantizedLinear(x, layer, s, 128)];
+          },
+        ],
+        // (c / groups) * kh * kw terms: 2 groups of 14563 or 14564 channels, 3x3 taps.
+        [
+          "quantizedConv2d",
+          131067,
+          131076,
+          (k, xv) => {
+            const x = uniformQ(xv, [1, (2 * k) / 9, 3, 3], "quint8", 0.001, 128);
+            const layer = conv2dPrepack(w([4, k / 9, 3, 3]), undefined, { groups: 2 });
+            return [x, layer, (s) => quantizedConv2d(x, layer, s, 128)];
+          },
+        ],
+      ];
+      for (const [op, edge, past, make] of cases)
+        for (const k of [edge, past]) {
+          const fits = k === edge;
+          const kernel = op === "quantizedLinear" ? "onednn-qlinear" : "onednn-qconv2d";
+          const [x, layer, run] = make(k, fits ? 255 : 0);
+          using _e = backends.quantized.flags({ engine: "onednn" as never });
+          const report = explain(op as never, x, layer, 2, 128);
+          const why = report.candidates.find((c) => c.kernel === kernel)?.reason;
+          // Mid-range at the edge (about -2130.6e6 x 1e-7 / 2 + 128 = 21), 255 past it.
+          const scale = fits ? 2 : 1;
+          const ran = backends.record(() => Array.from(run(scale).intRepr().toFloat64()));
+          const want = (() => {
+            using _ = kernelPriority(op, ["reference"]);
+            return Array.from(run(scale).intRepr().toFloat64());
+          })();
+          const tag = `${kernel}, ${k} terms`;
+          expect(report.selected, tag).toBe(fits ? kernel : "reference");
+          expect(ran.calls.find((c) => c.op === op)?.kernel, tag).toBe(fits ? kernel : "reference");
+          if (!fits) expect(why, tag).toMatch(`reach ${k * 128 * 128} in magnitude`);
+          if (!fits) expect(why, tag).toMatch("past int32's 2147483647");
+          expect(ran.result, tag).toEqual(want);
+          expect(want[0], tag).toBe(fits ? 21 : 255);
+        }
     },
   );
 

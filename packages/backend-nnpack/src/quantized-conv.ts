@@ -10,7 +10,7 @@
  * The weights are packed once per layer and kept in its engine cache.
  */
 import type { QTensor, Tensor } from "@backplane/core";
-import { emptyQuantized, type QConv2dParams } from "@backplane/core/backend";
+import { emptyQuantized, int32SumProblem, type QConv2dParams } from "@backplane/core/backend";
 import { addressOf, conv2dChannelParams, inWasmMemory, Scratch } from "@backplane/core/cpu";
 import {
   MODULE_ID,
@@ -28,6 +28,9 @@ import { parallel } from "./util.ts";
 const THREAD_SCRATCH = new Scratch();
 
 export function qnnpackConv2dSupports(p: QConv2dParams): true | string {
+  // qdwconv and qconv_gemm sum in i32 lanes: exact only while every sum fits int32.
+  const overflow = int32SumProblem(p);
+  if (overflow) return overflow;
   if (!qgemm()) return NOT_LOADED;
   if (!inWasmMemory(p.x.storage()) || !inWasmMemory(p.packed.weight.storage()))
     return "the tensors are not in the CPU memory the WASM kernels share";

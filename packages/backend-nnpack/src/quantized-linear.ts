@@ -8,7 +8,7 @@
  *   rows; used where its blocks of 8 rows waste little (byColumnsPays).
  */
 import { empty, type QTensor, type Tensor } from "@backplane/core";
-import { emptyQuantized, type QLinearParams } from "@backplane/core/backend";
+import { emptyQuantized, int32SumProblem, type QLinearParams } from "@backplane/core/backend";
 import { addressOf, inWasmMemory, linearChannelParams } from "@backplane/core/cpu";
 import {
   BLOCKS_KEY,
@@ -24,6 +24,9 @@ import {
 import { parallel } from "./util.ts";
 
 export function qnnpackLinearSupports(p: QLinearParams): true | string {
+  // qlinear and qconv_gemm sum in i32 lanes: exact only while every sum fits int32.
+  const overflow = int32SumProblem(p);
+  if (overflow) return overflow;
   if (!qgemm()) return NOT_LOADED;
   const x = p.x.storage();
   if (!inWasmMemory(x) || !inWasmMemory(p.packed.weight.storage()))

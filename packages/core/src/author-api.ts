@@ -47,6 +47,7 @@ export type { QAddParams, QReluParams } from "./quantized/elementwise.ts";
 export { type QLinearParams, quantizedEngineGate } from "./quantized/linear.ts";
 export type { QMatmulParams } from "./quantized/matmul.ts";
 export { emptyQuantized, Q_STORAGE, type QParams } from "./quantized/qtensor.ts";
+export { int32SumProblem } from "./quantized/requant.ts";
 // Reading params: broadcast batches and the shapes of decompositions
 export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
 export { qrShapes, solveOutputShape, svdShapes } from "./reference/linalg.ts";

@@ -45,6 +45,7 @@ export const getBackend: typeof api.getBackend = shared.getBackend;
 export const getKernel: typeof api.getKernel = shared.getKernel;
 export const getOp: typeof api.getOp = shared.getOp;
 export const initBackends: typeof api.initBackends = shared.initBackends;
+export const int32SumProblem: typeof api.int32SumProblem = shared.int32SumProblem;
 export const int: typeof api.int = shared.int;
 export const jsCpuMemory: typeof api.jsCpuMemory = shared.jsCpuMemory;
 export const leadingBroadcastStrides: typeof api.leadingBroadcastStrides =

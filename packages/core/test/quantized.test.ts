@@ -29,6 +29,7 @@ import {
   ShapeError,
   tensor,
 } from "@backplane/core";
+import { int32SumProblem, ops } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 
 const RANGES = { quint8: [0, 255], qint8: [-128, 127], qint32: [-2147483648, 2147483647] } as const;
@@ -304,5 +305,58 @@ describe("quantizedConv2d", () => {
         0,
       ).selected,
     ).toBe("reference");
+  });
+});
+
+describe("exact sums: the bound on |acc| that int32 kernels check", () => {
+  const ints = (values: number[], shape: number[], dtype: "uint8" | "int8") =>
+    tensor(dtype === "uint8" ? Uint8Array.from(values) : Int8Array.from(values), { shape, dtype });
+
+  it("is terms x max |x - x_zp| x the largest |w - w_zp| of the layer's actual weights", () => {
+    // Per channel: |w - 0| <= 128 on channel 0, |w + 50| <= 150 on channel 1 (w = 100).
+    const w = makeQuantized(ints([-128, 0, 5, 1, 2, 100, -3, 0, 0, 0], [2, 5], "int8"), "qint8", {
+      scales: [0.1, 0.2],
+      zeroPoints: [0, -50],
+      axis: 0,
+    });
+    const packed = linearPrepack(w);
+    const x = makeQuantized(ints([1, 2, 3, 4, 5], [1, 5], "uint8"), "quint8", {
+      scale: 0.1,
+      zeroPoint: 100,
+    });
+    // The activations' bound depends on their zero point only: max(100, 255 - 100) = 155.
+    const p = ops.quantizedLinear.prepare(x, packed, 0.1, 0);
+    expect(p.largestSum).toBe(5 * 155 * 150);
+    expect(ops.quantizedLinear.prepare(x, packed, 0.1, 0).largestSum).toBe(p.largestSum);
+    // conv: (c / groups) * kh * kw terms; weights 7 with zero point -3: 10.
+    const cw = makeQuantized(ints(Array(4 * 3 * 2 * 3).fill(7), [4, 3, 2, 3], "int8"), "qint8", {
+      scale: 0.1,
+      zeroPoint: -3,
+    });
+    const conv = conv2dPrepack(cw, undefined, { groups: 2 });
+    const cx = quantizePerTensor(randn([1, 6, 4, 4], { seed: 1 }), 0.1, 0, "quint8");
+    expect(ops.quantizedConv2d.prepare(cx, conv, 0.1, 0).largestSum).toBe(3 * 2 * 3 * 255 * 10);
+  });
+
+  it("int32SumProblem refuses just past int32, with the worst case, and the reference stays exact", () => {
+    expect(int32SumProblem({ largestSum: 2 ** 31 - 1 })).toBeUndefined();
+    const why = int32SumProblem({ largestSum: 2 ** 31 });
+    expect(why).toMatch(/2147483648/);
+    expect(why).toMatch(/past int32's 2147483647/);
+    expect(why).toMatch(/exact reference serves/);
+    // 70000 terms of 255 x -128: -2.28e9, which int32 wraps to a positive sum. The reference
+    // sums exactly: the output clamps to 0.
+    const k = 70000;
+    const x = makeQuantized(ints(Array(k).fill(255), [1, k], "uint8"), "quint8", {
+      scale: 0.001,
+      zeroPoint: 0,
+    });
+    const w = makeQuantized(ints(Array(2 * k).fill(-128), [2, k], "int8"), "qint8", {
+      scale: 1e-4,
+      zeroPoint: 0,
+    });
+    const packed = linearPrepack(w);
+    expect(int32SumProblem(ops.quantizedLinear.prepare(x, packed, 1, 128))).toMatch(/2284800000/);
+    expect(Array.from(quantizedLinear(x, packed, 1, 128).intRepr().toFloat64())).toEqual([0, 0]);
   });
 });

@@ -37,6 +37,7 @@ export {
   type QuantizedReport,
   type QuantizedResult,
   runQuantizedConformance,
+  uniformQuantized,
 } from "./quantized.ts";
 export { boolMask, makeRng, type Rng, randomTensor, spdTensor } from "./random.ts";
 export { VIEW_KINDS, type ViewKind, viewOf, viewOnDevice } from "./views.ts";

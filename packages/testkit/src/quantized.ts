@@ -106,6 +106,23 @@ interface ConvCase {
 }
 
 /** The quantized ops the cases cover (dispatcher op names). */
+/**
+ * A quantized tensor of `shape` whose every integer is `q` (the worst case of a sum's
+ * range: every term at its largest, for int32 accumulator tests).
+ */
+export function uniformQuantized(
+  q: number,
+  shape: number[],
+  dtype: "quint8" | "qint8",
+  scale: number,
+  zeroPoint: number,
+): QTensor {
+  const n = shape.reduce((a, b) => a * b, 1);
+  const ints = dtype === "quint8" ? new Uint8Array(n).fill(q) : new Int8Array(n).fill(q);
+  const repr = tensor(ints, { shape, dtype: dtype === "quint8" ? "uint8" : "int8" });
+  return makeQuantized(repr, dtype, { scale, zeroPoint });
+}
+
 export type QuantizedOpName =
   | "quantizedLinear"
   | "quantizedConv2d"

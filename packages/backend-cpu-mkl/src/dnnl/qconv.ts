@@ -11,13 +11,14 @@
  * int32 sums inside oneDNN: no int32 reorder or separate WASM pass, which cost more than
  * the convolution on small layers (BENCHMARKS.md, quantized).
  *
- * Refused, with the reason: CPUs without VNNI (oneDNN's int8 kernels there may saturate or
- * scale the weights), weights with a zero point other than 0 (oneDNN's convolution
- * takes symmetric weights only), and a bias that is not finite (the reference's clamp
- * and oneDNN's saturation disagree on NaN).
+ * Refused, with the reason: inputs whose sums could pass int32 (the core's
+ * int32SumProblem; the exact reference serves), CPUs without VNNI (oneDNN's int8 kernels
+ * there may saturate or scale the weights), weights with a zero point other than 0
+ * (oneDNN's convolution takes symmetric weights only), and a bias that is not finite (the
+ * reference's clamp and oneDNN's saturation disagree on NaN).
  */
 import { empty, type QTensor, type Tensor } from "@backplane/core";
-import { emptyQuantized, type QConv2dParams } from "@backplane/core/backend";
+import { emptyQuantized, int32SumProblem, type QConv2dParams } from "@backplane/core/backend";
 import { addressOf, conv2dChannelParams } from "@backplane/core/cpu";
 import { modules } from "../kernels/wasm.ts";
 import {
@@ -161,6 +162,9 @@ function planFor(p: QConv2dParams): QConvPlan | string {
 
 /** Why the onednn engine's conv2d refuses these inputs, or true. */
 export function dnnlQConvSupports(p: QConv2dParams): true | string {
+  // oneDNN's int8 convolution sums in s32: exact only while every sum fits int32.
+  const overflow = int32SumProblem(p);
+  if (overflow) return overflow;
   if (!dnnlState.lib) return "oneDNN is not loaded";
   if (!modules.kernels)
     return "backend-cpu-mkl's WASM kernels (its layout transposes) have not loaded";

@@ -12,7 +12,7 @@
  * reason, and the other engines serve.
  */
 import { backends, empty, type PackedLinear, type QTensor, type Tensor } from "@backplane/core";
-import { emptyQuantized, type QLinearParams } from "@backplane/core/backend";
+import { emptyQuantized, int32SumProblem, type QLinearParams } from "@backplane/core/backend";
 import { linearChannelParams, requantizeLinear } from "@backplane/core/cpu";
 import {
   check,
@@ -121,6 +121,9 @@ function planFor(p: QLinearParams, wZp: number): QLinearPlan | string {
 
 /** Why the onednn engine refuses these inputs, or true. */
 export function dnnlQLinearSupports(p: QLinearParams): true | string {
+  // oneDNN's int8 matmul sums in s32: exact only while every sum fits int32.
+  const overflow = int32SumProblem(p);
+  if (overflow) return overflow;
   if (!dnnlState.lib) return "oneDNN is not loaded";
   if (!hasVnni())
     return "this CPU has no VNNI: oneDNN's int8 kernels may saturate their int16 intermediate sums (qnnpack serves)";

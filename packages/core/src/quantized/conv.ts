@@ -4,7 +4,11 @@
  * output channel), float32 bias, stride, padding (with the activations' zero point, i.e.
  * real zeros), dilation and groups; the sums exact in integers, then requantized as
  * linear is (requant.ts). Which engine's kernel runs is `backends.quantized.engine`, as
- * for quantizedLinear.
+ * for quantizedLinear. The sums are exact at any size: |acc| <= largestSum =
+ * (c / groups) · kh · kw · max(x_zp, 255 - x_zp) · max |w - w_zp[o]| (over the layer's
+ * weights), and an engine's kernel that sums in int32 refuses, with the reason, where
+ * largestSum passes 2^31 - 1 (int32SumProblem in its supports()); the reference, which
+ * sums in float64, serves those.
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
@@ -14,7 +18,7 @@ import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { emptyQuantized, QTensor } from "./qtensor.ts";
-import { channelParams, checkOutputQParams, requantizeInto } from "./requant.ts";
+import { channelParams, checkOutputQParams, largestSum, requantizeInto } from "./requant.ts";
 
 type Pair = readonly [number, number];
 
@@ -132,6 +136,12 @@ export interface QConv2dParams extends OpParams {
   kh: number;
   kw: number;
   outShape: number[];
+  /**
+   * A bound on every |acc| these inputs allow: (c / groups) · kh · kw · max(x_zp, 255 - x_zp)
+   * · the largest |w - w_zp[o]| of the layer's weights. A kernel that sums in int32 asks
+   * int32SumProblem(p) whether it may run.
+   */
+  largestSum: number;
 }
 
 /** The output size along one axis; a typed error when there is no output position. */
@@ -191,6 +201,11 @@ function prepare(
     kh,
     kw,
     outShape: [n, oc, oh, ow],
+    largestSum: largestSum(
+      (c / packed.groups) * kh * kw,
+      (x.qparams as { zeroPoint: number }).zeroPoint,
+      packed,
+    ),
     deviceType: "cpu",
     dtype: "uint8",
   };

@@ -4,13 +4,21 @@
  * product summed exactly in integers, then requantized to the output's scale and zero
  * point:
  *
- *   acc[m][n] = Σ_k (x[m][k] - x_zp) (w[n][k] - w_zp[n])                (exact, int32)
+ *   acc[m][n] = Σ_k (x[m][k] - x_zp) (w[n][k] - w_zp[n])                (exact)
  *   y[m][n]   = clamp(out_zp + rint(fl(fl(acc · fl(x_scale · w_scale[n])) + b[n]) · fl(1 / out_scale)))
  *
- * with fl() rounding to float32, as the x86 engines compute it. Which engine's kernels
- * run is `backends.quantized.engine`: a named engine runs its own kernels only (the
- * reference stays as the fallback, with the reason in explain()); "none", the default,
- * lets every engine's kernels run in their ranked order.
+ * with fl() rounding to float32, as the x86 engines compute it.
+ *
+ * The sums are exact at any size: |acc| <= largestSum = k · max(x_zp, 255 - x_zp) ·
+ * max |w - w_zp[n]| (the largest over the layer's actual weights), and an engine's kernel
+ * that sums in int32 refuses, with the reason, where largestSum passes 2^31 - 1
+ * (int32SumProblem, first in its supports()); the reference, which sums in float64,
+ * serves those. int32 addition wraps consistently, so within the bound such a kernel is
+ * exact even where its partial sums wrap.
+ *
+ * Which engine's kernels run is `backends.quantized.engine`: a named engine runs its own
+ * kernels only (the reference stays as the fallback, with the reason in explain());
+ * "none", the default, lets every engine's kernels run in their ranked order.
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
@@ -19,7 +27,7 @@ import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { emptyQuantized, QTensor } from "./qtensor.ts";
-import { channelParams, checkOutputQParams, requantizeInto } from "./requant.ts";
+import { channelParams, checkOutputQParams, largestSum, requantizeInto } from "./requant.ts";
 
 /** A linear layer's weights and bias, ready for quantizedLinear (torch's LinearPackedParams). */
 export class PackedLinear implements Disposable {
@@ -95,6 +103,12 @@ export interface QLinearParams extends OpParams {
   k: number;
   n: number;
   outShape: number[];
+  /**
+   * A bound on every |acc| these inputs allow: k · max(x_zp, 255 - x_zp) · the largest
+   * |w - w_zp[n]| of the layer's weights. A kernel that sums in int32 asks
+   * int32SumProblem(p) whether it may run.
+   */
+  largestSum: number;
 }
 
 function prepare(
@@ -131,6 +145,7 @@ function prepare(
     k,
     n,
     outShape,
+    largestSum: largestSum(k, (x.qparams as { zeroPoint: number }).zeroPoint, packed),
     deviceType: "cpu",
     dtype: "uint8",
   };

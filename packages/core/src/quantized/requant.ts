@@ -7,6 +7,11 @@
  *   y = clamp(zp + rint(fl(fl(fl(fl(acc) · mult[c]) + bias[c]) · fl(1 / scale))))
  *
  * with fl() rounding to float32 and mult[c] = fl(x_scale · w_scale[c]).
+ *
+ * The sums are exact whatever their size (the reference sums in float64). An engine's
+ * kernel that sums in int32 takes only inputs whose every sum fits int32: its supports()
+ * asks int32SumProblem() first, from the bound on |acc| each op's prepare() computes
+ * (largestSum).
  */
 import { ArgumentError } from "../errors.ts";
 import { show } from "../util/format.ts";
@@ -52,6 +57,63 @@ export function channelParams(
     mult[c] = xs * Math.fround(ws);
   }
   return { wZp, mult };
+}
+
+/** largestWeightOffset by packed layer: computed once (a packed layer never changes). */
+const largestWeightOffsets = new WeakMap<object, number>();
+
+/**
+ * The largest |w - w_zp[c]| over the weights of `packed` (qint8, quantized along axis 0,
+ * contiguous): from the weights themselves, at the layer's first call, then kept.
+ */
+export function largestWeightOffset(packed: { readonly weight: QTensor }): number {
+  let largest = largestWeightOffsets.get(packed);
+  if (largest !== undefined) return largest;
+  const weight = packed.weight;
+  const w = weight.storage().hostData() as Int8Array;
+  const q = weight.qparams;
+  const channels = weight.shape[0];
+  const per = channels === 0 ? 0 : weight.numel / channels;
+  largest = 0;
+  for (let c = 0; c < channels && per > 0; c++) {
+    const zp = q.scheme === "per_tensor_affine" ? q.zeroPoint : q.zeroPoints[c];
+    let lo = w[c * per];
+    let hi = lo;
+    for (let i = c * per + 1; i < (c + 1) * per; i++) {
+      const v = w[i];
+      if (v < lo) lo = v;
+      else if (v > hi) hi = v;
+    }
+    largest = Math.max(largest, hi - zp, zp - lo);
+  }
+  largestWeightOffsets.set(packed, largest);
+  return largest;
+}
+
+/**
+ * The bound on |acc| = |Σ (x - x_zp)(w - w_zp[c])| over `terms` products, for every quint8
+ * activation (|x - x_zp| <= max(x_zp, 255 - x_zp)) and the layer's actual weights.
+ */
+export function largestSum(
+  terms: number,
+  xZeroPoint: number,
+  packed: { readonly weight: QTensor },
+): number {
+  const x = Math.max(xZeroPoint, 255 - xZeroPoint);
+  return terms * x * largestWeightOffset(packed);
+}
+
+const INT32_MAX = 2 ** 31 - 1;
+
+/**
+ * Why a kernel that sums in int32 must refuse these params (an int32 sum would wrap where
+ * the op's sums are exact), or undefined when every sum they allow fits int32. int32
+ * addition wraps consistently, so such a kernel is exact whenever the final sum fits,
+ * whatever its partial sums did: the bound on the final sum is the test.
+ */
+export function int32SumProblem(p: { readonly largestSum: number }): string | undefined {
+  if (p.largestSum <= INT32_MAX) return undefined;
+  return `the exact sums can reach ${p.largestSum} in magnitude (terms x largest |x - x_zp| x largest |w - w_zp|), past int32's ${INT32_MAX}: this kernel's int32 sums would wrap, so the exact reference serves`;
 }
 
 /** How exact sums become an output: multipliers and bias by channel, the output's parameters. */
