@@ -12,6 +12,7 @@ import {
   kernelPriority,
   linearPrepack,
   mul,
+  type PackedConv2d,
   type PackedLinear,
   type QTensor,
   quantizedConv2d,
@@ -24,7 +25,11 @@ import {
   tensor,
 } from "@backplane/core";
 import { restartInit } from "@backplane/core/backend";
-import { runQuantizedConformance, uniformQuantized as uniformQ } from "@backplane/testkit";
+import {
+  againstReference,
+  runQuantizedConformance,
+  uniformQuantized as uniformQ,
+} from "@backplane/testkit";
 import { describe, expect } from "vitest";
 import { configureDnnlSearch, DNNL_BACKEND } from "../src/index.ts";
 import { itDnnl } from "./dnnl-helpers.ts";
@@ -236,54 +241,35 @@ describe("quantized engine onednn", () => {
       // compensation. Past it (131072, 131076) x = 0: sums of 2^31 and more, which int32
       // wraps negative.
       const w = (shape: number[]) => uniformQ(-128, shape, "qint8", 1e-4, 0);
-      type Run = (outScale: number) => QTensor;
-      const cases: [string, number, number, (k: number, xv: number) => [QTensor, object, Run]][] = [
-        [
-          "quantizedLinear",
-          131071,
-          131072,
-          (k, xv) => {
-            const [x, layer] = [
-              uniformQ(xv, [2, k], "quint8", 0.001, 128),
-              linearPrepack(w([3, k])),
-            ];
-            return [x, layer, (s) => quantizedLinear(x, layer, s, 128)];
-          },
-        ],
+      const x = (v: number, shape: number[]) => uniformQ(v, shape, "quint8", 0.001, 128);
+      type Make = (k: number, v: number) => [QTensor, PackedLinear | PackedConv2d];
+      const layers: [string, number, number, Make][] = [
+        ["onednn-qlinear", 131071, 131072, (k, v) => [x(v, [2, k]), linearPrepack(w([3, k]))]],
         // (c / groups) * kh * kw terms: 2 groups of 14563 or 14564 channels, 3x3 taps.
         [
-          "quantizedConv2d",
+          "onednn-qconv2d",
           131067,
           131076,
-          (k, xv) => {
-            const x = uniformQ(xv, [1, (2 * k) / 9, 3, 3], "quint8", 0.001, 128);
-            const layer = conv2dPrepack(w([4, k / 9, 3, 3]), undefined, { groups: 2 });
-            return [x, layer, (s) => quantizedConv2d(x, layer, s, 128)];
-          },
+          (k, v) => [
+            x(v, [1, (2 * k) / 9, 3, 3]),
+            conv2dPrepack(w([4, k / 9, 3, 3]), undefined, { groups: 2 }),
+          ],
         ],
       ];
-      for (const [op, edge, past, make] of cases)
+      using _e = backends.quantized.flags({ engine: "onednn" as never });
+      for (const [kernel, edge, past, make] of layers)
         for (const k of [edge, past]) {
           const fits = k === edge;
-          const kernel = op === "quantizedLinear" ? "onednn-qlinear" : "onednn-qconv2d";
-          const [x, layer, run] = make(k, fits ? 255 : 0);
-          using _e = backends.quantized.flags({ engine: "onednn" as never });
-          const report = explain(op as never, x, layer, 2, 128);
-          const why = report.candidates.find((c) => c.kernel === kernel)?.reason;
           // Mid-range at the edge (about -2130.6e6 x 1e-7 / 2 + 128 = 21), 255 past it.
-          const scale = fits ? 2 : 1;
-          const ran = backends.record(() => Array.from(run(scale).intRepr().toFloat64()));
-          const want = (() => {
-            using _ = kernelPriority(op, ["reference"]);
-            return Array.from(run(scale).intRepr().toFloat64());
-          })();
+          const r = againstReference(kernel, ...make(k, fits ? 255 : 0), fits ? 2 : 1, 128);
           const tag = `${kernel}, ${k} terms`;
-          expect(report.selected, tag).toBe(fits ? kernel : "reference");
-          expect(ran.calls.find((c) => c.op === op)?.kernel, tag).toBe(fits ? kernel : "reference");
-          if (!fits) expect(why, tag).toMatch(`reach ${k * 128 * 128} in magnitude`);
-          if (!fits) expect(why, tag).toMatch("past int32's 2147483647");
-          expect(ran.result, tag).toEqual(want);
-          expect(want[0], tag).toBe(fits ? 21 : 255);
+          expect([r.selected, r.ran], tag).toEqual(
+            fits ? [kernel, kernel] : ["reference", "reference"],
+          );
+          if (!fits) expect(r.reason, tag).toMatch(`reach ${k * 128 * 128} in magnitude`);
+          if (!fits) expect(r.reason, tag).toMatch("past int32's 2147483647");
+          expect(r.got, tag).toEqual(r.want);
+          expect(r.want[0], tag).toBe(fits ? 21 : 255);
         }
     },
   );

@@ -11,6 +11,8 @@ import {
   kernelPriority,
   linearPrepack,
   memoryStats,
+  type PackedConv2d,
+  type PackedLinear,
   type QTensor,
   quantizedConv2d,
   quantizedLinear,
@@ -21,7 +23,11 @@ import {
   seededRandom,
   tensor,
 } from "@backplane/core";
-import { runQuantizedConformance, uniformQuantized as uniformQ } from "@backplane/testkit";
+import {
+  againstReference,
+  runQuantizedConformance,
+  uniformQuantized as uniformQ,
+} from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 
 describe("quantized engine qnnpack (WASM)", () => {
@@ -230,50 +236,37 @@ describe("quantized engine qnnpack (WASM)", () => {
     // 33025 terms sum to -2147450625 (in int32), 33026 to -2147515650 (wraps positive).
     const x = (shape: number[]) => uniformQ(0, shape, "quint8", 0.001, 255);
     const w = (shape: number[]) => uniformQ(127, shape, "qint8", 1e-4, -128);
-    type Run = (outScale: number) => QTensor;
-    const cases: [string, number, number, (k: number) => [QTensor, object, Run]][] = [
-      [
-        "quantizedLinear",
-        33025,
-        33026,
-        (k) => {
-          const [xq, layer] = [x([2, k]), linearPrepack(w([3, k]))];
-          return [xq, layer, (s) => quantizedLinear(xq, layer, s, 128)];
-        },
-      ],
+    const layers: [
+      string,
+      number,
+      number,
+      (k: number) => [QTensor, PackedLinear | PackedConv2d],
+    ][] = [
+      ["qnnpack-linear", 33025, 33026, (k) => [x([2, k]), linearPrepack(w([3, k]))]],
       // (c / groups) * kh * kw terms: 2 groups of 3669 (33021 terms) or 3670 (33030) channels.
       [
-        "quantizedConv2d",
+        "qnnpack-conv2d",
         33021,
         33030,
-        (k) => {
-          const xq = x([1, (2 * k) / 9, 3, 3]);
-          const layer = conv2dPrepack(w([4, k / 9, 3, 3]), undefined, { groups: 2 });
-          return [xq, layer, (s) => quantizedConv2d(xq, layer, s, 128)];
-        },
+        (k) => [
+          x([1, (2 * k) / 9, 3, 3]),
+          conv2dPrepack(w([4, k / 9, 3, 3]), undefined, { groups: 2 }),
+        ],
       ],
     ];
-    for (const [op, edge, past, make] of cases)
+    for (const [kernel, edge, past, make] of layers)
       for (const k of [edge, past]) {
         const fits = k === edge;
-        const kernel = op === "quantizedLinear" ? "qnnpack-linear" : "qnnpack-conv2d";
-        const [xq, layer, run] = make(k);
-        const report = explain(op as never, xq, layer, 2, 128);
-        const why = report.candidates.find((c) => c.kernel === kernel)?.reason;
         // Mid-range at the edge (-2147.45e6 x 1e-7 / 2 + 128 = 21), clamped to 0 past it.
-        const scale = fits ? 2 : 1;
-        const ran = backends.record(() => Array.from(run(scale).intRepr().toFloat64()));
-        const want = (() => {
-          using _ = kernelPriority(op, ["reference"]);
-          return Array.from(run(scale).intRepr().toFloat64());
-        })();
+        const r = againstReference(kernel, ...make(k), fits ? 2 : 1, 128);
         const tag = `${kernel}, ${k} terms`;
-        expect(ran.calls.find((c) => c.op === op)?.kernel, tag).toBe(fits ? kernel : "reference");
-        expect(report.selected, tag).toBe(fits ? kernel : "reference");
-        if (!fits) expect(why, tag).toMatch(`reach ${k * 255 * 255} in magnitude`);
-        if (!fits) expect(why, tag).toMatch("past int32's 2147483647");
-        expect(ran.result, tag).toEqual(want);
-        expect(want[0], tag).toBe(fits ? 21 : 0);
+        expect([r.selected, r.ran], tag).toEqual(
+          fits ? [kernel, kernel] : ["reference", "reference"],
+        );
+        if (!fits) expect(r.reason, tag).toMatch(`reach ${k * 255 * 255} in magnitude`);
+        if (!fits) expect(r.reason, tag).toMatch("past int32's 2147483647");
+        expect(r.got, tag).toEqual(r.want);
+        expect(r.want[0], tag).toBe(fits ? 21 : 0);
       }
   });
 

@@ -32,6 +32,8 @@ export {
 } from "./determinism.ts";
 export { registerHostBackedDevice } from "./host-device.ts";
 export {
+  type AgainstReference,
+  againstReference,
   QUANTIZED_DATA,
   type QuantizedOpName,
   type QuantizedReport,

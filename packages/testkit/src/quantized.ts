@@ -12,9 +12,12 @@ import {
   backends,
   conv2dPrepack,
   dequantize,
+  explain,
   kernelPriority,
   linearPrepack,
   makeQuantized,
+  type PackedConv2d,
+  type PackedLinear,
   type QDType,
   type QTensor,
   quantizedAdd,
@@ -121,6 +124,56 @@ export function uniformQuantized(
   const ints = dtype === "quint8" ? new Uint8Array(n).fill(q) : new Int8Array(n).fill(q);
   const repr = tensor(ints, { shape, dtype: dtype === "quint8" ? "uint8" : "int8" });
   return makeQuantized(repr, dtype, { scale, zeroPoint });
+}
+
+/** What againstReference saw: the kernels picked and run, the refusal, both outputs. */
+export interface AgainstReference {
+  /** explain()'s pick, and the kernel that ran the op. */
+  selected: string | undefined;
+  ran: string | undefined;
+  /** explain()'s reason for `kernel` (its refusal, or why another came first). */
+  reason: string | undefined;
+  /** The output's integers from the dispatcher's pick, and from the reference. */
+  got: number[];
+  want: number[];
+}
+
+/**
+ * A quantized linear or conv2d layer run as the dispatcher picks and again on the core's
+ * reference: what ran, explain()'s reason for `kernel`, and both outputs' integers.
+ */
+export function againstReference(
+  kernel: string,
+  x: QTensor,
+  layer: PackedLinear | PackedConv2d,
+  outScale: number,
+  outZeroPoint: number,
+): AgainstReference {
+  const linear = "inFeatures" in layer;
+  const op = linear ? "quantizedLinear" : "quantizedConv2d";
+  const run = () => {
+    const y = linear
+      ? quantizedLinear(x, layer as PackedLinear, outScale, outZeroPoint)
+      : quantizedConv2d(x, layer as PackedConv2d, outScale, outZeroPoint);
+    const ints = y.intRepr();
+    const out = Array.from(ints.toFloat64());
+    ints.dispose();
+    y.dispose();
+    return out;
+  };
+  const report = explain(op, x, layer, outScale, outZeroPoint);
+  const recorded = backends.record(run);
+  const want = (() => {
+    using _ = kernelPriority(op, ["reference"]);
+    return run();
+  })();
+  return {
+    selected: report.selected,
+    ran: recorded.calls.find((c) => c.op === op)?.kernel,
+    reason: report.candidates.find((c) => c.kernel === kernel)?.reason,
+    got: recorded.result,
+    want,
+  };
 }
 
 export type QuantizedOpName =
