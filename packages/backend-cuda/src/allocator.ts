@@ -11,6 +11,7 @@
  * be handed to the next request at once: any kernel that still reads it was enqueued earlier
  * on the same stream.
  */
+import { ArgumentError, DeviceError } from "@backplane/core";
 import { CudaError, CudaOutOfMemoryError } from "./errors.ts";
 
 export const MIN_BLOCK_SIZE = 512;
@@ -178,7 +179,7 @@ export class CachingAllocator {
   /** A block of at least `bytes` bytes (a zero-byte request still gets a distinct block). */
   malloc(bytes: number): Block {
     if (!(Number.isSafeInteger(bytes) && bytes >= 0))
-      throw new RangeError(
+      throw new ArgumentError(
         `cuda allocator: byte count must be a non-negative integer, got ${bytes}`,
       );
     const size = roundSize(bytes);
@@ -218,7 +219,7 @@ export class CachingAllocator {
   /** Returns a block to the cache, merging it with free neighbours. */
   free(block: Block): void {
     if (!block.allocated)
-      throw new Error(`cuda allocator: double free of block at 0x${block.ptr.toString(16)}`);
+      throw new DeviceError(`cuda allocator: double free of block at 0x${block.ptr.toString(16)}`);
     block.allocated = false;
     add(this.s.allocatedBytes, -block.size);
     add(this.s.requestedBytes, -block.requested);

@@ -49,12 +49,19 @@ export const cufftPlanCache: PlanCacheRegistry<FftPlan> = planCacheRegistry<FftP
   () => cudaStatus().devices.length,
 );
 
+/**
+ * The device an API call means: the current one when none is named. With a runtime, an index
+ * past the last device is a DeviceError naming the device count (as torch raises), not an
+ * empty allocator made for a device that does not exist.
+ */
 function device(index: number | string | undefined): number {
-  if (index === undefined) return maybeRuntime()?.driver.currentDevice() ?? 0;
-  if (typeof index === "string") return deviceIndex(index);
-  if (!Number.isInteger(index) || index < 0)
+  const rt = maybeRuntime();
+  if (index === undefined) return rt?.driver.currentDevice() ?? 0;
+  const i = typeof index === "string" ? deviceIndex(index) : index;
+  if (!Number.isInteger(i) || i < 0)
     throw new ArgumentError(`CUDA device index must be an integer >= 0, got ${String(index)}`);
-  return index;
+  rt?.driver.device(i);
+  return i;
 }
 
 function info(index?: number | string): DeviceInfo {
@@ -161,9 +168,9 @@ export const cudaApi: CudaApi = {
   getDeviceName: (i?: number | string) => info(i).name,
   getDeviceProperties: (i?: number | string) => ({ ...info(i) }),
   currentDevice: () => maybeRuntime()?.driver.currentDevice() ?? 0,
-  setDevice: (i: number | string) => currentRuntime().driver.use(info(i).index),
-  /** Waits for every enqueued copy and kernel on the device. */
-  synchronize: (i?: number | string) => currentRuntime().driver.synchronizeAsync(device(i)),
+  setDevice: (i: number | string) => currentRuntime().driver.select(info(i).index),
+  /** Waits for every enqueued copy and kernel on the device (a bad device rejects). */
+  synchronize: async (i?: number | string) => currentRuntime().driver.synchronizeAsync(device(i)),
   /** torch.cuda.memory_stats() of the caching allocator. */
   memoryStats: statsOf,
   memoryAllocated: (i?: number | string) => statsOf(i).allocatedBytes.current,

@@ -131,6 +131,8 @@ export class CudaDriver {
   /** CUdevice handles by ordinal (cuDeviceGet). */
   private readonly handles: number[] = [];
   private current = -1;
+  /** The device setDevice() named (torch's current device). */
+  private selected = 0;
   /** Kernel launches made so far (for tests and the verbose trace). */
   launchCount = 0;
   private readonly out64 = new BigUint64Array(1);
@@ -250,9 +252,20 @@ export class CudaDriver {
     this.current = index;
   }
 
-  /** The device whose context is current ("current device"); 0 before any use. */
+  /**
+   * The current device as torch.cuda.current_device() means it: the one select() (setDevice)
+   * named, 0 before. Ops switch contexts to their tensors' device without changing it, as
+   * torch's device guards restore it.
+   */
   currentDevice(): number {
-    return this.current < 0 ? 0 : this.current;
+    return this.selected;
+  }
+
+  /** Makes `index` the current device (torch.cuda.set_device): checked, and its context made current. */
+  select(index: number): void {
+    this.device(index);
+    this.use(index);
+    this.selected = index;
   }
 
   /**
@@ -283,11 +296,15 @@ export class CudaDriver {
     this.current = -1;
   }
 
-  /** The device's stream: every copy, kernel and library call of this package is ordered on it. */
+  /**
+   * The device's stream: every copy, kernel and library call of this package is ordered on it.
+   * Makes the device current too (a no-op when it is): whatever is enqueued on the stream next
+   * must run in the device's context, not in the context of the device used last.
+   */
   stream(index: number): bigint {
+    this.use(index);
     let s = this.streams.get(index);
     if (s === undefined) {
-      this.use(index);
       this.check(
         "cuStreamCreate",
         this.layer.cu.cuStreamCreate(this.out64, CU.CU_STREAM_NON_BLOCKING),
@@ -300,6 +317,7 @@ export class CudaDriver {
 
   /** Blocks until the device's stream has finished everything enqueued. */
   synchronize(index: number): void {
+    this.device(index); // an unknown device is a DeviceError, not "nothing to wait for"
     if (!this.streams.has(index)) return;
     this.use(index);
     this.check("cuStreamSynchronize", this.layer.cu.cuStreamSynchronize(this.stream(index)));
@@ -310,6 +328,7 @@ export class CudaDriver {
    * it (cuEventQuery) between macrotasks.
    */
   async synchronizeAsync(index: number): Promise<void> {
+    this.device(index);
     if (!this.streams.has(index)) return;
     this.use(index);
     const ev = this.events.pop() ?? this.createEvent();
@@ -451,7 +470,10 @@ export class CudaDriver {
     return this.outI32[0]!;
   }
 
-  /** Launches `fn` on the device's stream; `name` is for the error message. */
+  /**
+   * Launches `fn` on the device's stream with the device's context current (after work on
+   * another device, that one's context is); `name` is for the error message.
+   */
   launch(
     index: number,
     fn: bigint,
@@ -470,6 +492,7 @@ export class CudaDriver {
           throw new ArgumentError(`${name}: ${what} dimension ${i} is ${d} (1..${max[i]})`);
       });
     }
+    this.use(index);
     const s = this.stream(index);
     const packed = packKernelParams(args);
     const ptrs = fillParamPointers(packed, this.layer.addressOf(new Uint8Array(packed.buffer)));

@@ -17,6 +17,11 @@ export interface CudaHandle {
   readonly block: Block;
   /** Bytes the storage asked for. */
   readonly byteLength: number;
+  /**
+   * Set by free(): the block may already serve another storage, so every later use of this
+   * handle is a DeviceError instead of a read or write of that storage's bytes.
+   */
+  freed: boolean;
 }
 
 /** "cuda" -> 0, "cuda:3" -> 3. */
@@ -26,7 +31,16 @@ export function deviceIndex(device: string): number {
   return m[1] === undefined ? 0 : Number(m[1]);
 }
 
+/** Throws unless the handle's block is still its own (not freed). */
+function live(h: CudaHandle, what: string): void {
+  if (h.freed)
+    throw new DeviceError(
+      `cuda memory ${what}: the storage was freed (its block at 0x${h.block.ptr.toString(16)} on cuda:${h.device} may serve another storage)`,
+    );
+}
+
 function range(h: CudaHandle, offset: number, bytes: number, what: string): bigint {
+  live(h, what);
   if (!(Number.isInteger(offset) && Number.isInteger(bytes) && offset >= 0 && bytes >= 0))
     throw new ArgumentError(
       `cuda memory ${what}: offset ${offset} and length ${bytes} must be integers >= 0`,
@@ -58,6 +72,7 @@ function gather(
       `cuda memory gather: offset ${offset}, shape [${shape}] and strides [${strides}] must be integers >= 0`,
     );
   const numel = shape.reduce((a, b) => a * b, 1);
+  live(src, "gather source");
   range(dst, 0, numel * elementBytes, "gather destination");
   if (numel === 0) return;
   const last = shape.reduce((a, n, d) => a + (n - 1) * strides[d]!, offset);
@@ -104,9 +119,12 @@ export function createCudaMemory(current: () => CudaRuntime): DeviceMemory<CudaH
         device: index,
         block: runtime.allocator(index).malloc(byteLength),
         byteLength,
+        freed: false,
       };
     },
     free(h) {
+      live(h, "free (a double free)");
+      h.freed = true;
       h.runtime.allocator(h.device).free(h.block);
     },
     upload(h, offset, src) {

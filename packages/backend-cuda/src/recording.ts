@@ -26,6 +26,8 @@ export interface RecordedCall {
   args: unknown[];
   /** The status it returned. */
   status: number;
+  /** The device whose context was current when it was called (-1: none yet). */
+  device: number;
 }
 
 export interface FakeDevice {
@@ -58,6 +60,8 @@ export interface RecordedLaunch {
   params: ArrayBuffer;
   /** Byte offsets of each argument's value in `params`. */
   offsets: number[];
+  /** The device whose context was current at the launch (-1: none). */
+  device: number;
 }
 
 const DEFAULT_DEVICE: FakeDevice = {
@@ -248,6 +252,7 @@ export class RecordingLayer implements CudaLayer {
     const out: Record<string, (...args: unknown[]) => unknown> = {};
     for (const name of Object.keys(decl)) {
       out[name] = (...args: unknown[]) => {
+        const device = this.current;
         const f = this.failures.get(name);
         let result: unknown;
         if (f && f.times > 0) {
@@ -257,7 +262,8 @@ export class RecordingLayer implements CudaLayer {
           const h = this.overrides.get(name) ?? handlers[name];
           result = h ? h(...(args as never[])) : 0; // each handler declares its own argument types
         }
-        this.calls.push({ lib, name, args, status: typeof result === "number" ? result : 0 });
+        const status = typeof result === "number" ? result : 0;
+        this.calls.push({ lib, name, args, status, device });
         return result;
       };
     }
@@ -455,6 +461,7 @@ export class RecordingLayer implements CudaLayer {
           sharedBytes: shared,
           params: (packed ?? new ArrayBuffer(0)).slice(0),
           offsets: [...params].map((p) => Number(p - origin)),
+          device: this.current,
         });
         this.views.clear();
         return 0;

@@ -3,7 +3,7 @@
  * the out-of-memory path (release the cache, retry once, then a typed error) — over a fake
  * raw memory and over the RecordingLayer's cuMemAlloc through tensors.
  */
-import { empty } from "@backplane/core";
+import { ArgumentError, DeviceError, empty } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 import {
   CachingAllocator,
@@ -14,7 +14,7 @@ import {
   roundSize,
   segmentSize,
 } from "../src/internals.ts";
-import { withRecording } from "./helpers.ts";
+import { SM80, withRecording } from "./helpers.ts";
 
 const MiB = 1 << 20;
 
@@ -89,6 +89,15 @@ describe("CachingAllocator", () => {
     expect(s.reservedBytes.current).toBe(2 * MiB);
     expect(s.inactiveSplitBytes.current).toBe(0);
     expect(() => a.free(z)).toThrow(/double free/);
+    expect(() => a.free(z)).toThrow(DeviceError);
+  });
+
+  it("refuses a byte count that is not an integer >= 0 with an ArgumentError", () => {
+    const a = new CachingAllocator(0, fakeRaw().raw);
+    for (const bad of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 53])
+      expect(() => a.malloc(bad), String(bad)).toThrow(ArgumentError);
+    expect(() => a.malloc(-1)).toThrow(/byte count must be a non-negative integer, got -1/);
+    expect(a.stats().allocations.allocated).toBe(0);
   });
 
   it("serves large requests from 20 MiB segments and keeps small and large pools apart", () => {
@@ -190,5 +199,23 @@ describe("the allocator behind cuda tensors (RecordingLayer)", () => {
         expect(cudaApi.memGetInfo()).toEqual({ free: 64 * MiB, total: 64 * MiB });
       },
     );
+  });
+
+  it("refuses a device that does not exist, as torch does (no allocator made up for it)", async () => {
+    await withRecording({ devices: [SM80] }, async () => {
+      const gone = /cuda:5 does not exist: 1 CUDA device \(cuda:0\)/;
+      expect(() => cudaApi.memoryStats(5)).toThrow(gone);
+      expect(() => cudaApi.memoryAllocated(5)).toThrow(DeviceError);
+      expect(() => cudaApi.memoryReserved("cuda:5")).toThrow(gone);
+      expect(() => cudaApi.maxMemoryAllocated(1)).toThrow(/cuda:1 does not exist/);
+      expect(() => cudaApi.resetPeakMemoryStats(5)).toThrow(gone);
+      expect(() => cudaApi.memorySnapshot(5)).toThrow(gone);
+      expect(() => cudaApi.memGetInfo(5)).toThrow(gone);
+      await expect(cudaApi.synchronize(5)).rejects.toThrow(gone);
+      expect(() => cudaApi.memoryStats(-1)).toThrow(ArgumentError);
+      // The real device still answers.
+      expect(cudaApi.memoryStats(0).allocatedBytes.current).toBe(0);
+      await cudaApi.synchronize(0);
+    });
   });
 });

@@ -9,6 +9,7 @@ import {
   matmul,
   randn,
   setFloat32MatmulPrecision,
+  Tensor,
   useDeterministicAlgorithms,
 } from "@backplane/core";
 import { describe, expect, it } from "vitest";
@@ -246,6 +247,49 @@ describe("matmul through the dispatcher (RecordingLayer)", () => {
         expect(e.candidates.find((c) => c.kernel === "cublaslt-gemm")!.reason).toMatch(
           /cuBLASLt takes strided batches only/,
         );
+      } finally {
+        backends.cuda.preferredBlasLibrary(before);
+      }
+    });
+  });
+
+  it("tells cuBLASLt each operand's alignment: a view at an odd offset is not 256-byte aligned", async () => {
+    await withRecording({}, (layer) => {
+      /** MIN_ALIGNMENT_A/B/C/D_BYTES of the last cuBLASLt call, as set (uint32_t each). */
+      const alignments = () => {
+        const set = layer.callsOf("cublasLtMatmulPreferenceSetAttribute");
+        const value = (attr: number) => {
+          const c = set.filter((x) => x.args[1] === attr).at(-1);
+          expect(c, `preference ${attr} is set`).toBeDefined();
+          expect(c!.args[3]).toBe(4);
+          return (c!.args[2] as Uint32Array)[0];
+        };
+        return [
+          X.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+          X.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+          X.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+          X.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+        ].map(value);
+      };
+      const before = backends.cuda.preferredBlasLibrary();
+      backends.cuda.preferredBlasLibrary("cublaslt");
+      try {
+        // Fresh storages start 512-byte aligned: the default (256) holds.
+        matmul(cuda([64, 64], 21), cuda([64, 64], 22));
+        expect(alignments()).toEqual([256, 256, 256, 256]);
+        // A [64, 64] view one float into its storage: cuBLAS's B is the problem's A.
+        const big = cuda([65, 64], 23);
+        big.storage.retain();
+        const a = new Tensor(big.storage, "float32", [64, 64], [64, 1], 1);
+        layer.clear();
+        matmul(a, cuda([64, 64], 24));
+        expect(layer.callsOf("cublasLtMatmul")).toHaveLength(1);
+        expect(Number((layer.callsOf("cublasLtMatmul")[0]!.args[5] as bigint) % 256n)).toBe(4);
+        expect(alignments()).toEqual([256, 4, 256, 256]);
+        // Batches: each matrix starts a batch stride (3 x 4 floats = 48 bytes) after the last.
+        layer.clear();
+        matmul(cuda([2, 3, 4], 25), cuda([2, 4, 8], 26));
+        expect(alignments()).toEqual([128, 16, 32, 32]);
       } finally {
         backends.cuda.preferredBlasLibrary(before);
       }

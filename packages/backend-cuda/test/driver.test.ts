@@ -1,10 +1,11 @@
 /**
  * The driver layer's host logic over a RecordingLayer: kernel parameter packing, launches,
- * contexts and streams, every status checked and named, and the "cuda" DeviceMemory going
- * through the driver (the recording layer copies bytes between its fake allocations, so
- * uploads and downloads round-trip; it computes nothing).
+ * contexts and streams (each launch and copy in its device's context), every status checked
+ * and named, and the "cuda" DeviceMemory going through the driver (the recording layer copies
+ * bytes between its fake allocations, so uploads and downloads round-trip; it computes
+ * nothing), a freed storage's handle refused.
  */
-import { ArgumentError, tensor } from "@backplane/core";
+import { ArgumentError, DeviceError, tensor } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 import {
   CudaDriver,
@@ -15,7 +16,7 @@ import {
   RecordingLayer,
   statusName,
 } from "../src/internals.ts";
-import { withRecording } from "./helpers.ts";
+import { SM80, withRecording } from "./helpers.ts";
 
 describe("kernel parameters", () => {
   it("packs pointers first, then each value at its natural alignment", () => {
@@ -61,6 +62,12 @@ describe("CudaDriver over a RecordingLayer", () => {
     expect(layer.callsOf("cuInit")).toHaveLength(1);
     expect(layer.callsOf("cuDevicePrimaryCtxRetain")).toHaveLength(2);
     expect(layer.callsOf("cuStreamCreate")).toHaveLength(2);
+    // Work on a device switches contexts, not the current device (torch's device guard).
+    expect(d.currentDevice()).toBe(0);
+    d.select(1);
+    d.stream(0);
+    expect(d.currentDevice()).toBe(1);
+    expect(() => d.select(2)).toThrow(/cuda:2 does not exist/);
     expect(d.currentDevice()).toBe(1);
   });
 
@@ -85,6 +92,39 @@ describe("CudaDriver over a RecordingLayer", () => {
     expect(() => d.launch(0, fn, "scale_f32", [1, 1, 1], [2048, 1, 1], 0, [])).toThrow(
       /block dimension 0 is 2048/,
     );
+  });
+
+  it("makes each launch's, copy's and memset's device current, whichever device ran last", async () => {
+    const layer = new RecordingLayer({ devices: [SM80, SM80] });
+    const d = new CudaDriver(layer, () => new Uint8Array([0]));
+    const fn = [0, 1].map((i) => d.function(i, "copy", "scale_f32"));
+    const mem = [0, 1].map((i) => d.memAlloc(i, 64));
+    // Both streams exist, and cuda:1's context is current.
+    d.stream(0);
+    d.stream(1);
+    layer.clear();
+    const launch = (i: number) =>
+      d.launch(i, fn[i]!, "scale_f32", [1, 1, 1], [32, 1, 1], 0, [
+        { type: "ptr", value: mem[i]! },
+        { type: "i64", value: 16 },
+        { type: "f32", value: 2 },
+      ]);
+    launch(0);
+    launch(1);
+    launch(0);
+    expect(layer.launches.map((l) => l.device)).toEqual([0, 1, 0]);
+    d.copyHtoD(1, mem[1]!, new Uint8Array(8));
+    d.memset(0, mem[0]!, 7, 8);
+    d.copyDtoD(1, mem[1]! + 8n, mem[1]!, 8);
+    d.copyDtoH(0, new Uint8Array(8), mem[0]!);
+    const at = (name: string) => layer.callsOf(name).map((c) => c.device);
+    expect(at("cuMemcpyHtoDAsync_v2")).toEqual([1]);
+    expect(at("cuMemsetD8Async")).toEqual([0]);
+    expect(at("cuMemcpyDtoDAsync_v2")).toEqual([1]);
+    expect(at("cuMemcpyDtoHAsync_v2")).toEqual([0]);
+    // Synchronizing a device that does not exist is an error, not "nothing to wait for".
+    expect(() => d.synchronize(2)).toThrow(/cuda:2 does not exist: 2 CUDA devices/);
+    await expect(d.synchronizeAsync(2)).rejects.toThrow(DeviceError);
   });
 
   it("names every failing CUresult", () => {
@@ -135,6 +175,30 @@ describe('the "cuda" DeviceMemory', () => {
       expect(layer.callsOf("cuMemAlloc_v2").map((x) => Number(x.args[1]))).toEqual([2 << 20]);
       t.dispose();
       c.dispose();
+    });
+  });
+
+  it("refuses a freed storage's handle: no write into the block the next storage was given", async () => {
+    await withRecording({ devices: [SM80] }, () => {
+      const h = cudaMemory.allocate(16, "cuda");
+      cudaMemory.upload(h, 0, new Uint8Array(16).fill(7));
+      cudaMemory.free(h);
+      expect(() => cudaMemory.free(h)).toThrow(DeviceError);
+      expect(() => cudaMemory.free(h)).toThrow(/double free/);
+      // The caching allocator hands the same block to the next request of its size.
+      const next = cudaMemory.allocate(16, "cuda");
+      cudaMemory.upload(next, 0, new Uint8Array(16).fill(1));
+      expect((next as { block: unknown }).block).toBe((h as { block: unknown }).block);
+      expect(() => cudaMemory.upload(h, 0, new Uint8Array(4).fill(9))).toThrow(
+        /cuda memory upload: the storage was freed/,
+      );
+      expect(() => cudaMemory.downloadSync!(h, 0, 4)).toThrow(DeviceError);
+      expect(() => cudaMemory.copy(h, 0, next, 0, 4)).toThrow(/copy source: the storage was freed/);
+      expect(() => cudaMemory.copy(next, 0, h, 0, 4)).toThrow(/copy destination/);
+      expect(() => cudaMemory.gather!(h, 0, [2, 2], [1, 2], 4, next)).toThrow(/gather source/);
+      expect(() => cudaMemory.gather!(next, 0, [2, 2], [1, 2], 4, h)).toThrow(/gather destination/);
+      expect([...cudaMemory.downloadSync!(next, 0, 16)]).toEqual(Array(16).fill(1));
+      cudaMemory.free(next);
     });
   });
 

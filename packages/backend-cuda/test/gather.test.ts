@@ -84,6 +84,21 @@ describe("cuda memory gather (contiguous() of a strided view)", () => {
     });
   });
 
+  it("on two devices each copy2d launches in its own device's context", async () => {
+    await withRecording({ devices: [SM80, SM80] }, async (layer) => {
+      const on = (d: string) => tensor([1, 2, 3, 4, 5, 6], { shape: [2, 3] }).to(d);
+      const [a0, a1] = [on("cuda:0"), on("cuda:1")];
+      const gather = (t: Tensor) => view(t, [3, 2], [1, 3], 0).contiguous();
+      // Both devices have their stream and kernels before the launches looked at.
+      const warm = [gather(a0), gather(a1)];
+      layer.clear();
+      const out = [gather(a0), gather(a1), gather(a0)];
+      expect(layer.launches.map((l) => l.device)).toEqual([0, 1, 0]);
+      expect(out.map((t) => t.device)).toEqual(["cuda:0", "cuda:1", "cuda:0"]);
+      for (const t of [a0, a1, ...warm, ...out]) t.dispose();
+    });
+  });
+
   it("an empty view launches nothing; a bad request is refused before any launch", async () => {
     await withRecording({ devices: [SM80] }, async (layer) => {
       const gpu = tensor([1, 2, 3, 4, 5, 6], { shape: [2, 3] }).to("cuda");

@@ -17,8 +17,26 @@ import {
   svd,
 } from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { cudaStatus, launchArg, linalgLibraryStatus } from "../src/internals.ts";
+import {
+  cudaStatus,
+  launchArg,
+  linalgLibraryStatus,
+  type RecordedLaunch,
+  type RecordingLayer,
+} from "../src/internals.ts";
 import { captureWarnings, SM80, withRecording } from "./helpers.ts";
+
+/** eye_f32 / eye_f64 (kernels/copy.cu) carried out on the recorded memory: batch n x n identities. */
+function runEye(layer: RecordingLayer, l: RecordedLaunch): void {
+  const f64 = l.kernel === "eye_f64";
+  const n = Number(launchArg(l, 1, "i64"));
+  const count = Number(launchArg(l, 2, "i64")) * n * n;
+  const bytes = layer.bytesAt(launchArg(l, 0, "ptr") as bigint, count * (f64 ? 8 : 4))!;
+  const out = f64
+    ? new Float64Array(bytes.buffer, bytes.byteOffset, count)
+    : new Float32Array(bytes.buffer, bytes.byteOffset, count);
+  for (let i = 0; i < count; i++) out[i] = Math.floor((i % (n * n)) / n) === i % n ? 1 : 0;
+}
 
 describe("linalg on cuSOLVER (RecordingLayer)", () => {
   it("cholesky: potrf per matrix, lower triangle kept, devInfo checked", async () => {
@@ -76,6 +94,33 @@ describe("linalg on cuSOLVER (RecordingLayer)", () => {
       expect(g.args.slice(1, 5)).toEqual([83, 83, 5, 2]); // 'S', 'S', m = 5, n = 2
       svd(randn([5, 2], { seed: 7 }).to("cuda"));
       expect(layer.callsOf("cusolverDnSgesvd").at(-1)!.args.slice(1, 5)).toEqual([65, 65, 5, 2]);
+    });
+  });
+
+  it("svd of a matrix with a zero dim: no gesvd, identity U / Vh as the CPU gives", async () => {
+    await withRecording({ devices: [SM80] }, (layer) => {
+      for (const [shape, dtype] of [
+        [[2, 3, 0], "float32"],
+        [[0, 4], "float64"],
+      ] as const) {
+        const cpu = randn([...shape], { seed: 15, dtype });
+        layer.clear();
+        const r = svd(cpu.to("cuda"));
+        // gesvd takes no empty dimension (with n = 0 it read ldvt = 0, and U was scratch).
+        expect(layer.names("cusolver")).toEqual([]);
+        for (const l of layer.launches) runEye(layer, l);
+        const want = svd(cpu);
+        for (const k of ["U", "S", "Vh"] as const) {
+          expect(r[k].shape, `${k} of [${shape}]`).toEqual(want[k].shape);
+          expect(r[k].to("cpu").toArray(), `${k} of [${shape}]`).toEqual(want[k].toArray());
+        }
+      }
+      // Without full matrices everything is empty: nothing runs.
+      layer.clear();
+      const thin = svd(randn([3, 0]).to("cuda"), { fullMatrices: false });
+      expect([thin.U.shape, thin.S.shape, thin.Vh.shape]).toEqual([[3, 0], [0], [0, 0]]);
+      expect(layer.calls.filter((c) => c.lib !== "cuda")).toEqual([]);
+      expect(layer.launches).toEqual([]);
     });
   });
 

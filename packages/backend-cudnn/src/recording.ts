@@ -27,6 +27,9 @@ interface DescriptorRecord {
 
 export interface Execution {
   engine: number;
+  /** The cuDNN handle it ran on, and the one its plan was finalized with. */
+  handle: bigint;
+  planHandle: bigint;
   /** The variant pack's handle. */
   pack: bigint;
   uids: number[];
@@ -168,7 +171,7 @@ export class RecordingLayer implements CudnnLayer {
         (countOut as BigInt64Array)[0] = BigInt(values);
         return 0;
       },
-      cudnnBackendExecute(_handle, plan, pack) {
+      cudnnBackendExecute(handle, plan, pack) {
         const p = self.record(plan)!;
         const v = self.record(pack)!;
         const until = performance.now() + (p.engine?.ms ?? 0);
@@ -177,6 +180,8 @@ export class RecordingLayer implements CudnnLayer {
         }
         self.executions.push({
           engine: p.engine?.index ?? -1,
+          handle: BigInt(handle),
+          planHandle: BigInt(p.attrs.get(ATTR.CUDNN_ATTR_EXECUTION_PLAN_HANDLE)?.[0] ?? 0n),
           pack: BigInt(pack),
           uids: (v.attrs.get(ATTR.CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS) ?? []).map(Number),
           pointers: (v.attrs.get(ATTR.CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS) ?? []) as bigint[],

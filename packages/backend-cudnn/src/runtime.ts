@@ -34,11 +34,15 @@ export class CudnnRuntime {
     return this.layer.symbols;
   }
 
-  /** The device's cuDNN handle, created on first use and bound to the device's stream. */
+  /**
+   * The device's cuDNN handle, created on first use and bound to the device's stream. Makes the
+   * device current each time (a no-op when it is): plans are built and run in the context of
+   * the device the handle belongs to, not of the device used last.
+   */
   handle(ctx: DeviceContext, device: number): bigint {
+    ctx.activate(device);
     let h = this.handles.get(device);
     if (h === undefined) {
-      ctx.activate(device);
       const out = new BigUint64Array(1);
       check(this.lib, "cudnnCreate", this.lib.cudnnCreate(out));
       h = out[0]!;
@@ -51,7 +55,8 @@ export class CudnnRuntime {
   /**
    * The plan for `key`: from the cache, or built from the graph `build` adds, its engines
    * screened by the flags, and either the first that cuDNN accepts or (benchmark) the
-   * fastest of up to benchmarkLimit of them.
+   * fastest of up to benchmarkLimit of them. `handle` is the one handle() just returned, so
+   * the plan is built with its device current.
    */
   plan(
     key: string,
@@ -108,7 +113,10 @@ export class CudnnRuntime {
     }
   }
 
-  /** Enqueues the plan on the handle's stream with these device pointers (uid -> address). */
+  /**
+   * Enqueues the plan on the device's stream with these device pointers (uid -> address), the
+   * device current (handle() makes it so).
+   */
   execute(
     ctx: DeviceContext,
     device: number,

@@ -70,16 +70,24 @@ export function fakeAddress(t: Tensor): bigint {
   return (BigInt(t.storage.handle as number) << 32n) + BigInt(t.offset * bytesPerElement(t.dtype));
 }
 
-/** A "cuda" device context over hostCudaMemory, one sm_90 device; records what it was asked. */
-export function fakeContext(cc = 90): { ctx: DeviceContext; log: string[]; restore: () => void } {
+/**
+ * A "cuda" device context over hostCudaMemory: `devices` devices of compute capability `cc`
+ * (one sm_90 by default), the device a tensor names ("cuda:1" -> 1), the current device (the
+ * one activated last); records what it was asked.
+ */
+export function fakeContext(
+  cc = 90,
+  devices = 1,
+): { ctx: DeviceContext; log: string[]; current: () => number; restore: () => void } {
   const previous = deviceContext("cuda");
   const log: string[] = [];
+  let current = -1;
   let nextWorkspace = 0xabc0_0000n;
   const ctx: DeviceContext = {
     deviceType: "cuda",
     provider: "test",
     unavailableReason: () => undefined,
-    deviceCount: () => 1,
+    deviceCount: () => devices,
     properties: (index) => ({
       index,
       name: "Fake GPU",
@@ -87,15 +95,18 @@ export function fakeContext(cc = 90): { ctx: DeviceContext; log: string[]; resto
       minor: cc % 10,
       totalMemory: 2 ** 34,
     }),
-    activate: (i) => void log.push(`activate ${i}`),
-    stream: () => 0x5700n,
+    activate: (i) => {
+      current = i;
+      log.push(`activate ${i}`);
+    },
+    stream: (i) => 0x5700n + BigInt(i),
     allocate: (i, byteLength) => {
       const ptr = nextWorkspace;
       nextWorkspace += 0x10_0000n;
       log.push(`allocate ${i} ${byteLength}`);
       return { ptr, byteLength, free: () => void log.push(`free ${byteLength}`) };
     },
-    indexOf: () => 0,
+    indexOf: (t) => Number(/^cuda:(\d+)$/.exec(t.device)?.[1] ?? 0),
     address: fakeAddress,
     synchronize: () => {},
   };
@@ -103,6 +114,7 @@ export function fakeContext(cc = 90): { ctx: DeviceContext; log: string[]; resto
   return {
     ctx,
     log,
+    current: () => current,
     restore: () => {
       withdrawDeviceContext(ctx);
       if (previous) provideDeviceContext(previous);

@@ -2,7 +2,8 @@
  * The package as a user meets it: importing it registers conv2d and attention kernels on
  * "cuda"; on this machine explain() lists them with the reason they cannot run; with a
  * device (a fake context over the recording layer) they are chosen, cudnn.enabled turns
- * them off, and bad input is a typed error before any cuDNN call.
+ * them off, and bad input is a typed error before any cuDNN call; on two devices each builds
+ * and runs its own plans, that device current.
  */
 import { cudaStatus } from "@backplane/backend-cuda";
 import "../src/index.ts";
@@ -24,7 +25,7 @@ import {
 } from "@backplane/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { RecordingLayer } from "../src/recording.ts";
-import { installLayer, libraryStatus } from "../src/state.ts";
+import { installLayer, libraryStatus, maybeRuntime } from "../src/state.ts";
 import { fakeAddress, fakeContext, hostCudaMemory } from "./helpers.ts";
 
 const memory = hostCudaMemory();
@@ -221,5 +222,78 @@ describe("with a device (recording layer, fake context)", () => {
       NoKernelError,
     );
     expect(layer.calls.length + layer.executions.length).toBe(before);
+  });
+});
+
+describe("on two devices (recording layer, fake context)", () => {
+  let layer: RecordingLayer;
+  let undo: () => void;
+  let device: ReturnType<typeof fakeContext>;
+  /** The device current at each plan finalize and execution, since the last clear. */
+  const seen: number[] = [];
+  beforeAll(() => {
+    layer = new RecordingLayer([{ index: 2, numericalNotes: [], workspaceBytes: 256 }]);
+    undo = installLayer(layer);
+    device = fakeContext(90, 2);
+    refreshAvailability();
+    const s = layer.symbols as Record<string, (...a: never[]) => unknown>;
+    for (const name of ["cudnnBackendFinalize", "cudnnBackendExecute"]) {
+      const f = s[name]!;
+      s[name] = (...a: never[]) => {
+        seen.push(device.current());
+        return f(...a);
+      };
+    }
+  });
+  afterAll(() => {
+    device.restore();
+    undo();
+    refreshAvailability();
+  });
+
+  it("each device builds and runs its own plan with its own handle, that device current", () => {
+    const on = (d: string) => [randn([1, 8, 9, 9]).to(d), randn([4, 8, 3, 3]).to(d)] as const;
+    const [x0, w0] = on("cuda:0");
+    const [x1, w1] = on("cuda:1");
+    const conv = (x: Tensor, w: Tensor, want: number) => {
+      seen.length = 0;
+      conv2d(x, w);
+      expect(seen.length).toBeGreaterThan(0);
+      expect(new Set(seen)).toEqual(new Set([want]));
+      const e = layer.executions.at(-1)!;
+      // Finalized with the handle it runs on: a plan is one device's.
+      expect(e.planHandle).toBe(e.handle);
+      return e.handle;
+    };
+    const h0 = conv(x0, w0, 0);
+    const h1 = conv(x1, w1, 1);
+    expect(h1).not.toBe(h0);
+    expect(conv(x0, w0, 0)).toBe(h0);
+    // A new problem on cuda:0 after work on cuda:1 (both handles exist): built on cuda:0.
+    conv(x1, w1, 1);
+    expect(conv(x0, randn([4, 8, 5, 5]).to("cuda:0"), 0)).toBe(h0);
+    const keys = maybeRuntime()!.plans.keys();
+    expect(keys.filter((k) => k.startsWith("conv2d|cuda:0@sm90|"))).toHaveLength(2);
+    expect(keys.filter((k) => k.startsWith("conv2d|cuda:1@sm90|"))).toHaveLength(1);
+  });
+
+  it("attention plans are per device too", () => {
+    const q0 = randn([1, 2, 16, 64], { dtype: "float16" }).to("cuda:0");
+    const q1 = randn([1, 2, 16, 64], { dtype: "float16" }).to("cuda:1");
+    for (const [q, want] of [
+      [q0, 0],
+      [q1, 1],
+      [q0, 0],
+    ] as const) {
+      seen.length = 0;
+      scaledDotProductAttention(q, q, q);
+      expect(new Set(seen)).toEqual(new Set([want]));
+      const e = layer.executions.at(-1)!;
+      expect(e.planHandle).toBe(e.handle);
+    }
+    const keys = maybeRuntime()!
+      .plans.keys()
+      .filter((k) => k.startsWith("sdpa|"));
+    expect(keys.map((k) => k.split("|")[1]).sort()).toEqual(["cuda:0@sm90", "cuda:1@sm90"]);
   });
 });

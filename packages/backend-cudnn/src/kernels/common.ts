@@ -27,6 +27,14 @@ export interface Device {
   index: number;
 }
 
+/**
+ * The part of a plan key the device contributes: a plan is finalized with one device's handle
+ * for its architecture, so another device builds (or is refused) its own.
+ */
+export function deviceKey(d: Device): string {
+  return `cuda:${d.index}@sm${capability(d)}`;
+}
+
 /** The device context and runtime a kernel runs on, or the reason there are none. */
 export function deviceFor(t: Tensor): Device | string {
   const why = unavailableReason();

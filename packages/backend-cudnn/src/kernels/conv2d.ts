@@ -13,6 +13,7 @@ import {
   capability,
   type Device,
   deviceFor,
+  deviceKey,
   flagsKey,
   planTimer,
   selectionFlags,
@@ -39,8 +40,9 @@ interface Alignments {
   bias?: number;
 }
 
-/** The plan key: everything that changes the graph or the choice. */
+/** The plan key: the device (deviceKey) and everything that changes the graph or the choice. */
 export function convKey(
+  device: string,
   p: Conv2dParams,
   layout: Layout,
   align: Alignments,
@@ -48,7 +50,7 @@ export function convKey(
 ): string {
   // One template, no intermediate array: the key is built on every call.
   const w = p.weight;
-  return `conv2d|${p.dtype}|${layout}|${p.n}x${p.c}x${p.h}x${p.w}|w${w.shape}:${w.strides}|s${p.strideH},${p.strideW}p${p.padTop},${p.padLeft}d${p.dilationH},${p.dilationW}g${p.groups}|${p.bias ? "bias" : ""}|a${align.x},${align.w},${align.bias ?? ""}|${flagsKey(flags)}`;
+  return `conv2d|${device}|${p.dtype}|${layout}|${p.n}x${p.c}x${p.h}x${p.w}|w${w.shape}:${w.strides}|s${p.strideH},${p.strideW}p${p.padTop},${p.padLeft}d${p.dilationH},${p.dilationW}g${p.groups}|${p.bias ? "bias" : ""}|a${align.x},${align.w},${align.bias ?? ""}|${flagsKey(flags)}`;
 }
 
 /** The output [n, outC, outH, outW] in the input's memory format (one storage, one tensor). */
@@ -86,7 +88,7 @@ export function convPlan(
     w: alignmentOf(p.weight),
     bias: p.bias ? alignmentOf(p.bias) : undefined,
   };
-  const key = convKey(p, layout, align, flags);
+  const key = convKey(deviceKey(d), p, layout, align, flags);
   const plan =
     d.rt.plans.get(key) ??
     d.rt.plan(

@@ -15,6 +15,7 @@ import {
   capability,
   type Device,
   deviceFor,
+  deviceKey,
   flagsKey,
   planTimer,
   selectionFlags,
@@ -89,10 +90,12 @@ function misalignment(t: Tensor): string | undefined {
   return undefined;
 }
 
-export function sdpaKey(p: SdpaParams, flags: SelectionFlags): string {
+/** The plan key: the device (deviceKey) and everything that changes the graph or the choice. */
+export function sdpaKey(device: string, p: SdpaParams, flags: SelectionFlags): string {
   const ts = [p.query, p.key, p.value, ...(p.attnMask ? [p.attnMask] : [])];
   return [
     "sdpa",
+    device,
     p.dtype,
     ...ts.map((t) => `${t.shape.join("x")}:${t.strides.join(",")}@${alignmentOf(t)}`),
     p.maskKind,
@@ -136,7 +139,7 @@ export function sdpaPlan(
   const scalars = Float32Array.from(values.values());
   const ptrs = pointers(d, p, out, stats, scalars, uids);
   const flags = selectionFlags();
-  const key = sdpaKey(p, flags);
+  const key = sdpaKey(deviceKey(d), p, flags);
   // A cache hit costs the key and one lookup; the graph is built on a miss only.
   const plan =
     d.rt.plans.get(key) ??
@@ -162,7 +165,7 @@ export function planRefusal(d: Device, p: SdpaParams): string | undefined {
   const flags = { ...selectionFlags(), benchmark: false };
   try {
     const handle = d.rt.handle(d.ctx, d.index);
-    d.rt.plan(sdpaKey(p, flags), (b) => buildSdpaGraph(b, p), p.dtype, flags, handle);
+    d.rt.plan(sdpaKey(deviceKey(d), p, flags), (b) => buildSdpaGraph(b, p), p.dtype, flags, handle);
     return undefined;
   } catch (e) {
     return `cuDNN makes no plan for this attention: ${(e as Error).message}`;

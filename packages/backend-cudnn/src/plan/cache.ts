@@ -1,6 +1,6 @@
 /**
- * Execution plans by problem key (shape, dtype, layout, alignment and the flags that change
- * the choice), as torch's cuDNN plan cache. Bounded: the oldest plan is destroyed first.
+ * Execution plans by problem key (device, shape, dtype, layout, alignment and the flags that
+ * change the choice), as torch's cuDNN plan cache. Bounded: the oldest plan is destroyed first.
  */
 import { type ExecutionPlan, releasePlan } from "./engines.ts";
 
@@ -15,7 +15,7 @@ export interface CachedPlan extends ExecutionPlan {
 
 /** What a cached plan is, for users: the problem, the engine and how it was chosen. */
 export interface PlanSummary {
-  /** The problem: op, dtype, layout, shapes, flags (as the cache keys it). */
+  /** The problem: op, device, dtype, layout, shapes, flags (as the cache keys it). */
   readonly key: string;
   /** cuDNN's engine index (the heuristics' list position). */
   readonly engine: number;

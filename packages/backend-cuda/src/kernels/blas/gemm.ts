@@ -10,6 +10,7 @@
 import { DeviceError } from "@backplane/core";
 import { launchCopy2d } from "../../copy2d.ts";
 import { check } from "../../errors.ts";
+import type { CublasLtSymbols } from "../../layer.ts";
 import {
   HEURISTIC_RESULT,
   HEURISTIC_RESULT_BYTES,
@@ -181,6 +182,21 @@ function scalars(mode: GemmMode, alpha: number, beta: number): [ArrayBufferView,
 }
 
 const addr = (op: Operand, i: number, bytes: number) => op.ptr + BigInt(op.offsets[i]! * bytes);
+
+/** cuBLASLt's largest alignment preference (and its default when none is set). */
+const MAX_ALIGNMENT = 256;
+
+/**
+ * The largest power of two up to 256 that divides a matrix's address and its batch stride in
+ * bytes (0: one matrix, or a broadcast): what its MIN_ALIGNMENT preference says (torch's
+ * _getAlignment, pytorch/pytorch#98975). cuBLASLt assumes 256 unless told, and a view's
+ * pointer (storage + offset) is often only element-aligned.
+ */
+function ltAlignment(ptr: bigint, strideBytes = 0): number {
+  let a = MAX_ALIGNMENT;
+  while (a > 1 && (ptr % BigInt(a) !== 0n || strideBytes % a !== 0)) a /= 2;
+  return a;
+}
 
 /** Runs a planned GEMM through cuBLAS (cublasGemmEx / StridedBatchedEx / BatchedEx). */
 // Long: one cuBLAS call per layout case (plain, strided-batched, pointer-array), each reading the same plan.
@@ -375,33 +391,20 @@ export function runCublasLt(
     check("cublas", "cublasLtMatmulPreferenceCreate", lib.cublasLtMatmulPreferenceCreate(out));
     const pref = out[0]!;
     created.push(["pref", pref]);
-    // cuBLASLt's workspace limit is torch's (CUBLASLT_WORKSPACE_SIZE defaults to the cuBLAS
-    // workspace, 32 MiB on sm_90): Hopper's fastest kernels want more than 4 MiB.
-    const major = rt.driver.device(s.device).major;
-    const ws = BigUint64Array.of(BigInt(cublasWorkspaceBytes(undefined, major)));
-    check(
-      "cublas",
-      "cublasLtMatmulPreferenceSetAttribute",
-      lib.cublasLtMatmulPreferenceSetAttribute(
-        pref,
-        X.CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-        ws,
-        ws.byteLength,
-      ),
-    );
-    if (mode.reductionSchemeMask !== X.CUBLASLT_REDUCTION_SCHEME_MASK) {
-      const mask = Uint32Array.of(mode.reductionSchemeMask);
-      check(
-        "cublas",
-        "cublasLtMatmulPreferenceSetAttribute",
-        lib.cublasLtMatmulPreferenceSetAttribute(
-          pref,
-          X.CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK,
-          mask,
-          mask.byteLength,
-        ),
-      );
-    }
+    const aPtr = addr(plan.A, 0, p.abBytes);
+    const bPtr = addr(plan.B, 0, p.abBytes);
+    const cPtr = p.c.ptr + BigInt(p.c.offsets[0]! * p.cBytes);
+    const batched = plan.batch > 1;
+    ltPreferences(lib, pref, {
+      // cuBLASLt's workspace limit is torch's (CUBLASLT_WORKSPACE_SIZE defaults to the cuBLAS
+      // workspace, 32 MiB on sm_90): Hopper's fastest kernels want more than 4 MiB.
+      workspaceBytes: cublasWorkspaceBytes(undefined, rt.driver.device(s.device).major),
+      reductionSchemeMask: mode.reductionSchemeMask,
+      a: ltAlignment(aPtr, batched ? plan.strideA * p.abBytes : 0),
+      b: ltAlignment(bPtr, batched ? plan.strideB * p.abBytes : 0),
+      // D is C (the product is written in place).
+      c: ltAlignment(cPtr, batched ? plan.strideC * p.cBytes : 0),
+    });
     const results = new Uint8Array(HEURISTIC_RESULT_BYTES);
     const count = new Int32Array(1);
     check(
@@ -428,7 +431,6 @@ export function runCublasLt(
     const wsBytes = Number(dv.getBigUint64(HEURISTIC_RESULT.workspaceSize, true));
     const wsPtr = wsBytes > 0 ? s.alloc(wsBytes) : 0n;
     const [al, be] = scalars(mode, alpha, beta);
-    const cPtr = p.c.ptr + BigInt(p.c.offsets[0]! * p.cBytes);
     check(
       "cublas",
       "cublasLtMatmul",
@@ -436,9 +438,9 @@ export function runCublasLt(
         handle,
         desc,
         al,
-        addr(plan.A, 0, p.abBytes),
+        aPtr,
         aDesc,
-        addr(plan.B, 0, p.abBytes),
+        bPtr,
         bDesc,
         be,
         cPtr,
@@ -458,4 +460,29 @@ export function runCublasLt(
       else lib.cublasLtMatmulPreferenceDestroy(h);
     }
   }
+}
+
+/**
+ * Sets the heuristic's preferences: the workspace limit, the reduction schemes the flags allow
+ * (only when narrower than all), and the alignment of A, B and C = D in bytes (uint32_t each,
+ * as cublasLt.h documents them).
+ */
+function ltPreferences(
+  lib: CublasLtSymbols,
+  pref: bigint,
+  v: { workspaceBytes: number; reductionSchemeMask: number; a: number; b: number; c: number },
+): void {
+  const set = (attr: number, value: BigUint64Array | Uint32Array) =>
+    check(
+      "cublas",
+      "cublasLtMatmulPreferenceSetAttribute",
+      lib.cublasLtMatmulPreferenceSetAttribute(pref, attr, value, value.byteLength),
+    );
+  set(X.CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, BigUint64Array.of(BigInt(v.workspaceBytes)));
+  if (v.reductionSchemeMask !== X.CUBLASLT_REDUCTION_SCHEME_MASK)
+    set(X.CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, Uint32Array.of(v.reductionSchemeMask));
+  set(X.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, Uint32Array.of(v.a));
+  set(X.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, Uint32Array.of(v.b));
+  set(X.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, Uint32Array.of(v.c));
+  set(X.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, Uint32Array.of(v.c));
 }

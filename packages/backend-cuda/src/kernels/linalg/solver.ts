@@ -210,6 +210,24 @@ function withContext<R>(p: LinalgParams, fn: (c: Ctx) => R): R {
   }
 }
 
+/** `batch` n x n identity matrices at `ptr` (the eye kernels). */
+function eye(
+  rt: CudaRuntime,
+  device: number,
+  bytes: number,
+  ptr: bigint,
+  n: number,
+  batch: number,
+): void {
+  const count = batch * n * n;
+  if (count === 0) return;
+  rt.launch(device, bytes === 8 ? "eye_f64" : "eye_f32", grid1d(count), [256, 1, 1], 0, [
+    { type: "ptr", value: ptr },
+    { type: "i64", value: n },
+    { type: "i64", value: batch },
+  ]);
+}
+
 const at = (base: bigint, index: number, elems: number, bytes: number) =>
   base + BigInt(index * elems * bytes);
 
@@ -347,12 +365,7 @@ function solveLike(p: LinalgParams, op: "solve" | "inv"): Tensor {
     let rhs: bigint;
     if (op === "inv") {
       rhs = c.s.alloc(c.batch * n * n * c.bytes);
-      const count = c.batch * n * n;
-      c.rt.launch(c.device, c.bytes === 8 ? "eye_f64" : "eye_f32", grid1d(count), [256, 1, 1], 0, [
-        { type: "ptr", value: rhs },
-        { type: "i64", value: n },
-        { type: "i64", value: c.batch },
-      ]);
+      eye(c.rt, c.device, c.bytes, rhs, n, c.batch);
     } else {
       const b = p.b!;
       // B as n x nrhs matrices (a vector is one column); a B without batch dims is shared.
@@ -512,6 +525,28 @@ function eigh(p: LinalgParams): { eigenvalues: Tensor; eigenvectors: Tensor } {
 
 const JOB = { A: 65, S: 83 } as const;
 
+/**
+ * svd of m x n matrices with m or n zero, without cuSOLVER (gesvd takes no empty dimension):
+ * S is empty, and U (m x m) and Vh (n x n) are identities with fullMatrices (the core's
+ * reference completes an empty basis to the standard one, as torch does), empty otherwise.
+ */
+function emptySvd(
+  p: LinalgParams,
+  U: Tensor,
+  S: Tensor,
+  Vh: Tensor,
+): { U: Tensor; S: Tensor; Vh: Tensor } {
+  const rt = currentRuntime();
+  const device = deviceOf(p.a);
+  const bytes = bytesPerElement(p.dtype);
+  const batch = p.batchShape.reduce((a, b) => a * b, 1);
+  if (p.fullMatrices) {
+    eye(rt, device, bytes, dataPtr(U), p.m, batch);
+    eye(rt, device, bytes, dataPtr(Vh), p.n, batch);
+  }
+  return { U, S, Vh };
+}
+
 // Long: cuSOLVER's gesvd sequence (buffer query, call, info check) over the batch, released in one finally.
 function svd(p: LinalgParams): { U: Tensor; S: Tensor; Vh: Tensor } {
   const { m, n } = p;
@@ -521,6 +556,7 @@ function svd(p: LinalgParams): { U: Tensor; S: Tensor; Vh: Tensor } {
   const S = empty(shapes.s, { dtype: p.dtype, device: p.a.device });
   const Vh = empty(shapes.vh, { dtype: p.dtype, device: p.a.device });
   if (U.numel === 0 && S.numel === 0 && Vh.numel === 0) return { U, S, Vh };
+  if (m * n === 0) return emptySvd(p, U, S, Vh);
   // gesvd needs rows >= cols: a wide A is factored as A^T = U' S V'^T, so U = V', Vh = U'^T.
   const wide = m < n;
   const rows = wide ? n : m;
