@@ -486,6 +486,13 @@ export class WorkerPool implements ParallelService {
       } catch {
         // already gone
       }
+      // A worker ended inside a task never runs its leave(): count it out, or the next
+      // task would wait for it until the stall timeout (forever with a timeout of 0).
+      if (
+        Atomics.exchange(slot.ctl, L.S_INSIDE, 0) === 1 &&
+        Atomics.sub(this.g, L.G_INSIDE, 1) === 1
+      )
+        Atomics.notify(this.g, L.G_INSIDE);
     };
     // A worker asked to stop leaves by itself when it wakes; terminating it while it is
     // still inside Atomics.wait left Deno's threads misbehaving, so that is a late fallback.

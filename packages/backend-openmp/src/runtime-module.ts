@@ -128,14 +128,17 @@ export function parallelSum(
     if (copy !== undefined) mem.free(copy);
     return 0;
   }
-  const parts = Math.ceil(n / chunk);
+  // A chunk of n or more is one chunk of n: the same sum, and a length the WASM's i32
+  // arguments hold (2^31 wrapped negative there, and the sum came out 0).
+  const size = Math.min(chunk, n);
+  const parts = Math.ceil(n / size);
   const out = mem.allocate(parts * 8);
   try {
     parallelFor(
       {
         module: RUNTIME_MODULE,
         fn: f32 ? "sumChunksF32" : "sumChunksF64",
-        args: [ptr, n, chunk, out, 0, 0],
+        args: [ptr, n, size, out, 0, 0],
         step: [0, 0, 0, 0, 1, 0],
         countArg: 5,
         items: parts,

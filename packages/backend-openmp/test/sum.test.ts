@@ -78,6 +78,10 @@ describe("deterministic reductions", () => {
       ),
     ).toBe(true);
     expect(() => parallelSum(w, { chunk: 0 })).toThrow(/chunk must be an integer/);
+    // A chunk past the length (even past the WASM's i32 range) is one chunk of it.
+    const whole = referenceSum(w, w.length);
+    for (const chunk of [w.length, 2 ** 31, 2 ** 32 + 5, 2 ** 53])
+      expect(Object.is(parallelSum(w, { chunk, threads: 2 }), whole), `chunk ${chunk}`).toBe(true);
     // The two-thread sums above ran on the pool: its workers are up.
     expect(openmpPool()?.stats().workers).toBeGreaterThanOrEqual(1);
   });

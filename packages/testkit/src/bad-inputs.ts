@@ -178,6 +178,13 @@ export const BAD_CALLS: BadCall[] = [
     ],
   },
   {
+    // torch reads the heads at dim -3 under enable_gqa: a 2-D query has none.
+    op: "scaledDotProductAttention",
+    name: "GQA with a 2-D query",
+    expect: "ShapeError",
+    make: (d, r) => [R([5, 4], d, r), R([3, 7, 4], d, r), R([3, 7, 2], d, r), { enableGqa: true }],
+  },
+  {
     op: "einsum",
     name: "size mismatch",
     expect: "ArgumentError",

@@ -92,6 +92,11 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
     throw new ShapeError(
       `${op}: key [${key.shape}] and value [${value.shape}] must have the same batch dims`,
     );
+  // torch reads the heads at dim -3 of all three under enable_gqa (an IndexError below rank 3).
+  if (enableGqa && Math.min(query.rank, key.rank, value.rank) < 3)
+    throw new ShapeError(
+      `${op}: with enableGqa, query, key and value need a heads dimension (rank >= 3); got ranks ${query.rank}, ${key.rank}, ${value.rank}`,
+    );
   const headsQ = qb.length > 0 ? qb[qb.length - 1] : 1;
   const headsKV = kb.length > 0 ? kb[kb.length - 1] : 1;
   if (enableGqa && qb.length > 0 && kb.length > 0 && headsQ !== headsKV) {
