@@ -47,10 +47,14 @@ export function requirePools(what: string): Pools & { s: GpuState } {
   return { ...pools!, s };
 }
 
-/** A buffer range bound to a shader: a whole pooled buffer, or its first `size` bytes. */
+/**
+ * A buffer range bound to a shader: `size` bytes from `offset` (0 where absent; a multiple
+ * of minStorageBufferOffsetAlignment).
+ */
 export interface Binding {
   buffer: GPUBuffer;
   size: number;
+  offset?: number;
 }
 
 export interface Pipeline {
@@ -175,7 +179,7 @@ export function launch(d: Dispatch): void {
     layout: d.pipeline.layout,
     entries: bound.map((b, i) => ({
       binding: i,
-      resource: { buffer: b.buffer, offset: 0, size: b.size },
+      resource: { buffer: b.buffer, offset: b.offset ?? 0, size: b.size },
     })),
   });
   const traced = tracing();

@@ -19,8 +19,8 @@ import {
   pipelineFor,
   requirePools,
 } from "./exec.ts";
-import { gpuState } from "./gpu.ts";
-import { MAP_READ_MODE } from "./pool.ts";
+import { type DeviceLimits, gpuState } from "./gpu.ts";
+import { largestBuffer, MAP_READ_MODE } from "./pool.ts";
 
 export interface GpuHandle {
   readonly buffer: GPUBuffer;
@@ -36,11 +36,60 @@ export interface GpuHandle {
 export const STALE =
   "the storage belongs to a webgpu device that was closed (reinitialize()); move the data again";
 
-const up4 = (n: number) => (n + 3) & ~3;
+/** n rounded up to whole 4-byte words (arithmetic: a bitwise & wraps past 2^31). */
+const up4 = (n: number) => Math.ceil(n / 4) * 4;
 
 /** The range of a storage a shader binds: at least 4 bytes, a multiple of 4. */
 export function bindingOf(h: GpuHandle): Binding {
   return { buffer: h.buffer, size: Math.max(4, up4(h.byteLength)) };
+}
+
+/**
+ * The range a shader binds to reach bytes [lo, hi) of a buffer: from lo aligned down to
+ * `align` (minStorageBufferOffsetAlignment, and 8 at least, so that the offset is whole
+ * elements of every size) to hi rounded up to a 4-byte word; 4 bytes at least. The
+ * shader is given positions relative to `offset`.
+ */
+export function bindRange(lo: number, hi: number, align: number): { offset: number; size: number } {
+  const a = Math.max(align, 8);
+  const offset = Math.floor(lo / a) * a;
+  return { offset, size: Math.max(4, up4(hi) - offset) };
+}
+
+/** The elements [lo, hi) that a view (at least one element) reaches in its storage. */
+export function viewSpan(
+  offset: number,
+  shape: readonly number[],
+  strides: readonly number[],
+): [number, number] {
+  let lo = offset;
+  let hi = offset;
+  shape.forEach((n, d) => {
+    const reach = (n - 1) * strides[d];
+    if (reach < 0) lo += reach;
+    else hi += reach;
+  });
+  return [lo, hi + 1];
+}
+
+/**
+ * The binding of bytes [lo, hi) of `buffer` (bindRange()), or a DeviceError where that
+ * range is more than maxStorageBufferBindingSize: a shader cannot reach it at once.
+ */
+function rangeBinding(
+  buffer: GPUBuffer,
+  lo: number,
+  hi: number,
+  limits: DeviceLimits,
+  what: string,
+): Binding & { offset: number } {
+  const r = bindRange(lo, hi, limits.minStorageBufferOffsetAlignment);
+  const max = limits.maxStorageBufferBindingSize;
+  if (r.size > max)
+    throw new DeviceError(
+      `webgpu ${what}: it reaches bytes [${lo}, ${hi}) of one buffer, ${r.size} bytes to bind to a shader at once, more than the device's maxStorageBufferBindingSize (${max})`,
+    );
+  return { buffer, ...r };
 }
 
 const COPY_BYTES = /* wgsl */ `
@@ -67,20 +116,40 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: 
   dst[word] = v;
 }`;
 
-/** Copies `n` bytes at any alignment between two different buffers, on the queue. */
-function copyBytes(src: Binding, srcOff: number, dst: Binding, dstOff: number, n: number): void {
-  const firstWord = dstOff >>> 2;
-  const words = ((dstOff + n + 3) >>> 2) - firstWord;
+/**
+ * Copies `n` bytes at any alignment between two different buffers, on the queue. Each
+ * dispatch binds only the ranges it touches, and a copy longer than a binding may be
+ * (maxStorageBufferBindingSize) goes in pieces, one dispatch each.
+ */
+function copyBytes(
+  src: GPUBuffer,
+  srcOff: number,
+  dst: GPUBuffer,
+  dstOff: number,
+  n: number,
+): void {
   const { s } = requirePools("webgpu copy");
-  const p = pipelineFor("copy-bytes", 1, 1, () => COPY_BYTES);
-  launch({
-    kernel: "copy-bytes",
-    pipeline: p,
-    reads: [src],
-    writes: [dst],
-    meta: new Meta().u32(srcOff, dstOff, n, firstWord, words).build(),
-    groups: grid(Math.ceil(words / 64), s.limits.maxComputeWorkgroupsPerDimension),
-  });
+  const L = s.limits;
+  const align = Math.max(L.minStorageBufferOffsetAlignment, 8);
+  // Either binding: the piece, the alignment before it, the word its end rounds up to.
+  const piece = Math.floor((L.maxStorageBufferBindingSize - align - 4) / 4) * 4;
+  for (let done = 0; done < n; done += piece) {
+    const m = Math.min(piece, n - done);
+    const from = rangeBinding(src, srcOff + done, srcOff + done + m, L, "copy (source)");
+    const to = rangeBinding(dst, dstOff + done, dstOff + done + m, L, "copy (destination)");
+    const s0 = srcOff + done - from.offset;
+    const d0 = dstOff + done - to.offset;
+    const firstWord = Math.floor(d0 / 4);
+    const words = Math.ceil((d0 + m) / 4) - firstWord;
+    launch({
+      kernel: "copy-bytes",
+      pipeline: pipelineFor("copy-bytes", 1, 1, () => COPY_BYTES),
+      reads: [from],
+      writes: [to],
+      meta: new Meta().u32(s0, d0, m, firstWord, words).build(),
+      groups: grid(Math.ceil(words / 64), L.maxComputeWorkgroupsPerDimension),
+    });
+  }
 }
 
 const GATHER = /* wgsl */ `
@@ -146,9 +215,10 @@ export const webgpuMemory: DeviceMemory<GpuHandle> = {
       fail("allocate", e);
     }
     const max = pools.s.limits.maxBufferSize;
-    if (byteLength > max)
+    // (buffers are whole 4-byte words: a maxBufferSize of 2^31 - 1 holds 2^31 - 4 bytes)
+    if (byteLength > largestBuffer(max))
       throw new DeviceError(
-        `webgpu allocate: ${byteLength} bytes is more than the device's maxBufferSize (${max})`,
+        `webgpu allocate: ${byteLength} bytes is more than the device's maxBufferSize (${max}${max % 4 === 0 ? "" : `; ${largestBuffer(max)} in whole 4-byte words`})`,
       );
     const { buffer, size } = pools.storage.acquire(byteLength);
     return { buffer, size, byteLength, generation: pools.s.generation, freed: false };
@@ -190,7 +260,7 @@ export const webgpuMemory: DeviceMemory<GpuHandle> = {
     const data = new Uint8Array(up4(n));
     data.set(src);
     queue.writeBuffer(tmp.buffer, 0, data);
-    copyBytes({ buffer: tmp.buffer, size: tmp.size }, 0, bindingOf(h), byteOffset, n);
+    copyBytes(tmp.buffer, 0, h.buffer, byteOffset, n);
     pools.storage.release(tmp.buffer, tmp.size);
   },
 
@@ -203,7 +273,7 @@ export const webgpuMemory: DeviceMemory<GpuHandle> = {
     } catch (e) {
       fail("download", e);
     }
-    const start = byteOffset & ~3;
+    const start = byteOffset - (byteOffset % 4);
     const size = up4(byteOffset + byteLength) - start;
     const staging = pools.staging.acquire(size);
     const device = pools.s.device;
@@ -250,13 +320,12 @@ export const webgpuMemory: DeviceMemory<GpuHandle> = {
     if (src.buffer === dst.buffer) {
       // Through a temporary: a buffer cannot be bound for reading and writing at once.
       const tmp = pools.storage.acquire(up4(n) + 4);
-      const t: Binding = { buffer: tmp.buffer, size: tmp.size };
-      copyBytes(bindingOf(src), srcOffset, t, 0, n);
-      copyBytes(t, 0, bindingOf(dst), dstOffset, n);
+      copyBytes(src.buffer, srcOffset, tmp.buffer, 0, n);
+      copyBytes(tmp.buffer, 0, dst.buffer, dstOffset, n);
       pools.storage.release(tmp.buffer, tmp.size);
       return;
     }
-    copyBytes(bindingOf(src), srcOffset, bindingOf(dst), dstOffset, n);
+    copyBytes(src.buffer, srcOffset, dst.buffer, dstOffset, n);
   },
 
   gather(src, offset, shape, strides, elementBytes, dst): void {
@@ -265,23 +334,31 @@ export const webgpuMemory: DeviceMemory<GpuHandle> = {
     check(src, "gather (source)", 0, 0);
     check(dst, "gather (destination)", 0, bytes);
     if (numel === 0) return;
+    const [lo, hi] = viewSpan(offset, shape, strides);
+    check(src, "gather (source)", lo * elementBytes, (hi - lo) * elementBytes);
     let pools: ReturnType<typeof requirePools>;
     try {
       pools = requirePools("gather");
     } catch (e) {
       fail("gather", e);
     }
+    const L = pools.s.limits;
+    // Only the bytes the view reaches are bound (the whole storage may be past the limit).
+    const what = "gather (a strided view read contiguous)";
+    const from = rangeBinding(src.buffer, lo * elementBytes, hi * elementBytes, L, what);
+    const to = rangeBinding(dst.buffer, 0, bytes, L, what);
+    const first = offset - from.offset / elementBytes;
     const words = up4(bytes) / 4;
     const p = pipelineFor("gather", 1, 1, () => GATHER);
     launch({
       kernel: "gather",
       pipeline: p,
-      reads: [bindingOf(src)],
-      writes: [bindingOf(dst)],
+      reads: [from],
+      writes: [to],
       meta: new Meta()
-        .u32(words, elementBytes, shape.length, offset, bytes, ...shape, ...strides)
+        .u32(words, elementBytes, shape.length, first, bytes, ...shape, ...strides)
         .build(),
-      groups: grid(Math.ceil(words / 64), pools.s.limits.maxComputeWorkgroupsPerDimension),
+      groups: grid(Math.ceil(words / 64), L.maxComputeWorkgroupsPerDimension),
     });
   },
 

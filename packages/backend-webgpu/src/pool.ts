@@ -4,6 +4,7 @@
  * one, kept for the next request of the same class instead of destroyed. Reuse is safe
  * without waiting for the GPU because every use goes through the one queue, in order.
  */
+import { DeviceError } from "@backplane/core";
 
 /** GPUBufferUsage / GPUMapMode bits (the globals are absent on Node without polyfills). */
 export const Usage = {
@@ -17,16 +18,24 @@ export const MAP_READ_MODE = 0x1;
 
 const MIB = 2 ** 20;
 
+/** The largest buffer this backend makes: maxBufferSize down to whole 4-byte words. */
+export const largestBuffer = (maxBufferSize: number): number => Math.floor(maxBufferSize / 4) * 4;
+
 /**
  * Size classes: 256 bytes at least, powers of two up to 1 MiB, then eighths of the next
- * power of two (at most 12.5% waste for big tensors).
+ * power of two (at most 12.5% waste for big tensors). A class past the device's
+ * `maxBufferSize` is capped at largestBuffer() for the requests that fit it (a buffer of
+ * 1.9 GiB under a 2^31 - 1 limit would otherwise round up to 2 GiB, past the limit);
+ * a request that does not fit keeps its class, above the limit.
  */
-export function sizeClass(byteLength: number): number {
+export function sizeClass(byteLength: number, maxBufferSize = Number.POSITIVE_INFINITY): number {
   if (byteLength <= 256) return 256;
   const p = 2 ** Math.ceil(Math.log2(byteLength));
   if (p <= MIB) return p;
   const step = p / 8;
-  return Math.ceil(byteLength / step) * step;
+  const size = Math.ceil(byteLength / step) * step;
+  const cap = largestBuffer(maxBufferSize);
+  return byteLength <= cap ? Math.min(size, cap) : size;
 }
 
 export interface PoolCounters {
@@ -70,11 +79,19 @@ export class BufferPool {
     public limitBytes: number,
   ) {}
 
-  /** A buffer of at least `byteLength` bytes; `size` is what it really has (its class). */
+  /**
+   * A buffer of at least `byteLength` bytes; `size` is what it really has (its class).
+   * A DeviceError where that is more than the device's maxBufferSize.
+   */
   acquire(byteLength: number): { buffer: GPUBuffer; size: number } {
     const device = this.device;
     if (!device) throw new Error(`${this.label}: no device`);
-    const size = sizeClass(byteLength);
+    const max = device.limits.maxBufferSize;
+    const size = sizeClass(byteLength, max);
+    if (size > max)
+      throw new DeviceError(
+        `${this.label}: a buffer of ${byteLength} bytes is more than the device's maxBufferSize (${max}) allows (${largestBuffer(max)} bytes in whole 4-byte words)`,
+      );
     const s = this.stats;
     s.requests++;
     const list = this.free.get(size);

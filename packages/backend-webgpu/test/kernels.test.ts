@@ -219,6 +219,54 @@ describe("webgpu kernels", () => {
     await alike((d) => sdpa([1, 1], [0, Number.NEGATIVE_INFINITY, 0], d), "-inf masks one key");
   });
 
+  gpuIt("softmax rows with NaN, +inf or only -inf are NaN, float32 and float16", async () => {
+    // A shader's max, exp and log promise nothing for NaN and infinities (SwiftShader:
+    // max(2, NaN) = 2, exp(NaN) = +inf, log(0) = -88): the kernel classifies by bits.
+    const I = Number.POSITIVE_INFINITY;
+    const rows = [
+      [Number.NaN, 1, 2],
+      [I, 1, 2],
+      [-I, I, 0],
+      [-I, -I, -I],
+      [-I, 1, 2],
+      [3e38, -3e38, 0], // x - max overflows to -inf: exp gives 0 (float16: +inf, a NaN row)
+      [1, 2, 3],
+    ];
+    // a row longer than the workgroup: the NaN and +inf meet the max in the reduction
+    const long = (at: number, v: number) =>
+      Array.from({ length: 200 }, (_, i) => (i === at ? v : Math.sin(i)));
+    const cases: [number[], number[]][] = [
+      [rows.flat(), [rows.length, 3]],
+      [
+        [...long(150, Number.NaN), ...long(77, I), ...long(199, -I)],
+        [3, 200],
+      ],
+      ...[-I, I, Number.NaN, 5].map((v): [number[], number[]] => [[v], []]),
+    ];
+    const f16 = webgpuCapability()!.features.shaderF16;
+    if (!f16) console.log("[backend-webgpu] no shader-f16 on this adapter: softmax float32 only");
+    for (const dtype of f16 ? (["float32", "float16"] as const) : (["float32"] as const)) {
+      for (const [data, shape] of cases) {
+        for (const op of [softmax, logSoftmax]) {
+          const make = (d: Device) => tensor(data, { shape, dtype, device: d });
+          const [x, y] = [make("cpu"), make("webgpu")];
+          const [want, got] = [op(x, -1), op(y, -1)];
+          const [w, g] = [await values(want), await values(got)];
+          for (const t of [x, y, want, got]) t.dispose();
+          const ok = Array.from(g, (v, i) =>
+            Number.isFinite(w[i])
+              ? Math.abs(v - w[i]) <= 4e-3 * (1 + Math.abs(w[i]))
+              : Object.is(v, w[i]),
+          );
+          const at = ok.indexOf(false);
+          expect(at, `${dtype} ${op.name} [${shape}] at ${at}: ${g[at]}, reference ${w[at]}`).toBe(
+            -1,
+          );
+        }
+      }
+    }
+  });
+
   gpuIt("refusals name the reason", async () => {
     const q = R([1, 4, 8], 1, "webgpu");
     const sdpaReason = (opts: object) =>

@@ -2,9 +2,18 @@
  * Device memory "webgpu": round trips, unaligned byte ranges, the buffer pool, and that
  * a long run of matmuls with dispose() leaves GPU memory flat.
  */
-import { empty, matmul, memoryStats, rand, Tensor, tensor } from "@backplane/core";
-import { describe, expect } from "vitest";
-import { emptyCache, type GpuHandle, poolStats, sizeClass, webgpuMemory } from "../src/index.ts";
+import { DeviceError, empty, matmul, memoryStats, rand, Tensor, tensor } from "@backplane/core";
+import { describe, expect, it } from "vitest";
+import {
+  emptyCache,
+  type GpuHandle,
+  poolStats,
+  sizeClass,
+  webgpuCapability,
+  webgpuMemory,
+} from "../src/index.ts";
+import { bindingOf, bindRange, viewSpan } from "../src/memory.ts";
+import { BufferPool, largestBuffer } from "../src/pool.ts";
 import { gpuIt, values } from "./helpers.ts";
 
 const handleOf = (t: Tensor) => t.storage.handle as GpuHandle;
@@ -116,6 +125,118 @@ describe("webgpu device memory", () => {
     expect(poolStats().liveBuffers).toBe(before.liveBuffers);
     expect(sizeClass(1)).toBe(256);
     expect(sizeClass(3 * 2 ** 20 + 1)).toBe(3.5 * 2 ** 20); // eighths of 4 MiB past 1 MiB
+  });
+
+  it("size classes stay within maxBufferSize where the request fits it", () => {
+    const max = 2 ** 31 - 1; // Deno's lavapipe: 2 GiB - 1
+    expect(largestBuffer(max)).toBe(2 ** 31 - 4);
+    expect(sizeClass(2147483640)).toBe(2 ** 31); // eighths of 2 GiB, uncapped
+    expect(sizeClass(2147483640, max)).toBe(2 ** 31 - 4);
+    expect(sizeClass(7 * 2 ** 28 + 1, max)).toBe(2 ** 31 - 4); // past 1.75 GiB
+    expect(sizeClass(7 * 2 ** 28, max)).toBe(7 * 2 ** 28); // a class below the cap
+    expect(sizeClass(2 ** 31 - 2, max)).toBeGreaterThan(max); // does not fit: not capped
+    // The pool asks the device for the capped size, and refuses what cannot fit.
+    const sizes: number[] = [];
+    const device = {
+      limits: { maxBufferSize: max },
+      createBuffer(d: { size: number }) {
+        sizes.push(d.size);
+        return { size: d.size, destroy() {} };
+      },
+    } as unknown as GPUDevice;
+    const pool = new BufferPool(device, 0x80, "test", 0);
+    expect(pool.acquire(2147483640).size).toBe(2 ** 31 - 4);
+    expect(sizes).toEqual([2 ** 31 - 4]);
+    expect(() => pool.acquire(2 ** 31 - 2)).toThrow(DeviceError);
+    expect(() => pool.acquire(2 ** 31 - 2)).toThrow(/maxBufferSize \(2147483647\)/);
+    expect(sizes.length).toBe(1);
+  });
+
+  it("bound ranges: what an access reaches, aligned, in whole words, past 2^31", () => {
+    // a view's elements: [5, 3] strides [1, 6] from 7 reaches 7 .. 7 + 4 + 12
+    expect(viewSpan(7, [5, 3], [1, 6])).toEqual([7, 24]);
+    expect(viewSpan(3, [4, 2], [0, 10])).toEqual([3, 14]); // a broadcast dim reaches nothing
+    expect(viewSpan(9, [], [])).toEqual([9, 10]);
+    // bytes [1000, 2001): from 768 (256-aligned) to 2004 (a whole word)
+    expect(bindRange(1000, 2001, 256)).toEqual({ offset: 768, size: 1236 });
+    expect(bindRange(12, 13, 4)).toEqual({ offset: 8, size: 8 }); // 8-aligned at least
+    expect(bindRange(0, 0, 256)).toEqual({ offset: 0, size: 4 });
+    expect(bindRange(2 ** 31 + 300, 2 ** 31 + 301, 256)).toEqual({
+      offset: 2 ** 31 + 256,
+      size: 48,
+    });
+    // a storage of 2^31 - 2 bytes binds 2^31 bytes (a bitwise round-up wrapped negative)
+    const h = { buffer: {} as GPUBuffer, byteLength: 2 ** 31 - 2 } as GpuHandle;
+    expect(bindingOf(h).size).toBe(2 ** 31);
+  });
+
+  gpuIt(
+    "a storage past the binding limit: views and unaligned copies bind their range",
+    async () => {
+      const lim = webgpuCapability()!.limits;
+      const bind = lim.maxStorageBufferBindingSize;
+      const bytes = bind + 32 * 2 ** 20;
+      if (bind > 256 * 2 ** 20 || bytes > lim.maxBufferSize) {
+        console.log(
+          `[backend-webgpu] skipped: maxStorageBufferBindingSize ${bind}, maxBufferSize ${lim.maxBufferSize} (a storage past the binding limit needs a binding limit of 256 MiB or less and room above it)`,
+        );
+        return;
+      }
+      const n = bytes / 4;
+      const host = new Float32Array(n);
+      for (let i = 0; i < n; i++) host[i] = i % 4093;
+      const big = tensor(host, { device: "webgpu" });
+      const hostBytes = new Uint8Array(host.buffer);
+      const view = (shape: number[], strides: number[], offset: number) => {
+        big.storage.retain();
+        return new Tensor(big.storage, "float32", shape, strides, offset);
+      };
+      // A transposed view at the end: the gather binds what it reads, not the whole storage.
+      const t = view([3, 2], [1, 5], n - 10);
+      const want = [0, 5, 1, 6, 2, 7].map((k) => (n - 10 + k) % 4093);
+      expect(Array.from(await values(t))).toEqual(want);
+      const c = t.contiguous();
+      expect(Array.from(await values(c))).toEqual(want);
+      // A view reaching from the first element to the last: a typed error that says why.
+      const wide = view([2], [n - 1], 0);
+      expect(() => wide.contiguous()).toThrow(DeviceError);
+      expect(() => wide.contiguous()).toThrow(/maxStorageBufferBindingSize/);
+      // An unaligned upload near the end (through the byte-copy shader).
+      const mem = webgpuMemory;
+      const h = big.storage.handle as GpuHandle;
+      mem.upload(h, bytes - 7, new Uint8Array([1, 2, 3]));
+      hostBytes.set([1, 2, 3], bytes - 7);
+      expect(Array.from(await mem.download(h, bytes - 9, 9))).toEqual(
+        Array.from(hostBytes.subarray(bytes - 9)),
+      );
+      // An unaligned copy longer than one binding: in pieces, every byte where it belongs.
+      const len = bind + 16 * 2 ** 20 + 1;
+      const dst = empty([len + 8], { dtype: "uint8", device: "webgpu" });
+      const d = dst.storage.handle as GpuHandle;
+      mem.copy(h, 2, d, 1, len);
+      // (the first piece ends a little before `bind`: the window takes it for any alignment)
+      for (const [at, count] of [
+        [0, 40],
+        [bind - 600, 1024],
+        [len - 40, 40],
+      ]) {
+        const got = await mem.download(d, 1 + at, count);
+        const want = hostBytes.subarray(2 + at, 2 + at + count);
+        expect(Array.from(got), `byte ${at}`).toEqual(Array.from(want));
+      }
+      for (const x of [t, c, wide, dst, big]) x.dispose();
+    },
+  );
+
+  gpuIt("a storage the device cannot hold is a DeviceError, never a buffer too small", () => {
+    const max = webgpuCapability()!.limits.maxBufferSize;
+    // 2 bytes past what a buffer of whole words holds (lavapipe: 2^31 - 2 of 2^31 - 1);
+    // refused before anything is allocated.
+    const elements = (largestBuffer(max) + 2) / 2;
+    expect(() => empty([elements], { dtype: "float16", device: "webgpu" })).toThrow(DeviceError);
+    expect(() => empty([elements], { dtype: "float16", device: "webgpu" })).toThrow(
+      /maxBufferSize/,
+    );
   });
 
   gpuIt("10,000 matmuls with dispose() leave GPU memory flat", async () => {

@@ -30,9 +30,11 @@ function code(dtype: string, log: boolean): string {
   return `${enable}alias T = ${T};
 @group(0) @binding(0) var<storage, read> X: array<T>;
 @group(0) @binding(1) var<storage, read_write> Y: array<T>;
-// rows, D, outerRank, xOffset, xStrideD, yStrideD, shape[${R}], xStrides[${R}], yStrides[${R}]
+// rows, D, outerRank, xOffset, xStrideD, yStrideD, shape[${R}], xStrides[${R}], yStrides[${R}],
+// NaN bits (a NaN row's output)
 @group(0) @binding(2) var<storage, read> prm: array<u32>;
 var<workgroup> red: array<f32, ${WG}>;
+var<workgroup> flags: array<u32, ${WG}>;
 
 @compute @workgroup_size(${WG})
 fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
@@ -52,17 +54,31 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
   }
   let sx = prm[4];
   let sy = prm[5];
-  // The lowest float32 exactly (a shader constant cannot be -inf): a row of it must find
-  // its max (from -3.402823e38, 2 ulps above, every exp underflowed), and -inf loses to it.
+  // Values are classified by their bits (a shader's max, exp and log promise nothing for
+  // NaN and infinities: SwiftShader's max(2, NaN) is 2 and its exp(NaN) +inf). -inf adds
+  // nothing; a NaN or +inf (bit 2), or no finite value at all (bit 1 never set: a row of
+  // -inf), makes the row NaN, as the reference's x - max(x) does. The max starts at the
+  // lowest float32 exactly (a shader constant cannot be -inf): a row of it finds its max.
   var mx = -3.4028234663852886e38;
-  for (var j = li; j < D; j += ${WG}u) { mx = max(mx, f32(X[xo + j * sx])); }
+  var fl = 0u;
+  for (var j = li; j < D; j += ${WG}u) {
+    let v = f32(X[xo + j * sx]);
+    let bits = bitcast<u32>(v);
+    if (bits == 0xff800000u) { continue; }
+    if ((bits & 0x7fffffffu) >= 0x7f800000u) { fl |= 2u; } else { fl |= 1u; mx = max(mx, v); }
+  }
   red[li] = mx;
+  flags[li] = fl;
   workgroupBarrier();
   for (var s = ${WG / 2}u; s > 0u; s = s >> 1u) {
-    if (li < s) { red[li] = max(red[li], red[li + s]); }
+    if (li < s) {
+      red[li] = max(red[li], red[li + s]);
+      flags[li] = flags[li] | flags[li + s];
+    }
     workgroupBarrier();
   }
   mx = red[0];
+  let nan = flags[0] != 1u;
   workgroupBarrier();
   var sum = 0.0;
   for (var j = li; j < D; j += ${WG}u) { sum += exp(f32(X[xo + j * sx]) - mx); }
@@ -72,6 +88,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
     if (li < s) { red[li] = red[li] + red[li + s]; }
     workgroupBarrier();
   }
+  if (nan) {
+    let q = T(bitcast<f32>(prm[${6 + 3 * R}]));
+    for (var j = li; j < D; j += ${WG}u) { Y[yo + j * sy] = q; }
+    return;
+  }
+  // A finite max makes the sum at least 1: log(sum) is finite.
   sum = red[0];
   ${log ? "let ls = log(sum);" : "let inv = 1.0 / sum;"}
   for (var j = li; j < D; j += ${WG}u) {
@@ -120,6 +142,7 @@ function kernel(op: "softmax" | "logSoftmax"): KernelDefinition<SoftmaxParams> {
         .list(c.shape, MAX_RANK, 1)
         .list(c.strides[0], MAX_RANK)
         .list(c.strides[1], MAX_RANK)
+        .u32(0x7fc00000)
         .build();
       launch({
         kernel: name,
