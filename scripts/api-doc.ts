@@ -52,10 +52,13 @@ const rows: string[][] = [];
 const flagRow = (torch: string, key: string) => {
   const spec = flagSpec(key)!;
   const readers = flagReaders(key);
+  // A flag whose namespace member is a function (cuda.preferredBlasLibrary(b), mkl.verbose(l),
+  // cpu.calibrate()): read and set by calling it, or in flags()/withFlags() scopes.
+  const fn = typeof resolve(`backends.${key}`) === "function";
   rows.push([
     code(torch),
-    code(`backends.${key}`),
-    cell(typeText(spec)),
+    code(fn ? `backends.${key}(…)` : `backends.${key}`),
+    cell(fn ? `function over a flag: ${typeText(spec)}` : typeText(spec)),
     code(JSON.stringify(spec.default)),
     envNames(spec).map(code).join(", ") || "—",
     readers.length ? readers.join(", ") : "nothing yet (inert)",
