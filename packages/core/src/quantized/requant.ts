@@ -8,6 +8,18 @@
  *
  * with fl() rounding to float32 and mult[c] = fl(x_scale · w_scale[c]).
  *
+ * Known difference, measured against PyTorch 2.13 on a VNNI CPU: this formula matches its
+ * x86 engine on random layers (the testkit's cases, bit for bit) but not on exact or near
+ * ties, nor where a bias, scale or product is non-finite or past int32. x86 runs linear on
+ * fbgemm: M[c] = fl(fl(x_scale · w_scale[c]) / out_scale), v = fl(acc) (+ fl(b[c] / a[c])
+ * per channel, or one fma(b, fl(1 / a), fl(acc)) per tensor), y = fl(v · M[c]), rint with
+ * NaN and |y| >= 2^31 giving INT_MIN (so 0 after the zero point and clamp). Conv runs on
+ * oneDNN when the weights' zero points are 0 and groups <= 100 (else fbgemm, as linear):
+ * v = fl(fl(fl(acc) · fl(1 / fl(1 / x_scale))) · w_scale[c]) (+ b[c]), y = fl(fl(v ·
+ * fl(1 / out_scale)) + zp), saturated in float (NaN gives 255), then rint. Taking these
+ * needs the same change in every engine's kernel (qnnpack's WASM requantization, oneDNN's
+ * fused one), which keep the bits of this formula today.
+ *
  * The sums are exact whatever their size (the reference sums in float64). An engine's
  * kernel that sums in int32 takes only inputs whose every sum fits int32: its supports()
  * asks int32SumProblem() first, from the bound on |acc| each op's prepare() computes
