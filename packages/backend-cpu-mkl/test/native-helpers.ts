@@ -18,5 +18,8 @@ if (!loaded && !required)
     `[backend-cpu-mkl] native BLAS tests skipped: ${backend?.initError ?? "not registered"}`,
   );
 
+/** Whether the native kernels run here (or CI requires them): else tests leave them out. */
+export const nativeRuns = loaded || required;
+
 /** `it` where a native BLAS loaded (or CI requires one); `it.skip` on a machine without. */
 export const itNative = (loaded || required ? it : it.skip) as typeof it.skip;
