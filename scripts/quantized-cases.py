@@ -8,7 +8,11 @@ Inputs are seeded random floats (never zeros), edge values, odd and empty shapes
 case stores what Backplane needs to rebuild the inputs exactly (float32 values, or the
 int repr and quantization parameters) and PyTorch's outputs; op cases (linear, conv2d,
 relu, add, matmul) store the output of every quantized engine this PyTorch supports, and
-whether they agree.
+whether they agree. The rounding and broadcasting cases (rounding_cases, broadcast_op_cases:
+halves around zero points, qint32 past 2^24, per-channel NaN, broadcast add and matmul,
+qint32 add) draw from a second seed, so adding them left the earlier cases as they were;
+linear's output scales are pinned (LINEAR_OUT_SCALES: x @ w.T's float32 maximum depends on
+the BLAS), so that a rerun writes the same file.
 """
 import json
 import sys
@@ -78,6 +82,16 @@ def quantize_cases():
     return cases
 
 
+LINEAR_OUT_SCALES = {
+    "1x1x1": 0.0004548797420426911,
+    "7x13x5 (primes)": 0.008178358451992858,
+    "4x64x16, no bias": 0.025429613449994254,
+    "3x33x17, per channel": 0.02698051415237726,
+    "16x256x64, per channel": 0.06950201894722732,
+    "2x100x3, saturating output scale": 0.002451906952203489,
+}
+
+
 def linear_cases():
     engines = [e for e in torch.backends.quantized.supported_engines if e != "none"]
     specs = [
@@ -109,6 +123,9 @@ def linear_cases():
         out_scale = float(max(np.abs(ref).max(), 1e-3) * 2 / 255) if m > 0 else 0.05
         if name.startswith("2x100x3"):
             out_scale = out_scale / 8  # most outputs clamp at 0 or 255
+        # The float32 maximum of x @ w.T depends on the BLAS's summation order: the scales
+        # the data was first written with are kept, so that the cases come out the same.
+        out_scale = LINEAR_OUT_SCALES.get(name, out_scale)
         out_zp = 128
         outs = {}
         for e in engines:
@@ -243,10 +260,115 @@ def conv_cases(engines):
     return cases
 
 
+# The rounding cases below draw from their own generator, so the cases above stay the same.
+rng2 = np.random.default_rng(20261127)
+
+
+def quantize_case(name, x, dt, scale=None, zp=None, scales=None, zps=None, axis=None):
+    """A quantize case as quantize_cases() writes them: per tensor, or per channel with scales."""
+    x = np.asarray(x, np.float32)
+    t = torch.from_numpy(x.copy())
+    if scales is None:
+        q = torch.quantize_per_tensor(t, scale, zp, getattr(torch, dt))
+        ints = q.int_repr().numpy().astype(np.int64)
+        wraps = dt == "qint32" and bool(((ints - zp) < -2**31).any() or ((ints - zp) >= 2**31).any())
+        params = {"kind": "per_tensor", "scale": scale, "zeroPoint": zp}
+    else:
+        q = torch.quantize_per_channel(t, torch.tensor(scales, dtype=torch.float64),
+                                       torch.tensor(zps, dtype=torch.int64), axis, getattr(torch, dt))
+        wraps = False  # per channel, PyTorch subtracts the zero point in int64
+        params = {"kind": "per_channel", "scales": scales, "zeroPoints": zps, "axis": axis}
+    return {"name": name, **params, "shape": list(x.shape), "x": f32list(x), "dtype": dt,
+            "intRepr": [int(v) for v in q.int_repr().ravel().tolist()],
+            "dequantized": None if wraps else f32list(q.dequantize().numpy())}
+
+
+def halves(scale, n):
+    """n values at (k + 1/2) · scale in float32 (ties, or near them once rounded), random k."""
+    return ((rng2.integers(-300, 300, n) + 0.5) * scale).astype(np.float32)
+
+
+def rounding_cases():
+    """Where the zero point goes in the rounding: PyTorch 2.13 adds it before rounding (in
+    one FMA for quint8 and qint8 per tensor, in float32 for qint32 and per channel)."""
+    cases = [
+        quantize_case("zero point before rounding: halves, quint8 zp 1", [0.5, 1.5, 2.5, -0.5, 3.5, 253.5],
+                      "quint8", 1.0, 1),
+        quantize_case("fused multiply-add: -12.15 at scale 0.1, quint8 zp 128", [-12.15, -12.25, 12.15, 0.05],
+                      "quint8", 0.1, 128),
+        quantize_case("qint32, zero point -2^31 added in float32", [1.0, 100.0, -1.0, 3e9, 0.5, 1.5],
+                      "qint32", 1.0, -2**31),
+        quantize_case("qint32, zero point 2^31 - 1 added in float32",
+                      [-1.0, 1.0, -100.0, -200.0, float("nan"), -3e9], "qint32", 1.0, 2**31 - 1),
+        quantize_case("qint32, values past 2^24", np.concatenate([[16777216.0, 3.0, 16777217.0],
+                      rng2.uniform(-3e9, 3e9, 37)]), "qint32", 0.37, 100),
+        quantize_case("per channel, quint8: halves and NaN (0)", [[0.5, 1.5, 2.5, float("nan")]], "quint8",
+                      scales=[1.0], zps=[1], axis=0),
+    ]
+    # 130 values: two 64-element vector blocks and a scalar tail.
+    for dt, zps in [("quint8", [1, 128, 255]), ("qint8", [-128, -1, 3])]:
+        for zp in zps:
+            for scale in [0.1, 1 / 3]:
+                cases.append(quantize_case(f"halves, {dt} zp {zp}, scale {scale:.4g}", halves(scale, 130),
+                                           dt, scale, zp))
+    cases.append(quantize_case("halves, qint32 zp 7, scale 0.1", halves(0.1, 130), "qint32", 0.1, 7))
+    for dt, zps in [("quint8", [0, 128, 255]), ("qint8", [-1, 3, 127]), ("qint32", [7, -2**31, 2**31 - 1])]:
+        scales = [0.1, 1 / 3, 0.007]
+        x = np.stack([halves(s, 70) for s in scales])
+        x[0, 5] = x[1, 7] = float("nan")
+        cases.append(quantize_case(f"per channel halves and NaN, {dt}, axis 0", x, dt,
+                                   scales=scales, zps=zps, axis=0))
+        cases.append(quantize_case(f"per channel halves and NaN, {dt}, axis 1", x.T.copy(), dt,
+                                   scales=scales, zps=zps, axis=1))
+    # Integers past 2^24: dequantize converts q and the zero point to float32 first.
+    cases.append(quantize_case("per channel, qint32 past 2^24", rng2.uniform(-2e6, 2e6, (3, 50)), "qint32",
+                               scales=[1e-3, 0.1, 0.3], zps=[0, 1, -3], axis=0))
+    return cases
+
+
+def broadcast_op_cases(engines):
+    """add broadcasts (and takes qint32); matmul broadcasts leading dimensions and takes 1-D."""
+    def rand(shape, dt, scale, zp, spread=1.0):
+        x = np.asarray(rng2.uniform(-1, 1, size=shape) * spread, dtype=np.float32)
+        return torch.quantize_per_tensor(torch.from_numpy(x), scale, zp, dt)
+
+    cases = []
+    for name, sa, sb, dt, spread in [
+            ("add broadcast [2, 3] + [3], quint8", [2, 3], [3], torch.quint8, 1),
+            ("add broadcast [2, 1] + [1, 3], qint8", [2, 1], [1, 3], torch.qint8, 1),
+            ("add broadcast [] + [4, 5], quint8", [], [4, 5], torch.quint8, 1),
+            ("add broadcast [4, 5, 6] + [5, 6], quint8", [4, 5, 6], [5, 6], torch.quint8, 1),
+            ("add broadcast [3, 100] + [100], qint8", [3, 100], [100], torch.qint8, 1),
+            ("add qint32 [100]", [100], [100], torch.qint32, 1e4),
+            ("add qint32 broadcast [7, 13] + [13]", [7, 13], [13], torch.qint32, 1e4)]:
+        zpa, zpb, zpo = (120, 131, 127) if dt == torch.quint8 else (3, -4, 0)
+        a = rand(sa, dt, 0.0123, zpa, spread)
+        b = rand(sb, dt, 0.0071, zpb, spread)
+        run = lambda: torch.ops.quantized.add(a, b, 0.0157, zpo)  # noqa: E731
+        outs, agree = per_engine(engines, run)
+        cases.append({"name": name, "op": "add", "a": qrepr(a), "b": qrepr(b), "outScale": 0.0157,
+                      "outZeroPoint": zpo, "outShape": list(run().shape), "torch": outs, "enginesAgree": agree})
+    for name, sa, sb in [("matmul broadcast [1, 3, 5] @ [2, 5, 4]", [1, 3, 5], [2, 5, 4]),
+                         ("matmul broadcast [3, 4] @ [2, 4, 5]", [3, 4], [2, 4, 5]),
+                         ("matmul broadcast [2, 1, 3, 4] @ [5, 4, 2]", [2, 1, 3, 4], [5, 4, 2]),
+                         ("matmul 1-D @ 1-D: [6] @ [6]", [6], [6]),
+                         ("matmul 1-D @ 2-D: [7] @ [7, 3]", [7], [7, 3]),
+                         ("matmul 3-D @ 1-D: [2, 3, 6] @ [6]", [2, 3, 6], [6])]:
+        a = rand(sa, torch.quint8, 0.008, 128)
+        b = rand(sb, torch.quint8, 0.009, 125)
+        run = lambda: torch.ops.quantized.matmul(a, b, 0.02, 128)  # noqa: E731
+        outs, agree = per_engine(engines, run)
+        cases.append({"name": name, "op": "matmul", "a": qrepr(a), "b": qrepr(b), "outScale": 0.02,
+                      "outZeroPoint": 128, "outShape": list(run().shape), "torch": outs, "enginesAgree": agree})
+    return cases
+
+
 engines, lin = linear_cases()
 quant = quantize_cases()
 ops = elementwise_cases(engines)
 conv = conv_cases(engines)
+quant += rounding_cases()
+ops += broadcast_op_cases(engines)
 data = {
     "generator": "scripts/quantized-cases.py",
     "torch": torch.__version__,

@@ -222,7 +222,9 @@ describe("quantized relu, add, matmul", () => {
     const b8 = quantizePerTensor(randn([2, 3], { seed: 13 }), 0.02, 0, "qint8");
     const b4 = quantizePerTensor(randn([2, 4], { seed: 13 }), 0.02, 128, "quint8");
     expect(() => quantizedAdd(a, b8, 0.1, 0)).toThrow(DTypeError);
-    expect(() => quantizedAdd(a, b4, 0.1, 0)).toThrow(/must have the same shape/);
+    expect(() => quantizedAdd(a, b4, 0.1, 0)).toThrow(
+      /shapes of a \[2,3\] and b \[2,4\] do not broadcast/,
+    );
     expect(() => quantizedAdd(a, a, 0.1, -1)).toThrow(
       /outZeroPoint must be an integer in \[0, 255\]/,
     );
@@ -234,6 +236,225 @@ describe("quantized relu, add, matmul", () => {
     const y = quantizedMatmul(a, quantizePerTensor(randn([3, 5]), 0.02, 120, "quint8"), 0.1, 128);
     expect([y.shape, y.dtype, y.qScale()]).toEqual([[2, 5], "quint8", 0.1]);
     expect(quantizedAdd(b8, b8, 0.1, 3).dtype).toBe("qint8");
+  });
+});
+
+/** The integers of a quantized tensor, as numbers. */
+const ints = (q: QTensor) => Array.from(q.intRepr().toFloat64());
+const f32 = (values: number[], shape = [values.length]) =>
+  tensor(Float32Array.from(values), { shape });
+const STORE = { quint8: "uint8", qint8: "int8", qint32: "int32" } as const;
+/** A per-tensor quantized tensor over given integers. */
+const qOf = (
+  values: number[],
+  shape: number[],
+  dtype: keyof typeof STORE,
+  scale: number,
+  zeroPoint: number,
+) => makeQuantized(tensor(values, { dtype: STORE[dtype], shape }), dtype, { scale, zeroPoint });
+
+// Expected values: PyTorch 2.13.0+cpu on x86 (AVX512), torch.quantize_per_tensor /
+// quantize_per_channel / dequantize / torch.ops.quantized.add / matmul on these inputs.
+describe("rounding as PyTorch 2.13 on x86", () => {
+  it("quint8 and qint8 per tensor add the zero point before rounding, in one FMA", () => {
+    // rint(fma(x, fl(1 / fl(scale)), zp)): 0.5 + 1 rounds to 2, 2.5 + 1 to 4.
+    expect(ints(quantizePerTensor(f32([0.5, 1.5, 2.5, -0.5]), 1, 1, "quint8"))).toEqual([
+      2, 2, 4, 0,
+    ]);
+    expect(ints(quantizePerTensor(f32([0.5, 1.5, 2.5, -0.5, -1.5]), 1, -1, "qint8"))).toEqual([
+      0, 0, 2, -2, -2,
+    ]);
+    // fl(-12.15) · 10 = -121.4999962: fused with + 128 it is 6.5000038, which rounds up
+    // (rounded first, -121.5 + 128 = 6.5 would round to 6).
+    expect(ints(quantizePerTensor(f32([-12.15]), 0.1, 128, "quint8"))).toEqual([7]);
+  });
+
+  it("qint32 per tensor adds the zero point in float32 before rounding", () => {
+    const lo = -2147483648;
+    const hi = 2147483647;
+    expect(ints(quantizePerTensor(f32([1, 100, -1, 3e9]), 1, lo, "qint32"))).toEqual([
+      -2147483648, -2147483520, -2147483648, 852516352,
+    ]);
+    // fl(2^31 - 1) = 2^31: clamped to 2^31 - 1; NaN is the bottom of the range.
+    expect(
+      ints(quantizePerTensor(f32([-1, 1, -100, -200, Number.NaN, -3e9]), 1, hi, "qint32")),
+    ).toEqual([2147483647, 2147483647, 2147483520, 2147483392, -2147483648, -852516352]);
+    expect(ints(quantizePerTensor(f32([0.5, 1.5, 2.5, -0.5]), 1, 7, "qint32"))).toEqual([
+      8, 8, 10, 6,
+    ]);
+    expect(ints(quantizePerTensor(f32([16777216, 3]), 1, 5, "qint32"))).toEqual([16777220, 8]);
+  });
+
+  it("per channel adds the zero point in float32 before rounding; NaN is 0 for 8 bits", () => {
+    const pc = (x: number[], shape: number[], s: number[], z: number[], d: "quint8" | "qint8") =>
+      ints(quantizePerChannel(f32(x, shape), s, z, 0, d));
+    expect(pc([0.5, 1.5, 2.5, Number.NaN], [1, 4], [1], [1], "quint8")).toEqual([2, 2, 4, 0]);
+    expect(
+      pc(
+        [0.5, 1.5, 2.5, Number.NaN, 0.25, 0.75, 3.4e38, -3.4e38],
+        [2, 4],
+        [1, 0.5],
+        [-1, 3],
+        "qint8",
+      ),
+    ).toEqual([0, 0, 2, 0, 4, 4, 127, -128]);
+    // Not fused per channel: -121.5 + 128 = 6.5 rounds to 6 (per tensor: 7).
+    expect(pc([-12.15], [1, 1], [0.1], [128], "quint8")).toEqual([6]);
+    const q32 = quantizePerChannel(
+      f32([0.5, 1.5, 2.5, Number.NaN, 16777216], [1, 5]),
+      [1],
+      [5],
+      0,
+      "qint32",
+    );
+    expect(ints(q32)).toEqual([6, 6, 8, -2147483648, 16777220]);
+  });
+
+  it("per-channel qint32 dequantizes fl(fl(q) - fl(zp)) times the float64 scale", () => {
+    const deq = (values: number[], scale: number, zp: number) =>
+      Array.from(
+        dequantize(
+          makeQuantized(tensor(Int32Array.from(values), { shape: [1, values.length] }), "qint32", {
+            scales: [scale],
+            zeroPoints: [zp],
+            axis: 0,
+          }),
+        ).toFloat64(),
+      );
+    // fl(16777217) = 16777216: 1677721.6 rounds to 1677721.625 (exactly: 1677721.75).
+    expect(deq([16777217, 16777217, -16777219], 0.1, 0)).toEqual([
+      1677721.625, 1677721.625, -1677722,
+    ]);
+    // fl(16777217) - 1 = 16777215 in float32 (q - zp exactly: 16777216).
+    expect(deq([16777217, 33554435], 1, 1)).toEqual([16777215, 33554436]);
+  });
+
+  it("quantizedAdd broadcasts as torch.ops.quantized.add", () => {
+    const y = quantizedAdd(
+      qOf([1, 2, 3, 4, 5, 6], [2, 3], "quint8", 0.1, 0),
+      qOf([1, 2, 3], [3], "quint8", 0.1, 0),
+      0.1,
+      0,
+    );
+    expect([y.shape, ints(y)]).toEqual([
+      [2, 3],
+      [2, 4, 6, 5, 7, 9],
+    ]);
+    const outer = quantizedAdd(
+      qOf([10, 20], [2, 1], "qint8", 0.1, 0),
+      qOf([1, 2, 3], [1, 3], "qint8", 0.1, 0),
+      0.1,
+      0,
+    );
+    expect([outer.shape, ints(outer)]).toEqual([
+      [2, 3],
+      [11, 12, 13, 21, 22, 23],
+    ]);
+    const scalar = qOf([7], [], "quint8", 0.1, 2);
+    const rows = qOf([1, 2, 3, 4, 5, 6], [2, 3], "quint8", 0.1, 0);
+    expect(ints(quantizedAdd(scalar, rows, 0.1, 1))).toEqual([7, 8, 9, 10, 11, 12]);
+    const big = quantizedAdd(
+      qOf(Array(120).fill(1), [4, 5, 6], "quint8", 0.1, 0),
+      qOf(Array(30).fill(2), [5, 6], "quint8", 0.1, 0),
+      0.1,
+      0,
+    );
+    expect([big.shape, new Set(ints(big))]).toEqual([[4, 5, 6], new Set([3])]);
+    expect(() =>
+      quantizedAdd(rows, qOf([1, 2, 3, 4, 5, 6], [3, 2], "quint8", 0.1, 0), 0.1, 0),
+    ).toThrow(ShapeError);
+  });
+
+  it("quantizedAdd takes qint32: fma dequantize, zero point added in float32", () => {
+    const a = qOf([1000, -2000, 5, 1, 2, 3], [2, 3], "qint32", 0.5, 3);
+    const b = qOf([7, 8, 9], [3], "qint32", 0.25, -4);
+    const y = quantizedAdd(a, b, 0.3, 100);
+    expect([y.dtype, y.shape, ints(y)]).toEqual([
+      "qint32",
+      [2, 3],
+      [1771, -3228, 114, 106, 108, 111],
+    ]);
+    // 32 values in PyTorch's vector loop (its last 8 take its scalar loop).
+    const x = Array.from({ length: 32 }, (_, i) => i * 1000003 - 20000000);
+    const z = quantizedAdd(
+      qOf(x, [32], "qint32", 0.7, 11),
+      qOf(
+        x.map((v) => Math.floor(v / 3)),
+        [32],
+        "qint32",
+        0.3,
+        -5,
+      ),
+      0.9,
+      17,
+    );
+    expect(ints(z).slice(0, 4)).toEqual([-17777768, -16888876, -15999985, -15111095]);
+    expect(ints(z).slice(20, 24)).toEqual([63, 888955, 1777846, 2666738]);
+  });
+
+  it("quantizedMatmul broadcasts leading dimensions and takes 1-D operands as torch.matmul", () => {
+    const mm = (a: QTensor, b: QTensor, s: number, z: number) => {
+      const y = quantizedMatmul(a, b, s, z);
+      return [y.shape, ints(y)];
+    };
+    expect(
+      mm(
+        qOf([1, 2], [1, 1, 2], "quint8", 0.1, 0),
+        qOf([1, 2, 3, 4], [2, 2, 1], "quint8", 0.1, 0),
+        0.01,
+        0,
+      ),
+    ).toEqual([
+      [2, 1, 1],
+      [5, 11],
+    ]);
+    expect(
+      mm(
+        qOf([10, 20, 30, 40], [4], "quint8", 0.1, 0),
+        qOf([1, 2, 3, 4], [4], "quint8", 0.1, 0),
+        0.1,
+        5,
+      ),
+    ).toEqual([[], [35]]);
+    expect(
+      mm(
+        qOf([10, 20], [2], "qint8", 0.1, 0),
+        qOf([1, 2, 3, 4, 5, 6], [2, 3], "qint8", 0.1, 0),
+        0.1,
+        5,
+      ),
+    ).toEqual([[3], [14, 17, 20]]);
+    expect(
+      mm(
+        qOf([1, 2, 3, 4, 5, 6], [3, 2], "qint8", 0.1, 0),
+        qOf([10, 20], [2], "qint8", 0.1, 0),
+        0.1,
+        5,
+      ),
+    ).toEqual([[3], [10, 16, 22]]);
+    expect(
+      mm(
+        qOf([1, 2, 3, 4, 5, 6], [3, 2], "quint8", 0.1, 0),
+        qOf([1, 0, 0, 1, 2, 0, 0, 2], [2, 2, 2], "quint8", 0.1, 0),
+        0.01,
+        0,
+      ),
+    ).toEqual([
+      [2, 3, 2],
+      [1, 2, 3, 4, 5, 6, 2, 4, 6, 8, 10, 12],
+    ]);
+    // An empty inner dimension sums to 0: the zero point.
+    expect(mm(qOf([], [0], "quint8", 0.1, 0), qOf([], [0], "quint8", 0.1, 0), 0.5, 4)).toEqual([
+      [],
+      [4],
+    ]);
+    // What torch refuses.
+    const q = (shape: number[]) =>
+      qOf(Array(shape.reduce((x, y) => x * y, 1)).fill(1), shape, "quint8", 0.1, 0);
+    expect(() => quantizedMatmul(q([]), q([3]), 0.1, 0)).toThrow(/at least 1 dimension/);
+    expect(() => quantizedMatmul(q([2, 3, 4]), q([3, 4, 5]), 0.1, 0)).toThrow(/do not broadcast/);
+    expect(() => quantizedMatmul(q([4]), q([5]), 0.1, 0)).toThrow(ShapeError);
+    expect(() => quantizedMatmul(q([3, 4]), q([3, 4]), 0.1, 0)).toThrow(/has 4 columns/);
   });
 });
 

@@ -89,6 +89,8 @@ interface OpCaseData {
   b?: QJson;
   outScale?: number;
   outZeroPoint?: number;
+  /** The output's shape (the cases with broadcasting give it). */
+  outShape?: number[];
   torch: Record<string, number[] | string>;
   enginesAgree: boolean;
 }
@@ -317,7 +319,8 @@ function qtensor(j: QJson): QTensor {
 
 /**
  * Runs `call` (the op `op`, on `kernel` when given) and compares its integers with
- * PyTorch's first engine's, `allowed` LSB apart at most.
+ * PyTorch's first engine's, `allowed` LSB apart at most, and its shape with `shape` when
+ * given.
  */
 function judge(
   name: string,
@@ -327,13 +330,16 @@ function judge(
   allowed: number,
   kernel: string | undefined,
   call: () => QTensor,
+  shape?: readonly number[],
 ): QuantizedResult {
   const want = Object.values(torchOuts).find((v): v is number[] => Array.isArray(v));
   if (!want) return fail(name, what, new Error("no PyTorch engine ran this case"));
   try {
     using _k = kernel ? kernelPriority(op, [kernel]) : undefined;
+    let gotShape: readonly number[] = [];
     const rec = backends.record(() => {
       const y = call();
+      gotShape = [...y.shape];
       const ints = y.intRepr();
       const got = Array.from(ints.toFloat64());
       ints.dispose();
@@ -343,8 +349,12 @@ function judge(
     const got = rec.result;
     const ran = rec.calls.find((k) => k.op === op)?.kernel;
     const d = compareInts(got, want);
+    const shapeOk = shape === undefined || `${gotShape}` === `${shape}`;
     const ok =
-      got.length === want.length && d.worst <= allowed && (kernel === undefined || ran === kernel);
+      got.length === want.length &&
+      shapeOk &&
+      d.worst <= allowed &&
+      (kernel === undefined || ran === kernel);
     return {
       case: name,
       what,
@@ -356,7 +366,9 @@ function judge(
         ? undefined
         : ran !== kernel && kernel !== undefined
           ? `ran ${ran}, not ${kernel}`
-          : `${d.n} of ${want.length} outputs differ from PyTorch (worst ${d.worst} LSB, allowed ${allowed})`,
+          : !shapeOk
+            ? `output shape [${gotShape}], PyTorch's [${shape}]`
+            : `${d.n} of ${want.length} outputs differ from PyTorch (worst ${d.worst} LSB, allowed ${allowed})`,
     };
   } catch (e) {
     return fail(name, what, e);
@@ -401,12 +413,20 @@ function opCase(c: OpCaseData, kernels: Kernels): QuantizedResult {
   const op = OP_OF[c.op];
   const allowed = c.op === "matmul" || !c.enginesAgree ? 1 : 0;
   try {
-    return judge(c.name, c.op, op, c.torch, allowed, kernels[op], () =>
-      c.op === "relu"
-        ? quantizedRelu(a)
-        : c.op === "add"
-          ? quantizedAdd(a, b!, c.outScale!, c.outZeroPoint!)
-          : quantizedMatmul(a, b!, c.outScale!, c.outZeroPoint!),
+    return judge(
+      c.name,
+      c.op,
+      op,
+      c.torch,
+      allowed,
+      kernels[op],
+      () =>
+        c.op === "relu"
+          ? quantizedRelu(a)
+          : c.op === "add"
+            ? quantizedAdd(a, b!, c.outScale!, c.outZeroPoint!)
+            : quantizedMatmul(a, b!, c.outScale!, c.outZeroPoint!),
+      c.outShape,
     );
   } finally {
     a.dispose();

@@ -3,17 +3,34 @@
  *
  * - quantizedRelu (torch.relu on a quantized tensor): q = max(q, zero point), the input's
  *   quantization kept (per tensor or per channel).
- * - quantizedAdd (torch.ops.quantized.add): both inputs per tensor, the same dtype and
- *   shape; each is dequantized as PyTorch's vector code does it, one fused multiply-add
- *   fl(scale · q + fl(-zero_point · scale)), the two summed in float32 and quantized to the
- *   output's (scale, zero point): zp + rint(fl(sum · fl(1 / scale))), clamped. Every
- *   engine of PyTorch 2.13 gave these bits (scripts/quantized-cases.py).
+ * - quantizedAdd (torch.ops.quantized.add): both inputs per tensor and of the same dtype,
+ *   their shapes broadcast as torch's (numpy's rules); each is dequantized as PyTorch's
+ *   vector code does it, one fused multiply-add fl(scale · fl(q) + fl(scale · -fl(zp))),
+ *   the two summed in float32 and quantized to the output's (scale, zero point) with inv =
+ *   fl(1 / fl(scale)): for quint8 and qint8 zp + rint(fl(sum · inv)), clamped (its AVX2
+ *   quantize); for qint32 rint(fl(fl(sum · inv) + fl(zp))), clamped (fbgemm's scalar
+ *   quantize, which its qint32 vector code calls). Every engine of PyTorch 2.13 gave these
+ *   bits (scripts/quantized-cases.py) for its vectorised loop. PyTorch's scalar loop, which
+ *   takes the last n % 64 elements (n % 16 for qint32) of each contiguous run its
+ *   TensorIterator makes (the whole tensor for same shapes; each broadcast row, so a whole
+ *   row shorter than 64, when an input broadcasts), adds the zero point before rounding
+ *   (and for qint32 dequantizes fl(fl(q - zp) · scale) with q - zp wrapping in int32):
+ *   there an exact tie can round the other way. This follows the vector loop everywhere.
  */
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
+import { ArgumentError, DTypeError } from "../errors.ts";
+import { broadcastShapes } from "../ops/validate.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { DType } from "../tensor/dtype.ts";
-import { emptyQuantized, Q_STORAGE, type QTensor, rint } from "./qtensor.ts";
+import {
+  broadcastIndex,
+  emptyQuantized,
+  fmaf,
+  inverseScale,
+  Q_STORAGE,
+  type QTensor,
+  rint,
+} from "./qtensor.ts";
 import { checkOutputQParams, checkQTensor } from "./requant.ts";
 
 export interface QReluParams extends OpParams {
@@ -62,6 +79,8 @@ export interface QAddParams extends OpParams {
   b: QTensor;
   outScale: number;
   outZeroPoint: number;
+  /** The broadcast shape of a and b: the output's. */
+  outShape: number[];
 }
 
 function prepareAdd(a: QTensor, b: QTensor, outScale: number, outZeroPoint: number): QAddParams {
@@ -70,16 +89,11 @@ function prepareAdd(a: QTensor, b: QTensor, outScale: number, outZeroPoint: numb
   checkQTensor(op, "b", b);
   if (a.dtype !== b.dtype)
     throw new DTypeError(`${op}: a is ${a.dtype} and b is ${b.dtype}; both must be the same`);
-  if (a.dtype === "qint32")
-    throw new DTypeError(`${op}: quint8 and qint8 are supported, got qint32`);
   if (a.qscheme !== "per_tensor_affine" || b.qscheme !== "per_tensor_affine")
     throw new ArgumentError(`${op}: both inputs must be quantized per tensor`);
-  if (a.shape.length !== b.shape.length || a.shape.some((d, i) => d !== b.shape[i]))
-    throw new ShapeError(
-      `${op}: a [${a.shape}] and b [${b.shape}] must have the same shape (no broadcasting)`,
-    );
+  const outShape = broadcastShapes(op, a.shape, b.shape);
   checkOutputQParams(op, outScale, outZeroPoint, a.dtype);
-  return { a, b, outScale, outZeroPoint, deviceType: "cpu", dtype: storageDType(a) };
+  return { a, b, outScale, outZeroPoint, outShape, deviceType: "cpu", dtype: storageDType(a) };
 }
 
 export const quantizedAddOp: OpRecord<
@@ -89,8 +103,8 @@ export const quantizedAddOp: OpRecord<
 > = defineOp({
   name: "quantizedAdd",
   prepare: prepareAdd,
-  shapeKey: (p: QAddParams) => `${p.a.numel}`,
-  work: (p: QAddParams) => p.a.numel,
+  shapeKey: (p: QAddParams) => `${p.outShape.join("x")}`,
+  work: (p: QAddParams) => p.outShape.reduce((x, y) => x * y, 1),
 });
 
 /** a + b on quantized tensors, quantized to (outScale, outZeroPoint) (torch.ops.quantized.add). */
@@ -103,30 +117,47 @@ export function quantizedAdd(
   return dispatch(quantizedAddOp, prepareAdd(a, b, outScale, outZeroPoint));
 }
 
-/**
- * fl(scale · q + fl(-zp · scale)) with one rounding, as an FMA gives it: the product of a
- * float32 and an integer below 2^32, plus a float32 of nearby exponent, is exact in
- * float64, so rounding that sum to float32 once is the fused result.
- */
+/** fl(scale · fl(q) + fl(scale · -fl(zp))) with one rounding, as PyTorch's vector FMA gives it. */
 function dequantizer(q: QTensor): (v: number) => number {
   const { scale, zeroPoint } = q.qparams as { scale: number; zeroPoint: number };
   const s = Math.fround(scale);
-  const premul = Math.fround(-zeroPoint * s);
-  return (v) => Math.fround(s * v + premul);
+  const premul = Math.fround(s * -Math.fround(zeroPoint));
+  return (v) => fmaf(s, Math.fround(v), premul);
+}
+
+/** The sum of two dequantized values, quantized as PyTorch's vector code does for `dtype`. */
+function sumQuantizer(p: QAddParams): (sum: number) => number {
+  const inv = inverseScale(p.outScale);
+  const zp = p.outZeroPoint;
+  const { min, max } = Q_STORAGE[p.a.dtype];
+  if (p.a.dtype === "qint32") {
+    const fzp = Math.fround(zp);
+    return (sum) => {
+      const q = rint(Math.fround(Math.fround(sum * inv) + fzp));
+      return Number.isNaN(q) ? min : q < min ? min : q > max ? max : q;
+    };
+  }
+  return (sum) => {
+    const q = zp + rint(Math.fround(sum * inv));
+    return q < min ? min : q > max ? max : q;
+  };
 }
 
 export function quantizedAddReference(p: QAddParams): QTensor {
-  const out = emptyQuantized(p.a.shape, p.a.dtype, p.outScale, p.outZeroPoint);
-  const y = out.storage().hostData() as Uint8Array | Int8Array;
-  const a = p.a.storage().hostData() as Uint8Array | Int8Array;
-  const b = p.b.storage().hostData() as Uint8Array | Int8Array;
+  const out = emptyQuantized(p.outShape, p.a.dtype, p.outScale, p.outZeroPoint);
+  const y = out.storage().hostData() as Uint8Array | Int8Array | Int32Array;
+  const a = p.a.storage().hostData() as Uint8Array | Int8Array | Int32Array;
+  const b = p.b.storage().hostData() as Uint8Array | Int8Array | Int32Array;
+  const same = (t: QTensor) => t.numel === y.length && t.rank === p.outShape.length;
+  const ia = same(p.a) ? undefined : broadcastIndex(p.a.shape, p.outShape);
+  const ib = same(p.b) ? undefined : broadcastIndex(p.b.shape, p.outShape);
   const da = dequantizer(p.a);
   const db = dequantizer(p.b);
-  const inv = Math.fround(1 / Math.fround(p.outScale));
-  const { min, max } = Q_STORAGE[p.a.dtype];
+  const quantize = sumQuantizer(p);
   for (let i = 0; i < y.length; i++) {
-    const q = p.outZeroPoint + rint(Math.fround(Math.fround(da(a[i]) + db(b[i])) * inv));
-    y[i] = q < min ? min : q > max ? max : q;
+    const va = da(a[ia ? ia[i] : i]);
+    const vb = db(b[ib ? ib[i] : i]);
+    y[i] = quantize(Math.fround(va + vb));
   }
   return out;
 }

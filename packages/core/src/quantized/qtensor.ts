@@ -4,9 +4,15 @@
  * per tensor (scale, zero point) or per channel (a scale and a zero point for each index
  * along one axis): real = (q - zero_point) * scale.
  *
- * Quantizing rounds as PyTorch does on x86: q = clamp(zero_point + rint(x * (1 / scale)),
- * qmin, qmax), the product and the reciprocal in float32, rint rounding half to even.
- * Scales are kept as given (float64, as torch keeps them) and used in float32.
+ * Quantizing rounds as PyTorch 2.13 does on x86 (fl() rounds to float32, inv = fl(1 /
+ * fl(scale)), rint rounds half to even, the zero point added before rounding):
+ *
+ *   per tensor, quint8 and qint8:  q = clamp(rint(fma(x, inv, zero_point)))   (fbgemm's FMA)
+ *   per tensor, qint32:            q = clamp(rint(fl(fl(x · inv) + fl(zero_point))))
+ *   per channel, every dtype:      q = clamp(rint(fl(fl(x · inv[c]) + fl(zero_point[c]))))
+ *
+ * with fma() rounding once. Scales are kept as given (float64, as torch keeps them) and
+ * used in float32.
  */
 import { ArgumentError, DeviceError, DisposedError, DTypeError, ShapeError } from "../errors.ts";
 import { checkTensor } from "../ops/validate.ts";
@@ -208,16 +214,68 @@ export function rint(v: number): number {
 }
 
 /**
- * One value quantized as PyTorch does (see the header). NaN gives what PyTorch 2.13 gives
- * on x86: the top of the range for the 8-bit types (its vector clamp), the bottom for
- * qint32 (C's conversion of NaN to an integer).
+ * fl(a · b + c) rounded once, as an FMA gives it in float32: a, b and c float32 values.
+ * a · b is exact in float64 (two 24-bit significands); the sum may round there, and when
+ * that lands on a float32 halfway point the part it lost (TwoSum, exact) says which way.
+ */
+export function fmaf(a: number, b: number, c: number): number {
+  const p = a * b;
+  const s = p + c;
+  const r = Math.fround(s);
+  if (r === s || !Number.isFinite(s)) return r;
+  const other = 2 * s - r; // the float32 on s's other side, if s lies halfway
+  if ((r + other) / 2 !== s || Math.fround(other) !== other) return r;
+  const bp = s - p;
+  const lost = p - (s - bp) + (c - bp);
+  if (lost === 0) return r;
+  return lost > 0 ? Math.max(r, other) : Math.min(r, other);
+}
+
+/** The reciprocal PyTorch quantizes with: fl(1 / fl(scale)). */
+export function inverseScale(scale: number): number {
+  return Math.fround(1 / Math.fround(scale));
+}
+
+function clampTo(q: number, min: number, max: number): number {
+  return q < min ? min : q > max ? max : q;
+}
+
+/**
+ * One value quantized per tensor as PyTorch does (see the header). NaN gives what PyTorch
+ * 2.13 gives on x86: the top of the range for the 8-bit types (its vector clamp), the
+ * bottom for qint32 (C's conversion of NaN to an integer).
  */
 export function quantizeValue(x: number, scale: number, zeroPoint: number, dtype: QDType): number {
+  return quantizeWith(x, inverseScale(scale), zeroPoint, dtype);
+}
+
+/** quantizeValue with inv = inverseScale(scale) computed once by the caller. */
+export function quantizeWith(x: number, inv: number, zeroPoint: number, dtype: QDType): number {
   const { min, max } = Q_STORAGE[dtype];
-  const inv = Math.fround(1 / Math.fround(scale));
-  const r = rint(Math.fround(Math.fround(x) * inv));
-  if (Number.isNaN(r)) return dtype === "qint32" ? min : max;
-  return Math.min(max, Math.max(min, zeroPoint + r));
+  if (dtype === "qint32") {
+    const r = rint(Math.fround(Math.fround(Math.fround(x) * inv) + Math.fround(zeroPoint)));
+    return Number.isNaN(r) ? min : clampTo(r, min, max);
+  }
+  const r = rint(fmaf(Math.fround(x), inv, zeroPoint));
+  return Number.isNaN(r) ? max : clampTo(r, min, max);
+}
+
+/**
+ * One value quantized per channel as PyTorch does (its scalar quantize_val, see the
+ * header), given inv = inverseScale(scale[c]). NaN gives 0 for the 8-bit types and the
+ * bottom of the range for qint32 (C's conversion of NaN to int32, INT_MIN, whose low byte
+ * is 0).
+ */
+export function quantizeChannelValue(
+  x: number,
+  inv: number,
+  zeroPoint: number,
+  dtype: QDType,
+): number {
+  const { min, max } = Q_STORAGE[dtype];
+  const r = rint(Math.fround(Math.fround(Math.fround(x) * inv) + Math.fround(zeroPoint)));
+  if (Number.isNaN(r)) return dtype === "qint32" ? min : 0;
+  return clampTo(r, min, max);
 }
 
 /** x quantized with one scale and zero point (torch.quantize_per_tensor). */
@@ -235,7 +293,8 @@ export function quantizePerTensor(
   const src = t.toFloat64();
   const repr = empty(t.shape, { dtype: Q_STORAGE[d].dtype });
   const out = repr.hostData();
-  for (let i = 0; i < src.length; i++) out[i] = quantizeValue(src[i], scale, zeroPoint, d);
+  const inv = inverseScale(scale);
+  for (let i = 0; i < src.length; i++) out[i] = quantizeWith(src[i], inv, zeroPoint, d);
   return new QTensor(repr, d, { scheme: "per_tensor_affine", scale, zeroPoint });
 }
 
@@ -267,6 +326,33 @@ function channelOf(shape: readonly number[], axis: number): (i: number) => numbe
   return (i) => Math.floor(i / inner) % size;
 }
 
+/**
+ * For each element of a contiguous tensor of `outShape` (row-major), the index of the
+ * element of a contiguous tensor of `shape` that broadcasts to it (numpy's rules; the
+ * caller has checked that `shape` broadcasts to `outShape`).
+ */
+export function broadcastIndex(shape: readonly number[], outShape: readonly number[]): Int32Array {
+  const rank = outShape.length;
+  const strides = new Array<number>(rank).fill(0);
+  for (let d = shape.length - 1, s = 1; d >= 0; d--) {
+    if (shape[d] !== 1) strides[rank - shape.length + d] = s;
+    s *= shape[d];
+  }
+  const index = new Int32Array(outShape.reduce((x, y) => x * y, 1));
+  const at = new Array<number>(rank).fill(0);
+  let offset = 0;
+  for (let i = 0; i < index.length; i++) {
+    index[i] = offset;
+    for (let d = rank - 1; d >= 0; d--) {
+      offset += strides[d];
+      if (++at[d] < outShape[d]) break;
+      offset -= strides[d] * at[d];
+      at[d] = 0;
+    }
+  }
+  return index;
+}
+
 /** x quantized with a scale and zero point per index along `axis` (torch.quantize_per_channel). */
 export function quantizePerChannel(
   x: Tensor,
@@ -288,9 +374,10 @@ export function quantizePerChannel(
   const repr = empty(t.shape, { dtype: Q_STORAGE[d].dtype });
   const out = repr.hostData();
   const ch = channelOf(t.shape, ax);
+  const inv = s.map(inverseScale);
   for (let i = 0; i < src.length; i++) {
     const c = ch(i);
-    out[i] = quantizeValue(src[i], s[c], z[c], d);
+    out[i] = quantizeChannelValue(src[i], inv[c], z[c], d);
   }
   return new QTensor(repr, d, {
     scheme: "per_channel_affine",
@@ -387,12 +474,14 @@ export function dequantize(q: QTensor): Tensor {
     const s = Math.fround(p.scale);
     for (let i = 0; i < dst.length; i++) dst[i] = Math.fround(src[i] - p.zeroPoint) * s;
   } else {
-    // Per channel, PyTorch multiplies by the float64 scales and rounds once (per tensor,
-    // by the scale in float32): the bits differ in about one element of ten.
+    // Per channel, PyTorch's scalar code: fl(fl(q) - fl(zero_point)) (exact for the 8-bit
+    // types; qint32 values past 2^24 round first), times the float64 scale, rounded once
+    // (per tensor, by the scale in float32: the bits differ in about one element of ten).
     const ch = channelOf(repr.shape, p.axis);
+    const zps = Float32Array.from(p.zeroPoints);
     for (let i = 0; i < dst.length; i++) {
       const c = ch(i);
-      dst[i] = (src[i] - p.zeroPoints[c]) * p.scales[c];
+      dst[i] = Math.fround(Math.fround(src[i]) - zps[c]) * p.scales[c];
     }
   }
   return out;

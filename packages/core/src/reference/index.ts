@@ -58,7 +58,7 @@ export const referenceKernels: AnyKernelDefinition[] = [
   ref("quantizedLinear", quantizedLinearReference, ["uint8"]),
   ref("quantizedConv2d", quantizedConv2dReference, ["uint8"]),
   ref("quantizedMatmul", quantizedMatmulReference, ["uint8", "int8"]),
-  ref("quantizedAdd", quantizedAddReference, ["uint8", "int8"]),
+  ref("quantizedAdd", quantizedAddReference, ["uint8", "int8", "int32"]),
   ref("quantizedRelu", quantizedReluReference, ["uint8", "int8", "int32"]),
   ref("einsum", einsumReference),
   ref("cholesky", choleskyReference),
