@@ -261,7 +261,10 @@ describe("quantized engine onednn", () => {
         for (const k of [edge, past]) {
           const fits = k === edge;
           // Mid-range at the edge (about -2130.6e6 x 1e-7 / 2 + 128 = 21), 255 past it.
-          const r = againstReference(kernel, ...make(k, fits ? 255 : 0), fits ? 2 : 1, 128);
+          const [xq, layer] = make(k, fits ? 255 : 0);
+          const r = againstReference(kernel, xq, layer, fits ? 2 : 1, 128);
+          xq.dispose();
+          layer.dispose();
           const tag = `${kernel}, ${k} terms`;
           expect([r.selected, r.ran], tag).toEqual(
             fits ? [kernel, kernel] : ["reference", "reference"],

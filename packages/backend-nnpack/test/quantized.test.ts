@@ -258,7 +258,10 @@ describe("quantized engine qnnpack (WASM)", () => {
       for (const k of [edge, past]) {
         const fits = k === edge;
         // Mid-range at the edge (-2147.45e6 x 1e-7 / 2 + 128 = 21), clamped to 0 past it.
-        const r = againstReference(kernel, ...make(k), fits ? 2 : 1, 128);
+        const [xq, layer] = make(k);
+        const r = againstReference(kernel, xq, layer, fits ? 2 : 1, 128);
+        xq.dispose();
+        layer.dispose(); // its packed copy in the WASM memory too
         const tag = `${kernel}, ${k} terms`;
         expect([r.selected, r.ran], tag).toEqual(
           fits ? [kernel, kernel] : ["reference", "reference"],

@@ -201,7 +201,10 @@ describe("small integer and bool dtypes follow torch (values checked against PyT
       expect(() => full([2], value, { dtype }), `full ${value} ${dtype}`).toThrow(DTypeError);
     }
     expect(() => tensor([2n ** 40n], { dtype: "int32" })).toThrow(/int32 holds/);
-    expect(() => tensor(new Float64Array([3e9]), { dtype: "int32" })).toThrow(DTypeError);
+    expect(() => tensor([2n ** 53n + 1n], { dtype: "int32" })).toThrow(/9007199254740993n is out/);
+    // A typed array is cast as torch casts a numpy array: wrapping, not refused.
+    expect(tensor(new Int32Array([300, -129]), { dtype: "int8" }).toArray()).toEqual([44, 127]);
+    expect(tensor(new BigInt64Array([2n ** 62n + 1n]), { dtype: "int32" }).toArray()).toEqual([1]);
     expect(tensor([2.7, -2.7], { dtype: "int32" }).toArray()).toEqual([2, -2]);
     // torch wraps negatives into uint8 down to -255.
     expect(tensor([-1, -255], { dtype: "uint8" }).toArray()).toEqual([255, 1]);

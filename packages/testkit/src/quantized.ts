@@ -110,7 +110,6 @@ interface ConvCase {
   enginesAgree: boolean;
 }
 
-/** The quantized ops the cases cover (dispatcher op names). */
 /**
  * A quantized tensor of `shape` whose every integer is `q` (the worst case of a sum's
  * range: every term at its largest, for int32 accumulator tests).
@@ -178,6 +177,7 @@ export function againstReference(
   };
 }
 
+/** The quantized ops the cases cover (dispatcher op names). */
 export type QuantizedOpName =
   | "quantizedLinear"
   | "quantizedConv2d"

@@ -2,6 +2,7 @@
 
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
+import { leadingBroadcastStrides } from "../reference/access.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -137,10 +138,7 @@ export const svdOp: OpRecord<
  */
 function expandedTo(t: Tensor, shape: readonly number[]): Tensor {
   if (shape.length === t.rank && shape.every((d, i) => d === t.shape[i])) return t;
-  const lead = shape.length - t.rank;
-  const strides = shape.map((d, i) =>
-    i < lead || t.shape[i - lead] !== d ? 0 : t.strides[i - lead],
-  );
+  const strides = leadingBroadcastStrides(t.shape, t.strides, shape);
   t.storage.retain();
   return new Tensor(t.storage, t.dtype, [...shape], strides, t.offset);
 }

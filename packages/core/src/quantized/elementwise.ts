@@ -20,17 +20,11 @@
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, DTypeError } from "../errors.ts";
 import { broadcastShapes } from "../ops/validate.ts";
+import { leadingBroadcastStrides } from "../reference/access.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import type { DType } from "../tensor/dtype.ts";
-import {
-  broadcastIndex,
-  emptyQuantized,
-  fmaf,
-  inverseScale,
-  Q_STORAGE,
-  type QTensor,
-  rint,
-} from "./qtensor.ts";
+import { contiguousStrides, forEachIndexPair } from "../tensor/tensor.ts";
+import { emptyQuantized, fmaf, inverseScale, Q_STORAGE, type QTensor, rint } from "./qtensor.ts";
 import { checkOutputQParams, checkQTensor } from "./requant.ts";
 
 export interface QReluParams extends OpParams {
@@ -148,16 +142,16 @@ export function quantizedAddReference(p: QAddParams): QTensor {
   const y = out.storage().hostData() as Uint8Array | Int8Array | Int32Array;
   const a = p.a.storage().hostData() as Uint8Array | Int8Array | Int32Array;
   const b = p.b.storage().hostData() as Uint8Array | Int8Array | Int32Array;
-  const same = (t: QTensor) => t.numel === y.length && t.rank === p.outShape.length;
-  const ia = same(p.a) ? undefined : broadcastIndex(p.a.shape, p.outShape);
-  const ib = same(p.b) ? undefined : broadcastIndex(p.b.shape, p.outShape);
   const da = dequantizer(p.a);
   const db = dequantizer(p.b);
   const quantize = sumQuantizer(p);
-  for (let i = 0; i < y.length; i++) {
-    const va = da(a[ia ? ia[i] : i]);
-    const vb = db(b[ib ? ib[i] : i]);
-    y[i] = quantize(Math.fround(va + vb));
-  }
+  // The output walked once with both operands' (broadcast, stride-0) positions: no table of
+  // them (one entry per output element).
+  const strides = (t: QTensor) =>
+    leadingBroadcastStrides(t.shape, contiguousStrides(t.shape), p.outShape);
+  let i = 0;
+  forEachIndexPair(p.outShape, strides(p.a), strides(p.b), (ia, ib) => {
+    y[i++] = quantize(Math.fround(da(a[ia]) + db(b[ib])));
+  });
   return out;
 }

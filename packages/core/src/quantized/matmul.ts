@@ -10,8 +10,10 @@
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
 import { broadcastShapes } from "../ops/validate.ts";
+import { batchOffsets, leadingBroadcastStrides } from "../reference/access.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
-import { broadcastIndex, emptyQuantized, Q_STORAGE, type QTensor } from "./qtensor.ts";
+import { contiguousStrides } from "../tensor/tensor.ts";
+import { emptyQuantized, Q_STORAGE, type QTensor } from "./qtensor.ts";
 import { checkOutputQParams, checkQTensor, requantizeInto } from "./requant.ts";
 
 export interface QMatmulParams extends OpParams {
@@ -108,12 +110,18 @@ export function quantizedMatmulReference(p: QMatmulParams): QTensor {
   const a = p.a.storage().hostData() as Uint8Array | Int8Array;
   const b = p.b.storage().hostData() as Uint8Array | Int8Array;
   const { batch, m, k, n } = p;
-  const ta = broadcastIndex(p.a.shape.slice(0, -2), p.batchShape);
-  const tb = broadcastIndex(p.b.shape.slice(0, -2), p.batchShape);
+  // Each matrix's element offset, batch dims broadcast (stride 0).
+  const batchStrides = (t: QTensor) =>
+    leadingBroadcastStrides(
+      t.shape.slice(0, -2),
+      contiguousStrides(t.shape).slice(0, -2),
+      p.batchShape,
+    );
+  const [ta, tb] = batchOffsets(p.batchShape, [batchStrides(p.a), batchStrides(p.b)]);
   const acc = new Float64Array(batch * m * n);
   for (let t = 0; t < batch; t++) {
-    const a0 = ta[t] * m * k;
-    const b0 = tb[t] * k * n;
+    const a0 = ta[t];
+    const b0 = tb[t];
     for (let i = 0; i < m; i++)
       for (let j = 0; j < n; j++) {
         let s = 0;

@@ -326,33 +326,6 @@ function channelOf(shape: readonly number[], axis: number): (i: number) => numbe
   return (i) => Math.floor(i / inner) % size;
 }
 
-/**
- * For each element of a contiguous tensor of `outShape` (row-major), the index of the
- * element of a contiguous tensor of `shape` that broadcasts to it (numpy's rules; the
- * caller has checked that `shape` broadcasts to `outShape`).
- */
-export function broadcastIndex(shape: readonly number[], outShape: readonly number[]): Int32Array {
-  const rank = outShape.length;
-  const strides = new Array<number>(rank).fill(0);
-  for (let d = shape.length - 1, s = 1; d >= 0; d--) {
-    if (shape[d] !== 1) strides[rank - shape.length + d] = s;
-    s *= shape[d];
-  }
-  const index = new Int32Array(outShape.reduce((x, y) => x * y, 1));
-  const at = new Array<number>(rank).fill(0);
-  let offset = 0;
-  for (let i = 0; i < index.length; i++) {
-    index[i] = offset;
-    for (let d = rank - 1; d >= 0; d--) {
-      offset += strides[d];
-      if (++at[d] < outShape[d]) break;
-      offset -= strides[d] * at[d];
-      at[d] = 0;
-    }
-  }
-  return index;
-}
-
 /** x quantized with a scale and zero point per index along `axis` (torch.quantize_per_channel). */
 export function quantizePerChannel(
   x: Tensor,

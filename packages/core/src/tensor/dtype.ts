@@ -186,14 +186,26 @@ const CREATION_RANGE: Partial<Record<DType, readonly [number, number]>> = {
 function checkCreationRange(d: DType, x: number): void {
   const range = CREATION_RANGE[d];
   if (!range || (x >= range[0] && x <= range[1])) return;
+  throw creationRangeError(d, range, x);
+}
+
+function creationRangeError(
+  d: DType,
+  range: readonly [number, number],
+  x: number | bigint,
+): DTypeError {
   const holds =
     d === "uint8" ? "0 ... 255 (negatives to -255 wrap, as in torch)" : range.join(" ... ");
-  throw new DTypeError(
-    Number.isNaN(x)
+  return new DTypeError(
+    typeof x === "number" && Number.isNaN(x)
       ? `${d} has no value for NaN; replace it first, or use a float dtype`
       : `${d} holds ${holds}; ${show(x)} is out of range (use a wider dtype, or a value in range)`,
   );
 }
+
+/** A bigint cast to int32, int8 or uint8: its low bits (through Number() they rounded past 2^53). */
+const lowBits = (d: DType, x: bigint): number =>
+  Number(d === "uint8" ? BigInt.asUintN(8, x) : BigInt.asIntN(d === "int8" ? 8 : 32, x));
 
 function int64Overflow(x: number | bigint): DTypeError {
   return new DTypeError(
@@ -203,22 +215,27 @@ function int64Overflow(x: number | bigint): DTypeError {
 
 /**
  * Writes a creation value (number, boolean or bigint) into element i. A bigint goes into
- * int64 exactly: through Number() it would round past 2^53.
+ * int64 exactly: through Number() it would round past 2^53. `checked` (JS values, as
+ * torch.tensor of a list): what an int32, int8 or uint8 cannot hold is a DTypeError;
+ * unchecked (typed arrays, as torch.tensor of a numpy array): cast, wrapping.
  */
 export function writeValue(
   d: DType,
   a: StorageArray,
   i: number,
   x: number | boolean | bigint,
+  checked = true,
 ): void {
-  if (typeof x === "bigint" && d !== "int64" && d in CREATION_RANGE) {
-    // Through Number() a bigint past 2^53 would round before the range check.
-    const range = CREATION_RANGE[d]!;
-    if (x < BigInt(range[0]) || x > BigInt(range[1])) checkCreationRange(d, Number(x));
+  const range = CREATION_RANGE[d];
+  if (typeof x === "bigint" && range) {
+    if (checked && (x < BigInt(range[0]) || x > BigInt(range[1])))
+      throw creationRangeError(d, range, x);
+    a[i] = lowBits(d, x);
+    return;
   }
   if (typeof x !== "bigint" || d !== "int64") {
     const n = Number(x);
-    checkCreationRange(d, n);
+    if (checked) checkCreationRange(d, n);
     writeNumber(d, a, i, n);
     return;
   }

@@ -630,7 +630,8 @@ export function tensor(
         if (dtype === "bool") for (let i = 0; i < n; i++) if (dst[i]) dst[i] = 1;
       } else {
         const src = data as unknown as ArrayLike<number | bigint>;
-        for (let i = 0; i < n; i++) writeValue(dtype, dst, i, src[i]);
+        // A typed array is cast as torch casts a numpy array (wrapping), not checked.
+        for (let i = 0; i < n; i++) writeValue(dtype, dst, i, src[i], false);
       }
     });
     return moveTo(t, opts.device);
