@@ -3,24 +3,16 @@
  * attention kernels on "cuda", and the plan cache. It reads cudnn.enabled (through the
  * kernels' flags), benchmark, benchmarkLimit, deterministic and allowTf32 (plan choice).
  */
-import { type BackendDefinition, defineBackend } from "@backplane/core/backend";
+import { type BackendDefinition, type CudnnMembers, defineBackend } from "@backplane/core/backend";
 import { convKernels } from "./kernels/conv2d.ts";
 import { sdpaKernels } from "./kernels/sdpa.ts";
-import type { PlanSummary } from "./plan/cache.ts";
 import { libraryStatus, maybeRuntime, unavailableReason, versionText } from "./state.ts";
 import { VERSION } from "./version.ts";
 
 export const CUDNN_BACKEND = "cudnn";
 
-/** Members added to backends.cudnn. */
-export interface CudnnApi {
-  /** Where libcudnn and libcublasLt were found, their versions, or why not. */
-  diagnostics(): ReturnType<typeof libraryStatus> & { planCacheSize: number };
-  /** Drops every cached execution plan (they are rebuilt on next use). */
-  clearPlanCache(): void;
-  /** Every cached plan, least recently used first: its problem key and the engine chosen. */
-  plans(): PlanSummary[];
-}
+/** Members added to backends.cudnn: the core's CudnnMembers, so backends.cudnn is typed with them. */
+export type CudnnApi = CudnnMembers;
 
 export const cudnnApi: CudnnApi = {
   diagnostics: () => ({ ...libraryStatus(), planCacheSize: maybeRuntime()?.plans.size ?? 0 }),

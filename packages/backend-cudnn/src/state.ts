@@ -6,7 +6,7 @@
  * a driver and a device, and a cuDNN handle.
  */
 import { refreshAvailability } from "@backplane/core";
-import { deviceContext } from "@backplane/core/backend";
+import { type CudnnLibraryStatus, deviceContext } from "@backplane/core/backend";
 import { defaultSearchDirs, hostInfo, openLibrary } from "@backplane/core/cpu";
 import { FfiLayer } from "./ffi-layer.ts";
 import type { CudnnLayer } from "./layer.ts";
@@ -16,20 +16,8 @@ import { CudnnRuntime } from "./runtime.ts";
 /** cuDNN 9 is the graph API this package speaks. */
 export const MIN_VERSION = 90000;
 
-export interface LibraryStatus {
-  /** Where libcudnn was loaded from. */
-  path?: string;
-  /** cudnnGetVersion(), e.g. 92400. */
-  version?: number;
-  /** The CUDA runtime it was built against, e.g. 13030. */
-  cudartVersion?: number;
-  /** Where libcublasLt was found, or why not. */
-  cublasLt?: { path?: string; reason?: string };
-  /** Why the library is unusable. */
-  reason?: string;
-  /** The search behind the reason. */
-  detail?: string;
-}
+/** Where libcudnn was found, its version, or why not (the core's type: backends.cudnn.diagnostics()). */
+export type LibraryStatus = CudnnLibraryStatus;
 
 let library: LibraryStatus = { reason: "not probed yet" };
 let runtime: CudnnRuntime | undefined;

@@ -24,6 +24,7 @@ import {
   Tensor,
 } from "@backplane/core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { PlanSummary } from "../src/index.ts";
 import { RecordingLayer } from "../src/recording.ts";
 import { installLayer, libraryStatus, maybeRuntime } from "../src/state.ts";
 import { fakeAddress, fakeContext, hostCudaMemory } from "./helpers.ts";
@@ -56,6 +57,20 @@ describe("on this machine (no GPU)", () => {
     if (libraryStatus().version !== undefined)
       expect(backends.cudnn.version()).toBe(libraryStatus().version);
     else expect(st.reason).toMatch(/pip install nvidia-cudnn/);
+  });
+});
+
+describe("backends.cudnn's own members", () => {
+  it("diagnostics(), plans() and clearPlanCache() are typed as the README uses them", () => {
+    // tsc checks this file (npx tsc -p tsconfig.json): before the core typed them on
+    // backends.cudnn, each was error TS2339 here.
+    const d = backends.cudnn.diagnostics();
+    const size: number = d.planCacheSize;
+    expect(d.version).toBe(libraryStatus().version);
+    expect(size).toBe(backends.cudnn.plans().length);
+    expect(backends.cudnn.clearPlanCache()).toBeUndefined();
+    const plans: PlanSummary[] = backends.cudnn.plans();
+    expect(plans).toEqual([]);
   });
 });
 

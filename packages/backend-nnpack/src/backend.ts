@@ -3,7 +3,12 @@
  * WebAssembly SIMD (browsers included); `backends.nnpack.enabled` (setFlags) gates them.
  */
 import { type Conv2dOptions, explain, type Tensor, tensor } from "@backplane/core";
-import { type BackendDefinition, defineBackend, ops } from "@backplane/core/backend";
+import {
+  type BackendDefinition,
+  defineBackend,
+  type NnpackMembers,
+  ops,
+} from "@backplane/core/backend";
 import { cpuMemory, wasmSimdAvailability } from "@backplane/core/cpu";
 import {
   clearTransformCache,
@@ -59,6 +64,7 @@ export const nnpackBackend: BackendDefinition = defineBackend({
     transformCache: transformCacheInfo(),
   }),
   kernels: [...nnpackKernels(), ...qnnpackKernels()],
+  // The core types these members on backends.nnpack (NnpackMembers): satisfies keeps them so.
   api: {
     nnpack: {
       algorithmFor,
@@ -66,6 +72,6 @@ export const nnpackBackend: BackendDefinition = defineBackend({
       transformCacheInfo,
       setTransformCacheLimit,
       setTransformCacheEnabled,
-    },
+    } satisfies NnpackMembers,
   },
 });

@@ -8,6 +8,7 @@
  * fresh transform. Least recently used entries go first once the limit is passed.
  */
 import { ArgumentError, bytesPerElement, empty, type Tensor } from "@backplane/core";
+import type { NnpackTransformCacheInfo } from "@backplane/core/backend";
 import { addressOf, cpuMemory } from "@backplane/core/cpu";
 import { conv } from "./wasm.ts";
 
@@ -87,14 +88,8 @@ export function transformedWeights(
   return { u, release() {} };
 }
 
-export interface TransformCacheInfo {
-  enabled: boolean;
-  entries: number;
-  bytes: number;
-  limitBytes: number;
-  hits: number;
-  misses: number;
-}
+/** What backends.nnpack.transformCacheInfo() returns (the core's contract). */
+export type TransformCacheInfo = NnpackTransformCacheInfo;
 
 /** Frees every cached transform. */
 export function clearTransformCache(): void {

@@ -9,9 +9,11 @@ import {
 } from "@backplane/core/cpu";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
+  type Algorithm,
   algorithmFor,
   clearTransformCache,
   setTransformCacheEnabled,
+  type TransformCacheInfo,
   transformCacheInfo,
 } from "../src/index.ts";
 import { forced, rand, reference, relError, TOLERANCE, whenReady } from "./helpers.ts";
@@ -105,6 +107,24 @@ describe("backends.nnpack", () => {
     expect(explain("conv2d", x, w).selected).toBe("reference");
     expect(backends.nnpack.setFlags(true)).toEqual([false]);
     expect(explain("conv2d", x, w).selected).toBe("auto");
+    x.dispose();
+    w.dispose();
+  });
+
+  it("backends.nnpack's members are typed: the README's algorithmFor line compiles uncast", async () => {
+    // tsc checks this file (npx tsc -p tsconfig.json): before the core typed backend-nnpack's
+    // members on backends.nnpack, algorithmFor was error TS2339 here.
+    await whenReady();
+    const x = rand([1, 64, 56, 56]);
+    const w = rand([64, 64, 3, 3]);
+    const alg: Algorithm = backends.nnpack.algorithmFor(x, w, { padding: 1 });
+    expect(alg).toBe("wt6x6");
+    expect(alg).toBe(algorithmFor(x, w, { padding: 1 }));
+    const info: TransformCacheInfo = backends.nnpack.transformCacheInfo();
+    expect(info).toEqual(transformCacheInfo());
+    expect(backends.nnpack.setTransformCacheEnabled(info.enabled)).toBe(info.enabled);
+    expect(backends.nnpack.setTransformCacheLimit(info.limitBytes)).toBe(info.limitBytes);
+    expect(backends.nnpack.clearTransformCache()).toBeUndefined();
     x.dispose();
     w.dispose();
   });

@@ -5,6 +5,7 @@
  */
 import {
   ArgumentError,
+  type Backends,
   backends,
   type FlagScope,
   getFlag,
@@ -100,7 +101,7 @@ export const openmpBackend: BackendDefinition = defineBackend({
       numThreadsScope: (n: number): FlagScope => backends.flags({ openmp: { numThreads: n } }),
       /** The pool (undefined where threads are unavailable). */
       pool: openmpPool,
-    },
+    } satisfies Partial<Backends["openmp"]>, // as the core types backends.openmp
     xeon: {
       /** torch.backends.xeon.run_cpu: `await backends.xeon.runCpu(["--ninstances", "2", "app.js"])`. */
       runCpu,

@@ -1,8 +1,10 @@
 import { backends } from "@backplane/core";
+import type { ParallelService } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import {
   type AvailabilityProbe,
   openmpAvailability,
+  openmpPool,
   probeEnvironment,
   waitPolicy,
 } from "../src/index.ts";
@@ -16,6 +18,17 @@ const server: AvailabilityProbe = {
   webWorkers: false,
   memory: "shared",
 };
+
+describe("backends.openmp.pool()", () => {
+  it("is the installed pool, typed as the core's ParallelService (README's table)", async () => {
+    // tsc checks this file (npx tsc -p tsconfig.json): before the core typed it on
+    // backends.openmp, pool() was error TS2339 here.
+    await backends.ready("openmp");
+    const pool: ParallelService | undefined = backends.openmp.pool();
+    expect(pool).toBe(openmpPool());
+    expect(pool!.threads()).toBeGreaterThanOrEqual(1);
+  });
+});
 
 describe("isAvailable", () => {
   it("is true here, with a shared CPU memory", () => {

@@ -5,6 +5,7 @@
 import { ArgumentError, getFlag, Tensor } from "@backplane/core";
 import {
   type BackendDefinition,
+  type OptEinsumApi as CoreOptEinsumApi,
   defineBackend,
   type EinsumParams,
   ops,
@@ -71,19 +72,8 @@ export function contract(
   return executePath(p, path);
 }
 
-export interface OptEinsumApi {
-  /** opt_einsum.contract_path: the path, its cost and a printable PathInfo. */
-  contractPath: typeof contractPath;
-  /** opt_einsum.contract: evaluate along a strategy's path or an explicit one. */
-  contract: typeof contract;
-  /** A seeded random tensor network (opt_einsum.helpers.rand_equation). */
-  randomEquation: typeof randomEquation;
-  strategies: readonly Strategy[];
-  /** The kernel's path cache. */
-  pathCacheInfo: typeof pathCacheInfo;
-  clearPathCache: typeof clearPathCache;
-  version: string;
-}
+/** What getOptEinsum() returns: the core's contract, so backends.optEinsum is typed with it. */
+export type OptEinsumApi = CoreOptEinsumApi;
 
 export const optEinsum: OptEinsumApi = Object.freeze({
   contractPath,

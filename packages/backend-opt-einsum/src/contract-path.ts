@@ -4,7 +4,14 @@
  * format, a PathInfo that prints the same table).
  */
 import { ArgumentError } from "@backplane/core";
-import { parseEinsum } from "@backplane/core/backend";
+import {
+  type OptEinsumContractPathOptions,
+  type OptEinsumPathInfo,
+  type OptEinsumPathStep,
+  type OptEinsumShapeLike,
+  type OptEinsumStepKind,
+  parseEinsum,
+} from "@backplane/core/backend";
 import {
   checkSearchOptions,
   findPath,
@@ -15,37 +22,12 @@ import {
 } from "./paths.ts";
 import { buildProblem, flopCount, ssaToLinear } from "./problem.ts";
 
+// The types of getOptEinsum()'s API are the core's (backends.optEinsum is typed with them).
 export type Shape = readonly number[];
-export type ShapeLike = Shape | { readonly shape: Shape };
-
-export interface ContractPathOptions extends SearchOptions {
-  /** A strategy name, or an explicit path in opt_einsum's linear form. Default: the
-   * backends.optEinsum.strategy flag's default, "auto". */
-  strategy?: Strategy | readonly (readonly number[])[];
-  /** Largest intermediate allowed, in elements; "maxInput": the largest input (or output). */
-  memoryLimit?: number | "maxInput" | "max_input";
-}
-
-/** How the executor runs a step (opt_einsum's BLAS column). */
-export type StepKind = "GEMM" | "BMM" | "GEMV" | "DOT" | "OUTER" | "HADAMARD" | "SUM" | "EINSUM";
-
-export interface PathStep {
-  /** Positions in the current operand list (one entry of `path`). */
-  operands: number[];
-  /** This step as an einsum, e.g. "kl,jk->jl". */
-  einsum: string;
-  /** What is left afterwards, e.g. "ij,jl->il". */
-  remaining: string;
-  /** Indices summed away by this step. */
-  removed: string;
-  /** Cost (opt_einsum's flop_count). */
-  cost: number;
-  /** Distinct indices the step touches. */
-  scaling: number;
-  /** Elements of the step's result. */
-  size: number;
-  kind: StepKind;
-}
+export type ShapeLike = OptEinsumShapeLike;
+export type ContractPathOptions = OptEinsumContractPathOptions;
+export type StepKind = OptEinsumStepKind;
+export type PathStep = OptEinsumPathStep;
 
 const LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
@@ -57,7 +39,7 @@ function sci(x: number): string {
   return `${m}e${sign}${digits.padStart(2, "0")}`;
 }
 
-export class PathInfo {
+export class PathInfo implements OptEinsumPathInfo {
   /** The explicit equation, "..." spelled with unused letters. */
   readonly equation: string;
   readonly inputSubscripts: string;

@@ -5,6 +5,7 @@
  */
 
 import { ArgumentError } from "@backplane/core";
+import type { OptEinsumSearchOptions } from "@backplane/core/backend";
 import { branchBound } from "./branch.ts";
 import { components, denseDP, sparseDP } from "./dp.ts";
 import { type Found, Greedy, leftToRight, singleCost } from "./greedy.ts";
@@ -24,16 +25,8 @@ export const STRATEGIES = [
 ] as const;
 export type Strategy = (typeof STRATEGIES)[number];
 
-export interface SearchOptions {
-  /** Seed of random-greedy's draws (default 0). */
-  seed?: number;
-  /** random-greedy trials (default 32, like opt_einsum's random-greedy). */
-  repeats?: number;
-  /** dp: also try splits into halves that share no index ("auto": when exact is cheap). */
-  outer?: boolean | "auto";
-  /** auto / auto-hq / random-greedy: time budget in ms (defaults 10 / 100 / none). */
-  budgetMs?: number;
-}
+/** seed, repeats, outer, budgetMs (the core's contract for getOptEinsum()'s API). */
+export type SearchOptions = OptEinsumSearchOptions;
 
 export interface SearchResult extends Found {
   /** The algorithm that produced the path ("auto" resolves to what it ran). */

@@ -4,26 +4,17 @@
  * `nOut` indices appear once and in the output. Seeded, so a network can be replayed.
  */
 import { ArgumentError } from "@backplane/core";
+import type {
+  OptEinsumRandomEquation,
+  OptEinsumRandomEquationOptions,
+} from "@backplane/core/backend";
 import { prng, show } from "./paths.ts";
 
 const LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
 
-export interface RandomEquationOptions {
-  /** Indices that stay in the output (default 0: a scalar result). */
-  nOut?: number;
-  /** Index sizes are drawn uniformly from [dMin, dMax] (default 2..9). */
-  dMin?: number;
-  dMax?: number;
-  seed?: number;
-  /** Add one index held by every operand and the output (a batch dimension). */
-  globalDim?: boolean;
-}
-
-export interface RandomEquation {
-  equation: string;
-  shapes: number[][];
-  sizes: Record<string, number>;
-}
+/** nOut, dMin, dMax, seed, globalDim (the core's contract for getOptEinsum()'s API). */
+export type RandomEquationOptions = OptEinsumRandomEquationOptions;
+export type RandomEquation = OptEinsumRandomEquation;
 
 /**
  * The invariant needs n >= 2 (a bond joins two different operands) and whole counts;

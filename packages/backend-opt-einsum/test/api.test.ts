@@ -5,9 +5,10 @@ import {
   memoryStats,
   randn,
   ShapeError,
+  type Tensor,
 } from "@backplane/core";
 import { describe, expect, it } from "vitest";
-import { contract, optEinsum, PathInfo } from "../src/index.ts";
+import { contract, optEinsum, type PathCacheInfo, PathInfo, type StepKind } from "../src/index.ts";
 
 describe("backends.optEinsum", () => {
   it("is available, and getOptEinsum() returns the path API", () => {
@@ -22,6 +23,29 @@ describe("backends.optEinsum", () => {
     // Tensors work in place of shapes.
     const again = oe.contractPath("ij,jk,kl->il", randn([2, 2]), randn([2, 5]), randn([5, 2]));
     expect(again.path).toEqual(info.path);
+  });
+
+  it("getOptEinsum() is typed: the README's example compiles without a cast", () => {
+    // tsc checks this file (npx tsc -p tsconfig.json): before the core typed the path API,
+    // getOptEinsum() was unknown and oe.contractPath error TS18046.
+    const oe = backends.optEinsum.getOptEinsum();
+    expect(oe).toBe(optEinsum);
+    const info = oe.contractPath("ij,jk,kl->il", [2, 2], [2, 5], [5, 2], { strategy: "dp" });
+    const path: number[][] = info.path;
+    expect(path).toEqual([
+      [1, 2],
+      [0, 1],
+    ]);
+    const kinds: StepKind[] = info.steps.map((s) => s.kind);
+    expect(kinds).toEqual(["GEMM", "GEMM"]);
+    expect(String(info)).toMatch(/Complete contraction: {2}ij,jk,kl->il/);
+    const y: Tensor = oe.contract("ij,jk->ik", randn([2, 3]), randn([3, 4]), {
+      strategy: "greedy",
+    });
+    expect(y.shape).toEqual([2, 4]);
+    y.dispose();
+    const cache: PathCacheInfo = oe.pathCacheInfo();
+    expect(cache.maxSize).toBeGreaterThan(0);
   });
 
   it("validates the strategy flag and the options", () => {

@@ -8,9 +8,11 @@ import {
   type Availability,
   type BackendDefinition,
   bool,
+  type WebGPUPoolStats as CoreWebGPUPoolStats,
   defineBackend,
   initBackends,
   restartInit,
+  type WebGPUMembers,
 } from "@backplane/core/backend";
 import { getPools, pipelineCount } from "./exec.ts";
 import {
@@ -35,12 +37,8 @@ import type { PoolCounters } from "./pool.ts";
 export const WEBGPU_BACKEND = "webgpu";
 const VERSION = "0.1.0";
 
-export interface WebGPUPoolStats extends PoolCounters {
-  /** Most bytes the pool keeps for reuse. */
-  limitBytes: number;
-  /** The MAP_READ staging buffers downloads copy through. */
-  staging: PoolCounters;
-}
+/** What backends.webgpu.poolStats() returns (the core's type). */
+export type WebGPUPoolStats = CoreWebGPUPoolStats;
 
 const emptyCounters = (): PoolCounters => ({
   created: 0,
@@ -170,8 +168,8 @@ export const webgpuBackend: BackendDefinition = defineBackend({
   memories: [webgpuMemory],
   api: {
     webgpu: {
-      poolStats,
-      emptyCache,
+      // The core types these two on backends.webgpu (WebGPUMembers): satisfies keeps them so.
+      ...({ poolStats, emptyCache } satisfies WebGPUMembers),
       availability: webgpuAvailability,
       configure: configureWebGPU,
       reinitialize,

@@ -5,6 +5,7 @@
  * without waiting for the GPU because every use goes through the one queue, in order.
  */
 import { DeviceError } from "@backplane/core";
+import type { WebGPUPoolCounters } from "@backplane/core/backend";
 
 /** GPUBufferUsage / GPUMapMode bits (the globals are absent on Node without polyfills). */
 export const Usage = {
@@ -38,24 +39,8 @@ export function sizeClass(byteLength: number, maxBufferSize = Number.POSITIVE_IN
   return byteLength <= cap ? Math.min(size, cap) : size;
 }
 
-export interface PoolCounters {
-  /** GPU buffers created since the device opened. */
-  created: number;
-  /** GPU buffers destroyed (pool over its limit, emptyCache(), device closed). */
-  destroyed: number;
-  /** Requests served. */
-  requests: number;
-  /** Requests served by a pooled buffer (no createBuffer). */
-  reused: number;
-  /** Buffers handed out and not yet returned, and their size-class bytes. */
-  liveBuffers: number;
-  liveBytes: number;
-  /** Buffers waiting in the pool, and their bytes. */
-  pooledBuffers: number;
-  pooledBytes: number;
-  /** Highest liveBytes + pooledBytes since the device opened (or resetPeak()). */
-  peakBytes: number;
-}
+/** created, destroyed, requests, reused, live, pooled and peak (the core's type: poolStats()). */
+export type PoolCounters = WebGPUPoolCounters;
 
 export class BufferPool {
   private readonly free = new Map<number, GPUBuffer[]>();

@@ -2,13 +2,23 @@
  * Device memory "webgpu": round trips, unaligned byte ranges, the buffer pool, and that
  * a long run of matmuls with dispose() leaves GPU memory flat.
  */
-import { DeviceError, empty, matmul, memoryStats, rand, Tensor, tensor } from "@backplane/core";
+import {
+  backends,
+  DeviceError,
+  empty,
+  matmul,
+  memoryStats,
+  rand,
+  Tensor,
+  tensor,
+} from "@backplane/core";
 import { describe, expect, it } from "vitest";
 import {
   emptyCache,
   type GpuHandle,
   poolStats,
   sizeClass,
+  type WebGPUPoolStats,
   webgpuCapability,
   webgpuMemory,
 } from "../src/index.ts";
@@ -17,6 +27,17 @@ import { BufferPool, largestBuffer } from "../src/pool.ts";
 import { gpuIt, values } from "./helpers.ts";
 
 const handleOf = (t: Tensor) => t.storage.handle as GpuHandle;
+
+describe("backends.webgpu's own members", () => {
+  it("poolStats() and emptyCache() are the package's, typed as the README uses them", () => {
+    // tsc checks this file (npx tsc -p tsconfig.json): before the core typed them on
+    // backends.webgpu, both were error TS2339 here.
+    const stats: WebGPUPoolStats = backends.webgpu.poolStats();
+    expect(stats).toEqual(poolStats());
+    const freed: number = backends.webgpu.emptyCache();
+    expect(freed).toBeGreaterThanOrEqual(0);
+  });
+});
 
 describe("webgpu device memory", () => {
   gpuIt("round-trips float32, odd-length float16 and bool tensors", async () => {

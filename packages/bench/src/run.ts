@@ -8,6 +8,7 @@
 import { builtinModule, host } from "@backplane/core/cpu";
 import { cpuIdentity } from "./cpu.ts";
 import { Harness, machine, runtimeName, table } from "./harness.ts";
+import { checkOption, OptionError, optionArgs, optionLines, readOptions } from "./options.ts";
 import { type ProgressOutput, progressReporter } from "./progress.ts";
 import { SUITES } from "./suites/index.ts";
 
@@ -32,6 +33,7 @@ function defaultIO(): BenchIO {
 
 export function benchUsage(): string {
   const width = Math.max(...Object.keys(SUITES).map((s) => s.length));
+  const withOptions = Object.entries(SUITES).filter(([, s]) => s.options.length > 0);
   return [
     "Usage: backplane bench <suite> [--json] [suite options]",
     "",
@@ -40,13 +42,77 @@ export function benchUsage(): string {
     `  ${"all".padEnd(width)}  the suites with peers (${WITH_PEERS.join(", ")}) one after another, the CPU named`,
     "",
     "  --json           print one JSON object instead of the table (progress stays on stderr)",
-    "  --sizes a,b      gemm only: these sizes instead of 256,512,1024,2048",
-    "  --impls a,b      gemm only: these impls only",
+    "",
+    "Suite options (backplane bench <suite> --help says what each does):",
+    ...withOptions.map(
+      ([name, s]) =>
+        `  ${name.padEnd(width)}  ${s.options.map((o) => (o.value ? `${o.name}=${o.value}` : o.name)).join(" ")}`,
+    ),
     "",
     "Progress goes to stderr: a bar on a terminal, one line per result otherwise.",
     "OpenBLAS numbers need OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset (the suites note it).",
     "Exit codes: 0 done, 2 bad arguments.",
   ].join("\n");
+}
+
+/** `bench <suite> --help`: what the suite measures and every option it reads. */
+export function suiteUsage(name: string): string {
+  const suite = SUITES[name]!;
+  return [
+    `Usage: backplane bench ${name} [--json]${suite.options.length ? " [options]" : ""}`,
+    "",
+    suite.summary,
+    "",
+    "Options:",
+    ...optionLines(suite.options),
+    "",
+    "Exit codes: 0 done, 2 bad arguments.",
+  ].join("\n");
+}
+
+/** `bench all --help`: the suites it runs, and each option with the suites that read it. */
+function allUsage(): string {
+  const options = WITH_PEERS.flatMap((n) =>
+    SUITES[n]!.options.map((o) => ({ ...o, help: `${n}: ${o.help}` })),
+  );
+  return [
+    `Usage: backplane bench all [--json] [options]`,
+    "",
+    `${WITH_PEERS.join(", ")} one after another, each in a process of its own; an option goes to the suites that read it.`,
+    "",
+    "Options:",
+    ...optionLines(options),
+    "",
+    "Exit codes: 0 done, 2 bad arguments.",
+  ].join("\n");
+}
+
+/**
+ * The arguments each suite of `names` gets (`all`: each suite only the options it reads),
+ * every option checked against the suites that read it: one that none of them reads, or a
+ * bad value, is an OptionError.
+ */
+export function suiteArgs(
+  names: readonly string[],
+  args: readonly string[],
+): Map<string, string[]> {
+  const given = readOptions(
+    args,
+    names.flatMap((n) => SUITES[n]!.options),
+  );
+  const out = new Map<string, string[]>();
+  for (const n of names) {
+    const mine = given.filter((g) => SUITES[n]!.options.some((o) => o.name === g.name));
+    for (const g of mine) {
+      try {
+        checkOption(g, SUITES[n]!.options.find((o) => o.name === g.name)!);
+      } catch (e) {
+        throw names.length > 1 ? new OptionError(`${n}: ${(e as Error).message}`) : e;
+      }
+    }
+    out.set(n, optionArgs(mine));
+  }
+  return out;
 }
 
 /** The suites that measure Backplane against other libraries: what `all` runs. */
@@ -119,27 +185,37 @@ export async function runBench(
   io: BenchIO = defaultIO(),
 ): Promise<number> {
   const args = [...argv];
+  const at = args.findIndex((a) => !a.startsWith("-"));
+  const name = at < 0 ? undefined : args[at];
+  const known = name === "all" || (name !== undefined && Object.hasOwn(SUITES, name));
   if (args.includes("--help") || args.includes("-h")) {
-    io.out(benchUsage());
+    io.out(!known ? benchUsage() : name === "all" ? allUsage() : suiteUsage(name!));
     return 0;
   }
   const json = args.includes("--json");
-  const name = args.find((a) => !a.startsWith("-"));
   if (!name) {
     io.err.write(`bench: name a suite\n${benchUsage()}\n`);
     return 2;
   }
-  if (name !== "all" && !Object.hasOwn(SUITES, name)) {
+  if (!known) {
     io.err.write(
       `bench: unknown suite ${JSON.stringify(name)} (suites: ${Object.keys(SUITES).join(", ")}, all)\n`,
     );
     return 2;
   }
-  const rest = args.filter((a) => a !== name && a !== "--json");
+  const rest = args.filter((a, i) => i !== at && a !== "--json");
+  let perSuite: Map<string, string[]>;
+  try {
+    perSuite = suiteArgs(name === "all" ? WITH_PEERS : [name], rest);
+  } catch (err) {
+    if (!(err instanceof OptionError)) throw err;
+    io.err.write(`bench ${name}: ${err.message}\n`);
+    return 2;
+  }
   const head = { runtime: runtimeName(), machine: machine(), cpu: cpuIdentity() };
   if (name === "all") {
     const suites: object[] = [];
-    for (const n of WITH_PEERS) suites.push(await runSuiteAlone(n, rest, io));
+    for (const n of WITH_PEERS) suites.push(await runSuiteAlone(n, perSuite.get(n)!, io));
     if (json) io.out(JSON.stringify({ suite: "all", ...head, suites }, null, 2));
     else {
       const runs = suites as ReturnType<typeof jsonOf>[];
@@ -149,7 +225,7 @@ export async function runBench(
   }
   let run: SuiteRun;
   try {
-    run = await runSuite(name, rest, io);
+    run = await runSuite(name, perSuite.get(name)!, io);
   } catch (err) {
     const msg = err instanceof Error ? err.message : String(err);
     // Option errors (--sizes, --impls) are the caller's; anything else is a real failure.

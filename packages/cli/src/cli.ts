@@ -6,7 +6,8 @@
  * kernel can run); 2 bad arguments.
  */
 import { backends, flagSpec, formatCalls, isDType, opNames, randn } from "@backplane/core";
-import { describeError, parse, parseShape, UsageError } from "./args.ts";
+import type { OptEinsumApi, OptEinsumStrategy } from "@backplane/core/backend";
+import { describeError, type ParsedArgs, parse, parseShape, UsageError } from "./args.ts";
 import { collectReport, formatReport, reportFailed } from "./doctor.ts";
 import { explainCall, runCall } from "./explain.ts";
 import { loadInstalledBackends } from "./load-backends.ts";
@@ -62,115 +63,148 @@ function allowOnly(flags: Record<string, unknown>, allowed: string[], command: s
   }
 }
 
-// Long: one branch per command, each a few lines of argument checks.
+/** `bench`: the suites and their options belong to @backplane/bench (its own --help). */
+async function bench(argv: string[]): Promise<number> {
+  let mod: { runBench(argv: string[]): Promise<number> };
+  try {
+    mod = await import(/* @vite-ignore */ "@backplane/bench");
+  } catch (e) {
+    throw new UsageError(
+      `bench needs @backplane/bench (npm i @backplane/bench): ${(e as Error).message}`,
+    );
+  }
+  return mod.runBench(argv);
+}
+
+/** `run-cpu`: everything after it belongs to the launcher (it has its own --help). */
+async function runCpu(argv: string[]): Promise<number> {
+  let mod: { runCpu(argv: string[]): Promise<number> };
+  try {
+    mod = await import(/* @vite-ignore */ "@backplane/backend-openmp");
+  } catch (e) {
+    throw new UsageError(
+      `run-cpu needs @backplane/backend-openmp (npm i @backplane/backend-openmp): ${(e as Error).message}`,
+    );
+  }
+  return mod.runCpu(argv);
+}
+
+async function help({ command, positional }: ParsedArgs): Promise<number> {
+  const topic = command === "help" ? positional[0] : command;
+  // Own keys only: "toString" must not find Object.prototype's function.
+  console.log(
+    topic !== undefined && Object.hasOwn(COMMAND_HELP, topic) ? COMMAND_HELP[topic] : HELP,
+  );
+  return 0;
+}
+
+async function info({ positional, flags }: ParsedArgs): Promise<number> {
+  allowOnly(flags, ["json"], "info");
+  if (positional.length > 0)
+    throw new UsageError(`info: unexpected argument ${JSON.stringify(positional[0])}`);
+  const loads = await loadInstalledBackends();
+  const report = await collectReport(loads);
+  console.log(flags.json ? JSON.stringify(report, null, 2) : formatReport(report));
+  return reportFailed(report) ? 1 : 0;
+}
+
+async function einsumPath({ positional, flags }: ParsedArgs): Promise<number> {
+  allowOnly(flags, ["strategy"], "einsum-path");
+  const [eq, ...shapeArgs] = positional;
+  if (!eq)
+    throw new UsageError(
+      'einsum-path: give an equation, e.g. backplane einsum-path "ij,jk->ik" 2x3 3x4',
+    );
+  const shapes = shapeArgs.map((s) => parseShape(s, "einsum-path: shape"));
+  await loadInstalledBackends({ gpu: false }); // paths only: no device is touched
+  // undefined where @backplane/backend-opt-einsum did not load (torch returns None).
+  const api = backends.optEinsum.getOptEinsum() as OptEinsumApi | undefined;
+  if (!api) {
+    console.error(
+      `backplane: einsum-path needs @backplane/backend-opt-einsum: ${backends.optEinsum.status().reason ?? "not available"}`,
+    );
+    return 1;
+  }
+  const strategy = typeof flags.strategy === "string" ? flags.strategy : undefined;
+  const known =
+    (flagSpec("optEinsum.strategy") as { values?: readonly string[] } | undefined)?.values ?? [];
+  if (strategy !== undefined && !known.includes(strategy)) {
+    throw new UsageError(
+      `einsum-path: --strategy ${JSON.stringify(strategy)} is not one of ${known.join(", ")}`,
+    );
+  }
+  const info = api.contractPath(
+    eq,
+    ...shapes,
+    strategy ? { strategy: strategy as OptEinsumStrategy } : {},
+  );
+  console.log(String(info));
+  return 0;
+}
+
+async function explain({ positional, flags }: ParsedArgs): Promise<number> {
+  allowOnly(flags, ["shapes", "dtype", "device", "run"], "explain");
+  // PyTorch's short names for ops Backplane spells out.
+  // Own keys only: "toString" must not find Object.prototype's function.
+  const name = positional[0];
+  const op = name !== undefined && Object.hasOwn(OP_ALIASES, name) ? OP_ALIASES[name] : name;
+  if (positional.length > 1)
+    throw new UsageError(
+      `explain: one op only, got ${positional.map((p) => JSON.stringify(p)).join(", ")} (flags like --run take no value)`,
+    );
+  if (!op)
+    throw new UsageError("explain: name an op, e.g. backplane explain matmul --shapes 2x3,3x4");
+  // GPU backends only for a GPU device: CPU work opens no driver (and prints no driver noise).
+  const onGpu = typeof flags.device === "string" && !/^cpu(:|$)/.test(flags.device);
+  await loadInstalledBackends({ gpu: onGpu });
+  if (!opNames().includes(op))
+    throw new UsageError(
+      `explain: unknown op ${JSON.stringify(op)}; ops: ${opNames().join(", ")} (and ${Object.keys(OP_ALIASES).join(", ")})`,
+    );
+  if (typeof flags.shapes !== "string")
+    throw new UsageError("explain: --shapes is required, e.g. --shapes 2x3,3x4");
+  const shapes = flags.shapes.split(",").map((s) => parseShape(s, "explain: --shapes"));
+  const dtype = flags.dtype ?? "float32";
+  if (!isDType(dtype))
+    throw new UsageError(`explain: --dtype ${JSON.stringify(dtype)} is not a dtype`);
+  const device = typeof flags.device === "string" ? flags.device : "cpu";
+  const args = shapes.map((s, i) => randn(s, { dtype, device, seed: i + 1 }));
+  const e = explainCall(op, args);
+  console.log(String(e));
+  if (flags.run !== undefined && e.selected) {
+    const { calls } = backends.record(() => runCall(op, args));
+    console.log(`\nran:\n${formatCalls(calls)}`);
+  }
+  return e.selected ? 0 : 1;
+}
+
+/**
+ * Every command, in the order `help` lists them: main() dispatches through this table and
+ * an unknown command's error lists its names. A `raw` command gets its arguments as they
+ * are (its package parses them, --help included); the others get parse()'s.
+ */
+const COMMANDS: Record<
+  string,
+  | { raw: true; run: (argv: string[]) => Promise<number> }
+  | { raw?: false; run: (args: ParsedArgs) => Promise<number> }
+> = {
+  info: { run: info },
+  explain: { run: explain },
+  "einsum-path": { run: einsumPath },
+  bench: { raw: true, run: bench },
+  "run-cpu": { raw: true, run: runCpu },
+  help: { run: help },
+};
+
 async function main(argv: string[]): Promise<number> {
-  if (argv[0] === "bench") {
-    // The suites and their options belong to @backplane/bench (its own --help).
-    let mod: { runBench(argv: string[]): Promise<number> };
-    try {
-      mod = await import(/* @vite-ignore */ "@backplane/bench");
-    } catch (e) {
-      throw new UsageError(
-        `bench needs @backplane/bench (npm i @backplane/bench): ${(e as Error).message}`,
-      );
-    }
-    return mod.runBench(argv.slice(1));
-  }
-  if (argv[0] === "run-cpu") {
-    // Everything after run-cpu belongs to the launcher (it has its own --help).
-    const rest = argv.slice(1);
-    let mod: { runCpu(argv: string[]): Promise<number> };
-    try {
-      mod = await import(/* @vite-ignore */ "@backplane/backend-openmp");
-    } catch (e) {
-      throw new UsageError(
-        `run-cpu needs @backplane/backend-openmp (npm i @backplane/backend-openmp): ${(e as Error).message}`,
-      );
-    }
-    return mod.runCpu(rest);
-  }
-  const { command, positional, flags } = parse(argv);
-  if (command === "help" || command === "--help" || command === "-h" || flags.help) {
-    const topic = command === "help" ? positional[0] : command;
-    console.log((topic && COMMAND_HELP[topic]) || HELP);
-    return 0;
-  }
-  if (command === "info") {
-    allowOnly(flags, ["json"], "info");
-    if (positional.length > 0)
-      throw new UsageError(`info: unexpected argument ${JSON.stringify(positional[0])}`);
-    const loads = await loadInstalledBackends();
-    const report = await collectReport(loads);
-    console.log(flags.json ? JSON.stringify(report, null, 2) : formatReport(report));
-    return reportFailed(report) ? 1 : 0;
-  }
-  if (command === "einsum-path") {
-    allowOnly(flags, ["strategy"], "einsum-path");
-    const [eq, ...shapeArgs] = positional;
-    if (!eq)
-      throw new UsageError(
-        'einsum-path: give an equation, e.g. backplane einsum-path "ij,jk->ik" 2x3 3x4',
-      );
-    const shapes = shapeArgs.map((s) => parseShape(s, "einsum-path: shape"));
-    await loadInstalledBackends({ gpu: false }); // paths only: no device is touched
-    const api = (backends.optEinsum.getOptEinsum() ?? undefined) as
-      | { contractPath(eq: string, ...rest: unknown[]): { toString(): string } }
-      | undefined;
-    if (!api) {
-      console.error(
-        `backplane: einsum-path needs @backplane/backend-opt-einsum: ${backends.optEinsum.status().reason ?? "not available"}`,
-      );
-      return 1;
-    }
-    const strategy = typeof flags.strategy === "string" ? flags.strategy : undefined;
-    const known =
-      (flagSpec("optEinsum.strategy") as { values?: readonly string[] } | undefined)?.values ?? [];
-    if (strategy !== undefined && !known.includes(strategy)) {
-      throw new UsageError(
-        `einsum-path: --strategy ${JSON.stringify(strategy)} is not one of ${known.join(", ")}`,
-      );
-    }
-    const info = api.contractPath(eq, ...shapes, strategy ? { strategy } : {});
-    console.log(String(info));
-    return 0;
-  }
-  if (command === "explain") {
-    allowOnly(flags, ["shapes", "dtype", "device", "run"], "explain");
-    // PyTorch's short names for ops Backplane spells out.
-    // Own keys only: "toString" must not find Object.prototype's function.
-    const name = positional[0];
-    const op = name !== undefined && Object.hasOwn(OP_ALIASES, name) ? OP_ALIASES[name] : name;
-    if (positional.length > 1)
-      throw new UsageError(
-        `explain: one op only, got ${positional.map((p) => JSON.stringify(p)).join(", ")} (flags like --run take no value)`,
-      );
-    if (!op)
-      throw new UsageError("explain: name an op, e.g. backplane explain matmul --shapes 2x3,3x4");
-    // GPU backends only for a GPU device: CPU work opens no driver (and prints no driver noise).
-    const onGpu = typeof flags.device === "string" && !/^cpu(:|$)/.test(flags.device);
-    await loadInstalledBackends({ gpu: onGpu });
-    if (!opNames().includes(op))
-      throw new UsageError(
-        `explain: unknown op ${JSON.stringify(op)}; ops: ${opNames().join(", ")} (and ${Object.keys(OP_ALIASES).join(", ")})`,
-      );
-    if (typeof flags.shapes !== "string")
-      throw new UsageError("explain: --shapes is required, e.g. --shapes 2x3,3x4");
-    const shapes = flags.shapes.split(",").map((s) => parseShape(s, "explain: --shapes"));
-    const dtype = flags.dtype ?? "float32";
-    if (!isDType(dtype))
-      throw new UsageError(`explain: --dtype ${JSON.stringify(dtype)} is not a dtype`);
-    const device = typeof flags.device === "string" ? flags.device : "cpu";
-    const args = shapes.map((s, i) => randn(s, { dtype, device, seed: i + 1 }));
-    const e = explainCall(op, args);
-    console.log(String(e));
-    if (flags.run !== undefined && e.selected) {
-      const { calls } = backends.record(() => runCall(op, args));
-      console.log(`\nran:\n${formatCalls(calls)}`);
-    }
-    return e.selected ? 0 : 1;
-  }
+  const name = argv[0];
+  const entry = name !== undefined && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  if (entry?.raw) return entry.run(argv.slice(1));
+  const args = parse(argv);
+  if (args.command === "--help" || args.command === "-h" || args.flags.help) return help(args);
+  if (entry) return entry.run(args);
   throw new UsageError(
-    `unknown command ${JSON.stringify(command)}; commands: info, explain, einsum-path, run-cpu, help`,
+    `unknown command ${JSON.stringify(args.command)}; commands: ${Object.keys(COMMANDS).join(", ")}`,
   );
 }
 

@@ -82,7 +82,13 @@ describe("backplane CLI", () => {
     const r = run("explain", "matmul", "--shapes", "2xq");
     expect(r.status).toBe(2);
     expect(r.stderr).toMatch(/--shapes: "2xq" is not like 2x3/);
-    expect(run("frobnicate").status).toBe(2);
+    const unknown = run("frobnicate");
+    expect(unknown.status).toBe(2);
+    // Every command main() dispatches to, bench included (the list comes from its table).
+    expect(unknown.stderr).toMatch(
+      /^backplane: unknown command "frobnicate"; commands: info, explain, einsum-path, bench, run-cpu, help\n/,
+    );
+    expect(run("help", "toString").stdout).toMatch(/^backplane: torch\.backends for TypeScript/);
     expect(run("info", "--bogus").stderr).toMatch(/unknown option --bogus/);
     expect(run("help").stdout).toMatch(/Exit codes: 0 ok/);
   });

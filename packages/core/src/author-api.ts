@@ -98,6 +98,30 @@ export {
   setAllocationHook,
 } from "./tensor/memory.ts";
 export { checkShape, contiguousStrides, normalizeDim, sizeOf } from "./tensor/tensor.ts";
+// What the built-in backend packages add to the core's namespaces (backends.nnpack's
+// algorithmFor, getOptEinsum()'s path API...): each package implements these types
+export type {
+  CudnnLibraryStatus,
+  CudnnMembers,
+  CudnnPlanSummary,
+  NnpackAlgorithm,
+  NnpackMembers,
+  NnpackTransformCacheInfo,
+  OptEinsumApi,
+  OptEinsumContractPathOptions,
+  OptEinsumPathCacheInfo,
+  OptEinsumPathInfo,
+  OptEinsumPathStep,
+  OptEinsumRandomEquation,
+  OptEinsumRandomEquationOptions,
+  OptEinsumSearchOptions,
+  OptEinsumShapeLike,
+  OptEinsumStepKind,
+  OptEinsumStrategy,
+  WebGPUMembers,
+  WebGPUPoolCounters,
+  WebGPUPoolStats,
+} from "./torch/package-members.ts";
 // Warnings a backend gives once (through setLogHandler's handler)
 export { warnOnce } from "./util/log.ts";
 // "did you mean ...?" for a misspelt name in a backend's or tool's own errors

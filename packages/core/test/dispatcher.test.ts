@@ -406,13 +406,24 @@ describe("dispatcher", () => {
           }),
           op: "dispatchTestHint",
         },
-        { ...k("anySize", { flags: ["dispatchTestHint.any"] }), op: "dispatchTestHint" },
+        {
+          ...k("anySize", { flags: ["dispatchTestHint.any", "dispatchTestHint.small"] }),
+          op: "dispatchTestHint",
+        },
       ],
     });
+    // What to set, and to what: every flag of the kernel that is off, with its value now.
     expect(() => dispatch(hinted, hinted.prepare(x(9)))).toThrow(
-      /Hint: anySize would run if you change dispatchTestHint.any = false/,
+      "Hint: anySize would run if you set dispatchTestHint.any to true (it is false) and dispatchTestHint.small to true (it is false).",
     );
-    expect(() => dispatch(hinted, hinted.prepare(x(1)))).toThrow(/Hint: smallOnly would run/);
+    backends.withFlags({ dispatchTestHint: { small: true } }, () =>
+      expect(() => dispatch(hinted, hinted.prepare(x(9)))).toThrow(
+        "Hint: anySize would run if you set dispatchTestHint.any to true (it is false).",
+      ),
+    );
+    expect(() => dispatch(hinted, hinted.prepare(x(1)))).toThrow(
+      "Hint: smallOnly would run if you set dispatchTestHint.small to true (it is false).",
+    );
   });
 
   it("a supports() that throws is a refusal with its message, in dispatch as in explain()", () => {

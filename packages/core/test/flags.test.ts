@@ -7,6 +7,7 @@ import {
   getFloat32MatmulPrecision,
   isDeterministicAlgorithmsWarnOnlyEnabled,
   onFlagChange,
+  randn,
   setFloat32MatmulPrecision,
   UnknownNamespaceError,
   useDeterministicAlgorithms,
@@ -64,6 +65,39 @@ describe("flags", () => {
       "@backplane/backend-mps is not installed (npm i @backplane/backend-mps, then import it)",
     );
     expect(backends.cpu.isAvailable()).toBe(true);
+  });
+
+  it("members a backend package adds are typed, and name that package until it is imported", () => {
+    // Deno runs every test file in one process: where another file loaded the package, the
+    // member is the package's own.
+    const loaded = backends.registered();
+    const x = randn([1, 1, 4, 4]);
+    const w = randn([1, 1, 3, 3]);
+    if (!loaded.includes("nnpack")) {
+      expect(() => backends.nnpack.algorithmFor(x, w)).toThrow(
+        "backends.nnpack.algorithmFor needs @backplane/backend-nnpack (npm i @backplane/backend-nnpack, then import it)",
+      );
+      expect(() => backends.nnpack.transformCacheInfo()).toThrow(UnknownNamespaceError);
+    }
+    if (!loaded.includes("cudnn"))
+      expect(() => backends.cudnn.plans()).toThrow(
+        "backends.cudnn.plans needs @backplane/backend-cudnn (npm i @backplane/backend-cudnn, then import it)",
+      );
+    if (!loaded.includes("webgpu"))
+      expect(() => backends.webgpu.poolStats()).toThrow(UnknownNamespaceError);
+    if (!loaded.includes("openmp")) {
+      expect(() => backends.xeon.runCpu(["app.js"])).toThrow(
+        "backends.xeon.runCpu needs @backplane/backend-openmp (npm i @backplane/backend-openmp, then import it)",
+      );
+      expect(backends.openmp.pool()).toBeUndefined();
+    }
+    // torch returns None without opt_einsum: undefined here, and isAvailable() says so.
+    if (!loaded.includes("opt-einsum")) {
+      expect(backends.optEinsum.getOptEinsum()).toBeUndefined();
+      expect(backends.optEinsum.isAvailable()).toBe(false);
+    }
+    x.dispose();
+    w.dispose();
   });
 });
 

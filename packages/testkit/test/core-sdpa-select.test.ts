@@ -277,7 +277,9 @@ describe("no kernel left", () => {
     const all = getOp("scaledDotProductAttention")!.kernels;
     expect(e.candidates.length).toBe(all.length);
     for (const kd of all) expect(msg).toContain(`  - ${kd.name} (${kd.backend}): `);
-    expect(msg).toContain("Hint: fake-math would run if you change cuda.mathSdp = false.");
+    expect(msg).toContain(
+      "Hint: fake-math would run if you set cuda.mathSdp to true (it is false).",
+    );
     expect(e.candidates.every((c) => !c.accepted)).toBe(true);
   });
 });

@@ -2,6 +2,7 @@
  * Execution plans by problem key (device, shape, dtype, layout, alignment and the flags that
  * change the choice), as torch's cuDNN plan cache. Bounded: the oldest plan is destroyed first.
  */
+import type { CudnnPlanSummary } from "@backplane/core/backend";
 import { type ExecutionPlan, releasePlan } from "./engines.ts";
 
 export interface CachedPlan extends ExecutionPlan {
@@ -14,18 +15,7 @@ export interface CachedPlan extends ExecutionPlan {
 }
 
 /** What a cached plan is, for users: the problem, the engine and how it was chosen. */
-export interface PlanSummary {
-  /** The problem: op, device, dtype, layout, shapes, flags (as the cache keys it). */
-  readonly key: string;
-  /** cuDNN's engine index (the heuristics' list position). */
-  readonly engine: number;
-  readonly chosenBy: "heuristics" | "benchmark";
-  readonly workspaceBytes: number;
-  /** Engines left out, and why (flags, or cuDNN refusing the plan). */
-  readonly excluded: readonly { index: number; reason: string }[];
-  /** Benchmark timings in ms, by engine (empty unless chosen by benchmark). */
-  readonly timings: readonly { engine: number; ms: number }[];
-}
+export type PlanSummary = CudnnPlanSummary;
 
 export class PlanCache {
   private readonly plans = new Map<string, CachedPlan>();

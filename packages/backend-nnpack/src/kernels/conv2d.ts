@@ -4,13 +4,14 @@
  * picks among them by NNPACK's rules. Every supports() names what it leaves to others.
  */
 import type { DType, Tensor } from "@backplane/core";
-import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
+import type { Conv2dParams, KernelDefinition, NnpackAlgorithm } from "@backplane/core/backend";
 import { allFinite, inWasmMemory } from "@backplane/core/cpu";
 import { depthwise } from "../algorithms/depthwise.ts";
 import { implicitGemm, pointwise } from "../algorithms/gemm.ts";
 import { transformConv } from "../algorithms/transform.ts";
 
-export type Algorithm = "wt8x8" | "wt6x6" | "ft8x8" | "ft16x16" | "implicit-gemm" | "direct";
+/** The algorithms (the core's NnpackAlgorithm: backends.nnpack.algorithmFor's answers). */
+export type Algorithm = NnpackAlgorithm;
 
 const F32: readonly DType[] = ["float32"];
 const F32_F64: readonly DType[] = ["float32", "float64"];

@@ -3,7 +3,11 @@
  * equation, shapes and strategy) a contraction path and runs it as dispatched matmuls.
  */
 import { type DType, getFlag, type Tensor } from "@backplane/core";
-import type { EinsumParams, KernelDefinition } from "@backplane/core/backend";
+import type {
+  EinsumParams,
+  KernelDefinition,
+  OptEinsumPathCacheInfo,
+} from "@backplane/core/backend";
 import { searchPath } from "../contract-path.ts";
 import { executePath } from "../execute.ts";
 import type { Strategy } from "../paths.ts";
@@ -41,12 +45,8 @@ export function cachedPath(p: EinsumParams, strategy: Strategy): number[][] {
   return path;
 }
 
-export interface PathCacheInfo {
-  size: number;
-  maxSize: number;
-  hits: number;
-  misses: number;
-}
+/** size, maxSize, hits, misses (the core's contract for getOptEinsum()'s API). */
+export type PathCacheInfo = OptEinsumPathCacheInfo;
 
 export function pathCacheInfo(): PathCacheInfo {
   return { size: cache.size, maxSize: CACHE_SIZE, hits, misses };

@@ -90,13 +90,21 @@ function runHeldBack(op: OpRecord, e: Entry, params: OpParams): unknown {
   throw new NoKernelError(op.name, report, hintFor(op, report, params));
 }
 
-/** A way out: a flag-disabled kernel that would accept these inputs, else deterministic mode. */
+/**
+ * A way out: a flag-disabled kernel that would accept these inputs, with what to set (a
+ * kernel's flags must all be true: each one that is not, and its value now), else
+ * deterministic mode.
+ */
 function hintFor(op: OpRecord, report: CandidateReport[], params: OpParams): string {
+  const values = currentState().values;
   for (const c of report) {
     if (!c.reason.startsWith("disabled by flag")) continue;
     const k = op.kernels.find((x) => x.name === c.kernel);
-    if (k !== undefined && kernelAccepts(k, params) === true)
-      return `Hint: ${c.kernel} would run if you change ${c.reason.slice("disabled by flag ".length)}.`;
+    if (k === undefined || kernelAccepts(k, params) !== true) continue;
+    const off = (k.flags ?? []).filter((f) => values[f] !== true);
+    if (off.length === 0) continue;
+    const sets = off.map((f) => `${f} to true (it is ${String(values[f])})`);
+    return `Hint: ${c.kernel} would run if you set ${sets.join(" and ")}.`;
   }
   const det = report.find((c) => c.reason.includes("nondeterministic"));
   if (det)

@@ -2,9 +2,8 @@
 
 import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, ShapeError } from "../errors.ts";
-import { leadingBroadcastStrides } from "../reference/access.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
-import { Tensor } from "../tensor/tensor.ts";
+import { leadingBroadcastStrides, Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import {
   broadcastShapes,

@@ -2,6 +2,9 @@
 import { type DType, readNumber, type StorageArray, writeNumber } from "../tensor/dtype.ts";
 import { empty, sizeOf, type Tensor } from "../tensor/tensor.ts";
 
+// Where the reference kernels and backends have always imported it from.
+export { leadingBroadcastStrides } from "../tensor/tensor.ts";
+
 export type Read = (pos: number) => number;
 export type Write = (pos: number, v: number) => void;
 
@@ -52,16 +55,6 @@ export function batchOffsets(
     }
   }
   return out;
-}
-
-/** Strides of `shape` broadcast to `target`'s leading dims (0 where broadcast). */
-export function leadingBroadcastStrides(
-  shape: readonly number[],
-  strides: readonly number[],
-  target: readonly number[],
-): number[] {
-  const off = target.length - shape.length;
-  return target.map((_, i) => (i < off || shape[i - off] === 1 ? 0 : strides[i - off]));
 }
 
 /** A contiguous CPU output tensor. */

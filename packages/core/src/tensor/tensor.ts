@@ -29,6 +29,16 @@ const finalizer =
 
 export type NestedArray = number | boolean | bigint | readonly NestedArray[];
 
+/** Strides of `shape` broadcast to `target`'s leading dims (0 where broadcast). */
+export function leadingBroadcastStrides(
+  shape: readonly number[],
+  strides: readonly number[],
+  target: readonly number[],
+): number[] {
+  const off = target.length - shape.length;
+  return target.map((_, i) => (i < off || shape[i - off] === 1 ? 0 : strides[i - off]));
+}
+
 export function contiguousStrides(shape: readonly number[]): number[] {
   const strides = new Array<number>(shape.length);
   let s = 1;

@@ -24,6 +24,7 @@ import { setReservedNamespaceTest } from "../registry/register.ts";
 import type { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
 import { show } from "../util/format.ts";
 import { didYouMean } from "../util/suggest.ts";
+import type { ParallelService } from "../wasm/parallel.ts";
 import type { CufftPlanCache } from "./cufft-plan-cache.ts";
 import type {
   canUseCudnnAttention,
@@ -50,6 +51,12 @@ import {
   statusOf,
 } from "../namespaces/namespace.ts";
 import type { VERBOSE } from "./members.ts";
+import type {
+  CudnnMembers,
+  NnpackMembers,
+  OptEinsumApi,
+  WebGPUMembers,
+} from "./package-members.ts";
 
 export type { FlagDescription } from "../namespaces/describe.ts";
 export type { CufftPlanCache } from "./cufft-plan-cache.ts";
@@ -85,25 +92,36 @@ export interface Backends {
       canUseCudnnAttention: typeof canUseCudnnAttention;
       sdpKernel: typeof sdpKernel;
     };
-  cudnn: NS<"cudnn">;
+  /** diagnostics() and the plan cache come with @backplane/backend-cudnn. */
+  cudnn: NS<"cudnn"> & CudnnMembers;
   cusparselt: NamespaceBase;
   mha: NS<"mha"> & { getFastpathEnabled(): boolean; setFastpathEnabled(b: boolean): void };
   mps: NS<"mps"> & { isMacosOrNewer(major: number, minor: number): boolean };
   mkl: NS<"mkl"> & typeof VERBOSE & { verbose(level: number): FlagScope; isEnabled(): boolean };
   mkldnn: NS<"mkldnn"> &
     typeof VERBOSE & { VERBOSE_ON_CREATION: 2; verbose(level: number): FlagScope };
-  nnpack: NS<"nnpack"> & { setFlags(enabled: boolean): [boolean] };
+  /** algorithmFor() and the transform cache come with @backplane/backend-nnpack. */
+  nnpack: NS<"nnpack"> & { setFlags(enabled: boolean): [boolean] } & NnpackMembers;
   openmp: NS<"openmp"> & {
     isEnabled(): boolean;
     getNumThreads(): number;
     setNumThreads(n: number): void;
     numThreadsScope(n: number): FlagScope;
+    /** backend-openmp's worker pool: undefined where threads are unavailable (or it is not imported). */
+    pool(): ParallelService | undefined;
   };
-  optEinsum: NS<"optEinsum"> & { getOptEinsum(): unknown };
+  optEinsum: NS<"optEinsum"> & {
+    /**
+     * The path API of @backplane/backend-opt-einsum (torch returns opt_einsum); undefined
+     * until that package is imported, as torch returns None: isAvailable() tells.
+     */
+    getOptEinsum(): OptEinsumApi;
+  };
   quantized: NS<"quantized"> & { readonly supportedEngines: string[] };
   xnnpack: NS<"xnnpack">;
   xeon: NamespaceBase & { runCpu(...args: unknown[]): unknown };
-  webgpu: NS<"webgpu">;
+  /** The buffer pool's poolStats() and emptyCache() come with @backplane/backend-webgpu. */
+  webgpu: NS<"webgpu"> & WebGPUMembers;
   nn: NamespaceBase & {
     attention: {
       sdpaKernel: typeof sdpaKernel;

@@ -19,6 +19,7 @@ import { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
 import { runtime } from "../runtime/detect.ts";
 import { show } from "../util/format.ts";
 import { planCacheRegistry } from "./cufft-plan-cache.ts";
+import type { CudnnMembers, NnpackMembers, WebGPUMembers } from "./package-members.ts";
 import {
   canUseCudnnAttention,
   canUseEfficientAttention,
@@ -37,6 +38,15 @@ export const VERBOSE = { VERBOSE_OFF: 0, VERBOSE_ON: 1 } as const;
 function checkVersionPart(fn: string, name: string, v: unknown): void {
   if (typeof v !== "number" || !Number.isInteger(v) || v < 0)
     throw new ArgumentError(`mps.${fn}: ${name} must be an integer >= 0, got ${show(v)}`);
+}
+
+/** A member a backend package provides: until that package is imported, calling it says so. */
+function fromPackage(member: string, pkg: string): () => never {
+  return () => {
+    throw new UnknownNamespaceError(
+      `backends.${member} needs ${pkg} (npm i ${pkg}, then import it)`,
+    );
+  };
 }
 
 // Functions of each namespace (flags are added by namespaceObject from the schemas).
@@ -105,18 +115,33 @@ extendNamespace("openmp", {
   },
   /** `using _ = backends.openmp.numThreadsScope(1)` */
   numThreadsScope: (n: number) => openScope(checkChanges({ "openmp.numThreads": n })),
+  /** backend-openmp's worker pool; none without it. */
+  pool: () => undefined,
 });
 extendNamespace("optEinsum", {
   /** The path-finding API, once backend-opt-einsum is imported (torch returns the opt_einsum module or None). */
   getOptEinsum: () => undefined,
 });
-extendNamespace("xeon", {
-  runCpu: () => {
-    throw new UnknownNamespaceError(
-      "backends.xeon.runCpu needs @backplane/backend-openmp (npm i @backplane/backend-openmp, then import it)",
-    );
-  },
+extendNamespace("xeon", { runCpu: fromPackage("xeon.runCpu", "@backplane/backend-openmp") });
+// Typed in Backends (package-members.ts); each package replaces them as it registers.
+// Record<keyof ...>: a member the type declares and no stub answers for fails to compile.
+function stubs<M>(ns: string, pkg: string, members: Record<keyof M, true>): void {
+  const names = Object.keys(members);
+  extendNamespace(ns, Object.fromEntries(names.map((m) => [m, fromPackage(`${ns}.${m}`, pkg)])));
+}
+stubs<NnpackMembers>("nnpack", "@backplane/backend-nnpack", {
+  algorithmFor: true,
+  clearTransformCache: true,
+  transformCacheInfo: true,
+  setTransformCacheLimit: true,
+  setTransformCacheEnabled: true,
 });
+stubs<CudnnMembers>("cudnn", "@backplane/backend-cudnn", {
+  diagnostics: true,
+  clearPlanCache: true,
+  plans: true,
+});
+stubs<WebGPUMembers>("webgpu", "@backplane/backend-webgpu", { poolStats: true, emptyCache: true });
 extendNamespaceGetters("quantized", {
   /** torch.backends.quantized.supported_engines: "none" and the engines imported packages provide. */
   supportedEngines: () => flagChoices("quantized.engine"),
