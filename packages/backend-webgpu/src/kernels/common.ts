@@ -60,15 +60,8 @@ export function baseChecks(
 export const bytesOf = (dtype: DType, numel: number): number =>
   numel * (dtype === "float16" || dtype === "bfloat16" ? 2 : dtype === "float64" ? 8 : 4);
 
-/** Strides of `shape` broadcast to `target` (right-aligned; 0 where broadcast). */
-export function broadcastStrides(
-  shape: readonly number[],
-  strides: readonly number[],
-  target: readonly number[],
-): number[] {
-  const off = target.length - shape.length;
-  return target.map((_, i) => (i < off || shape[i - off] === 1 ? 0 : strides[i - off]));
-}
+/** Strides of `shape` broadcast to `target` (right-aligned; 0 where broadcast): the core's. */
+export { leadingBroadcastStrides as broadcastStrides } from "@backplane/core/backend";
 
 export function isContiguous(shape: readonly number[], strides: readonly number[]): boolean {
   let s = 1;
