@@ -39,50 +39,13 @@ function sci(x: number): string {
   return `${m}e${sign}${digits.padStart(2, "0")}`;
 }
 
-export class PathInfo implements OptEinsumPathInfo {
-  /** The explicit equation, "..." spelled with unused letters. */
-  readonly equation: string;
-  readonly inputSubscripts: string;
-  readonly outputSubscript: string;
-  /** opt_einsum's linear path: each step lists positions in the current operand list. */
-  readonly path: number[][];
-  readonly steps: PathStep[];
-  readonly naiveCost: number;
-  readonly optCost: number;
-  /** naiveCost / optCost. */
-  readonly speedup: number;
-  /** Elements of the largest intermediate (step results, the output included). */
-  readonly largestIntermediate: number;
-  /** Distinct indices of the widest step (opt_einsum's "optimized scaling"). */
-  readonly scaling: number;
-  /** Distinct indices of the whole expression. */
-  readonly naiveScaling: number;
-  readonly sizes: Readonly<Record<string, number>>;
-  readonly shapes: number[][];
-  /** The strategy asked for ("explicit" for a given path). */
-  readonly strategy: string;
-  /** What ran, e.g. "auto: optimal". */
-  readonly algorithm: string;
-  /** Time spent finding the path, in ms. */
-  readonly searchMs: number;
-
-  constructor(fields: Omit<PathInfo, "toString">) {
-    this.equation = fields.equation;
-    this.inputSubscripts = fields.inputSubscripts;
-    this.outputSubscript = fields.outputSubscript;
-    this.path = fields.path;
-    this.steps = fields.steps;
-    this.naiveCost = fields.naiveCost;
-    this.optCost = fields.optCost;
-    this.speedup = fields.speedup;
-    this.largestIntermediate = fields.largestIntermediate;
-    this.scaling = fields.scaling;
-    this.naiveScaling = fields.naiveScaling;
-    this.sizes = fields.sizes;
-    this.shapes = fields.shapes;
-    this.strategy = fields.strategy;
-    this.algorithm = fields.algorithm;
-    this.searchMs = fields.searchMs;
+// The fields are the core's OptEinsumPathInfo (documented there), set by the constructor:
+// one declaration of them, not two.
+export interface PathInfo extends OptEinsumPathInfo {}
+// biome-ignore lint/suspicious/noUnsafeDeclarationMerging: every member is assigned in the constructor
+export class PathInfo {
+  constructor(fields: Omit<OptEinsumPathInfo, "toString">) {
+    Object.assign(this, fields);
   }
 
   /** The table opt_einsum's PathInfo prints. */
