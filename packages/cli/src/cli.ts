@@ -63,31 +63,35 @@ function allowOnly(flags: Record<string, unknown>, allowed: string[], command: s
   }
 }
 
-/** `bench`: the suites and their options belong to @backplane/bench (its own --help). */
-async function bench(argv: string[]): Promise<number> {
-  let mod: { runBench(argv: string[]): Promise<number> };
+/** A package a command runs on, imported when the command runs, or a UsageError saying to install it. */
+async function commandPackage<T>(command: string, pkg: string, load: () => Promise<T>): Promise<T> {
   try {
-    mod = await import(/* @vite-ignore */ "@backplane/bench");
+    return await load();
   } catch (e) {
-    throw new UsageError(
-      `bench needs @backplane/bench (npm i @backplane/bench): ${(e as Error).message}`,
-    );
+    throw new UsageError(`${command} needs ${pkg} (npm i ${pkg}): ${(e as Error).message}`);
   }
-  return mod.runBench(argv);
 }
 
+// (literal specifiers, so knip and depcruise see the optional dependencies)
+/** `bench`: the suites and their options belong to @backplane/bench (its own --help). */
+const bench = async (argv: string[]): Promise<number> =>
+  (
+    await commandPackage(
+      "bench",
+      "@backplane/bench",
+      () => import(/* @vite-ignore */ "@backplane/bench"),
+    )
+  ).runBench(argv);
+
 /** `run-cpu`: everything after it belongs to the launcher (it has its own --help). */
-async function runCpu(argv: string[]): Promise<number> {
-  let mod: { runCpu(argv: string[]): Promise<number> };
-  try {
-    mod = await import(/* @vite-ignore */ "@backplane/backend-openmp");
-  } catch (e) {
-    throw new UsageError(
-      `run-cpu needs @backplane/backend-openmp (npm i @backplane/backend-openmp): ${(e as Error).message}`,
-    );
-  }
-  return mod.runCpu(argv);
-}
+const runCpu = async (argv: string[]): Promise<number> =>
+  (
+    await commandPackage(
+      "run-cpu",
+      "@backplane/backend-openmp",
+      () => import(/* @vite-ignore */ "@backplane/backend-openmp"),
+    )
+  ).runCpu(argv);
 
 async function help({ command, positional }: ParsedArgs): Promise<number> {
   const topic = command === "help" ? positional[0] : command;
