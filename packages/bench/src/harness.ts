@@ -8,6 +8,7 @@
 import { runtime } from "@backplane/core";
 import { builtinModule, host } from "@backplane/core/cpu";
 import { cpuText } from "./cpu.ts";
+import { untilQuiet } from "./quiet.ts";
 
 export interface Result {
   case: string;
@@ -38,29 +39,6 @@ export type Fn = () => unknown;
 /** An impl that times itself where it runs (a worker): ms per call over `count` calls. */
 export interface SelfTimed {
   timeBatch(count: number): Promise<number>;
-}
-
-/**
- * Resolves once this process has used less than a fifth of one core over 5 ms (its own
- * threads and workers included), or after maxMs: what an impl's threads left spinning
- * has stopped. Where process.cpuUsage() is missing, waits 40 ms.
- */
-export async function untilQuiet(maxMs = 300): Promise<void> {
-  const p = host.process as (NodeJS.Process & typeof host.process) | undefined;
-  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-  if (typeof p?.cpuUsage !== "function") {
-    await sleep(40);
-    return;
-  }
-  const end = performance.now() + maxMs;
-  while (performance.now() < end) {
-    const u0 = p.cpuUsage();
-    const t0 = performance.now();
-    await sleep(5);
-    const u = p.cpuUsage(u0);
-    const busy = (u.user + u.system) / 1000 / (performance.now() - t0);
-    if (busy < 0.2) return;
-  }
 }
 
 export type Impl = Fn | SelfTimed;

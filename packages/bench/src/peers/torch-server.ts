@@ -7,11 +7,12 @@
  * by tens of percent over minutes (two-thread attention at N=2048 spanned 50-95 ms per
  * call within one process, Zen 4).
  *
- * Before it answers, the server waits until its own threads have stopped spinning (its
- * process uses under a fifth of a core over 2 ms; 50 ms at most), so the next impl does
- * not share a core with PyTorch's idle OpenMP threads; the harness does the same for ours.
+ * Before it answers, the server waits until its own threads have stopped spinning
+ * (quiet.ts: no thread of its but the main one running; 300 ms at most), so the next impl
+ * does not share a core with PyTorch's idle OpenMP threads; the harness does the same for ours.
  */
 import type { Harness, SelfTimed } from "../harness.ts";
+import { PYTHON_UNTIL_QUIET } from "../quiet.ts";
 import { TORCH_STEADY_STATE, torchPythons } from "./torch-python.ts";
 import { reason } from "./types.ts";
 
@@ -21,20 +22,8 @@ import { reason } from "./types.ts";
  * "threads"}, answered by the milliseconds per call.
  */
 const SERVER = `
-import json, resource, sys, time
-
-def cpu_s():
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-def until_quiet():
-    end = time.perf_counter() + 0.05
-    while time.perf_counter() < end:
-        c0 = cpu_s(); t0 = time.perf_counter()
-        time.sleep(0.002)
-        if (cpu_s() - c0) < 0.2 * (time.perf_counter() - t0):
-            return
-
+import json, sys, time
+${PYTHON_UNTIL_QUIET}
 ${TORCH_STEADY_STATE}
 print(json.dumps({"ready": True, "info": INFO}), flush=True)
 with torch.no_grad():
