@@ -19,7 +19,14 @@ import {
 } from "./contract-path.ts";
 import { executePath } from "./execute.ts";
 import { clearPathCache, EINSUM_DEVICES, einsumKernel, pathCacheInfo } from "./kernels/einsum.ts";
-import { checkSearchOptions, STRATEGIES, type Strategy, show } from "./paths.ts";
+import {
+  checkKnownOptions,
+  checkSearchOptions,
+  SEARCH_OPTIONS,
+  STRATEGIES,
+  type Strategy,
+  show,
+} from "./paths.ts";
 import { randomEquation } from "./random-equation.ts";
 
 export {
@@ -52,6 +59,7 @@ export function contract(
     last !== null && typeof last === "object" && !(last instanceof Tensor) && !Array.isArray(last);
   const opts = (hasOpts ? last : {}) as ContractPathOptions;
   checkSearchOptions(opts, "contract");
+  checkKnownOptions(opts, "contract", [...SEARCH_OPTIONS, "strategy"]);
   const tensors = (hasOpts ? args.slice(0, -1) : args) as unknown[];
   tensors.forEach((t, i) => {
     if (!(t instanceof Tensor)) {

@@ -13,8 +13,10 @@ import {
   parseEinsum,
 } from "@backplane/core/backend";
 import {
+  checkKnownOptions,
   checkSearchOptions,
   findPath,
+  SEARCH_OPTIONS,
   type SearchOptions,
   STRATEGIES,
   type Strategy,
@@ -174,14 +176,17 @@ function checkPath(path: readonly (readonly number[])[], n: number): number[][] 
   return out;
 }
 
-/** Display names: "..." labels (control characters) become letters the equation does not use. */
+/** A label the equation names (a letter), not one of the dimensions "..." covers. */
+const isLetter = (l: string): boolean => /^[a-zA-Z]$/.test(l);
+
+/** Display names: "..." labels (never letters) become letters the equation does not use. */
 function displayNames(parsed: Parsed): (l: string) => string {
-  const used = new Set(Object.keys(parsed.sizes).filter((l) => l.charCodeAt(0) >= 32));
+  const used = new Set(Object.keys(parsed.sizes).filter(isLetter));
   const free = [...LETTERS].filter((c) => !used.has(c));
   const names = new Map<string, string>();
   let extra = 0;
   return (l: string) => {
-    if (l.charCodeAt(0) >= 32) return l;
+    if (isLetter(l)) return l;
     let name = names.get(l);
     if (!name) {
       name = free.shift() ?? String.fromCharCode(0x3b1 + extra++);
@@ -301,6 +306,7 @@ export function contractPath(
   const { shapes, opts } = splitArgs(args);
   // Checked whatever the strategy, so a bad option is never silently ignored.
   checkSearchOptions(opts, "contractPath");
+  checkKnownOptions(opts, "contractPath", [...SEARCH_OPTIONS, "strategy", "memoryLimit"]);
   const parsed = parseEinsum(equation, shapes);
   const limit = memoryArg(opts.memoryLimit, parsed.inputs, parsed.output, parsed.sizes);
   const strategy = opts.strategy ?? "auto";

@@ -28,6 +28,9 @@ export type Strategy = (typeof STRATEGIES)[number];
 /** seed, repeats, outer, budgetMs (the core's contract for getOptEinsum()'s API). */
 export type SearchOptions = OptEinsumSearchOptions;
 
+/** The keys of SearchOptions. */
+export const SEARCH_OPTIONS = ["seed", "repeats", "outer", "budgetMs"] as const;
+
 export interface SearchResult extends Found {
   /** The algorithm that produced the path ("auto" resolves to what it ran). */
   algorithm: string;
@@ -324,6 +327,17 @@ export function checkSearchOptions(
     !(typeof o.budgetMs === "number" && Number.isFinite(o.budgetMs) && o.budgetMs >= 0)
   )
     throw bad("budgetMs", "a finite number of milliseconds >= 0");
+}
+
+/**
+ * Rejects option keys `where` does not know: a misspelled { stratgy: "dp" }, or a
+ * memoryLimit given to contract(), which has none, was silently ignored.
+ */
+export function checkKnownOptions(opts: object, where: string, known: readonly string[]): void {
+  for (const key of Object.keys(opts)) {
+    if (!known.includes(key))
+      throw new ArgumentError(`${where}: unknown option ${show(key)}; known: ${known.join(", ")}`);
+  }
 }
 
 /** A value as a message shows it: NaN and Infinity as themselves (JSON says null). */

@@ -172,6 +172,22 @@ describe("argument checks", () => {
     expect(ok.path.length).toBe(3);
   });
 
+  it("rejects unknown option keys (a typo was silently ignored)", () => {
+    const ts = shapes.map((s) => randn(s));
+    expect(() => optEinsum.contractPath(eq, ...shapes, { stratgy: "dp" } as never)).toThrow(
+      /contractPath: unknown option "stratgy"/,
+    );
+    expect(() => contract(eq, ...ts, { strategy: "dp", seeed: 1 } as never)).toThrow(ArgumentError);
+    // contract() has no memory limit (contractPath does): refused, not ignored.
+    expect(() => contract(eq, ...ts, { memoryLimit: 4 } as never)).toThrow(
+      /contract: unknown option "memoryLimit"/,
+    );
+    expect(optEinsum.contractPath(eq, ...shapes, { memoryLimit: 4 }).path.length).toBeGreaterThan(
+      0,
+    );
+    for (const t of ts) t.dispose();
+  });
+
   it("contract with null options is a typed error; memoryLimit NaN shows NaN", () => {
     const a = randn([2, 3]);
     const b = randn([3, 4]);

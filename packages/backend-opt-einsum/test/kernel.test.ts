@@ -223,4 +223,26 @@ describe("the opt-einsum kernel", () => {
     einsum("ij,jk,kl->il", a, b, c).dispose();
     expect(optEinsum.pathCacheInfo().misses).toBe(2);
   });
+  it("keeps an ellipsis of 32 or more dimensions (torch's shapes), in contractPath too", () => {
+    // "..." labels were control characters; from the 32nd on (" ", "!"...) they counted as
+    // named indices: "..." on a 40-D tensor was a ShapeError here, a 49-D result in the reference.
+    const shape = Array.from({ length: 40 }, (_, d) => (d === 0 ? 2 : d === 39 ? 3 : 1));
+    const t = randn(shape, { seed: 40, dtype: "float64" });
+    const w = randn([3], { seed: 41, dtype: "float64" });
+    expect(explain("einsum", "...", t).selected).toBe("opt-einsum");
+    for (const [eq, operands, want] of [
+      ["...", [t], shape],
+      ["...i,i", [t, w], shape.slice(0, -1)],
+      ["i...,...->...", [t, t], shape], // 39 dims broadcast against 40
+    ] as [string, Tensor[], number[]][]) {
+      const { error, shape: got } = compare(eq, operands);
+      expect(got, eq).toBe(want.join("x"));
+      expect(error, eq).toBeLessThan(1e-12);
+    }
+    // Display names of the ellipsis dims are letters the equation does not use.
+    const info = optEinsum.contractPath("...i,i", t, w);
+    expect(info.equation).toMatch(/^[a-zA-Z]+,i->[a-zA-Z]+$/);
+    t.dispose();
+    w.dispose();
+  });
 });

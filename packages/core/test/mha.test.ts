@@ -9,6 +9,7 @@ import {
   ShapeError,
   type Tensor,
   tensor,
+  withKernelPriority,
 } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 
@@ -247,5 +248,27 @@ describe("multiHeadAttention", () => {
     expect(call(x, x, x, { ...o, heads: 2 })).toThrow(/unknown option "heads"/);
     const ints = tensor(new Int32Array(2 * 3 * E), { shape: [2, 3, E] });
     expect(call(ints, ints, ints, o)).toThrow(DTypeError);
+  });
+  it("empty batch or query length: both paths give an empty result, as torch", () => {
+    // The fast path once viewed k and v at columns E and 2E of an empty qkv projection,
+    // which the view check refused (a ShapeError) where torch returns [B, 0, E] / [0, L, E].
+    const E = 8;
+    const o = weights(E, "float32");
+    for (const shape of [
+      [2, 0, E],
+      [0, 3, E],
+      [0, E],
+    ]) {
+      const x = randn(shape);
+      for (const kernel of ["fast-path", "slow-path"]) {
+        const y = withKernelPriority(MHA, [kernel], () => {
+          expect(explain(MHA, x, x, x, o).selected).toBe(kernel);
+          return multiHeadAttention(x, x, x, o);
+        });
+        expect(y.shape, `${kernel} [${shape}]`).toEqual(shape);
+        y.dispose();
+      }
+      x.dispose();
+    }
   });
 });

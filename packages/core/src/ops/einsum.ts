@@ -14,7 +14,7 @@ import { checkFloat, checkSame, checkTensor } from "./validate.ts";
 export interface EinsumParams extends OpParams {
   equation: string;
   operands: Tensor[];
-  /** Index labels of each operand, one per dimension ("..." expanded to labels like "\u0001"). */
+  /** Index labels of each operand, one per dimension ("..." expanded to labels like "\ue000"). */
   inputs: string[][];
   /** Labels of the output, in order. */
   output: string[];
@@ -23,6 +23,14 @@ export interface EinsumParams extends OpParams {
 }
 
 const LETTER = /^[a-zA-Z]$/;
+
+/**
+ * The label of the i-th dimension "..." covers: a private-use character, never a letter.
+ * (Control characters \u0001.. once served, and from 32 dimensions on reached " ", "!"...,
+ * which the implicit output counted as named indices: wrong shapes past 31 dimensions.)
+ */
+const ellipsisLabel = (i: number): string => String.fromCharCode(0xe000 + i);
+const isEllipsisLabel = (l: string): boolean => !LETTER.test(l);
 
 function fail(eq: string, at: number, msg: string): never {
   throw new ArgumentError(`einsum: ${msg}\n  ${eq}\n  ${" ".repeat(Math.max(0, at))}^`);
@@ -90,7 +98,7 @@ export function parseEinsum(
     }
     if (hasEllipsis) ellipsisRank = Math.max(ellipsisRank, rank - named);
   });
-  const ell = Array.from({ length: ellipsisRank }, (_, i) => String.fromCharCode(1 + i));
+  const ell = Array.from({ length: ellipsisRank }, (_, i) => ellipsisLabel(i));
   parsed.forEach((t, oi) => {
     const shape = shapes[oi];
     const rank = shape.length;
@@ -107,7 +115,7 @@ export function parseEinsum(
         sizes[l] = size;
         where[l] = `operand ${oi} dim ${d}`;
       } else if (size !== prev && size !== 1) {
-        const isEll = l.charCodeAt(0) < 32;
+        const isEll = isEllipsisLabel(l);
         const pos = t.at[t.labels.indexOf(isEll ? "..." : l)];
         fail(
           equation,
@@ -143,7 +151,7 @@ export function parseEinsum(
     // Implicit output: "..." first, then indices that appear exactly once, alphabetically.
     const count: Record<string, number> = {};
     for (const labels of inputs)
-      for (const l of labels) if (l.charCodeAt(0) >= 32) count[l] = (count[l] ?? 0) + 1;
+      for (const l of labels) if (!isEllipsisLabel(l)) count[l] = (count[l] ?? 0) + 1;
     output = [
       ...ell,
       ...Object.keys(count)

@@ -56,7 +56,9 @@ function headsView(p: MhaParams, x: Tensor, n: number, rowStride: number, offset
     shape.unshift(p.batchShape[0]);
     strides.unshift(n * rowStride);
   }
-  return view(x, shape, strides, x.offset + offset);
+  // An empty projection (L = 0 or B = 0) has no storage to offset into: the k and v views
+  // at columns E and 2E would point past it and be refused; they read nothing anyway.
+  return view(x, shape, strides, x.offset + (x.numel === 0 ? 0 : offset));
 }
 
 /** Attention of the heads and the out-projection; disposes q, k, v. */
