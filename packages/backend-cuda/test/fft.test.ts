@@ -145,7 +145,13 @@ describe("fft ops on cuFFT (RecordingLayer)", () => {
       const back = irfft(spec, { n: 10 });
       expect(back.shape).toEqual([3, 10]);
       expect(layer.callsOf("cufftExecC2R")).toHaveLength(1);
-      expect(layer.launches.map((l) => l.kernel)).toEqual(["copy2d_b4", "scale_f32"]);
+      // The gather, then the imaginary parts of DC and Nyquist zeroed (n = 10 is even).
+      expect(layer.launches.map((l) => l.kernel)).toEqual([
+        "copy2d_b4",
+        "copy2d_b4",
+        "copy2d_b4",
+        "scale_f32",
+      ]);
       layer.clear();
       rfft(r, { n: 16, norm: "ortho" }); // zero-padded to 16
       expect(layer.callsOf("cuMemsetD8Async")).toHaveLength(1);
@@ -155,6 +161,32 @@ describe("fft ops on cuFFT (RecordingLayer)", () => {
       fft(randn([5, 2], { seed: 3, dtype: "float64" }).to("cuda"));
       expect(layer.callsOf("cufftExecZ2Z")).toHaveLength(1);
       expect(cudaApi.deviceCount()).toBe(1);
+    });
+  });
+
+  it("irfft zeroes the imaginary parts of the DC and Nyquist bins it hands to C2R", async () => {
+    // cuFFT leaves a non-Hermitian C2R input undefined; torch and the reference ignore them.
+    await withRecording({ devices: [SM80] }, (layer) => {
+      const spec = randn([2, 5, 3, 2], { seed: 6, dtype: "float64" }).to("cuda");
+      const zeroing = (n: number) => {
+        layer.clear();
+        irfft(spec, { dim: 1, n });
+        const [gather, ...rest] = layer.launches.filter((l) => l.kernel === "copy2d_b8");
+        const buf = launchArg(gather!, 0, "ptr") as bigint;
+        return rest.map((l) => {
+          // dst, src, table, srcBatch, batch, rows, cols, sRow, sCol, dBatch, dRow, dCol
+          const args = [3, 4, 5, 6, 7, 8, 9, 10, 11].map((i) => Number(launchArg(l, i, "i64")));
+          return [Number((launchArg(l, 0, "ptr") as bigint) - buf) / 8, ...args];
+        });
+      };
+      // [outer 2, nIn 5, inner 3, 2]: imag of bin k at k*6 + 1, every 5*6 per outer, 2 per inner.
+      expect(zeroing(8)).toEqual([
+        [1, 0, 2, 3, 1, 0, 0, 30, 2, 1],
+        [25, 0, 2, 3, 1, 0, 0, 30, 2, 1],
+      ]);
+      // Odd n has no Nyquist bin; n = 9 keeps all 5 bins.
+      expect(zeroing(9)).toEqual([[1, 0, 2, 3, 1, 0, 0, 30, 2, 1]]);
+      expect(layer.callsOf("cufftExecZ2D")).toHaveLength(2);
     });
   });
 

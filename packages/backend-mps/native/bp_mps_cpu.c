@@ -265,7 +265,7 @@ int32_t impl_elementwise(int32_t op, int32_t dtype, void *a, void *b, void *y, i
     switch (op) {
     case BP_MPS_ADD: r = x + load(dtype, b, pb); break;
     case BP_MPS_MUL: r = x * load(dtype, b, pb); break;
-    case BP_MPS_RELU: r = x > 0 ? x : (x != x ? x : 0); break;
+    case BP_MPS_RELU: r = x < 0 ? 0 : x; break; /* -0 and NaN pass, as torch */
     default: r = gelu(x, op == BP_MPS_GELU_TANH); break;
     }
     store(dtype, y, i, r);

@@ -88,18 +88,21 @@ export function mulRow_f64(a: usize, row: usize, out: usize, rows: i32, cols: i3
 // ---------------------------------------------------------------------------------------------
 // Unary ops
 
-/** relu: x > 0 ? x : 0, NaN stays NaN (wasm max propagates NaN). */
+/**
+ * relu as torch's clamp_min(x, 0): x < 0 ? 0 : x, so NaN and -0 pass through unchanged.
+ * pmax(x, 0) is exactly that (x < 0 ? 0 : x); max() would turn -0 into +0.
+ */
 export function relu_f32(x: usize, out: usize, n: i32): void {
   const z = f32x4.splat(0);
   let i = 0;
   for (; i + 4 <= n; i += 4) {
     const o = (<usize>i) << 2;
-    v128.store(out + o, f32x4.max(v128.load(x + o), z));
+    v128.store(out + o, f32x4.pmax(v128.load(x + o), z));
   }
   for (; i < n; i++) {
     const o = (<usize>i) << 2;
     const v = load<f32>(x + o);
-    store<f32>(out + o, v > 0 ? v : v != v ? v : <f32>0);
+    store<f32>(out + o, v < 0 ? <f32>0 : v);
   }
 }
 
@@ -108,12 +111,12 @@ export function relu_f64(x: usize, out: usize, n: i32): void {
   let i = 0;
   for (; i + 2 <= n; i += 2) {
     const o = (<usize>i) << 3;
-    v128.store(out + o, f64x2.max(v128.load(x + o), z));
+    v128.store(out + o, f64x2.pmax(v128.load(x + o), z));
   }
   for (; i < n; i++) {
     const o = (<usize>i) << 3;
     const v = load<f64>(x + o);
-    store<f64>(out + o, v > 0 ? v : v != v ? v : 0.0);
+    store<f64>(out + o, v < 0 ? 0.0 : v);
   }
 }
 

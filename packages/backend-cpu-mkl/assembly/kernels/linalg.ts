@@ -24,21 +24,25 @@ function qrBytes(m: i64, n: i64): i64 {
 function svdBytes(m: i64, n: i64): i64 {
   const p = m > n ? m : n;
   const q = m < n ? m : n;
-  // g (p q), v (q q), norms (q), order (q i32), left (p p, tall only), w (p)
-  return al16(8 * p * q) + al16(8 * q * q) + al16(8 * q) + al16(4 * q) + al16(8 * p * p) + al16(8 * p);
+  // g (p q), v (q q), norms (q), order (q i32), left (p q: tall and reduced only), w (p).
+  // Full tall matrices build `left` in u itself (p x p), so nothing here grows as p^2.
+  return al16(8 * p * q) + al16(8 * q * q) + al16(8 * q) + al16(4 * q) + al16(8 * p * q) + al16(8 * p);
 }
 
-/** Workspace bytes enough for every routine below on an m x n matrix (and square ones of size max(m, n)); -1 if over i32. */
+/**
+ * Workspace bytes for the routines below on an m x n matrix: qr and svd, and when m == n
+ * also solve, inv and eigh; -1 if over i32. Sized to the shape asked for only: a tall
+ * 20000 x 2 matrix needs kilobytes, not the 3.2 GB of a 20000 x 20000 one.
+ */
 export function linalgWorkspaceBytes(m: i32, n: i32): i32 {
   if (m < 0 || n < 0) return 0;
-  const N = <i64>(m > n ? m : n);
-  let b = squareBytes(N);
-  const b2 = qrBytes(<i64>m, <i64>n);
+  let b = qrBytes(<i64>m, <i64>n);
+  const b2 = svdBytes(<i64>m, <i64>n);
   if (b2 > b) b = b2;
-  const b3 = svdBytes(<i64>m, <i64>n);
-  if (b3 > b) b = b3;
-  const b4 = qrBytes(N, N);
-  if (b4 > b) b = b4;
+  if (m == n) {
+    const b3 = squareBytes(<i64>n);
+    if (b3 > b) b = b3;
+  }
   return b > 0x7fffffff ? -1 : <i32>b;
 }
 
@@ -483,17 +487,21 @@ export function eigh(a: usize, n: i32, values: usize, vectors: usize, work: usiz
     swapv(rowp(z, i, n), rowp(z, k, n), n);
   }
   scal(scale, d, n);
-  // zt -> z: in-place transpose.
+  transposeSquare(z, n); // zt -> z
+  return 0;
+}
+
+/** In-place transpose of the row-major n x n matrix at x. */
+function transposeSquare(x: usize, n: i32): void {
   for (let i = 0; i < n; i++) {
     for (let j = i + 1; j < n; j++) {
-      const pij = rowp(z, i, n) + off(j);
-      const pji = rowp(z, j, n) + off(i);
+      const pij = rowp(x, i, n) + off(j);
+      const pji = rowp(x, j, n) + off(i);
       const t = load<f64>(pij);
       store<f64>(pij, load<f64>(pji));
       store<f64>(pji, t);
     }
   }
-  return 0;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -642,8 +650,10 @@ export function svd(a: usize, m: i32, n: i32, full: i32, u: usize, s: usize, vh:
   const order = norms + <usize>al16(8 * <i64>q);
   const leftW = order + <usize>al16(4 * <i64>q);
   const uCols = fullM ? p : q;
-  const w = leftW + <usize>al16(8 * <i64>p * <i64>(tall ? uCols : 0));
-  const left = tall ? leftW : vh;
+  const w = leftW + <usize>al16(8 * <i64>p * <i64>q);
+  // left: uCols vectors of length p, one after another. Wide: they are Vh's rows as they
+  // are. Tall and full: u (p x p) holds them, transposed in place at the end.
+  const left = tall ? (fullM ? u : leftW) : vh;
 
   const divisor = scale > 0 ? scale : 1.0;
   for (let i = 0; i < m; i++) {
@@ -685,11 +695,15 @@ export function svd(a: usize, m: i32, n: i32, full: i32, u: usize, s: usize, vh:
   }
   const completed = completeOrthonormal(left, p, filled, uCols, w);
 
-  if (tall) {
+  if (tall && fullM) {
+    transposeSquare(u, m);
+  } else if (tall) {
     for (let i = 0; i < m; i++) {
       const ui = rowp(u, i, uCols);
       for (let t = 0; t < uCols; t++) stf(ui, t, ldf(rowp(left, t, m), i));
     }
+  }
+  if (tall) {
     for (let t = 0; t < n; t++) memory.copy(rowp(vh, t, n), rowp(v, ldi(order, t), n), off(n));
   } else {
     for (let i = 0; i < m; i++) {

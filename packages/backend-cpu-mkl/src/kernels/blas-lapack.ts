@@ -180,9 +180,12 @@ function linalgKernels(): KernelDefinition<LinalgParams>[] {
     }),
     k("luFactor", (p) => {
       const lp = requireLapack("luFactor");
-      const res = each(p, p.n, p.n, (a) =>
-        lapackTraced("dgetrf", `${p.n}`, () => lapack.luFactor(lp, a, p.n)),
-      );
+      const res = each(p, p.n, p.n, (a) => {
+        const r = lapackTraced("dgetrf", `${p.n}`, () => lapack.luFactor(lp, a, p.n));
+        // torch.linalg.lu_factor raises on an exactly zero pivot, as inv does.
+        if (r.info > 0) throw linalgFailure.singular("luFactor", r.info);
+        return r;
+      });
       return {
         LU: stackMatrices(
           res.map((r) => r.lu),

@@ -248,7 +248,9 @@ function fftKernel(kind: FftParams["kind"]) {
       const dst = out.hostData();
       const scratch = new Scratch();
       try {
-        const work = scratch.alloc(m.fftWorkspaceBytes(n));
+        const bytes = m.fftWorkspaceBytes(n);
+        if (bytes < 0) throw new Error(`wasm-${kind}: workspace for n=${n} exceeds 2 GiB`);
+        const work = scratch.alloc(bytes);
         const ip = scratch.alloc(inLen * 8);
         const op = scratch.alloc(outLen * 8);
         for (let s = 0; s < signals; s++) {
@@ -271,6 +273,9 @@ function fftKernel(kind: FftParams["kind"]) {
       const len = p.x.shape[p.dim];
       const expected = kind === "irfft" ? Math.floor(p.n / 2) + 1 : p.n;
       if (len !== expected) return "padding or trimming to n";
+      // -1: the workspace would pass 2 GiB (i32 bytes); a 64-byte block would then be overrun.
+      if ((modules.kernels?.fftWorkspaceBytes(p.n) ?? 0) < 0)
+        return `length ${p.n} needs more than 2 GiB of WASM workspace`;
       return true;
     },
   );
@@ -279,14 +284,28 @@ function fftKernel(kind: FftParams["kind"]) {
 // ---- linalg ----
 
 function linalg(op: string, run: (p: LinalgParams, m: KernelsModule, s: Scratch) => unknown) {
-  return kernel<LinalgParams>(op, `wasm-${op}`, (p) => {
-    const s = new Scratch();
-    try {
-      return run(p, modules.kernels!, s);
-    } finally {
-      s.release();
-    }
-  });
+  return kernel<LinalgParams>(
+    op,
+    `wasm-${op}`,
+    (p) => {
+      const s = new Scratch();
+      try {
+        return run(p, modules.kernels!, s);
+      } finally {
+        s.release();
+      }
+    },
+    workspaceFits,
+  );
+}
+
+/** The routines' workspace must fit an i32 (linalgWorkspaceBytes is -1 past it): else the reference runs. */
+function workspaceFits(p: LinalgParams): true | string {
+  const m = modules.kernels;
+  if (!m) return "the WASM kernels module is not loaded";
+  return m.linalgWorkspaceBytes(p.m, p.n) >= 0
+    ? true
+    : `a ${p.m} x ${p.n} matrix needs a workspace over 2 GiB`;
 }
 
 const linalgKernels = [
@@ -332,7 +351,9 @@ const linalgKernels = [
     const lu = s.alloc(n * n * 8);
     const piv = s.alloc(n * 4);
     const res = matricesOf(p.a, n, n).map((a) => {
-      m.luFactor(s.f64(a), lu, piv, n);
+      const info = m.luFactor(s.f64(a), lu, piv, n);
+      // torch.linalg.lu_factor raises on an exactly zero pivot, as inv does.
+      if (info > 0) throw linalgFailure.singular("luFactor", info);
       return { lu: f64View(lu, n * n).slice(), pivots: i32View(piv, n).slice() };
     });
     return {

@@ -3,6 +3,7 @@
  * element; inputs are read through their strides (views and broadcasts cost nothing),
  * with a plain indexed path when everything is contiguous and the same shape.
  */
+import type { Tensor } from "@backplane/core";
 import type {
   AnyKernelDefinition,
   BinaryParams,
@@ -78,8 +79,9 @@ function unaryCode(dtype: string, kind: "relu" | "gelu" | "gelu-tanh", strided: 
   const { T, enable } = wgslType(dtype);
   const f =
     kind === "relu"
-      ? // max() may drop a NaN operand: NaN is told by its bits and passed through.
-        "fn f(x: T) -> T { if ((bitcast<u32>(f32(x)) & 0x7fffffffu) > 0x7f800000u) { return x; } return max(x, T(0)); }"
+      ? // torch's clamp_min(x, 0): only x < 0 becomes 0, so -0 stays -0 (max() may make it
+        // +0) and NaN passes through (a shader may fold NaN compares: told by its bits).
+        "fn f(x: T) -> T { if ((bitcast<u32>(f32(x)) & 0x7fffffffu) > 0x7f800000u) { return x; } return select(x, T(0), x < T(0)); }"
       : kind === "gelu"
         ? `${ERF}
 fn f(v: T) -> T { let x = f32(v); return T(0.5 * x * (1.0 + erf_(x * 0.7071067811865476))); }`
@@ -97,6 +99,29 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: 
 ${strided ? walk(1) : "  let o0 = prm[2] + i;"}
   Y[i] = f(X0[o0]);
 }`;
+}
+
+type Layout = { shape: number[]; strides: number[][]; flat: boolean };
+
+/**
+ * How the shader walks the operands: flat (all contiguous, one shape) or by the strides of
+ * the dims left after merging. Only the merged rank must fit MAX_RANK: a rank-9 tensor of
+ * size-1 dims, or any contiguous one, is a flat walk (it was refused by its nominal rank).
+ */
+function binaryLayout(p: BinaryParams): Layout {
+  const { a, b, outShape } = p;
+  if (a.isContiguous && b.isContiguous && a.shape.join() === b.shape.join())
+    return { shape: [product(outShape)], strides: [[1], [1]], flat: true };
+  const c = collapse(outShape, [
+    broadcastStrides(a.shape, a.strides, outShape),
+    broadcastStrides(b.shape, b.strides, outShape),
+  ]);
+  return { ...c, flat: false };
+}
+
+function unaryLayout(x: Tensor): Layout {
+  if (x.isContiguous) return { shape: [x.numel], strides: [[1]], flat: true };
+  return { ...collapse(x.shape, [x.strides as number[]]), flat: false };
 }
 
 function metaFor(
@@ -125,8 +150,9 @@ function binary(op: "add" | "mul"): KernelDefinition<BinaryParams> {
       const n = product(p.outShape);
       const s = baseChecks(p.dtype, [p.a, p.b], bytesOf(p.dtype, n));
       if (typeof s === "string") return s;
-      if (p.outShape.length > MAX_RANK)
-        return `output rank ${p.outShape.length} is more than ${MAX_RANK}`;
+      const rank = binaryLayout(p).shape.length;
+      if (rank > MAX_RANK)
+        return `output rank ${rank} (after merging dims) is more than ${MAX_RANK}`;
       return gridRefusal(Math.ceil(n / WG), s.limits.maxComputeWorkgroupsPerDimension) ?? true;
     },
     run(p) {
@@ -134,14 +160,8 @@ function binary(op: "add" | "mul"): KernelDefinition<BinaryParams> {
       const n = out.numel;
       if (n === 0) return out;
       const { a, b } = p;
-      const same = a.isContiguous && b.isContiguous && a.shape.join() === b.shape.join();
-      const c = same
-        ? { shape: [n], strides: [[1], [1]] }
-        : collapse(p.outShape, [
-            broadcastStrides(a.shape, a.strides, p.outShape),
-            broadcastStrides(b.shape, b.strides, p.outShape),
-          ]);
-      const strided = !same;
+      const c = binaryLayout(p);
+      const strided = !c.flat;
       const pipeline = pipelineFor(`${name}:${p.dtype}:${strided ? "s" : "c"}`, 2, 1, () =>
         binaryCode(p.dtype, expr, strided),
       );
@@ -177,7 +197,8 @@ function unary(
       const n = p.x.numel;
       const s = baseChecks(p.dtype, [p.x], bytesOf(p.dtype, n));
       if (typeof s === "string") return s;
-      if (p.x.rank > MAX_RANK) return `rank ${p.x.rank} is more than ${MAX_RANK}`;
+      const rank = unaryLayout(p.x).shape.length;
+      if (rank > MAX_RANK) return `rank ${rank} (after merging dims) is more than ${MAX_RANK}`;
       return gridRefusal(Math.ceil(n / WG), s.limits.maxComputeWorkgroupsPerDimension) ?? true;
     },
     run(p) {
@@ -186,10 +207,8 @@ function unary(
       const n = out.numel;
       if (n === 0) return out;
       const kind = op === "relu" ? "relu" : p.approximate === "tanh" ? "gelu-tanh" : "gelu";
-      const strided = !x.isContiguous;
-      const c = strided
-        ? collapse(x.shape, [x.strides as number[]])
-        : { shape: [n], strides: [[1]] };
+      const c = unaryLayout(x);
+      const strided = !c.flat;
       const pipeline = pipelineFor(`wgsl-${kind}:${p.dtype}:${strided ? "s" : "c"}`, 1, 1, () =>
         unaryCode(p.dtype, kind, strided),
       );

@@ -103,6 +103,20 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(num_workgroups) nw: vec3u,
 }`;
 }
 
+/**
+ * The dims other than `dim`, merged where input and output both walk them contiguously:
+ * each row's start. Only this merged rank must fit MAX_RANK (a rank-10 tensor of mostly
+ * size-1 dims was refused by its nominal rank).
+ */
+function rowWalk(p: SoftmaxParams): { shape: number[]; strides: number[][] } {
+  const { x, dim } = p;
+  const yStrides = contiguousStrides(x.shape);
+  return collapse(
+    x.shape.filter((_, i) => i !== dim),
+    [x.strides.filter((_, i) => i !== dim), yStrides.filter((_, i) => i !== dim)],
+  );
+}
+
 function kernel(op: "softmax" | "logSoftmax"): KernelDefinition<SoftmaxParams> {
   const log = op === "logSoftmax";
   const name = log ? "wgsl-log-softmax" : "wgsl-softmax";
@@ -117,7 +131,9 @@ function kernel(op: "softmax" | "logSoftmax"): KernelDefinition<SoftmaxParams> {
     supports(p) {
       const s = baseChecks(p.dtype, [p.x], bytesOf(p.dtype, p.x.numel));
       if (typeof s === "string") return s;
-      if (p.x.rank > MAX_RANK + 1) return `rank ${p.x.rank} is more than ${MAX_RANK + 1}`;
+      const rank = rowWalk(p).shape.length;
+      if (rank > MAX_RANK)
+        return `${rank} dims besides dim (after merging) are more than ${MAX_RANK}`;
       const D = p.x.rank === 0 ? 1 : p.x.shape[p.dim];
       const rows = D === 0 ? 0 : p.x.numel / D;
       return gridRefusal(rows, s.limits.maxComputeWorkgroupsPerDimension) ?? true;
@@ -126,16 +142,11 @@ function kernel(op: "softmax" | "logSoftmax"): KernelDefinition<SoftmaxParams> {
       const { x } = p;
       const out = output(x.shape, p.dtype);
       if (out.numel === 0) return out;
-      const shape = x.shape as number[];
-      const yStrides = contiguousStrides(shape);
-      const D = x.rank === 0 ? 1 : shape[p.dim];
+      const yStrides = contiguousStrides(x.shape);
+      const D = x.rank === 0 ? 1 : x.shape[p.dim];
       const sx = x.rank === 0 ? 0 : x.strides[p.dim];
       const sy = x.rank === 0 ? 0 : yStrides[p.dim];
-      const outer = shape.filter((_, i) => i !== p.dim);
-      const c = collapse(outer, [
-        (x.strides as number[]).filter((_, i) => i !== p.dim),
-        yStrides.filter((_, i) => i !== p.dim),
-      ]);
+      const c = rowWalk(p);
       const rows = out.numel / D;
       const meta = new Meta()
         .u32(rows, D, c.shape.length, x.offset, sx, sy)

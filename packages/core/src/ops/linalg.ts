@@ -1,9 +1,9 @@
 /** linalg: cholesky, inv, solve, luFactor, qr, eigh, svd over [..., m, n] batches (torch.linalg). */
 
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { ArgumentError, ShapeError } from "../errors.ts";
+import { ArgumentError, LinalgError, ShapeError } from "../errors.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
-import { leadingBroadcastStrides, Tensor } from "../tensor/tensor.ts";
+import { allFinite, empty, leadingBroadcastStrides, Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import {
   broadcastShapes,
@@ -32,7 +32,13 @@ export interface LinalgParams extends OpParams {
 
 type Extra = Partial<Pick<LinalgParams, "upper" | "mode" | "fullMatrices" | "b">>;
 
-function base(op: string, a: Tensor, square: boolean, extra: Extra = {}): LinalgParams {
+function base(
+  op: string,
+  a: Tensor,
+  square: boolean,
+  extra: Extra = {},
+  checkFinite = true,
+): LinalgParams {
   checkTensor(op, "A", a);
   checkFloat(op, "A", a);
   checkRank(op, "A", a, 2, Number.POSITIVE_INFINITY);
@@ -42,7 +48,7 @@ function base(op: string, a: Tensor, square: boolean, extra: Extra = {}): Linalg
     throw new ShapeError(
       `${op}: A must be square (or a batch of square matrices), got shape [${a.shape}]`,
     );
-  checkFiniteLinalg(op, "A", a);
+  if (checkFinite) checkFiniteLinalg(op, "A", a);
   return {
     a,
     b: null,
@@ -59,23 +65,54 @@ function base(op: string, a: Tensor, square: boolean, extra: Extra = {}): Linalg
   };
 }
 
+/** NaN or infinity in the lower triangle of any matrix of a square [..., n, n] A raises. */
+function checkFiniteLower(op: string, a: Tensor): void {
+  if (allFinite(a)) return; // also true for device memory, which is not read here
+  const n = a.shape[a.rank - 1];
+  const all = a.toFloat64();
+  for (let o = 0; o < all.length; o += n * n) {
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j <= i; j++) {
+        if (!Number.isFinite(all[o + i * n + j]))
+          throw new LinalgError(
+            op,
+            "A contains NaN or infinity in the triangle it reads; linear algebra takes finite input only",
+          );
+      }
+    }
+  }
+}
+
+/**
+ * Params of cholesky and eigh, which read one triangle of a square A (torch ignores the
+ * other, NaN included). The kernels read the lower one: for the upper one they get Aᵀ, a
+ * view that cholesky() and eigh() dispose (other callers of prepare leave it to the GC).
+ */
+function oneTriangle(op: string, a: Tensor, upper: boolean, extra: Extra): LinalgParams {
+  const p = base(op, a, true, extra, false);
+  const view = upper ? a.transpose(-2, -1) : a;
+  try {
+    checkFiniteLower(op, view);
+  } catch (e) {
+    if (view !== a) view.dispose();
+    throw e;
+  }
+  return { ...p, a: view };
+}
+
 const key = (p: LinalgParams) => `${p.a.shape.join("x")}${p.b ? `,${p.b.shape.join("x")}` : ""}`;
 
 export const choleskyOp: OpRecord<LinalgParams, [a: Tensor, opts?: { upper?: boolean }], Tensor> =
   defineOp({
     name: "cholesky",
     prepare: (a: Tensor, opts?: { upper?: boolean }) => {
-      const p = base("cholesky", a, true, {
-        upper: checkBool(
-          "cholesky",
-          "upper",
-          checkOptions("cholesky", opts, ["upper"]).upper,
-          false,
-        ),
-      });
-      // torch reads A's upper triangle for upper=true: the kernels, which read the lower
-      // one, get Aᵀ (a view; cholesky() disposes it, see solveOp for other callers).
-      return p.upper ? { ...p, a: a.transpose(-2, -1) } : p;
+      const upper = checkBool(
+        "cholesky",
+        "upper",
+        checkOptions("cholesky", opts, ["upper"]).upper,
+        false,
+      );
+      return oneTriangle("cholesky", a, upper, { upper });
     },
     shapeKey: key,
   });
@@ -90,29 +127,48 @@ export const luFactorOp: OpRecord<LinalgParams, [a: Tensor], { LU: Tensor; pivot
     prepare: (a: Tensor) => base("luFactor", a, true),
     shapeKey: key,
   });
+export interface EighOptions {
+  /** The triangle of A read, as torch's UPLO: "L" (default) or "U" (either case). */
+  UPLO?: "L" | "U";
+}
+
 export const eighOp: OpRecord<
   LinalgParams,
-  [a: Tensor],
+  [a: Tensor, opts?: EighOptions],
   { eigenvalues: Tensor; eigenvectors: Tensor }
 > = defineOp({
   name: "eigh",
-  prepare: (a: Tensor) => base("eigh", a, true),
-  shapeKey: key,
-});
-export const qrOp: OpRecord<
-  LinalgParams,
-  [a: Tensor, opts?: { mode?: "reduced" | "complete" }],
-  { Q: Tensor; R: Tensor }
-> = defineOp({
-  name: "qr",
-  prepare: (a: Tensor, opts?: { mode?: "reduced" | "complete" }) => {
-    const mode = checkOptions("qr", opts, ["mode"]).mode ?? "reduced";
-    if (mode !== "reduced" && mode !== "complete")
-      throw new ArgumentError(`qr: mode must be "reduced" or "complete", got ${show(mode)}`);
-    return base("qr", a, false, { mode });
+  prepare: (a: Tensor, opts?: EighOptions) => {
+    const upper = uploIsUpper(checkOptions("eigh", opts, ["UPLO"]).UPLO);
+    return oneTriangle("eigh", a, upper, {});
   },
   shapeKey: key,
 });
+
+/** torch's UPLO check: "L" or "U", in either case. */
+function uploIsUpper(uplo: unknown): boolean {
+  if (uplo === undefined) return false;
+  if (typeof uplo === "string" && /^[lu]$/i.test(uplo)) return uplo.toUpperCase() === "U";
+  throw new ArgumentError(`eigh: UPLO must be "L" or "U", got ${show(uplo)}`);
+}
+
+export interface QrOptions {
+  /** "reduced" (default), "complete", or "r" (R only). */
+  mode?: "reduced" | "complete" | "r";
+}
+
+export const qrOp: OpRecord<LinalgParams, [a: Tensor, opts?: QrOptions], { Q: Tensor; R: Tensor }> =
+  defineOp({
+    name: "qr",
+    prepare: (a: Tensor, opts?: QrOptions) => {
+      const mode = checkOptions("qr", opts, ["mode"]).mode ?? "reduced";
+      if (mode !== "reduced" && mode !== "complete" && mode !== "r")
+        throw new ArgumentError(`qr: mode must be "reduced", "complete" or "r", got ${show(mode)}`);
+      // "r" is "reduced" for the kernels; qr() drops Q (an empty tensor, as torch).
+      return base("qr", a, false, { mode: mode === "r" ? "reduced" : mode });
+    },
+    shapeKey: key,
+  });
 export const svdOp: OpRecord<
   LinalgParams,
   [a: Tensor, opts?: { fullMatrices?: boolean }],
@@ -213,16 +269,32 @@ export function solve(a: Tensor, b: Tensor): Tensor {
     if (p.b !== b) p.b?.dispose();
   }
 }
-/** Packed LU with partial pivoting; pivots are 1-based (LAPACK getrf), int32. */
+/**
+ * Packed LU with partial pivoting; pivots are 1-based (LAPACK getrf), int32. Throws
+ * LinalgError when a pivot is exactly zero, as torch.linalg.lu_factor (not lu_factor_ex).
+ */
 export function luFactor(a: Tensor): { LU: Tensor; pivots: Tensor } {
   return dispatch(luFactorOp, luFactorOp.prepare(a));
 }
-export function qr(a: Tensor, opts?: { mode?: "reduced" | "complete" }): { Q: Tensor; R: Tensor } {
-  return dispatch(qrOp, qrOp.prepare(a, opts));
+/** QR; mode "r" computes R only and gives Q as an empty [0] tensor, as torch.linalg.qr. */
+export function qr(a: Tensor, opts?: QrOptions): { Q: Tensor; R: Tensor } {
+  const out = dispatch(qrOp, qrOp.prepare(a, opts));
+  if (opts?.mode !== "r") return out;
+  const Q = empty([0], { dtype: out.Q.dtype, device: out.Q.device });
+  out.Q.dispose();
+  return { Q, R: out.R };
 }
-/** Eigen-decomposition of symmetric A (lower triangle used): ascending eigenvalues, eigenvectors as columns. */
-export function eigh(a: Tensor): { eigenvalues: Tensor; eigenvectors: Tensor } {
-  return dispatch(eighOp, eighOp.prepare(a));
+/**
+ * Eigen-decomposition of symmetric A from its lower triangle (the upper one with UPLO "U"):
+ * ascending eigenvalues, eigenvectors as columns.
+ */
+export function eigh(a: Tensor, opts?: EighOptions): { eigenvalues: Tensor; eigenvectors: Tensor } {
+  const p = eighOp.prepare(a, opts);
+  try {
+    return dispatch(eighOp, p);
+  } finally {
+    if (p.a !== a) p.a.dispose();
+  }
 }
 /** A = U diag(S) Vh, singular values descending. */
 export function svd(

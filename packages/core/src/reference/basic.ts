@@ -69,8 +69,8 @@ function unary(p: UnaryParams, f: (x: number) => number): Tensor {
   return out;
 }
 
-export const reluReference = (p: UnaryParams): Tensor =>
-  unary(p, (x) => (x > 0 ? x : Number.isNaN(x) ? x : 0));
+// torch's relu is clamp_min(x, 0): only x < 0 becomes 0, so NaN and -0 pass through.
+export const reluReference = (p: UnaryParams): Tensor => unary(p, (x) => (x < 0 ? 0 : x));
 
 /** erf to ~1e-15 relative: series near 0, continued fraction (Lentz) in the tails. */
 export function erf(x: number): number {

@@ -1,5 +1,6 @@
 /** Reference linalg kernels: the float64 routines of linalg-math.ts, looped over batches. */
 
+import { linalgFailure } from "../errors.ts";
 import type { LinalgParams } from "../ops/linalg.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { empty, fromFloat64, type Tensor } from "../tensor/tensor.ts";
@@ -72,7 +73,12 @@ export function solveReference(p: LinalgParams): Tensor {
 }
 
 export function luFactorReference(p: LinalgParams): { LU: Tensor; pivots: Tensor } {
-  const res = matricesOf(p.a, p.n, p.n).map((a) => M.luFactor(a, p.n));
+  const res = matricesOf(p.a, p.n, p.n).map((a) => {
+    const r = M.luFactor(a, p.n);
+    // torch.linalg.lu_factor raises on an exactly zero pivot (lu_factor_ex would not).
+    if (r.info > 0) throw linalgFailure.singular("luFactor", r.info);
+    return r;
+  });
   const LU = stackMatrices(
     res.map((r) => r.lu),
     [...p.a.shape],

@@ -9,9 +9,10 @@
  */
 import { bytesPerElement, empty, type Tensor } from "@backplane/core";
 import { batchOffsets, type FftParams, type KernelDefinition } from "@backplane/core/backend";
+import { launchCopy2d } from "../../copy2d.ts";
 import { check } from "../../errors.ts";
 import { LIBRARY_ENUMS as X } from "../../native/library-api.ts";
-import { grid1d, planKey } from "../../runtime.ts";
+import { type CudaRuntime, type DeviceScratch, grid1d, planKey } from "../../runtime.ts";
 import { currentRuntime } from "../../state.ts";
 import { dataPtr, deviceOf, storagePtr } from "../../tensors.ts";
 
@@ -93,6 +94,40 @@ function supports(p: FftParams): true | string {
   return true;
 }
 
+/**
+ * Zeroes the imaginary parts of the DC bin and (even n) the Nyquist bin of a gathered C2R
+ * input [outer, nIn, inner, 2]: torch and the reference ignore them, while cuFFT's result
+ * for a non-Hermitian input is undefined (it changed across CUDA versions).
+ */
+function zeroHermitianImag(
+  rt: CudaRuntime,
+  device: number,
+  s: DeviceScratch,
+  input: bigint,
+  p: FftParams,
+  l: FftLayout,
+  scalar: number,
+): void {
+  const zero = s.upload(scalar === 8 ? new Float64Array(1) : new Float32Array(1));
+  const bins = p.n % 2 === 0 ? [0, p.n / 2] : [0];
+  for (const k of bins) {
+    launchCopy2d(rt, device, scalar, {
+      dst: input + BigInt((k * l.inner * 2 + 1) * scalar),
+      src: zero,
+      table: 0n,
+      srcBatch: 0,
+      batch: l.outer,
+      rows: l.inner,
+      cols: 1,
+      srcRowStride: 0,
+      srcColStride: 0,
+      dstBatch: l.nIn * l.inner * 2,
+      dstRowStride: 2,
+      dstColStride: 1,
+    });
+  }
+}
+
 // Long: plan, workspace and execution of one cuFFT call, released in one finally.
 function run(p: FftParams): Tensor {
   const rt = currentRuntime();
@@ -138,6 +173,7 @@ function run(p: FftParams): Tensor {
         { type: "i64", value: cols },
         { type: "i64", value: 1 },
       ]);
+      if (p.kind === "irfft") zeroHermitianImag(rt, device, s, input, p, l, scalar);
     }
     const output = dataPtr(out);
     const perOuter = l.inner === 1;

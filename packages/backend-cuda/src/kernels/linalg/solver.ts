@@ -342,8 +342,9 @@ function luFactor(p: LinalgParams): { LU: Tensor; pivots: Tensor } {
     const a = toColumnMajor(c, p.a, n, n);
     const info = c.s.alloc(c.batch * 4);
     getrf(c, a, n, dataPtr(pivots), info);
-    // A singular matrix still factors (U has a zero pivot), as in torch.linalg.lu_factor.
-    firstFailure(readInfo(c, info), "luFactor");
+    // torch.linalg.lu_factor raises on an exactly zero pivot (only lu_factor_ex does not).
+    const bad = firstFailure(readInfo(c, info), "luFactor");
+    if (bad > 0) throw linalgFailure.singular("luFactor", bad);
     fromColumnMajor(c, dataPtr(LU), a, n, n, n, n * n);
     return { LU, pivots };
   });
