@@ -38,7 +38,12 @@ export type Fn = () => unknown;
 
 /** An impl that times itself where it runs (a worker): ms per call over `count` calls. */
 export interface SelfTimed {
-  timeBatch(count: number): Promise<number>;
+  /**
+   * `warmUp`: the untimed batch before a sample; a peer process answers it without
+   * waiting for its threads to go quiet, so its timed batch starts with them awake, as
+   * ours does.
+   */
+  timeBatch(count: number, warmUp?: boolean): Promise<number>;
 }
 
 export type Impl = Fn | SelfTimed;
@@ -54,8 +59,8 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
-async function timeBatch(impl: Impl, n: number): Promise<number> {
-  if (typeof impl !== "function") return impl.timeBatch(n);
+async function timeBatch(impl: Impl, n: number, warmUp = false): Promise<number> {
+  if (typeof impl !== "function") return impl.timeBatch(n, warmUp);
   const fn = impl;
   const t0 = now();
   for (let i = 0; i < n; i++) {
@@ -147,7 +152,7 @@ export class Harness {
         // untimed call). A call under WARM_CALL_MS is a sample on its own and is warmed by
         // one call too; calls of 100 ms and more dwarf that transient.
         if (warmFraction > 0 && (batch[name] > 1 || callMs[name] < WARM_CALL_MS))
-          await timeBatch(fn, Math.ceil(batch[name] * warmFraction));
+          await timeBatch(fn, Math.ceil(batch[name] * warmFraction), true);
         times[name].push(await timeBatch(fn, batch[name]));
         const done = s * order.length + j + 1;
         this.onProgress({ kind: "sample", case: caseName, impl: name, done, total });

@@ -7,9 +7,11 @@
  * by tens of percent over minutes (two-thread attention at N=2048 spanned 50-95 ms per
  * call within one process, Zen 4).
  *
- * Before it answers, the server waits until its own threads have stopped spinning
- * (quiet.ts: no thread of its but the main one running; 300 ms at most), so the next impl
- * does not share a core with PyTorch's idle OpenMP threads; the harness does the same for ours.
+ * Before it answers a timed batch, the server waits until its own threads have stopped
+ * spinning (quiet.ts: no thread of its but the main one running; 300 ms at most), so the
+ * next impl does not share a core with PyTorch's idle OpenMP threads; the harness does the
+ * same for ours. A warm-up batch is answered at once, so the timed batch that follows
+ * starts with PyTorch's threads awake, as ours are after their warm-up.
  */
 import type { Harness, SelfTimed } from "../harness.ts";
 import { PYTHON_UNTIL_QUIET } from "../quiet.ts";
@@ -19,7 +21,7 @@ import { reason } from "./types.ts";
 /**
  * Python run after `setup` (which defines CASES, a dict of name -> zero-argument callable,
  * and INFO, a dict describing torch): a line of JSON per request, {"case", "count",
- * "threads"}, answered by the milliseconds per call.
+ * "threads", "warmUp"}, answered by the milliseconds per call.
  */
 const SERVER = `
 import json, sys, time
@@ -36,7 +38,8 @@ with torch.no_grad():
         for _ in range(req["count"]):
             f()
         ms = (time.perf_counter() - t0) / req["count"] * 1000
-        until_quiet()
+        if not req.get("warmUp"):
+            until_quiet()
         print(json.dumps({"ms": ms}), flush=True)
 `;
 
@@ -143,8 +146,8 @@ export async function startTorchServer(
     python,
     dir,
     impl: (caseName, threads) => ({
-      async timeBatch(count: number): Promise<number> {
-        child.stdin.write(`${JSON.stringify({ case: caseName, count, threads })}\n`);
+      async timeBatch(count: number, warmUp = false): Promise<number> {
+        child.stdin.write(`${JSON.stringify({ case: caseName, count, threads, warmUp })}\n`);
         const line = await next();
         if (line === undefined) throw new Error(why());
         return (JSON.parse(line) as { ms: number }).ms;
