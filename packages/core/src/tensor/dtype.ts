@@ -53,7 +53,8 @@ export function isFloat(d: DType): d is FloatDType {
 }
 
 export function bytesPerElement(d: DType): number {
-  return CTORS[d].BYTES_PER_ELEMENT;
+  // An unknown name read CTORS[d] as undefined: a TypeError instead of a DTypeError.
+  return CTORS[checkDType("bytesPerElement", d)].BYTES_PER_ELEMENT;
 }
 
 /** A typed-array view of `length` elements of dtype `d` over `buffer` at `byteOffset`. */
@@ -99,32 +100,34 @@ export function f16ToNumber(h: number): number {
   return s * (1 + m / 1024) * 2 ** (e - 15);
 }
 
+/**
+ * float64 to float16 bits, through float32 as torch rounds (c10::Half is made from a
+ * float): 1 + 2^-11 + 2^-40 gives 1, as torch's .half(), where a direct rounding gives
+ * 1 + 2^-10. Each step rounds to nearest even, subnormals included.
+ */
 export function numberToF16(x: number): number {
   if (Number.isNaN(x)) return 0x7e00;
   const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
-  let a = Math.abs(x);
+  const a = Math.fround(Math.abs(x));
   if (a >= 65520) return sign | 0x7c00; // rounds to infinity
   if (a < 2 ** -24 / 2) return sign;
   let e = Math.floor(Math.log2(a));
-  if (e < -14) {
-    // Subnormal: units of 2^-24, round half to even.
-    const m = a / 2 ** -24;
-    let r = Math.round(m);
-    if (Math.abs(m - Math.trunc(m) - 0.5) < 1e-12 && Math.trunc(m) % 2 === 0) r = Math.trunc(m);
-    return sign | r;
-  }
+  if (e < -14) return sign | roundHalfEven(a / 2 ** -24); // subnormal: units of 2^-24
   if (2 ** e > a) e -= 1; // log2 rounding guard
-  a = a / 2 ** e - 1; // fraction in [0,1)
-  let m = a * 1024;
-  const fl = Math.floor(m);
-  const diff = m - fl;
-  m = diff > 0.5 || (diff === 0.5 && fl % 2 === 1) ? fl + 1 : fl;
+  let m = roundHalfEven((a / 2 ** e - 1) * 1024); // 10 fraction bits (both steps exact)
   if (m === 1024) {
     m = 0;
     e += 1;
   }
   if (e > 15) return sign | 0x7c00;
   return sign | ((e + 15) << 10) | m;
+}
+
+/** m (>= 0, exact) to the nearest integer, ties to even: only an exact .5 is a tie. */
+function roundHalfEven(m: number): number {
+  const fl = Math.floor(m);
+  const diff = m - fl;
+  return diff > 0.5 || (diff === 0.5 && fl % 2 === 1) ? fl + 1 : fl;
 }
 
 /** Reads element i of a storage array as a JS number, whatever the dtype. */
@@ -203,6 +206,28 @@ function creationRangeError(
   );
 }
 
+const isNarrowFloat = (d: DType): boolean => d === "float32" || d === "float16" || d === "bfloat16";
+
+const f64Word = new Float64Array(1);
+const u64Word = new BigUint64Array(f64Word.buffer);
+
+/**
+ * A bigint as a float64 rounded to odd where it is inexact, so that rounding it again to
+ * float32 (then to float16 or bfloat16, as torch does) is the correct rounding of the
+ * bigint: through Number() alone, 2^60 + 2^36 + 1 rounded twice, to 2^60 instead of
+ * torch's 2^60 + 2^37.
+ */
+export function bigintToOddNumber(x: bigint): number {
+  const n = Number(x);
+  const rest = x - BigInt(n); // Number(x) is integral past 2^53, where it can be inexact
+  if (rest === 0n) return n;
+  f64Word[0] = n;
+  // Truncate toward zero (one step down in magnitude when Number() rounded away), then odd.
+  if (x > 0n === rest < 0n) u64Word[0] -= 1n;
+  u64Word[0] |= 1n;
+  return f64Word[0];
+}
+
 /** A bigint cast to int32, int8 or uint8: its low bits (through Number() they rounded past 2^53). */
 const lowBits = (d: DType, x: bigint): number =>
   Number(d === "uint8" ? BigInt.asUintN(8, x) : BigInt.asIntN(d === "int8" ? 8 : 32, x));
@@ -234,7 +259,7 @@ export function writeValue(
     return;
   }
   if (typeof x !== "bigint" || d !== "int64") {
-    const n = Number(x);
+    const n = typeof x === "bigint" && isNarrowFloat(d) ? bigintToOddNumber(x) : Number(x);
     if (checked) checkCreationRange(d, n);
     writeNumber(d, a, i, n);
     return;

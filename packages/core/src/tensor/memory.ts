@@ -78,13 +78,16 @@ export class Storage {
 const memories = new Map<string, DeviceMemory>();
 const stats = new Map<string, MemoryStats>();
 
+const zeroStats = (): MemoryStats => ({
+  allocatedBytes: 0,
+  peakBytes: 0,
+  liveBuffers: 0,
+  totalAllocations: 0,
+});
+
 function statsOf(device: string): MemoryStats {
   let s = stats.get(device);
-  if (!s)
-    stats.set(
-      device,
-      (s = { allocatedBytes: 0, peakBytes: 0, liveBuffers: 0, totalAllocations: 0 }),
-    );
+  if (!s) stats.set(device, (s = zeroStats()));
   return s;
 }
 
@@ -141,13 +144,14 @@ export function allocateStorage(device: string, byteLength: number): Storage {
 export function memoryStats(device: string): MemoryStats;
 export function memoryStats(): Record<string, MemoryStats>;
 export function memoryStats(device?: string): MemoryStats | Record<string, MemoryStats> {
-  if (device !== undefined) return { ...statsOf(normalizeDevice(device)) };
+  // Asking about a device does not add it to the record of every device used.
+  if (device !== undefined) return { ...(stats.get(normalizeDevice(device)) ?? zeroStats()) };
   return Object.fromEntries([...stats].map(([k, v]) => [k, { ...v }]));
 }
 
 export function resetPeakMemory(device: string): void {
-  const s = statsOf(normalizeDevice(device));
-  s.peakBytes = s.allocatedBytes;
+  const s = stats.get(normalizeDevice(device));
+  if (s) s.peakBytes = s.allocatedBytes;
 }
 
 const normalized = new Map<string, string>([["cpu", "cpu"]]);

@@ -232,7 +232,7 @@ export class Tensor implements Disposable {
     checkDType("astype", dtype);
     this.assertAlive();
     if (dtype === this.dtype) return this.clone();
-    if (this.dtype === "int64" && INTEGER_WRAP[dtype]) return this.int64Narrowed(dtype);
+    if (this.dtype === "int64" && dtype !== "float64") return this.int64Narrowed(dtype);
     const src = this.toFloat64();
     const out = filled(empty(this.shape, { dtype, device: "cpu" }), (dst) => {
       for (let i = 0; i < src.length; i++) writeNumber(dtype, dst, i, src[i]);
@@ -241,14 +241,16 @@ export class Tensor implements Disposable {
   }
 
   /**
-   * int64 into a narrower integer dtype or bool through bigints, keeping the low bits as
-   * torch does (through float64 the values past 2^53 lost them: 2^62 + 1 gave 0, not 1).
+   * int64 into a narrower dtype through bigints: integers and bool keep the low bits as
+   * torch does (through float64 the values past 2^53 lost them: 2^62 + 1 gave 0, not 1);
+   * float32, float16 and bfloat16 round once, as torch's cast (through float64, twice).
    */
   private int64Narrowed(dtype: DType): Tensor {
     const data = this.dataSync() as BigInt64Array;
-    const wrap = INTEGER_WRAP[dtype]!;
+    const wrap = INTEGER_WRAP[dtype];
     const out = filled(empty(this.shape, { dtype, device: "cpu" }), (dst) => {
-      for (let i = 0; i < data.length; i++) dst[i] = wrap(data[i]!);
+      if (wrap) for (let i = 0; i < data.length; i++) dst[i] = wrap(data[i]!);
+      else for (let i = 0; i < data.length; i++) writeValue(dtype, dst, i, data[i]!, false);
     });
     return moveTo(out, this.device);
   }
@@ -258,7 +260,8 @@ export class Tensor implements Disposable {
     const p = [...this.shape.keys()];
     const a = normalizeDim("transpose dim0", dim0, this.rank);
     const b = normalizeDim("transpose dim1", dim1, this.rank);
-    [p[a], p[b]] = [p[b], p[a]];
+    // A 0-d tensor is its own transpose (swapping p[0] of [] made permute see [undefined]).
+    if (this.rank > 0) [p[a], p[b]] = [p[b], p[a]];
     return this.permute(p);
   }
 
@@ -322,8 +325,13 @@ export class Tensor implements Disposable {
     return out;
   }
 
-  /** A copy on another device (sync where both memories allow it). */
-  to(device: string): Tensor {
+  /**
+   * A copy on another device (sync where both memories allow it); given a dtype, a copy
+   * in that dtype (astype), as torch's t.to(torch.float16). A dtype was taken for a
+   * device nobody provides.
+   */
+  to(device: string | DType): Tensor {
+    if (isDType(device)) return this.astype(device);
     const dev = normalizeDevice(device);
     this.assertAlive();
     if (dev === this.device) return this.clone();
@@ -383,7 +391,8 @@ export function normalizeDim(name: string, dim: number, rank: number): number {
       `${name}: dimension ${show(dim)} is out of range for a tensor of rank ${rank}`,
     );
   }
-  return dim < 0 ? dim + rank : dim;
+  // A 0-d tensor takes dims -1 and 0 as torch's do, both meaning 0 (-1 + 0 gave -1).
+  return dim < 0 ? dim + Math.max(rank, 1) : dim;
 }
 
 function inferShape(shape: readonly number[], numel: number): number[] {
@@ -393,7 +402,12 @@ function inferShape(shape: readonly number[], numel: number): number[] {
   const free = shape.filter((d) => d === -1).length;
   if (free > 1) throw new ShapeError(`reshape: only one dimension may be -1, got ${show(shape)}`);
   const known = shape.reduce((a, d) => (d === -1 ? a : a * d), 1);
-  const s = shape.map((d) => (d === -1 ? (known === 0 ? 0 : numel / known) : d));
+  // Next to a 0, -1 could be any size (torch refuses it; this gave 0).
+  if (free === 1 && known === 0)
+    throw new ShapeError(
+      `reshape: cannot infer the -1 of shape ${show(shape)} next to a size 0: it could be any size`,
+    );
+  const s = shape.map((d) => (d === -1 ? numel / known : d));
   if (sizeOf(s) !== numel || !s.every(Number.isInteger)) {
     throw new ShapeError(`reshape: cannot view ${numel} elements as shape ${show(shape)}`);
   }
@@ -664,9 +678,17 @@ export function tensor(
 
 /** `t` (a new CPU tensor) moved to `device`; `t` is freed either way. */
 function moveTo(t: Tensor, device: string | undefined): Tensor {
-  if (device === undefined || normalizeDevice(device) === "cpu") return t;
+  if (device === undefined) return t;
+  let dev: string;
   try {
-    return t.to(device);
+    dev = normalizeDevice(device);
+  } catch (e) {
+    t.dispose(); // a malformed name ("Bad!", 5) left full()'s buffer counted as live
+    throw e;
+  }
+  if (dev === "cpu") return t;
+  try {
+    return t.to(dev);
   } finally {
     t.dispose();
   }
@@ -702,26 +724,38 @@ export function seededRandom(seed: number): () => number {
 }
 
 function fillRandom(
+  name: string,
   shape: readonly number[],
   opts: CreateOptions & { seed?: number },
   draw: (r: () => number) => number,
+  below = Number.POSITIVE_INFINITY,
 ): Tensor {
-  opts = checkCreateOptions("random tensor", opts);
+  opts = checkCreateOptions(name, opts);
   if (opts.seed !== undefined && !Number.isInteger(opts.seed))
     throw new ArgumentError(`seed must be an integer, got ${show(opts.seed)}`);
+  const dtype = checkDType("dtype", opts.dtype ?? "float32");
+  // As torch's: an integer or bool rand/randn was all zeros (or all true), silently.
+  if (!isFloat(dtype))
+    throw new DTypeError(
+      `${name}: dtype must be float32, float64, float16 or bfloat16, got ${show(dtype)}`,
+    );
   const r = seededRandom(opts.seed ?? (Math.random() * 2 ** 32) >>> 0);
   const t = empty(shape, { ...opts, device: "cpu" });
   const dst = t.hostData();
-  for (let i = 0; i < t.numel; i++) writeNumber(t.dtype, dst, i, draw(r));
+  for (let i = 0; i < t.numel; i++) {
+    // Draw again where rounding to the dtype reached `below` (bfloat16 made 1 of [0, 1) 1 time in 512).
+    do writeNumber(dtype, dst, i, draw(r));
+    while (readNumber(dtype, dst, i) >= below);
+  }
   return moveTo(t, opts.device);
 }
 
-/** Uniform [0, 1). */
+/** Uniform [0, 1): 1 itself never, whatever the dtype rounds to. */
 export function rand(
   shape: readonly number[],
   opts: CreateOptions & { seed?: number } = {},
 ): Tensor {
-  return fillRandom(shape, opts, (r) => r());
+  return fillRandom("rand", shape, opts, (r) => r(), 1);
 }
 
 /** Standard normal (Box-Muller). */
@@ -730,6 +764,7 @@ export function randn(
   opts: CreateOptions & { seed?: number } = {},
 ): Tensor {
   return fillRandom(
+    "randn",
     shape,
     opts,
     (r) => Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r()),
