@@ -268,6 +268,31 @@ describe("flash-cpu (fused attention, WASM SIMD)", () => {
     expect(other.some((x, i) => Math.abs(x - fused[i]) > 1e-3)).toBe(true);
   });
 
+  it("reproduces the reference's dropout after a fully masked row (draws fixed per element)", async () => {
+    await ready(WASM_BACKEND);
+    const q = f32([2, 2, 6, 16], 6);
+    const k = f32([2, 2, 70, 16], 7);
+    const v = f32([2, 2, 70, 8], 8);
+    const m = new Uint8Array(6 * 70).map((_, i) => ((i * 7) % 5 !== 0 ? 1 : 0));
+    m.fill(0, 70, 140); // query row 1 sees no key
+    const opts = {
+      dropoutP: 0.3,
+      seed: 4321,
+      attnMask: tensor(m, { shape: [6, 70], dtype: "bool" }),
+    };
+    expect(reasonOf(q, k, v, opts)).toBe("selected");
+    const fused = scaledDotProductAttention(q, k, v, opts).toFloat64();
+    let ref: Float64Array;
+    {
+      using _ = sdpaKernel([SDPBackend.MATH]);
+      ref = scaledDotProductAttention(q, k, v, opts).toFloat64();
+    }
+    // float32 against the float64 reference, relative to its largest magnitude.
+    const scale = ref.reduce((a, x) => Math.max(a, Math.abs(x)), 0);
+    const err = ref.reduce((a, x, i) => Math.max(a, Math.abs(fused[i] - x)), 0);
+    expect(err / scale).toBeLessThan(TOLERANCE);
+  });
+
   it("supports() refuses what it cannot do, and says why", async () => {
     await ready(WASM_BACKEND);
     const q = f32([1, 2, 5, 16], 6);

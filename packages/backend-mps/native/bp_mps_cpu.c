@@ -216,7 +216,8 @@ int32_t impl_sdpa(int32_t dtype, void *q, void *k, void *v, void *mask, int32_t 
           double s = 0;
           for (int64_t e = 0; e < E; e++)
             s += load(dtype, q, qo + i * E + e) * load(dtype, k, ko + j * E + e);
-          s *= scale;
+          /* torch scales q and k, so an empty product (E = 0) is 0 at any scale, not NaN. */
+          if (E > 0) s *= scale;
           if (mask_kind == BP_MPS_MASK_CAUSAL && j > i) s = -INFINITY;
           if (mask_kind == BP_MPS_MASK_BOOL && !((const uint8_t *)mask)[mo + i * S + j])
             s = -INFINITY;

@@ -138,7 +138,10 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u
         if (causal && j > i) { break; }
         var dot = 0.0;
         for (var e = 0u; e < E; e++) { dot = fma(q[e], Ks[c * ${DE}u + e], dot); }
-        var sc = dot * scale;
+        // An empty dot product (E = 0) is 0 whatever the scale (1 / sqrt(0) = inf), as in
+        // torch, which scales q and k: the row averages v rather than turning NaN.
+        var sc = 0.0;
+        if (E > 0u) { sc = dot * scale; }
         ${maskRead}
         let bits = bitcast<u32>(sc);
         if (bits == 0xff800000u) { continue; }

@@ -54,6 +54,35 @@ export interface SdpaParams extends OpParams {
   headsKV: number;
 }
 
+/**
+ * The batch dims of key and value broadcast together, as torch's matmuls broadcast them
+ * (key [2, ...] with value [1, ...] is fine). Under enableGqa each one's heads must divide
+ * the query's; a kv head count of 1 broadcasts, two different ones (which torch repeats
+ * separately) are refused: the kernels map both through one group size.
+ */
+function kvBatchDims(
+  op: string,
+  headsQ: number,
+  key: Tensor,
+  value: Tensor,
+  enableGqa: boolean,
+): number[] {
+  const kb = key.shape.slice(0, -2);
+  const vb = value.shape.slice(0, -2);
+  if (enableGqa)
+    for (const [name, b] of [
+      ["key", kb],
+      ["value", vb],
+    ] as const) {
+      const heads = b[b.length - 1];
+      if (headsQ % heads !== 0)
+        throw new ShapeError(
+          `${op}: with enableGqa, query heads (${headsQ}) must be a multiple of ${name} heads (${heads})`,
+        );
+    }
+  return broadcastShapes(op, kb, vb, ["key's batch dims", "value's batch dims"]);
+}
+
 // Long: SDPA's argument checks in the order torch reports them; each is a line or two.
 function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions): SdpaParams {
   const op = "scaledDotProductAttention";
@@ -86,26 +115,16 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
     throw new ShapeError(`${op}: value has ${value.shape[value.rank - 2]} positions, key has ${S}`);
   const enableGqa = checkBool(op, "enableGqa", o.enableGqa, false);
   const qb = query.shape.slice(0, -2);
-  let kb = key.shape.slice(0, -2);
-  const vb = value.shape.slice(0, -2);
-  if (kb.join() !== vb.join())
-    throw new ShapeError(
-      `${op}: key [${key.shape}] and value [${value.shape}] must have the same batch dims`,
-    );
   // torch reads the heads at dim -3 of all three under enable_gqa (an IndexError below rank 3).
   if (enableGqa && Math.min(query.rank, key.rank, value.rank) < 3)
     throw new ShapeError(
       `${op}: with enableGqa, query, key and value need a heads dimension (rank >= 3); got ranks ${query.rank}, ${key.rank}, ${value.rank}`,
     );
   const headsQ = qb.length > 0 ? qb[qb.length - 1] : 1;
+  let kb = kvBatchDims(op, headsQ, key, value, enableGqa);
   const headsKV = kb.length > 0 ? kb[kb.length - 1] : 1;
-  if (enableGqa && qb.length > 0 && kb.length > 0 && headsQ !== headsKV) {
-    if (headsQ % headsKV !== 0)
-      throw new ShapeError(
-        `${op}: with enableGqa, query heads (${headsQ}) must be a multiple of key/value heads (${headsKV})`,
-      );
+  if (enableGqa && qb.length > 0 && kb.length > 0 && headsQ !== headsKV)
     kb = [...kb.slice(0, -1), headsQ];
-  }
   const batchShape = broadcastShapes(op, qb, kb, ["query's batch dims", "key's batch dims"]);
   const isCausal = checkBool(op, "isCausal", o.isCausal, false);
   // Checked by type, not truthiness: attnMask 0, false or "" is an ArgumentError, not "no mask".

@@ -69,7 +69,9 @@ export function sdpaReference(p: SdpaParams): Tensor {
         let s = 0;
         for (let e = 0; e < E; e++)
           s += Q(qOff[bi] + i * qs0 + e * qs1) * K(kOff[bi] + j * ks0 + e * ks1);
-        s *= scale;
+        // torch scales the factors (q and k by sqrt(scale)), so an empty dot product (E = 0)
+        // stays 0 whatever the scale (1 / sqrt(0) = inf): the row averages v, not NaN.
+        if (E > 0) s *= scale;
         if (p.isCausal && j > i) s = Number.NEGATIVE_INFINITY;
         if (M) {
           const m = M(mOff![bi] + i * ms0 + j * ms1);
@@ -85,6 +87,9 @@ export function sdpaReference(p: SdpaParams): Tensor {
       // PyTorch 2.13's safe softmax gives on every backend (not exp(-inf + inf) = NaN).
       if (masked === S) {
         for (let e = 0; e < Ev; e++) Wr(o++, 0);
+        // Dropout draws one number per (row, key) even here: element (bh, i, j) always
+        // takes draw (bh * L + i) * S + j, the stream flash-cpu reproduces.
+        if (rand) for (let j = 0; j < S; j++) rand();
         continue;
       }
       let sum = 0;
