@@ -46,9 +46,12 @@ export function candidates(op: OpRecord, e: Entry, params: OpParams): Explanatio
       kernel: k.name,
       backend: k.backend,
       accepted: runs,
-      reason: warnOnly
+      // With warnOnly it runs only when nothing before it can: else it is passed over.
+      reason: runs
         ? "nondeterministic; runs with a warning (warnOnly)"
-        : "nondeterministic, and useDeterministicAlgorithms(true) is on",
+        : warnOnly
+          ? `nondeterministic; ${selected} comes first (warnOnly)`
+          : "nondeterministic, and useDeterministicAlgorithms(true) is on",
     });
     if (runs) selected = k.name;
   }

@@ -60,5 +60,9 @@ export function kernelPriority(op: string, names: readonly string[]): FlagScope 
 /** The async-safe form: the order holds inside fn, across awaits, for this task only. */
 export function withKernelPriority<R>(op: string, names: readonly string[], fn: () => R): R {
   checkNames(op, names);
+  if (typeof fn !== "function")
+    throw new ArgumentError(
+      `withKernelPriority(op, names, fn): fn must be a function, got ${show(fn)}`,
+    );
   return runWithState(changeOf({ priorities: { [op]: names } }), fn);
 }

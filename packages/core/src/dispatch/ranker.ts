@@ -27,7 +27,13 @@
 import { BackplaneError, type CandidateReport, KernelError } from "../errors.ts";
 import type { FlagState } from "../flags/snapshot.ts";
 import { availabilityOf, getBackend, registryGeneration, startInit } from "../registry/backends.ts";
-import { type Kernel, kernelAccepts, type OpParams, type OpRecord } from "../registry/kernels.ts";
+import {
+  answerOf,
+  type Kernel,
+  kernelAccepts,
+  type OpParams,
+  type OpRecord,
+} from "../registry/kernels.ts";
 import type { DType } from "../tensor/dtype.ts";
 import { splitReason } from "../util/reason.ts";
 import { noteRankedCall } from "./calibrate.ts";
@@ -159,7 +165,7 @@ function staticRefusal(
     if (flagOf(state, f) !== true) return `disabled by flag ${f} = ${String(flagOf(state, f))}`;
   }
   if (k.enabled) {
-    const r = k.enabled((key) => flagOf(state, key));
+    const r = enabledBy(k, state);
     if (r !== true) return r;
   }
   if (k.precision && dtype === "float32") {
@@ -170,6 +176,23 @@ function staticRefusal(
     }
   }
   return undefined;
+}
+
+/**
+ * A kernel's enabled() under `state`; one that throws is a refusal with the message, as a
+ * throwing supports() is: one backend's bug must not take the op down for every kernel.
+ */
+function enabledBy(k: Kernel, state: FlagState): true | string {
+  try {
+    return k.enabled
+      ? answerOf(
+          "enabled",
+          k.enabled((key) => flagOf(state, key)),
+        )
+      : true;
+  } catch (err) {
+    return `enabled() threw: ${(err as Error)?.message ?? String(err)}`;
+  }
 }
 
 function buildEntry(op: OpRecord, state: FlagState, deviceType: string, dtype: DType): Entry {
@@ -287,7 +310,8 @@ function measureShape(op: OpRecord, e: Entry, params: OpParams): Ranking {
   const exhaustive = e.policy === "exhaustive";
   let trial: Kernel[];
   if (exhaustive) {
-    trial = base.filter((k) => kernelAccepts(k, params) === true);
+    // An in-place kernel is not timed: each trial would write into the inputs again.
+    trial = base.filter((k) => !k.inPlace && kernelAccepts(k, params) === true);
     if (e.trialLimit > 0) trial = trial.slice(0, e.trialLimit);
   } else trial = firstPerBackend(base, params);
   if (trial.length < 2) return e.base; // nothing to rank

@@ -32,21 +32,31 @@ type Disposable = { dispose(): void };
 const isDisposable = (x: unknown): x is Disposable =>
   typeof x === "object" && x !== null && typeof (x as Disposable).dispose === "function";
 
-/** Frees a trial run's result: a tensor, or the tensors of a tuple/record result. */
-export function disposeResult(x: unknown): void {
-  if (isDisposable(x)) x.dispose();
-  else if (x && typeof x === "object")
-    for (const v of Object.values(x)) if (isDisposable(v)) v.dispose();
+/**
+ * Frees a trial run's result: a tensor, or the tensors of a tuple/record result. One of
+ * the params' own values (an input handed back) is the caller's and stays.
+ */
+export function disposeResult(x: unknown, params?: OpParams): void {
+  const inputs = new Set(params ? Object.values(params) : []);
+  const drop = (v: unknown) => {
+    if (isDisposable(v) && !inputs.has(v)) v.dispose();
+  };
+  if (isDisposable(x)) drop(x);
+  else if (x && typeof x === "object") for (const v of Object.values(x)) drop(v);
 }
 
-/** Per backend (the core's reference aside), the first kernel in `kernels` that accepts. */
+/**
+ * Per backend (the core's reference aside), the first kernel in `kernels` that accepts.
+ * A backend whose first is an in-place kernel is not timed: each trial run would write
+ * into the caller's inputs again.
+ */
 export function firstPerBackend(kernels: readonly Kernel[], params: OpParams): Kernel[] {
   const out = new Map<string, Kernel>();
   for (const k of kernels) {
     if (k.backend === "reference" || out.has(k.backend)) continue;
     if (kernelAccepts(k, params) === true) out.set(k.backend, k);
   }
-  return [...out.values()];
+  return [...out.values()].filter((k) => !k.inPlace);
 }
 
 export interface TimingLimits {
@@ -84,7 +94,7 @@ export function timeInterleaved(
   for (const k of ks) {
     if (now() > start) return "late"; // measured whole or not at all
     try {
-      disposeResult(k.run(params));
+      disposeResult(k.run(params), params);
       best.set(k, Number.POSITIVE_INFINITY);
     } catch (e) {
       onError(k, e);
@@ -96,9 +106,9 @@ export function timeInterleaved(
     const t0 = now();
     for (const k of best.keys()) {
       try {
-        for (let i = 1; i < (limits.burst ?? 1); i++) disposeResult(k.run(params));
+        for (let i = 1; i < (limits.burst ?? 1); i++) disposeResult(k.run(params), params);
         const t = now();
-        disposeResult(k.run(params));
+        disposeResult(k.run(params), params);
         best.set(k, Math.min(best.get(k) as number, now() - t));
       } catch (e) {
         // A kernel that ran at warm-up may still fail later (an input-dependent path):

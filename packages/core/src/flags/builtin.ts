@@ -2,6 +2,7 @@
  * The flags of every namespace in the API we owe (../shared/design/API.md), with torch's
  * defaults. They exist whether or not a backend package is installed, as in torch.
  */
+import { FlagError } from "../errors.ts";
 import {
   type BoolSpec,
   bool,
@@ -12,7 +13,14 @@ import {
   oneOf,
 } from "./spec.ts";
 
-const truthy = (t: string): boolean => /^(1|true|on|yes)$/i.test(t);
+/**
+ * torch's check_env(): "1" is true, "0" false; anything else is ignored with a warning
+ * (defineFlags warns and keeps the default when this throws).
+ */
+const torchEnvFlag = (t: string): boolean => {
+  if (t === "1" || t === "0") return t === "1";
+  throw new FlagError(`${JSON.stringify(t)} is not a valid value for a boolean flag; use 0 or 1`);
+};
 
 // Who reads each flag (describe() and the inert-flag warning use it).
 const CORE = ["@backplane/core"];
@@ -167,13 +175,13 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
     },
     preferredBlasLibrary: oneOf(["cublas", "cublaslt"], "cublas", {
       env: "TORCH_BLAS_PREFER_CUBLASLT",
-      fromEnv: (t) => (truthy(t) ? "cublaslt" : "cublas"),
+      fromEnv: (t) => (torchEnvFlag(t) ? "cublaslt" : "cublas"),
       torch: "torch.backends.cuda.preferred_blas_library",
       readBy: CUDA,
     }),
     preferredLinalgLibrary: oneOf(["default", "cusolver", "magma"], "default", {
       env: "TORCH_LINALG_PREFER_CUSOLVER",
-      fromEnv: (t) => (truthy(t) ? "cusolver" : "default"),
+      fromEnv: (t) => (torchEnvFlag(t) ? "cusolver" : "default"),
       torch: "torch.backends.cuda.preferred_linalg_library",
       readBy: CUDA,
     }),

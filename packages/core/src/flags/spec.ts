@@ -183,11 +183,22 @@ export function validate(
   return value;
 }
 
+/** A spec's own reading of the environment; what it refuses names the variable and the flag. */
+function customEnv(spec: FlagSpec, text: string, name: string, key: string): unknown {
+  try {
+    return (spec.fromEnv as (s: string) => unknown)(text.trim());
+  } catch (e) {
+    throw new FlagError(
+      `environment ${name}=${JSON.stringify(text)} for flag ${key}: ${(e as Error)?.message ?? String(e)}`,
+    );
+  }
+}
+
 /** Parses environment variable `name`'s text for a flag; an unparsable value is an error. */
 export function parseEnv(key: string, spec: FlagSpec, text: string, name = ""): unknown {
   const t = text.trim();
   const from = `${key} (from ${name})`;
-  if (spec.fromEnv) return validate(from, spec, (spec.fromEnv as (s: string) => unknown)(t));
+  if (spec.fromEnv) return validate(from, spec, customEnv(spec, text, name, key));
   switch (spec.kind) {
     case "bool": {
       if (/^(1|true|on|yes)$/i.test(t)) return true;
@@ -197,7 +208,8 @@ export function parseEnv(key: string, spec: FlagSpec, text: string, name = ""): 
       );
     }
     case "int":
-      return validate(from, spec, t === "" ? Number.NaN : Number(t));
+      // Decimal digits only: Number() would also take "0x10", "1e3" and "2.0".
+      return validate(from, spec, /^[+-]?\d+$/.test(t) ? Number(t) : t);
     case "enum": {
       const hit = spec.values.find((v) => v.toLowerCase() === t.toLowerCase());
       return validate(from, spec, hit ?? t);

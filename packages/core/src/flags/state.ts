@@ -288,7 +288,23 @@ export function setFlag(key: string, value: unknown): void {
   const before = frame.state;
   if (before.values[key] === value) return;
   frame.state = before.with({ [key]: value });
-  fire(before, frame.state);
+  fireOrUndo(frame, before);
+}
+
+/**
+ * Runs the hooks of a change from `before`; when one refuses it (throws), the frame goes
+ * back to `before` and the hooks hear that too, so a refused set leaves nothing behind
+ * (neither the flag nor a mirror a hook had already set). Then the refusal is rethrown.
+ */
+function fireOrUndo(frame: Frame, before: FlagState): void {
+  try {
+    fire(before, frame.state);
+  } catch (e) {
+    const now = frame.state;
+    frame.state = before;
+    fire(now, before, () => {});
+    throw e;
+  }
 }
 
 /** Changes the state of the current task for good (setKernelPriority): no scope to restore. */
@@ -424,16 +440,8 @@ export function openChangeScope(changes: ScopeChanges): FlagScope {
   const entry = frame.state;
   const applied = applyChanges(entry, changes);
   frame.state = applied;
-  try {
-    fire(entry, applied);
-  } catch (e) {
-    // A hook refused the change: no scope exists to undo it, so put every flag back now
-    // (and tell the hooks, so settings they pushed into native libraries are undone too).
-    const now = frame.state;
-    frame.state = entry;
-    fire(now, entry, () => {});
-    throw e;
-  }
+  // A hook refused the change: no scope exists to undo it, so every flag goes back now.
+  fireOrUndo(frame, entry);
   const produced = frame.state;
   const changed = new Set(Object.keys(changes.values ?? {}));
   // Hooks may have set other flags (allowTf32 mirrors the float32 precision): the scope
@@ -523,5 +531,5 @@ export function flatten(nested: Record<string, unknown>, prefix = ""): Record<st
 }
 
 // The flags of every namespace of the API exist from the start, whichever module a
-// program imports first (they are data: builtin.ts depends on nothing but spec.ts).
+// program imports first (they are data: builtin.ts depends only on spec.ts and errors.ts).
 for (const [ns, schema] of Object.entries(BUILTIN_FLAGS)) defineFlags(ns, schema as FlagSchema);

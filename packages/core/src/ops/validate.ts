@@ -137,7 +137,7 @@ export function checkOptions(
   if (opts === undefined) return {};
   if (opts === null || typeof opts !== "object" || Array.isArray(opts) || opts instanceof Tensor) {
     throw new ArgumentError(
-      `${op}: options must be an object, got ${opts === null ? "null" : typeof opts}`,
+      `${op}: options must be an object, got ${opts instanceof Tensor ? "a Tensor" : show(opts)}`,
     );
   }
   for (const k of Object.keys(opts)) {

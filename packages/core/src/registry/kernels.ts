@@ -108,10 +108,16 @@ export interface OpRecord<
  */
 export function kernelAccepts(k: Kernel, params: OpParams): true | string {
   try {
-    return k.supports ? k.supports(params) : true;
+    return k.supports ? answerOf("supports", k.supports(params)) : true;
   } catch (err) {
-    return `supports() threw: ${(err as Error).message}`;
+    return `supports() threw: ${(err as Error)?.message ?? String(err)}`;
   }
+}
+
+/** A check's answer as `true | reason`: anything else (false, undefined) refuses, said so. */
+export function answerOf(check: string, r: unknown): true | string {
+  if (r === true || (typeof r === "string" && r !== "")) return r;
+  return `${check}() returned ${show(r)} instead of true or a reason`;
 }
 
 const ops = new Map<string, OpRecord>();
@@ -187,6 +193,31 @@ function checkKernel(backend: string, devices: readonly string[], k: AnyKernelDe
     throw new RegistrationError(`${where}: priority must be a number`);
   if (typeof k.deterministic !== "boolean")
     throw new RegistrationError(`${where}: deterministic must be true or false`);
+  checkOptionalFields(where, k);
+}
+
+const PRECISIONS: readonly string[] = ["highest", "high", "medium"];
+
+/**
+ * The optional fields have their documented types: a supports or enabled that is not a
+ * function would throw on every call of the op, and a misspelt precision ("hgh") would
+ * let a TF32 kernel run under "highest".
+ */
+function checkOptionalFields(where: string, k: AnyKernelDefinition): void {
+  const fail = (field: string, want: string, got: unknown) =>
+    new RegistrationError(`${where}: ${field} must be ${want}, got ${show(got)}`);
+  for (const fn of ["supports", "enabled"] as const)
+    if (k[fn] !== undefined && typeof k[fn] !== "function")
+      throw fail(fn, "a function (or left out)", k[fn]);
+  if (k.precision !== undefined && !PRECISIONS.includes(k.precision))
+    throw fail("precision", `one of ${PRECISIONS.map((p) => `"${p}"`).join(", ")}`, k.precision);
+  if (k.family !== undefined && (typeof k.family !== "string" || k.family === ""))
+    throw fail("family", "a non-empty string", k.family);
+  if (k.inPlace !== undefined && typeof k.inPlace !== "boolean")
+    throw fail("inPlace", "true or false", k.inPlace);
+  const vf = k.verboseFlags;
+  if (vf !== undefined && !(Array.isArray(vf) && vf.every((f) => typeof f === "string")))
+    throw fail("verboseFlags", 'a list of flag keys like ["mkl.verbose"]', vf);
 }
 
 /** Adds a backend's kernels; all are checked first, so a bad list adds nothing. */

@@ -13,7 +13,7 @@ import {
   registerFlagChoice,
   setFlagChoiceFilter,
 } from "../flags/state.ts";
-import { registerDeviceMemory } from "../tensor/memory.ts";
+import { deviceMemory, registerDeviceMemory } from "../tensor/memory.ts";
 import { show } from "../util/format.ts";
 import { didYouMean } from "../util/suggest.ts";
 import {
@@ -64,8 +64,8 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   const prior = getBackend(def.name);
   if (prior) {
     if (prior.def === def) return prior;
-    const a = prior.def.version?.();
-    const b = def.version?.();
+    const a = versionOf(prior.def);
+    const b = versionOf(def);
     if (a === b) return prior;
     throw new RegistrationError(
       `backend ${def.name} is already registered (version ${a ?? "?"}); a second copy (version ${b ?? "?"}) was imported. ` +
@@ -81,6 +81,7 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   checkFlagSchemas(def);
   checkKernelFlags(def);
   checkProvides(def);
+  checkMemories(def);
   addKernels(def.name, def.devices, def.kernels ?? []);
   addToRegistry(entry);
   const reader = def.packageName ?? def.name;
@@ -91,6 +92,19 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   for (const m of def.memories ?? []) registerDeviceMemory(m);
   bumpGeneration();
   return entry;
+}
+
+/** A definition's version() for the duplicate check; one that throws is a RegistrationError. */
+function versionOf(def: BackendDefinition): string | undefined {
+  if (def.version !== undefined && typeof def.version !== "function")
+    throw new RegistrationError(`backend ${def.name}: version must be a function`);
+  try {
+    return def.version?.();
+  } catch (e) {
+    throw new RegistrationError(
+      `backend ${def.name}: version() threw (${(e as Error)?.message ?? String(e)}); it is compared when the name is registered twice`,
+    );
+  }
 }
 
 /**
@@ -117,6 +131,15 @@ const isRecord = (x: unknown): x is Record<string, unknown> =>
 const isStringList = (x: unknown): x is string[] =>
   Array.isArray(x) && x.every((v) => typeof v === "string" && v !== "");
 
+const OPTIONAL_HOOKS = [
+  "version",
+  "versionNumber",
+  "isBuilt",
+  "capability",
+  "performanceKey",
+  "init",
+] as const;
+
 /** The definition's fields have the types BackendDefinition gives them (a JS caller has no compiler). */
 function checkFields(def: BackendDefinition): void {
   const fail = (field: string, want: string, got: unknown) =>
@@ -135,6 +158,10 @@ function checkFields(def: BackendDefinition): void {
     throw fail("provides", 'an object like { "quantized.engine": ["qnnpack"] }', def.provides);
   if (def.api !== undefined && (!isRecord(def.api) || !Object.values(def.api).every(isRecord)))
     throw fail("api", "an object of members by namespace", def.api);
+  // Optional hooks are called later, far from here: a non-function would fail there.
+  for (const fn of OPTIONAL_HOOKS)
+    if (def[fn] !== undefined && typeof def[fn] !== "function")
+      throw fail(fn, "a function (or left out)", def[fn]);
   if (
     def.memories !== undefined &&
     !(Array.isArray(def.memories) && def.memories.every((m) => typeof m?.deviceType === "string"))
@@ -188,6 +215,26 @@ function checkProvides(def: BackendDefinition): void {
     if (!isStringList(values))
       throw fail(
         `${show(key)}: the values must be a list of names like ["qnnpack"], got ${show(values)}`,
+      );
+  }
+}
+
+/**
+ * Each memory is for one of the backend's devices, and for a device type no memory serves
+ * yet: registering would otherwise replace the memory every later tensor of that type
+ * (the CPU's included) is allocated from.
+ */
+function checkMemories(def: BackendDefinition): void {
+  for (const m of def.memories ?? []) {
+    const type = m.deviceType;
+    if (!def.devices.includes(type))
+      throw new RegistrationError(
+        `backend ${def.name}: a memory for device type ${show(type)}, which is not among its devices (${def.devices.join(", ")})`,
+      );
+    const prior = deviceMemory(type);
+    if (prior !== undefined && prior !== m)
+      throw new RegistrationError(
+        `backend ${def.name}: device type ${show(type)} already has a memory; a backend cannot replace it`,
       );
   }
 }
@@ -261,10 +308,12 @@ function checkFlagClashes(def: BackendDefinition): void {
  * A misspelt key ("fl3.enabld") would otherwise leave the kernel disabled for good.
  */
 function checkKernelFlags(def: BackendDefinition): void {
-  const own = Object.entries(def.flags ?? {}).flatMap(([ns, schema]) =>
-    [...leaves(schema)].map(([key]) => `${ns}.${key}`),
+  const kinds = new Map(
+    Object.entries(def.flags ?? {}).flatMap(([ns, schema]) =>
+      [...leaves(schema)].map(([key, spec]): [string, string] => [`${ns}.${key}`, spec.kind]),
+    ),
   );
-  const known = new Set([...allFlagKeys(), ...own]);
+  const known = new Set([...allFlagKeys(), ...kinds.keys()]);
   for (const k of def.kernels ?? []) {
     const flags = (k as { flags?: unknown } | null)?.flags;
     if (flags !== undefined && !isStringList(flags))
@@ -272,11 +321,18 @@ function checkKernelFlags(def: BackendDefinition): void {
         `backend ${def.name}, kernel ${show(k?.name)}: flags must be a list of flag keys, got ${show(flags)}`,
       );
     for (const key of flags ?? []) {
-      if (known.has(key)) continue;
-      const guess = didYouMean(key, known);
-      throw new RegistrationError(
-        `backend ${def.name}, kernel ${show(k?.name)}: flag ${show(key)} is not defined${guess ? `; did you mean ${guess}?` : ""} (a backend's own flags go in its flags schema)`,
-      );
+      if (!known.has(key)) {
+        const guess = didYouMean(key, known);
+        throw new RegistrationError(
+          `backend ${def.name}, kernel ${show(k?.name)}: flag ${show(key)} is not defined${guess ? `; did you mean ${guess}?` : ""} (a backend's own flags go in its flags schema)`,
+        );
+      }
+      // A kernel runs only while its flags are all `true`: another kind would never be.
+      const kind = kinds.get(key) ?? flagSpec(key)?.kind;
+      if (kind !== "bool")
+        throw new RegistrationError(
+          `backend ${def.name}, kernel ${show(k?.name)}: flag ${key} is ${kind === "int" || kind === "enum" ? "an" : "a"} ${kind} flag; a kernel's flags must be boolean (use enabled(flag) for other conditions)`,
+        );
     }
   }
 }

@@ -18,7 +18,8 @@ export function useDeterministicAlgorithms(mode: boolean, opts: { warnOnly?: boo
   const fn = "useDeterministicAlgorithms";
   const warnOnly = checkBool(fn, "warnOnly", checkOptions(fn, opts, ["warnOnly"]).warnOnly, false);
   setFlag("core.deterministic", mode);
-  setFlag("core.deterministicWarnOnly", mode && warnOnly);
+  // As torch stores it: (false, { warnOnly: true }) reports warn-only on, and changes nothing.
+  setFlag("core.deterministicWarnOnly", warnOnly);
 }
 
 export const areDeterministicAlgorithmsEnabled = (): boolean =>
