@@ -415,11 +415,11 @@ describe("oneDNN (cpu-dnnl)", () => {
     },
   );
 
-  itDnnl("no input or output channels: refused with the reason, before oneDNN sees them", () => {
-    // oneDNN 2.6 ends the process (SIGFPE) making a 1x1 layer's matmul plan with an empty side.
+  itDnnl("no input channels: refused with the reason, before oneDNN sees them", () => {
+    // oneDNN 2.6 ends the process (SIGFPE) making a 1x1 layer's matmul plan with an empty
+    // side. (No output channels is a ShapeError of the op, as torch's.)
     for (const [xs, ws, why] of [
       [[1, 0, 4, 4], [2, 0, 1, 1], "no input channels"],
-      [[2, 3, 5, 5], [0, 3, 1, 1], "no output channels"],
       [[1, 0, 6, 6], [3, 0, 3, 3], "no input channels"],
     ] as const) {
       const x = randn([...xs], { seed: 1 });

@@ -109,9 +109,15 @@ export const BAD_CALLS: BadCall[] = [
   },
   {
     op: "conv2d",
-    name: "3-D input",
+    name: "2-D input",
     expect: "ShapeError",
-    make: (d, r) => [R([3, 5, 5], d, r), R([2, 3, 3, 3], d, r)],
+    make: (d, r) => [R([5, 5], d, r), R([2, 3, 3, 3], d, r)],
+  },
+  {
+    op: "conv2d",
+    name: "no output channels",
+    expect: "ShapeError",
+    make: (d, r) => [R([1, 3, 5, 5], d, r), R([0, 3, 3, 3], d, r)],
   },
   {
     op: "conv2d",

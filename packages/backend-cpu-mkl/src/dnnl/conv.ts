@@ -97,6 +97,53 @@ const plans = new Map<string, Plan | string>();
 /** The plan of the last params asked for, per algorithm (supports() then run() ask for the same). */
 const last = new Map<Algorithm, { params: Conv2dParams; plan: Plan | string }>();
 
+/**
+ * Destroys the primitives and memory objects of plans no longer used, but none that a plan
+ * in `kept` holds too (a candidate copied without its transposes shares its original's).
+ * Nothing else frees them: each new input shape made several plans and kept one, and the
+ * plan limit forgot plans without freeing them (0.26 MiB of native memory a shape).
+ */
+function releasePlans(dropped: readonly Plan[], kept: readonly (Plan | string)[]): void {
+  const d = dnnlState.lib?.dnnl;
+  if (!d) return;
+  const primitives = (plan: Plan) => [
+    plan.conv,
+    plan.srcReorder,
+    plan.weightReorder,
+    plan.dstReorder,
+  ];
+  const memories = (plan: Plan) => Object.values(plan.mem);
+  // Handles kept, or already destroyed: each is destroyed at most once, and never a kept one.
+  const done = new Set<bigint>([0n]);
+  for (const k of kept) {
+    if (typeof k === "string") continue;
+    for (const h of [...primitives(k), ...memories(k)]) done.add(h);
+  }
+  const destroy = (h: bigint, fn: (h: bigint) => unknown) => {
+    if (done.has(h)) return;
+    done.add(h);
+    fn(h);
+  };
+  for (const plan of dropped) {
+    for (const h of primitives(plan)) destroy(h, (x) => d.dnnl_primitive_destroy(x));
+    for (const h of memories(plan)) destroy(h, (x) => d.dnnl_memory_destroy(x));
+  }
+}
+
+/**
+ * Makes room for one more plan: forgets (and frees) the oldest one that no `last` entry
+ * holds, since a call's supports() and run() share that plan.
+ */
+function evictOldestPlan(): void {
+  const inUse = new Set([...last.values()].map((l) => l.plan));
+  for (const [key, plan] of plans) {
+    if (inUse.has(plan)) continue;
+    plans.delete(key);
+    if (typeof plan !== "string") releasePlans([plan], [...plans.values()]);
+    return;
+  }
+}
+
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetConvPlans(): void {
   plans.clear();
@@ -408,8 +455,10 @@ function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
       }
     }
     if (made.length === 0) plan = `oneDNN refused this convolution (${reasons.join("; ")})`;
-    else if (deterministic || p.n === 0) plan = made[0];
-    else {
+    else if (deterministic || p.n === 0) {
+      plan = made[0];
+      releasePlans(made.slice(1), [plan]);
+    } else {
       // Each plan whose activations the WASM transposes can move also as it is with
       // oneDNN's reorders: the transposes win on depthwise layers, the reorders on some
       // dense ones (a 7x7/2 3>64 @224 layer's 64-channel output: 3.0 against 2.6 ms, Zen 4).
@@ -419,6 +468,7 @@ function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
       // Two rounds of one timed call each: as many calls as one plan's 1 + 3 before.
       const times = bestOfRounds(candidates, p, 2, 1);
       plan = candidates[times.indexOf(Math.min(...times))];
+      releasePlans(candidates, [plan]);
       // A small layer can lose more to waking the OpenMP threads (three parallel regions a
       // call) than it gains from them: keep one thread when that measured faster.
       // Only for layers this small (a first-call timing is noisy; a wrong choice sticks),
@@ -427,12 +477,17 @@ function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
         const one = makePlan(p, plan.layout, 1, algorithm);
         if (!plan.srcMoved) one.srcMoved = undefined;
         if (!plan.dstMoved) one.dstMoved = undefined;
-        if (oneThreadFaster(plan, one, p)) plan = one;
+        const faster = oneThreadFaster(plan, one, p) ? one : plan;
+        releasePlans([plan, one], [faster]);
+        plan = faster;
       }
     }
-    if (algorithm === "winograd" && typeof plan !== "string" && !deterministic && p.n > 0)
-      plan = fasterThanDirect(plan, p);
-    if (plans.size >= PLAN_LIMIT) plans.delete(plans.keys().next().value as string);
+    if (algorithm === "winograd" && typeof plan !== "string" && !deterministic && p.n > 0) {
+      const winograd = plan;
+      plan = fasterThanDirect(winograd, p);
+      if (plan !== winograd) releasePlans([winograd], []);
+    }
+    if (plans.size >= PLAN_LIMIT) evictOldestPlan();
     plans.set(key, plan);
   }
   return plan;

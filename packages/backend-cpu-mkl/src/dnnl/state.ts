@@ -2,7 +2,7 @@
  * oneDNN's process-wide state: the library, one CPU engine and one in-order stream, the
  * thread count it runs with, and the cache of weights reordered to its layouts.
  */
-import { empty, getFlag, runtime, type Tensor } from "@backplane/core";
+import { bytesPerElement, empty, getFlag, runtime, type Tensor } from "@backplane/core";
 import { allFinite } from "@backplane/core/cpu";
 import { type Libc, libc } from "../native/libc.ts";
 import type { LoadedDnnl } from "./library.ts";
@@ -21,6 +21,22 @@ interface KnownWeights {
   finite?: boolean;
   reordered?: Tensor;
   key?: string;
+}
+
+/**
+ * The bytes a weight's elements lie in: from its first element to its last, not to the end
+ * of its storage (hostData's view), so a weight that is a view into a large buffer is
+ * compared and copied at its own size.
+ */
+function viewBytes(weight: Tensor): Uint8Array {
+  const data = weight.hostData();
+  let last = 0;
+  weight.shape.forEach((n, i) => {
+    last += (n - 1) * Math.abs(weight.strides[i]);
+  });
+  const elements = weight.numel === 0 ? 0 : last + 1;
+  const bytes = Math.min(data.byteLength, elements * bytesPerElement(weight.dtype));
+  return new Uint8Array(data.buffer, data.byteOffset, bytes);
 }
 
 /**
@@ -90,7 +106,7 @@ class WeightCache {
     const seen = this.compared;
     if (call && seen?.weight === weight && seen.call === call && !weight.disposed) return e;
     const libc = dnnlState.libc;
-    const data = weight.hostData();
+    const data = viewBytes(weight);
     this.comparisons++;
     if (!weight.disposed && libc?.memcmp(e.copy.hostData(), data, BigInt(data.byteLength)) === 0) {
       this.entries.delete(weight);
@@ -106,11 +122,9 @@ class WeightCache {
   private remember(weight: Tensor, call?: object): KnownWeights | undefined {
     if (!dnnlState.libc) return undefined;
     this.compared = call ? { weight, call } : undefined;
-    const data = weight.hostData();
+    const data = viewBytes(weight);
     const copy = empty([data.byteLength], { dtype: "uint8" });
-    (copy.hostData() as Uint8Array).set(
-      new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
-    );
+    (copy.hostData() as Uint8Array).set(data);
     const entry: KnownWeights = { copy };
     this.entries.set(weight, entry);
     while (this.entries.size > this.limit) {

@@ -8,7 +8,7 @@ import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { checkFloat, checkOptions, checkRank, checkSame, checkTensor } from "./validate.ts";
 
-export type Pair = number | readonly [number, number];
+export type Pair = number | readonly [number] | readonly [number, number];
 
 export interface Conv2dOptions {
   bias?: Tensor | null;
@@ -51,7 +51,8 @@ export const CONV_INDEX_LIMIT = 2 ** 31 - 1;
 
 /** A stride, padding or dilation as [h, w] (a number is both), checked for `op`. */
 export function convPair(op: string, name: string, v: unknown, min: number): [number, number] {
-  const p = typeof v === "number" ? [v, v] : v;
+  // A number or a one-element list is both sides, as torch's _pair.
+  const p = typeof v === "number" ? [v, v] : Array.isArray(v) && v.length === 1 ? [v[0], v[0]] : v;
   if (
     !Array.isArray(p) ||
     p.length !== 2 ||
@@ -89,8 +90,12 @@ function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dPar
   const ts = bias ? [input, weight, bias] : [input, weight];
   checkSame("conv2d", ["input", "weight", "bias"], ts);
   checkFloat("conv2d", "input", input);
-  checkRank("conv2d", "input", input, 4);
+  checkRank("conv2d", "input", input, 4); // conv2d() takes an unbatched [C, H, W] first
   checkRank("conv2d", "weight", weight, 4);
+  if (weight.shape[0] === 0)
+    throw new ShapeError(
+      `conv2d: weight [${weight.shape}] has no output channels; torch refuses it too (at least groups are expected at dimension 0)`,
+    );
   const [n, c, h, w] = input.shape;
   const [outChannels, cPerGroup, kh, kw] = weight.shape;
   const groups = o.groups ?? 1;
@@ -196,6 +201,20 @@ export const conv2dOp: OpRecord<
 });
 
 /** 2-D convolution (cross-correlation, as in torch) of input [N, C, H, W] with weight [O, C/groups, kH, kW]. */
+/**
+ * 2-D convolution of a batch [N, C, H, W], or of one unbatched image [C, H, W] (as torch:
+ * the result is then [O, oh, ow]).
+ */
 export function conv2d(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Tensor {
-  return dispatch(conv2dOp, prepare(input, weight, opts));
+  checkTensor("conv2d", "input", input);
+  if (input.rank !== 3) return dispatch(conv2dOp, prepare(input, weight, opts));
+  const batch = input.reshape([1, ...input.shape]);
+  try {
+    const y = dispatch(conv2dOp, prepare(batch, weight, opts));
+    const image = y.reshape(y.shape.slice(1));
+    y.dispose();
+    return image;
+  } finally {
+    batch.dispose();
+  }
 }

@@ -1,0 +1,47 @@
+/**
+ * conv2d's argument forms as torch 2.13 takes them: an unbatched [C, H, W] image (result
+ * [O, oh, ow]), stride / padding / dilation as one-element lists, and a weight with no
+ * output channels refused. The reference kernel, float64.
+ */
+import { conv2d, randn, ShapeError, type Tensor } from "@backplane/core";
+import { describe, expect, it } from "vitest";
+
+function maxAbsDiff(a: Tensor, b: Tensor): number {
+  expect(a.shape).toEqual(b.shape);
+  const x = a.toFloat64();
+  const y = b.toFloat64();
+  let d = 0;
+  for (let i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i] - y[i]));
+  return Number.isNaN(d) ? Number.POSITIVE_INFINITY : d;
+}
+
+describe("conv2d argument forms", () => {
+  const w = randn([4, 3, 3, 3], { dtype: "float64", seed: 1 });
+  const bias = randn([4], { dtype: "float64", seed: 2 });
+
+  it("an unbatched [C, H, W] image gives [O, oh, ow], the batched result's only image", () => {
+    const image = randn([3, 7, 6], { dtype: "float64", seed: 3 });
+    const opts = { padding: 1, stride: 2, bias };
+    const one = conv2d(image, w, opts);
+    const batched = conv2d(image.reshape([1, 3, 7, 6]), w, opts);
+    expect(one.shape).toEqual([4, 4, 3]);
+    expect(maxAbsDiff(one, batched.reshape([4, 4, 3]))).toBe(0);
+    // A non-contiguous image (a transposed view) too.
+    const t = randn([3, 6, 7], { dtype: "float64", seed: 4 }).transpose(1, 2);
+    expect(maxAbsDiff(conv2d(t, w), conv2d(t.contiguous(), w))).toBe(0);
+  });
+
+  it("stride, padding and dilation as one-element lists mean both sides", () => {
+    const x = randn([2, 3, 9, 8], { dtype: "float64", seed: 5 });
+    const a = conv2d(x, w, { stride: [2], padding: [1], dilation: [2] });
+    const b = conv2d(x, w, { stride: 2, padding: 1, dilation: 2 });
+    expect(maxAbsDiff(a, b)).toBe(0);
+  });
+
+  it("refuses a weight with no output channels, and inputs of rank other than 3 or 4", () => {
+    const x = randn([1, 3, 5, 5], { dtype: "float64" });
+    expect(() => conv2d(x, randn([0, 3, 3, 3], { dtype: "float64" }))).toThrow(ShapeError);
+    expect(() => conv2d(randn([5, 5], { dtype: "float64" }), w)).toThrow(ShapeError);
+    expect(() => conv2d(x, w, { stride: [2, 2, 2] as never })).toThrow(/stride/);
+  });
+});
