@@ -213,15 +213,34 @@ describe.skipIf(!haveChromium)("playground in Chromium", () => {
     await shot("4-ops-webgpu");
   });
 
-  it("benchmark: GFLOP/s per size and kernel, plotted", async () => {
-    await tab("bench");
-    await page.click("#bench-run");
-    await page.waitForSelector('#bench-out[data-done="1"]', { timeout: 90_000 });
-    const rows = await page.$$eval("#bench-table tbody tr", (trs) =>
+  const benchRows = () =>
+    page.$$eval("#bench-table tbody tr", (trs) =>
       trs.map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")),
     );
+
+  it("benchmark: Stop ends a run early and shows what was timed", async () => {
+    await tab("bench");
+    await page.selectOption("#bench-max", "512");
+    await page.click("#bench-run");
+    await page.click("#bench-stop");
+    await page.waitForSelector('#bench-out[data-done="1"]', { timeout: 60_000 });
+    expect(await page.textContent("#bench-label")).toMatch(/^stopped after \d+ run/);
+    const total = Number(await page.getAttribute("#bench-progress", "max"));
+    expect((await benchRows()).length).toBeLessThan(total);
+    expect(await page.isDisabled("#bench-stop")).toBe(true);
+    expect(await page.isDisabled("#bench-run")).toBe(false);
+  });
+
+  it("benchmark: GFLOP/s per size and kernel, plotted", async () => {
+    await tab("bench");
+    // The smallest size only (the whole sweep when the README picture is refreshed).
+    const full = process.env.UPDATE_DOC_SHOT === "1";
+    await page.selectOption("#bench-max", full ? "512" : "64");
+    await page.click("#bench-run");
+    await page.waitForSelector('#bench-out[data-done="1"]', { timeout: 90_000 });
+    const rows = await benchRows();
     const wasm = rows.filter((r) => r[0] === "wasm-gemm");
-    expect(wasm.map((r) => Number(r[1]))).toEqual([64, 128, 192, 256, 384, 512]);
+    expect(wasm.map((r) => Number(r[1]))).toEqual(full ? [64, 128, 192, 256, 384, 512] : [64]);
     for (const r of wasm) expect(Number(r[3])).toBeGreaterThan(0);
     expect(await page.$$eval("#bench-plot polyline", (p) => p.length)).toBeGreaterThanOrEqual(2);
     expect(await page.getAttribute("#bench-progress", "value")).toBe(
@@ -246,6 +265,18 @@ describe.skipIf(!haveChromium)("playground in Chromium", () => {
     expect(await page.$$eval("#einsum-tree g.step", (g) => g.length)).toBe(3);
     expect(await page.$$eval("#einsum-tree g.leaf", (g) => g.length)).toBe(4);
     await shot("6-einsum");
+    // Bad input is a typed message in the panel (a plain Error before), a bad equation too.
+    const shapes = await page.inputValue("#einsum-shapes");
+    await page.fill("#einsum-shapes", "3x-4, 4x5");
+    await page.click("#einsum-run");
+    expect(await page.textContent("#einsum-out .error")).toMatch(/^E_ARGUMENT: bad dimension "-4"/);
+    await page.fill("#einsum-shapes", shapes);
+    await page.fill("#einsum-eq", "ab,bc,cd,de->az");
+    await page.click("#einsum-run");
+    expect(await page.textContent("#einsum-out .error")).toMatch(
+      /^E_ARGUMENT: einsum: output index z/,
+    );
+    await page.fill("#einsum-eq", "ab,bc,cd,de->ae");
   });
 
   it("attention: which SDPA backends accept or refuse, and why", async () => {
@@ -282,6 +313,92 @@ describe.skipIf(!haveChromium)("playground in Chromium", () => {
     const shotPath = join(ARTIFACTS, "readme-bench.png");
     await page.screenshot({ path: shotPath, fullPage: false });
     if (process.env.UPDATE_DOC_SHOT === "1") copyFileSync(shotPath, DOC_SHOT);
+  });
+
+  it("attention: bad sizes are a typed message, and too much work is refused at once", async () => {
+    await tab("attention");
+    await page.waitForSelector("#sdpa-families", { timeout: 20_000 });
+    const setSize = async (id: string, v: string) => {
+      await page.fill(id, v);
+      await page.dispatchEvent(id, "change");
+    };
+    const errorText = async () => {
+      await page.waitForSelector("#sdpa-out .error", { timeout: 5_000 });
+      return page.textContent("#sdpa-out .error");
+    };
+    // A negative size was a RangeError from a typed array; an empty one ran as 0.
+    await setSize("#sdpa-L", "-1");
+    expect(await errorText()).toMatch(/^E_ARGUMENT: L must be a whole number >= 0, got "-1"/);
+    await setSize("#sdpa-L", "");
+    expect(await errorText()).toMatch(/^E_ARGUMENT: L must be a whole number >= 0/);
+    await setSize("#sdpa-L", "64");
+    await setSize("#sdpa-dropout", "");
+    expect(await errorText()).toMatch(/^E_ARGUMENT: dropout must be a number/);
+    await setSize("#sdpa-dropout", "0");
+    // S = 100000 froze the page (the float64 reference) for minutes: now refused in words.
+    const t0 = Date.now();
+    await setSize("#sdpa-S", "100000");
+    expect(await errorText()).toMatch(/^E_ARGUMENT: B·H·L·S·E = 1638400000 is more than/);
+    expect(Date.now() - t0).toBeLessThan(5_000);
+    await setSize("#sdpa-S", "64");
+    await page.waitForSelector("#sdpa-result", { timeout: 20_000 });
+    expect(await page.getAttribute("#sdpa-result", "class")).toContain("pass");
+  });
+
+  it("flags: a refused value is said, and the control goes back to the flag's value", async () => {
+    await tab("flags");
+    const sel = '[data-flag="cudnn.benchmarkLimit"]';
+    const before = await page.inputValue(sel);
+    for (const bad of ["-5", ""]) {
+      await page.fill(sel, bad);
+      await page.dispatchEvent(sel, "change");
+      expect(await page.textContent("#flag-error")).toMatch(/cudnn\.benchmarkLimit must be/);
+      // It showed the refused -5 (and an empty field set the flag to 0) before.
+      expect(await page.inputValue(sel)).toBe(before);
+    }
+  });
+
+  it("without WebGPU: the page loads, says why, and the WebGPU kernel is refused in words", async () => {
+    const bare = await chromium.launch({
+      executablePath: CHROMIUM,
+      headless: true,
+      args: ["--headless=new", "--no-sandbox", "--disable-webgpu", "--no-first-run"],
+    });
+    try {
+      const p = await bare.newPage();
+      const errors: string[] = [];
+      p.on("console", (m) => {
+        if (m.type() === "error") errors.push(m.text());
+      });
+      p.on("pageerror", (e) => errors.push(`pageerror: ${e.message}`));
+      await p.goto(url);
+      await p.waitForSelector('body[data-ready="1"]', { timeout: 60_000 });
+      const row = await p.$$eval("#namespaces tbody tr", (trs) =>
+        trs
+          .filter((tr) => tr.querySelector("td")?.textContent === "webgpu")
+          .map((tr) => [...tr.querySelectorAll("td")].map((td) => td.textContent ?? "")),
+      );
+      expect(row[0]?.[2]).toBe("no");
+      expect(row[0]?.[4]).toMatch(/navigator\.gpu|requestAdapter|adapter/);
+      await p.click("#tab-ops");
+      await p.waitForSelector('#panel-ops[data-ready="1"]');
+      await p.selectOption("#op", "matmul");
+      const option = await p.$('#kernel option[value$="|webgpu"]');
+      await p.selectOption("#kernel", (await option!.getAttribute("value"))!);
+      await p.click("#op-run");
+      await p.waitForSelector("#op-result", { timeout: 30_000 });
+      expect(await p.getAttribute("#op-result", "data-status")).toBe("refused");
+      // It was an E_DEVICE error ("await backends.ready() first") instead of a result.
+      expect(await p.textContent("#op-result .reason")).toMatch(/^webgpu is not available: /);
+      await p.click("#tab-attention");
+      await p.waitForSelector('#panel-attention[data-ready="1"]');
+      await p.selectOption("#sdpa-device", "webgpu");
+      await p.waitForSelector("#sdpa-device-refused", { timeout: 20_000 });
+      expect(await p.textContent("#sdpa-device-refused")).toMatch(/^webgpu is not available: /);
+      expect(errors).toEqual([]);
+    } finally {
+      await bare.close();
+    }
   });
 
   it("left the console free of errors", () => {

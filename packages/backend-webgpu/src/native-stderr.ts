@@ -7,7 +7,7 @@
  * status().detail, and any other line (the process's own stderr in that window) is written
  * back to stderr. Where libc cannot be opened over FFI (no koffi on Node), `fn` runs as is.
  */
-import { defineLibrary, openLibrary } from "@backplane/core/cpu";
+import { builtinModule, defineLibrary, openLibrary } from "@backplane/core/cpu";
 
 const LIBC = defineLibrary({
   dup: { args: ["i32"], returns: "i32" },
@@ -28,8 +28,10 @@ export function driverOutput(): string {
 
 export async function withNativeStderrCaptured<T>(fn: () => Promise<T>): Promise<T> {
   lastDriverOutput = "";
-  const fs = await import("node:fs").catch(() => undefined);
-  const os = await import("node:os").catch(() => undefined);
+  // Through the host's module table, not import(): a browser bundle then has no node:
+  // imports to externalize (this runs under Node, Bun and Deno only).
+  const fs = builtinModule<typeof import("node:fs")>("node:fs");
+  const os = builtinModule<typeof import("node:os")>("node:os");
   const opened =
     fs && os
       ? await openLibrary(

@@ -1,4 +1,5 @@
 import {
+  ArgumentError,
   type DType,
   deviceTypes,
   explain,
@@ -10,7 +11,7 @@ import {
 } from "@backplane/core";
 import { boolMask, makeRng, randomTensor, runCase } from "@backplane/testkit";
 import { fmt, guarded, h, select, table } from "../dom.ts";
-import { explanationTable } from "./ops.ts";
+import { deviceRefusal, explanationTable } from "./ops.ts";
 
 const FAMILIES = Object.values(SDPBackend).filter((f) => f !== "ERROR") as SDPBackend[];
 
@@ -25,6 +26,44 @@ export interface AttentionInputs {
   dropout: number;
   dtype: DType;
   device: string;
+}
+
+/**
+ * The panel runs on the page's own thread (the float64 reference included), so sizes are
+ * capped at about two seconds of work (measured in headless Chromium): B·H·L·S·E = 2^24,
+ * 2^22 for the 16-bit dtypes (no SIMD kernel takes them; the math path is ~4x slower).
+ */
+export function maxAttentionWork(dtype: DType): number {
+  return dtype === "float16" || dtype === "bfloat16" ? 2 ** 22 : 2 ** 24;
+}
+
+/** A size field: a whole number >= 0 (an empty or garbled field is an error, not a 0). */
+export function readCount(el: HTMLInputElement, name: string): number {
+  const raw = el.value.trim();
+  const n = Number(raw);
+  if (raw === "" || !Number.isInteger(n) || n < 0)
+    throw new ArgumentError(
+      `${name} must be a whole number >= 0, got ${el.validity?.badInput ? "text that is not a number" : JSON.stringify(el.value)}`,
+    );
+  return n;
+}
+
+/** The dropout field: a number (its range [0, 1] is checked by scaledDotProductAttention). */
+function readDropout(el: HTMLInputElement): number {
+  const raw = el.value.trim();
+  if (raw === "" || !Number.isFinite(Number(raw)))
+    throw new ArgumentError(`dropout must be a number in [0, 1], got ${JSON.stringify(el.value)}`);
+  return Number(raw);
+}
+
+/** Refuses sizes too large to run on the page's thread, naming the product. */
+export function checkWork(p: AttentionInputs): void {
+  const work = p.batch * p.heads * p.L * Math.max(p.S, 1) * Math.max(p.E, 1);
+  const max = maxAttentionWork(p.dtype);
+  if (work > max)
+    throw new ArgumentError(
+      `B·H·L·S·E = ${work} is more than this page runs at once for ${p.dtype} (${max}): the float64 reference would freeze the tab; make a size smaller`,
+    );
 }
 
 function makeArgs(p: AttentionInputs, dtype: DType, seed = 7): unknown[] {
@@ -61,21 +100,33 @@ export function attentionPanel(): HTMLElement {
   const dtype = select([...FLOAT_DTYPES], { id: "sdpa-dtype" });
   const device = select(deviceTypes(), { id: "sdpa-device" });
   const out = h("div", { id: "sdpa-out" });
-  const inputs = (): AttentionInputs => ({
-    batch: Number(batch.value),
-    heads: Number(heads.value),
-    L: Number(L.value),
-    S: Number(S.value),
-    E: Number(E.value),
-    mask: mask.value as AttentionInputs["mask"],
-    causal: causal.checked,
-    dropout: Number(dropout.value),
-    dtype: dtype.value as DType,
-    device: device.value,
-  });
+  const inputs = (): AttentionInputs => {
+    const p: AttentionInputs = {
+      batch: readCount(batch, "batch"),
+      heads: readCount(heads, "heads"),
+      L: readCount(L, "L"),
+      S: readCount(S, "S"),
+      E: readCount(E, "E"),
+      mask: mask.value as AttentionInputs["mask"],
+      causal: causal.checked,
+      dropout: readDropout(dropout),
+      dtype: dtype.value as DType,
+      device: device.value,
+    };
+    checkWork(p);
+    return p;
+  };
+  // Each change starts a check; only the latest one may draw (a slower earlier one is stale).
+  let generation = 0;
   const check = () =>
     guarded(out, async () => {
+      const mine = ++generation;
       const p = inputs();
+      const refusal = deviceRefusal(p.device);
+      if (refusal) {
+        out.replaceChildren(h("p", { class: "no", id: "sdpa-device-refused" }, refusal));
+        return;
+      }
       const args = makeArgs(p, p.dtype);
       const owned = args.flatMap((a) =>
         a && typeof a === "object" && "dispose" in (a as object) ? [a as Tensor] : [],
@@ -131,6 +182,7 @@ export function attentionPanel(): HTMLElement {
             r.message ? ` — ${r.message}` : "",
           );
         }
+        if (mine !== generation) return;
         out.replaceChildren(
           h(
             "p",

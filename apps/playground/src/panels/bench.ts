@@ -1,6 +1,6 @@
 import { backends, explain, matmul, randn, type Tensor, withKernelPriority } from "@backplane/core";
 import { getOp } from "@backplane/core/backend";
-import { guarded, h, s, table } from "../dom.ts";
+import { guarded, h, s, select, table } from "../dom.ts";
 import { softwareAdapter } from "./backends.ts";
 
 export interface BenchKernel {
@@ -71,6 +71,7 @@ export async function runBench(
   sizes: number[],
   onProgress: (done: number, total: number, p?: BenchPoint) => void,
   budgetMs = 100,
+  signal?: AbortSignal,
 ): Promise<BenchPoint[]> {
   const jobs = kernels.flatMap((k) =>
     sizes.filter((n) => n <= k.maxSize).map((n) => [k, n] as const),
@@ -78,6 +79,7 @@ export async function runBench(
   const out: BenchPoint[] = [];
   onProgress(0, jobs.length);
   for (const [k, n] of jobs) {
+    if (signal?.aborted) break; // Stop: keep what was timed so far
     let p: BenchPoint;
     try {
       p = await timeOne(k, n, budgetMs);
@@ -182,16 +184,37 @@ export function benchPanel(): HTMLElement {
   const label = h("span", { id: "bench-label", class: "muted" });
   const out = h("div", { id: "bench-out" });
   const kernels = benchKernels();
+  // The sizes to time (up to this n), and a Stop button: a full run takes a while.
+  const upTo = select(
+    SIZES.map((n) => [String(n), `n ≤ ${n}`]),
+    { id: "bench-max" },
+  );
+  upTo.value = String(SIZES.at(-1));
+  const stop = h("button", { id: "bench-stop", disabled: true }, "Stop");
+  let controller: AbortController | undefined;
+  stop.addEventListener("click", () => controller?.abort());
   const run = (e: Event) =>
     guarded(out, async () => {
       const btn = e.target as HTMLButtonElement;
       btn.disabled = true;
+      stop.disabled = false;
+      controller = new AbortController();
+      const { signal } = controller;
+      delete out.dataset.done;
+      const sizes = SIZES.filter((n) => n <= Number(upTo.value));
       try {
-        const points = await runBench(kernels, SIZES, (done, total, p) => {
-          progress.max = total;
-          progress.value = done;
-          label.textContent = `${done}/${total}${p ? ` — ${p.kernel} n=${p.n}: ${p.gflops !== undefined ? `${p.gflops.toFixed(2)} GFLOP/s` : `refused: ${p.reason}`}` : ""}`;
-        });
+        const points = await runBench(
+          kernels,
+          sizes,
+          (done, total, p) => {
+            progress.max = total;
+            progress.value = done;
+            label.textContent = `${done}/${total}${p ? ` — ${p.kernel} n=${p.n}: ${p.gflops !== undefined ? `${p.gflops.toFixed(2)} GFLOP/s` : `refused: ${p.reason}`}` : ""}`;
+          },
+          100,
+          signal,
+        );
+        if (signal.aborted) label.textContent = `stopped after ${points.length} run(s)`;
         const gpuKernels = new Set(
           kernels.filter((k) => k.device === "webgpu").map((k) => k.kernel),
         );
@@ -202,7 +225,7 @@ export function benchPanel(): HTMLElement {
           soft = undefined;
         }
         out.replaceChildren(
-          plot(points, SIZES),
+          plot(points, sizes),
           soft && points.some((p) => gpuKernels.has(p.kernel) && p.gflops !== undefined)
             ? h("p", { class: "warn", id: "bench-software-adapter" }, soft)
             : "",
@@ -225,6 +248,7 @@ export function benchPanel(): HTMLElement {
         out.dataset.done = "1";
       } finally {
         btn.disabled = false;
+        stop.disabled = true;
       }
     });
   return h(
@@ -242,7 +266,9 @@ export function benchPanel(): HTMLElement {
     h(
       "div",
       { class: "controls" },
+      h("label", {}, "sizes ", upTo),
       h("button", { id: "bench-run", onclick: run }, "Run benchmark"),
+      stop,
       progress,
       label,
     ),

@@ -1,4 +1,4 @@
-import { backends, explain, randn, type Tensor } from "@backplane/core";
+import { ArgumentError, backends, explain, randn, type Tensor } from "@backplane/core";
 import { fmt, guarded, h, s, select, table } from "../dom.ts";
 import { explanationTable } from "./ops.ts";
 
@@ -55,7 +55,7 @@ export function parseShapes(text: string): number[][] {
       .map((d) => {
         const n = Number(d);
         if (!Number.isInteger(n) || n < 0)
-          throw new Error(`bad dimension ${JSON.stringify(d)} in ${JSON.stringify(g)}`);
+          throw new ArgumentError(`bad dimension ${JSON.stringify(d)} in ${JSON.stringify(g)}`);
         return n;
       }),
   );

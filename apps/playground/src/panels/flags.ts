@@ -17,6 +17,8 @@ function nested(key: string, value: unknown): Record<string, unknown> {
   return out as Record<string, unknown>;
 }
 
+const numberOf = (raw: string): number => (raw.trim() === "" ? Number.NaN : Number(raw));
+
 function control(key: string, spec: FlagSpec, status: HTMLElement): HTMLElement {
   const set = (v: unknown) => {
     try {
@@ -24,6 +26,7 @@ function control(key: string, spec: FlagSpec, status: HTMLElement): HTMLElement 
       status.textContent = "";
     } catch (e) {
       status.textContent = (e as Error).message;
+      refreshControl(key); // the control shows the flag's value, not the refused one
     }
   };
   const v = getFlag(key);
@@ -46,7 +49,8 @@ function control(key: string, spec: FlagSpec, status: HTMLElement): HTMLElement 
         min: spec.min,
         max: spec.max,
         value: String(v),
-        onchange: (e: Event) => set(Number((e.target as HTMLInputElement).value)),
+        // An empty (or garbled) field is NaN, which setFlag refuses, rather than Number("") = 0.
+        onchange: (e: Event) => set(numberOf((e.target as HTMLInputElement).value)),
       });
     case "enum": {
       const el = select([...spec.values], {

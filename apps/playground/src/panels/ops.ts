@@ -1,4 +1,5 @@
 import {
+  backends,
   type DType,
   type Explanation,
   explain,
@@ -46,10 +47,26 @@ export interface RunChoice {
   kernel: string;
 }
 
+/**
+ * Why tensors cannot go to `device` on this page (its namespace's reason, e.g. WebGPU
+ * without an adapter), or undefined when they can. Moving them would throw E_DEVICE.
+ */
+export function deviceRefusal(device: string): string | undefined {
+  const type = device.split(":")[0];
+  if (type === "cpu" || !backends.names().includes(type)) return undefined;
+  const st = backends.namespace(type).status();
+  return st.available ? undefined : `${type} is not available: ${st.reason ?? "no reason given"}`;
+}
+
 /** Runs one testkit case (the float64 reference judges it) and explains the dispatch. */
-export async function runChoice(c: RunChoice): Promise<{ result: CaseResult; why: Explanation }> {
+export async function runChoice(c: RunChoice): Promise<{ result: CaseResult; why?: Explanation }> {
   const oc = CASES[c.op].find((x) => x.name === c.caseName)!;
   const [backend, kernel, device] = c.kernel ? c.kernel.split("|") : [undefined, undefined, "cpu"];
+  const refusal = deviceRefusal(device);
+  if (refusal) {
+    const base = { op: c.op, kernel: kernel ?? "-", backend, dtype: c.dtype, case: oc.name };
+    return { result: { ...base, status: "refused", message: refusal } };
+  }
   const args = oc.make(c.dtype, makeRng(1234));
   const devArgs = device === "cpu" ? args : mapTensors(args, (t) => t.to(device));
   let why: Explanation;
@@ -120,8 +137,7 @@ export function opsPanel(): HTMLElement {
           r.where ? ` at ${r.where}` : "",
           r.message ? h("div", { class: "reason" }, r.message) : "",
         ),
-        h("h3", {}, "explain()"),
-        explanationTable(why),
+        ...(why ? [h("h3", {}, "explain()"), explanationTable(why)] : []),
       );
     });
   return h(
