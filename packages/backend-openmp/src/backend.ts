@@ -93,7 +93,8 @@ export const openmpBackend: BackendDefinition = defineBackend({
       setNumThreads: (n: number) => {
         if (!Number.isInteger(n) || n < 1)
           throw new ArgumentError(
-            `openmp.setNumThreads: n must be an integer >= 1, got ${String(n)}`,
+            // (quoted when a string: "4" must not read as the number 4)
+            `openmp.setNumThreads: n must be an integer >= 1, got ${typeof n === "string" ? JSON.stringify(n) : String(n)}`,
           );
         setFlag("openmp.numThreads", n);
       },

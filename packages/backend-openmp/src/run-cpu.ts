@@ -18,7 +18,7 @@ export const RUN_CPU_USAGE = `run-cpu: run a script as several instances, each o
 (torch.backends.xeon.run_cpu for JavaScript)
 
 Usage:
-  run-cpu [options] <script> [script arguments...]
+  run-cpu [options] [--] <script> [script arguments...]
 
 Options:
   --ninstances N            instances to run (default: 1, or all cores / --ncores-per-instance)
@@ -246,6 +246,17 @@ function parseOptions(argv: string[]): {
   return { values, flags, scriptAt: i };
 }
 
+/** The numeric options' values, checked before anything else is (they may hold the script). */
+function checkNumbers(values: Record<string, string>): void {
+  for (const [name, min] of [
+    ["--ninstances", 1],
+    ["--ncores-per-instance", 1],
+    ["--instance-idx", 0],
+  ] as const) {
+    if (values[name] !== undefined) positiveInt(name, values[name], min);
+  }
+}
+
 /** How many instances, and how many cores each, from the options (torch's run_cpu rules). */
 function splitCores(
   values: Record<string, string>,
@@ -318,6 +329,20 @@ function pinning(
 }
 
 /**
+ * taskset refuses a core outside the affinity mask only when the instance starts
+ * ("Invalid argument"); say so before, as a usage error.
+ */
+function checkAllowed(cores: number[], mask: number[]): void {
+  const allowed = new Set(mask);
+  const outside = cores.filter((c) => !allowed.has(c));
+  if (outside.length > 0)
+    throw new RunCpuUsageError(
+      "--core-list",
+      `--core-list: core${outside.length > 1 ? "s" : ""} ${formatCoreList(outside)} ${outside.length > 1 ? "are" : "is"} not among the cores this process may run on (${formatCoreList([...allowed].sort((x, y) => x - y))}); use those, or --disable-taskset`,
+    );
+}
+
+/**
  * Parses the command line into a plan (nothing is started). Throws a RunCpuUsageError
  * naming the argument when the command line is wrong.
  */
@@ -351,8 +376,10 @@ export function planRunCpu(
     help,
   };
   if (help) return plan;
-  if (script === undefined)
-    throw new RunCpuUsageError("<script>", "name the script to run (run-cpu --help for usage)");
+  // The values first: in "--ninstances app.js" the option took the script, so the error
+  // names the option's bad value (as argparse's) rather than a missing script.
+  checkNumbers(values);
+  if (script === undefined) throw new RunCpuUsageError("<script>", "name the script to run");
 
   const cores =
     values["--core-list"] !== undefined
@@ -360,17 +387,8 @@ export function planRunCpu(
       : (options.cores ?? availableCores());
   if (cores.length === 0) throw new RunCpuUsageError("--core-list", "--core-list names no core");
   const { taskset, note } = pinning(flags, env);
-  if (taskset && values["--core-list"] !== undefined) {
-    // taskset refuses a core outside the affinity mask only when the instance starts
-    // ("Invalid argument"); say so now, as a usage error.
-    const allowed = new Set(options.cores ?? availableCores());
-    const outside = cores.filter((c) => !allowed.has(c));
-    if (outside.length > 0)
-      throw new RunCpuUsageError(
-        "--core-list",
-        `--core-list: core${outside.length > 1 ? "s" : ""} ${formatCoreList(outside)} ${outside.length > 1 ? "are" : "is"} not among the cores this process may run on (${formatCoreList([...allowed].sort((x, y) => x - y))}); use those, or --disable-taskset`,
-      );
-  }
+  if (taskset && values["--core-list"] !== undefined)
+    checkAllowed(cores, options.cores ?? availableCores());
   const { ninstances, ncores } = splitCores(values, flags, cores);
   let only: number | undefined;
   if (values["--instance-idx"] !== undefined) {
@@ -428,10 +446,60 @@ function signalCode(signal: string | null): number {
   return typeof n === "number" ? 128 + n : 1;
 }
 
+/** The signals a launcher passes on to its instances (torch's run_cpu closes them on these). */
+const FORWARDED_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
+/**
+ * While the instances run, a SIGINT/SIGTERM/SIGHUP sent to run-cpu goes on to every instance
+ * still running, instead of killing run-cpu alone and leaving them orphaned; a second one
+ * sends SIGKILL. Returns the function that removes the handlers (a no-op where the runtime
+ * has no process signals).
+ */
+function forwardSignals(children: Set<import("node:child_process").ChildProcess>): () => void {
+  // (the core's host type leaves out the event methods; Node, Bun and Deno all have them)
+  type Sig = (typeof FORWARDED_SIGNALS)[number];
+  const proc = g.process as
+    | {
+        on?: (s: Sig, h: () => void) => void;
+        off?: (s: Sig, h: () => void) => void;
+        kill?: (pid: number, s: string) => void;
+      }
+    | undefined;
+  const on = proc?.on?.bind(proc);
+  const off = proc?.off?.bind(proc);
+  if (!on || !off) return () => {};
+  let received = 0;
+  const handlers = FORWARDED_SIGNALS.map((sig) => {
+    const h = () => {
+      // A second signal (a second Ctrl-C) ends instances that ignored the first.
+      const send = ++received > 1 ? "SIGKILL" : sig;
+      for (const c of children) {
+        try {
+          // By pid where possible: Deno's ChildProcess.kill() sends only its first signal.
+          if (c.pid !== undefined && proc?.kill) proc.kill(c.pid, send);
+          else c.kill(send);
+        } catch {
+          // already gone
+        }
+      }
+    };
+    try {
+      on(sig, h);
+    } catch {
+      return undefined; // (a runtime that cannot listen to this signal)
+    }
+    return [sig, h] as const;
+  });
+  return () => {
+    for (const e of handlers) if (e) off(e[0], e[1]);
+  };
+}
+
 function startInstance(
   inst: RunCpuInstance,
   options: RunCpuOptions,
   log: (line: string) => void,
+  children: Set<import("node:child_process").ChildProcess>,
 ): Promise<number> {
   const cp = builtinModule<typeof import("node:child_process")>("node:child_process");
   if (!cp) {
@@ -453,6 +521,7 @@ function startInstance(
       resolve(127);
       return;
     }
+    children.add(child);
     const pending: Promise<void>[] = [];
     if (capture) {
       for (const stream of [child.stdout, child.stderr]) {
@@ -477,12 +546,14 @@ function startInstance(
     }
     let settled = false;
     child.on("error", (e: Error) => {
+      children.delete(child);
       if (settled) return;
       settled = true;
       log(`run-cpu: instance ${inst.index} could not start: ${e.message}`);
       resolve(127);
     });
     child.on("close", (code: number | null, signal: string | null) => {
+      children.delete(child);
       if (settled) return;
       settled = true;
       void Promise.all(pending).then(() => resolve(code ?? signalCode(signal)));
@@ -513,7 +584,16 @@ export async function runCpu(argv: string[], options: RunCpuOptions = {}): Promi
   }
   for (const line of formatPlan(plan)) log(line);
   if (plan.dryRun) return 0;
-  const codes = await Promise.all(plan.instances.map((inst) => startInstance(inst, options, log)));
+  const children = new Set<import("node:child_process").ChildProcess>();
+  const unforward = forwardSignals(children);
+  let codes: number[];
+  try {
+    codes = await Promise.all(
+      plan.instances.map((inst) => startInstance(inst, options, log, children)),
+    );
+  } finally {
+    unforward();
+  }
   let result = 0;
   codes.forEach((code, k) => {
     if (code !== 0) {

@@ -88,6 +88,13 @@ describe("run-cpu (backends.xeon.runCpu)", () => {
   it("bad arguments: exit code 2 and a message naming the argument", async () => {
     const cases: [string[], string, RegExp][] = [
       [[], "<script>", /name the script/],
+      // The option took the script as its value: that value is the error, not a missing script.
+      [
+        ["--ninstances", "a.js"],
+        "--ninstances",
+        /--ninstances must be an integer >= 1, got "a.js"/,
+      ],
+      [["--instance-idx", "a.js"], "--instance-idx", /--instance-idx must be an integer >= 0/],
       [
         ["--ninstances", "zero", "a.js"],
         "--ninstances",
@@ -222,4 +229,61 @@ console.log("hello from " + env.BACKPLANE_INSTANCE_INDEX);
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it("a SIGTERM to run-cpu goes on to its instances (none is left running) and is removed after", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "run-cpu-sig-"));
+    const proc = process as NodeJS.Process;
+    const before = proc.listenerCount("SIGTERM");
+    try {
+      const script = join(dir, "wait.mjs");
+      // Ready, then 30 s of waiting: only a forwarded signal ends it early.
+      writeFileSync(
+        script,
+        `console.log("ready"); setTimeout(() => console.log("finished"), 30000);`,
+      );
+      const out: string[] = [];
+      let sent = false;
+      const log = (l: string) => {
+        out.push(l);
+        if (!sent && out.filter((x) => / ready$/.test(x)).length === 2) {
+          sent = true;
+          proc.emit("SIGTERM", "SIGTERM");
+        }
+      };
+      const t0 = Date.now();
+      const code = await runCpu(
+        ["--ninstances", "2", "--ncores-per-instance", "1", "--disable-taskset", script],
+        { log, error: log, output: "capture", cores: [0, 1] },
+      );
+      expect(sent, out.join("\n")).toBe(true);
+      expect(Date.now() - t0).toBeLessThan(20_000);
+      expect(out.join("\n")).not.toMatch(/finished/);
+      // Killed by SIGTERM: 128 + 15, as a shell reports it.
+      expect(code, out.join("\n")).toBe(143);
+      expect(proc.listenerCount("SIGTERM")).toBe(before);
+
+      // An instance that ignores SIGINT is killed by the second one (a second Ctrl-C).
+      const stubborn = join(dir, "stubborn.mjs");
+      writeFileSync(
+        stubborn,
+        `process.on("SIGINT", () => console.log("ignored")); console.log("ready"); setTimeout(() => {}, 30000);`,
+      );
+      const out2: string[] = [];
+      const log2 = (l: string) => {
+        out2.push(l);
+        if (/ ready$/.test(l)) proc.emit("SIGINT", "SIGINT");
+        if (/ ignored$/.test(l)) proc.emit("SIGINT", "SIGINT");
+      };
+      const code2 = await runCpu(["--disable-taskset", stubborn], {
+        log: log2,
+        error: log2,
+        output: "capture",
+        cores: [0],
+      });
+      expect(out2.join("\n")).toMatch(/\[0\] ignored/);
+      expect(code2, out2.join("\n")).toBe(137); // 128 + SIGKILL's 9
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });

@@ -1,4 +1,4 @@
-import { ArgumentError } from "@backplane/core";
+import { ArgumentError, backends } from "@backplane/core";
 import { cpuMemory, type ParallelTask } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { parallelSum, WorkerPool } from "../src/index.ts";
@@ -17,6 +17,24 @@ const expectArgError = (f: () => unknown, text: RegExp): void => {
 };
 
 describe("bad input is refused with an ArgumentError (not a wrong result)", () => {
+  it("setNumThreads refuses 0, negatives, NaN, fractions and strings, naming the value as given", () => {
+    const before = backends.openmp.getNumThreads();
+    const bad: [unknown, string][] = [
+      [0, "got 0"],
+      [-1, "got -1"],
+      [Number.NaN, "got NaN"],
+      [2.5, "got 2.5"],
+      ["4", 'got "4"'],
+      [undefined, "got undefined"],
+    ];
+    for (const [n, says] of bad) {
+      const set = () => backends.openmp.setNumThreads(n as number);
+      expect(set, String(n)).toThrow(ArgumentError);
+      expect(set, String(n)).toThrow(says);
+    }
+    expect(backends.openmp.getNumThreads()).toBe(before);
+  });
+
   it("parallelSum refuses a NaN or fractional thread count instead of returning 0", async () => {
     await readyPool(2);
     const v = new Float64Array(10_000).fill(1);

@@ -30,6 +30,8 @@ export function readOptions(
     const eq = a.indexOf("=");
     const name = eq < 0 ? a : a.slice(0, eq);
     const spec = byName.get(name);
+    // --json is read before the suite's options (run.ts); with a value it is a mistake.
+    if (name === "--json" && eq >= 0) throw new OptionError(`--json takes no value (got ${a})`);
     if (!a.startsWith("--") || !spec) {
       const known = [...byName.keys(), "--json"].join(", ");
       throw new OptionError(

@@ -40,6 +40,7 @@ describe("bench options", () => {
       [["gemm", "--sizes", "12x"], /--sizes: expected positive integers like 256,1024, got 12x/],
       [["gemm", "extra"], /unexpected argument "extra"/],
       [["conv2d", "--quick=yes"], /--quick takes no value \(got --quick=yes\)/],
+      [["gemm", "--json=1"], /--json takes no value \(got --json=1\)/],
       [["conv2d", "--threads=0"], /--threads: expected a whole number >= 1, got 0/],
       [["conv2d", "--impls"], /--impls: expected a,b, got nothing/],
       [["quantized", "--only=both"], /--only: "both" is not one of linear, conv2d/],

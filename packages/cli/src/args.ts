@@ -23,6 +23,14 @@ export function parse(argv: readonly string[]): ParsedArgs {
   const flags: Record<string, string | true> = {};
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i];
+    // -h anywhere is help, as --help is; any other -x is no option of ours, and not an op
+    // or a shape either ("-1x2" stays positional: parseShape says what is wrong with it).
+    if (a === "-h") {
+      flags.help = true;
+      continue;
+    }
+    if (/^-[^-\d]/.test(a))
+      throw new UsageError(`unknown option ${a} (options are spelled --name, e.g. --help)`);
     if (!a.startsWith("--")) {
       positional.push(a);
       continue;

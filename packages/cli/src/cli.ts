@@ -5,11 +5,11 @@
  * Exit codes: 0 success; 1 the command ran and found a problem (an op failed, no
  * kernel can run); 2 bad arguments.
  */
-import { backends, flagSpec, formatCalls, isDType, opNames, randn } from "@backplane/core";
+import { backends, flagSpec, formatCalls, isDType, opNames } from "@backplane/core";
 import type { OptEinsumApi, OptEinsumStrategy } from "@backplane/core/backend";
 import { describeError, type ParsedArgs, parse, parseShape, UsageError } from "./args.ts";
 import { collectReport, formatReport, reportFailed } from "./doctor.ts";
-import { explainCall, runCall } from "./explain.ts";
+import { explainCall, inputsFor, runCall } from "./explain.ts";
 import { loadInstalledBackends } from "./load-backends.ts";
 
 /** Op names as PyTorch users type them (torch.nn.functional's) -> Backplane's. */
@@ -50,6 +50,8 @@ const COMMAND_HELP: Record<string, string> = {
   "einsum-path":
     'backplane einsum-path "ij,jk,kl->il" 10x20 20x30 30x5 [--strategy auto]\n  Prints the contraction path, its cost against the naive one, and each step. Strategies: auto, auto-hq, optimal, dp, greedy, random-greedy, branch-all, branch-2, branch-1.',
   info: "backplane info [--json]\n  Prints the doctor report; --json prints it as one JSON object. Exit 1 when an op fails its check.",
+  "run-cpu":
+    "backplane run-cpu [options] <script> [script arguments...]\n  Runs the script as N instances, each on its own cores with OMP_NUM_THREADS set (torch.backends.xeon.run_cpu). `backplane run-cpu --help` lists the options. Exit 0 when every instance succeeds, else the first failing instance's code; 2 on a bad option.",
   explain:
     "backplane explain <op> --shapes 2x3,3x4 [--dtype float32] [--device cpu] [--run]\n  Random tensors of those shapes go to <op>; prints the chosen kernel and every refusal. With --run, runs the op once and prints every kernel call it made (op, kernel, backend, device, dtype, shape, time). Exit 1 when no kernel can run.",
 };
@@ -95,10 +97,16 @@ const runCpu = async (argv: string[]): Promise<number> =>
 
 async function help({ command, positional }: ParsedArgs): Promise<number> {
   const topic = command === "help" ? positional[0] : command;
+  if (topic === undefined || topic === "help" || topic === "--help" || topic === "-h") {
+    console.log(HELP);
+    return 0;
+  }
   // Own keys only: "toString" must not find Object.prototype's function.
-  console.log(
-    topic !== undefined && Object.hasOwn(COMMAND_HELP, topic) ? COMMAND_HELP[topic] : HELP,
-  );
+  if (!Object.hasOwn(COMMAND_HELP, topic))
+    throw new UsageError(
+      `help: unknown command ${JSON.stringify(topic)}; commands: ${Object.keys(COMMANDS).join(", ")}`,
+    );
+  console.log(COMMAND_HELP[topic]);
   return 0;
 }
 
@@ -165,6 +173,12 @@ async function explain({ positional, flags }: ParsedArgs): Promise<number> {
     throw new UsageError(
       `explain: unknown op ${JSON.stringify(op)}; ops: ${opNames().join(", ")} (and ${Object.keys(OP_ALIASES).join(", ")})`,
     );
+  // Their inputs are QTensors and packed weights with output qparams, which shapes do not
+  // describe: without this they got float tensors and an error message a screen long.
+  if (/^quantized[A-Z]/.test(op))
+    throw new UsageError(
+      `explain: ${op} takes quantized tensors (quantizePerTensor) and packed weights, which --shapes cannot describe; call explain("${op}", ...) of @backplane/core from code`,
+    );
   if (typeof flags.shapes !== "string")
     throw new UsageError("explain: --shapes is required, e.g. --shapes 2x3,3x4");
   const shapes = flags.shapes.split(",").map((s) => parseShape(s, "explain: --shapes"));
@@ -172,7 +186,7 @@ async function explain({ positional, flags }: ParsedArgs): Promise<number> {
   if (!isDType(dtype))
     throw new UsageError(`explain: --dtype ${JSON.stringify(dtype)} is not a dtype`);
   const device = typeof flags.device === "string" ? flags.device : "cpu";
-  const args = shapes.map((s, i) => randn(s, { dtype, device, seed: i + 1 }));
+  const args = inputsFor(op, shapes, dtype, device);
   const e = explainCall(op, args);
   console.log(String(e));
   if (flags.run !== undefined && e.selected) {

@@ -1,12 +1,53 @@
-import { type Explanation, explain, type Tensor } from "@backplane/core";
+import { type DType, type Explanation, explain, randn, type Tensor, tensor } from "@backplane/core";
 import { dispatch, getOp } from "@backplane/core/backend";
+import { UsageError } from "./args.ts";
 
-/** The op's arguments: `einsum`'s equation is made up from the shapes' ranks. */
+/**
+ * The random inputs for `explain <op> --shapes ...`. cholesky gets B Bᵀ + n I (positive
+ * definite): a plain randn matrix almost never is, so `--run` always failed with a LinalgError.
+ */
+export function inputsFor(op: string, shapes: number[][], dtype: DType, device: string): Tensor[] {
+  return shapes.map((s, i) => {
+    const n = s.at(-1) ?? 0;
+    if (op !== "cholesky" || s.length < 2 || s.at(-2) !== n)
+      return randn(s, { dtype, device, seed: i + 1 });
+    const b = randn(s, { dtype: "float64", seed: i + 1 }).toFloat64();
+    return tensor(positiveDefinite(b, n), { shape: s, dtype, device });
+  });
+}
+
+/** Each n x n matrix of the batch `b` made B Bᵀ + n I. */
+function positiveDefinite(b: Float64Array, n: number): Float64Array {
+  const out = new Float64Array(b.length);
+  for (let m = 0; m < b.length; m += n * n) {
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < n; j++) {
+        let acc = i === j ? n : 0;
+        for (let k = 0; k < n; k++) acc += b[m + i * n + k] * b[m + j * n + k];
+        out[m + i * n + j] = acc;
+      }
+    }
+  }
+  return out;
+}
+
+/** einsum's index letters (torch's: a-z then A-Z), one per dimension of all the operands. */
+const LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+/**
+ * The op's arguments: `einsum`'s equation is made up from the shapes' ranks, a distinct letter
+ * per dimension (an outer product). Letters are never reused: a repeated one would make a
+ * diagonal or a contraction the user did not ask for (and a size mismatch error).
+ */
 function argsFor(op: string, args: Tensor[]): unknown[] {
   if (op !== "einsum") return args;
-  const letters = "abcdefghijklmnopqrstuvwxyz";
+  const dims = args.reduce((n, t) => n + t.shape.length, 0);
+  if (dims > LETTERS.length)
+    throw new UsageError(
+      `explain einsum: the shapes have ${dims} dimensions in all; einsum has ${LETTERS.length} index letters (a-z, A-Z)`,
+    );
   let next = 0;
-  const terms = args.map((t) => t.shape.map(() => letters[next++ % 26]).join(""));
+  const terms = args.map((t) => t.shape.map(() => LETTERS[next++]).join(""));
   return [terms.join(","), ...args];
 }
 

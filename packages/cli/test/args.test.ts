@@ -23,6 +23,16 @@ describe("parse", () => {
   });
 });
 
+describe("single-dash arguments", () => {
+  it("-h is help anywhere; another -x is an unknown option; -1x2 stays a (bad) shape", () => {
+    expect(parse(["explain", "-h"]).flags).toEqual({ help: true });
+    expect(parse(["explain", "matmul", "-h"]).positional).toEqual(["matmul"]);
+    expect(() => parse(["explain", "matmul", "-x"])).toThrow(UsageError);
+    expect(() => parse(["explain", "matmul", "-run"])).toThrow(/unknown option -run/);
+    expect(parse(["einsum-path", "ij->i", "-1x2"]).positional).toEqual(["ij->i", "-1x2"]);
+  });
+});
+
 describe("parseShape", () => {
   it("accepts only non-negative decimal integers per dimension", () => {
     expect(parseShape("2x3", "s")).toEqual([2, 3]);

@@ -88,9 +88,48 @@ describe("backplane CLI", () => {
     expect(unknown.stderr).toMatch(
       /^backplane: unknown command "frobnicate"; commands: info, explain, einsum-path, bench, run-cpu, help\n/,
     );
-    expect(run("help", "toString").stdout).toMatch(/^backplane: torch\.backends for TypeScript/);
+    // An unknown help topic is bad input too (own keys only: toString is not a command).
+    const ts = run("help", "toString");
+    expect(ts.status).toBe(2);
+    expect(ts.stderr).toMatch(/^backplane: help: unknown command "toString"; commands: info, /);
     expect(run("info", "--bogus").stderr).toMatch(/unknown option --bogus/);
     expect(run("help").stdout).toMatch(/Exit codes: 0 ok/);
+  });
+
+  it("-h after a command is its help; `help run-cpu` has its own text; -x is exit 2", () => {
+    const h = run("explain", "-h");
+    expect(h.status).toBe(0);
+    expect(h.stdout).toMatch(/^backplane explain <op> --shapes/);
+    const rc = run("help", "run-cpu");
+    expect(rc.status).toBe(0);
+    expect(rc.stdout).toMatch(/^backplane run-cpu \[options\] <script>/);
+    const x = run("explain", "matmul", "-x", "--shapes", "2x3,3x4");
+    expect(x.status).toBe(2);
+    expect(x.stderr).toMatch(/^backplane: unknown option -x /);
+  });
+
+  it("explain einsum: more than 26 dimensions get distinct letters (no made-up diagonal)", () => {
+    // 26 dimensions of 2 and one of 3: with letters reused mod 26 the 27th was "a" again,
+    // of size 3 against 2 (an ArgumentError for a valid outer product).
+    const r = run("explain", "einsum", "--shapes", `${Array(26).fill("2").join("x")},3`);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/einsum: runs \S+/);
+    const tooMany = run("explain", "einsum", "--shapes", Array(53).fill("1").join("x"));
+    expect(tooMany.status).toBe(2);
+    expect(tooMany.stderr).toMatch(/53 dimensions in all; einsum has 52 index letters/);
+  });
+
+  it("explain of a quantized op is exit 2 with one short line (not a tensor dumped as JSON)", () => {
+    const r = run("explain", "quantizedRelu", "--shapes", "2x3");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^backplane: explain: quantizedRelu takes quantized tensors/);
+    expect(r.stderr).not.toMatch(/storage/);
+  });
+
+  it("explain cholesky --run gets positive definite inputs (randn's failed with a LinalgError)", () => {
+    const r = run("explain", "cholesky", "--shapes", "2x5x5", "--run");
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/\nran:\n[\s\S]*\ncholesky +\S+/);
   });
 
   it("flags: --run takes no value; a value flag without one is exit 2", () => {

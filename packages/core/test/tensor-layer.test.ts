@@ -16,6 +16,7 @@ import {
 } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 import { normalizeDim } from "../src/tensor/tensor.ts";
+import { show } from "../src/util/format.ts";
 
 describe("shapes and dims as torch takes them", () => {
   it("a 0-d tensor transposes to itself; dim -1 of rank 0 is 0", () => {
@@ -109,5 +110,13 @@ describe("memory accounting", () => {
   it("asking for a device's stats does not add the device to memoryStats()", () => {
     expect(memoryStats("tpu:3").allocatedBytes).toBe(0);
     expect(Object.keys(memoryStats())).not.toContain("tpu:3");
+  });
+});
+
+describe("show() in error messages", () => {
+  it("writes a tensor in brief, not its storage as JSON", () => {
+    expect(show(randn([2, 3]))).toBe("Tensor(float32, [2, 3])");
+    expect(show({ dtype: 3, shape: [1] })).toBe('{"dtype":3,"shape":[1]}');
+    expect(show([1, 2])).toBe("[1,2]");
   });
 });

@@ -33,6 +33,55 @@ export interface AttentionInputs {
  * capped at about two seconds of work (measured in headless Chromium): B·H·L·S·E = 2^24,
  * 2^22 for the 16-bit dtypes (no SIMD kernel takes them; the math path is ~4x slower).
  */
+/** Each SDPBackend family: accepts, or refuses with its reasons (sdpaRefusals). */
+function familyRows(params: SDPAParams): (HTMLElement | string)[][] {
+  return FAMILIES.map((f) => {
+    const reasons = sdpaRefusals(f, params);
+    return [
+      h("code", {}, f),
+      reasons.length === 0
+        ? h("span", { class: "yes" }, "accepts")
+        : h("span", { class: "no" }, "refuses"),
+      h(
+        "ul",
+        { class: "reasons" },
+        reasons.map((r) => h("li", {}, r)),
+      ),
+    ];
+  });
+}
+
+/**
+ * The selected kernel run against the float64 reference (not with dropout: kernels draw
+ * their own masks), as a line to show.
+ */
+async function judge(p: AttentionInputs, selected: boolean): Promise<HTMLElement> {
+  if (p.dropout !== 0 || !selected)
+    return h(
+      "p",
+      { class: "muted" },
+      p.dropout !== 0
+        ? "dropout > 0: not compared (each kernel draws its own dropout mask)"
+        : "no kernel ran",
+    );
+  const r = await runCase(
+    "scaledDotProductAttention",
+    {
+      name: `B${p.batch} H${p.heads} L${p.L} S${p.S} E${p.E} ${p.mask}${p.causal ? " causal" : ""}`,
+      make: (d) => makeArgs(p, d),
+    },
+    p.dtype,
+    { device: p.device },
+  );
+  return h(
+    "p",
+    { id: "sdpa-result", class: `result ${r.status}` },
+    h("b", {}, r.status.toUpperCase()),
+    ` [${r.case}] ${r.dtype} ran ${r.kernel} (${r.backend ?? "?"}) in ${fmt.ms(r.ms)}; error vs float64 reference ${fmt.err(r.error)}`,
+    r.message ? ` — ${r.message}` : "",
+  );
+}
+
 export function maxAttentionWork(dtype: DType): number {
   return dtype === "float16" || dtype === "bfloat16" ? 2 ** 22 : 2 ** 24;
 }
@@ -143,45 +192,8 @@ export function attentionPanel(): HTMLElement {
           dropoutP: p.dropout,
           isCausal: p.causal,
         });
-        const params = new SDPAParams(q, k, v, m, p.dropout, p.causal);
-        const fam = FAMILIES.map((f) => {
-          const reasons = sdpaRefusals(f, params);
-          return [
-            h("code", {}, f),
-            reasons.length === 0
-              ? h("span", { class: "yes" }, "accepts")
-              : h("span", { class: "no" }, "refuses"),
-            h(
-              "ul",
-              { class: "reasons" },
-              reasons.map((r) => h("li", {}, r)),
-            ),
-          ];
-        });
-        // Run the selected kernel against the float64 reference (not with dropout: kernels draw their own masks).
-        let judged: HTMLElement = h(
-          "p",
-          { class: "muted" },
-          "dropout > 0: not compared (each kernel draws its own dropout mask)",
-        );
-        if (p.dropout === 0 && why.selected) {
-          const r = await runCase(
-            "scaledDotProductAttention",
-            {
-              name: `B${p.batch} H${p.heads} L${p.L} S${p.S} E${p.E} ${p.mask}${p.causal ? " causal" : ""}`,
-              make: (d) => makeArgs(p, d),
-            },
-            p.dtype,
-            { device: p.device },
-          );
-          judged = h(
-            "p",
-            { id: "sdpa-result", class: `result ${r.status}` },
-            h("b", {}, r.status.toUpperCase()),
-            ` [${r.case}] ${r.dtype} ran ${r.kernel} (${r.backend ?? "?"}) in ${fmt.ms(r.ms)}; error vs float64 reference ${fmt.err(r.error)}`,
-            r.message ? ` — ${r.message}` : "",
-          );
-        }
+        const fam = familyRows(new SDPAParams(q, k, v, m, p.dropout, p.causal));
+        const judged = await judge(p, why.selected !== undefined);
         if (mine !== generation) return;
         out.replaceChildren(
           h(

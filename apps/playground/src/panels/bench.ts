@@ -179,6 +179,42 @@ export function plot(points: BenchPoint[], sizes: number[]): SVGElement {
   return svg;
 }
 
+/** The plot and table of a run's points (a note where WebGPU is a software adapter). */
+function resultView(
+  points: Awaited<ReturnType<typeof runBench>>,
+  sizes: number[],
+  kernels: ReturnType<typeof benchKernels>,
+): (HTMLElement | SVGElement | string)[] {
+  const gpuKernels = new Set(kernels.filter((k) => k.device === "webgpu").map((k) => k.kernel));
+  let soft: string | undefined;
+  try {
+    soft = softwareAdapter(backends.webgpu.capability());
+  } catch {
+    soft = undefined;
+  }
+  return [
+    plot(points, sizes),
+    soft && points.some((p) => gpuKernels.has(p.kernel) && p.gflops !== undefined)
+      ? h("p", { class: "warn", id: "bench-software-adapter" }, soft)
+      : "",
+    table(
+      ["kernel", "n", "ms / call", "GFLOP/s", "note"],
+      points.map((p) => [
+        h("code", {}, p.kernel),
+        String(p.n),
+        p.ms?.toFixed(3) ?? "-",
+        p.gflops?.toFixed(2) ?? "-",
+        p.reason
+          ? h("span", { class: "no" }, p.reason)
+          : soft && gpuKernels.has(p.kernel)
+            ? h("span", { class: "warn" }, "software adapter")
+            : "",
+      ]),
+      { id: "bench-table" },
+    ),
+  ];
+}
+
 export function benchPanel(): HTMLElement {
   const progress = h("progress", { id: "bench-progress", max: 1, value: 0 });
   const label = h("span", { id: "bench-label", class: "muted" });
@@ -215,36 +251,7 @@ export function benchPanel(): HTMLElement {
           signal,
         );
         if (signal.aborted) label.textContent = `stopped after ${points.length} run(s)`;
-        const gpuKernels = new Set(
-          kernels.filter((k) => k.device === "webgpu").map((k) => k.kernel),
-        );
-        let soft: string | undefined;
-        try {
-          soft = softwareAdapter(backends.webgpu.capability());
-        } catch {
-          soft = undefined;
-        }
-        out.replaceChildren(
-          plot(points, sizes),
-          soft && points.some((p) => gpuKernels.has(p.kernel) && p.gflops !== undefined)
-            ? h("p", { class: "warn", id: "bench-software-adapter" }, soft)
-            : "",
-          table(
-            ["kernel", "n", "ms / call", "GFLOP/s", "note"],
-            points.map((p) => [
-              h("code", {}, p.kernel),
-              String(p.n),
-              p.ms?.toFixed(3) ?? "-",
-              p.gflops?.toFixed(2) ?? "-",
-              p.reason
-                ? h("span", { class: "no" }, p.reason)
-                : soft && gpuKernels.has(p.kernel)
-                  ? h("span", { class: "warn" }, "software adapter")
-                  : "",
-            ]),
-            { id: "bench-table" },
-          ),
-        );
+        out.replaceChildren(...resultView(points, sizes, kernels));
         out.dataset.done = "1";
       } finally {
         btn.disabled = false;

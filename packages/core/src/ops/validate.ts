@@ -136,9 +136,7 @@ export function checkOptions(
 ): Record<string, unknown> {
   if (opts === undefined) return {};
   if (opts === null || typeof opts !== "object" || Array.isArray(opts) || opts instanceof Tensor) {
-    throw new ArgumentError(
-      `${op}: options must be an object, got ${opts instanceof Tensor ? "a Tensor" : show(opts)}`,
-    );
+    throw new ArgumentError(`${op}: options must be an object, got ${show(opts)}`);
   }
   for (const k of Object.keys(opts)) {
     if (!allowed.includes(k))

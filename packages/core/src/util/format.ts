@@ -5,6 +5,8 @@ export function show(value: unknown): string {
     if (typeof value === "bigint") return `${value}n`;
     if (typeof value === "symbol" || typeof value === "function") return String(value);
     if (value === null || value === undefined || typeof value !== "object") return String(value);
+    const brief = tensorLike(value);
+    if (brief) return brief;
     return (
       JSON.stringify(value, (_, v) => (typeof v === "bigint" ? `${v}n` : v)) ??
       Object.prototype.toString.call(value)
@@ -12,4 +14,15 @@ export function show(value: unknown): string {
   } catch {
     return Object.prototype.toString.call(value);
   }
+}
+
+/**
+ * A tensor-like object (a Tensor, a QTensor: a dtype and a shape) in brief, as
+ * "Tensor(float32, [2, 3])": written out as JSON it took screens (its storage's internals).
+ */
+function tensorLike(value: object): string | undefined {
+  const v = value as { dtype?: unknown; shape?: unknown };
+  if (typeof v.dtype !== "string" || !Array.isArray(v.shape)) return undefined;
+  const name = value.constructor?.name || "tensor";
+  return `${name}(${v.dtype}, [${v.shape.join(", ")}])`;
 }
