@@ -1,10 +1,10 @@
 #!/usr/bin/env node
-// Runs every ```ts block of the READMEs (root and packages) and of docs/writing-a-backend.md
-// on Node (through tsx), Bun and Deno, so the examples stay true. A block preceded by an
+// Runs every ```ts block of the READMEs (root, packages and apps) and of docs/*.md on Node
+// (through tsx), Bun and Deno, so the examples stay true. A block preceded by an
 // HTML comment `<!-- example: not run (why) -->` is skipped, with the reason printed.
 // Exit 1 when a block fails on a runtime.
 import { spawnSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { workspaces } from "./workspaces.mjs";
 
@@ -12,7 +12,10 @@ const repo = join(new URL(".", import.meta.url).pathname, "..");
 const docs = [
   "README.md",
   ...workspaces().map((w) => `${w.dir}/README.md`),
-  "docs/writing-a-backend.md",
+  ...readdirSync(join(repo, "docs"))
+    .filter((f) => f.endsWith(".md"))
+    .sort()
+    .map((f) => `docs/${f}`),
 ].filter((f) => existsSync(join(repo, f)));
 const out = join(repo, ".examples");
 rmSync(out, { recursive: true, force: true });

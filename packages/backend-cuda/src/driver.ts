@@ -519,7 +519,12 @@ export class CudaDriver {
   release(): void {
     const cu = this.layer.cu;
     for (const [i, s] of this.streams) {
-      this.use(i);
+      // A context that cannot be made current must not stop the rest from being released.
+      try {
+        this.use(i);
+      } catch {
+        continue;
+      }
       cu.cuStreamSynchronize(s);
       cu.cuStreamDestroy_v2(s);
     }

@@ -34,7 +34,13 @@ export {
   flashSupport,
   mathSupport,
 } from "./kernels/attention/constraints.ts";
-export { columnMajorView, planGemm, uniformStride } from "./kernels/blas/gemm.ts";
+export {
+  columnMajorView,
+  cublasSizeProblem,
+  planGemm,
+  readyProblem,
+  uniformStride,
+} from "./kernels/blas/gemm.ts";
 export {
   checkCublasDeterminism,
   cublasWorkspaceBytes,

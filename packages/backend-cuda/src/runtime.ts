@@ -148,21 +148,38 @@ export class CudaRuntime {
     const lib = this.lib("cublas");
     let h = this.blasHandles.get(device);
     if (h === undefined) {
-      this.driver.use(device);
-      check("cublas", "cublasCreate_v2", lib.cublasCreate_v2(this.out64));
-      h = this.out64[0]!;
+      h = this.newCublasHandle(device, lib);
       this.blasHandles.set(device, h);
+    }
+    this.driver.use(device);
+    return { handle: h, lib };
+  }
+
+  /**
+   * A cuBLAS handle bound to the device's stream and workspace. Cached only once complete: a
+   * handle left on the legacy stream would race the device's stream, so a failed setup
+   * destroys it (and frees the workspace) and the next call starts over.
+   */
+  private newCublasHandle(device: number, lib: CublasSymbols): bigint {
+    this.driver.use(device);
+    check("cublas", "cublasCreate_v2", lib.cublasCreate_v2(this.out64));
+    const h = this.out64[0]!;
+    let ws: Block | undefined;
+    try {
       check("cublas", "cublasSetStream_v2", lib.cublasSetStream_v2(h, this.driver.stream(device)));
       const bytes = cublasWorkspaceBytes(
         readEnv("CUBLAS_WORKSPACE_CONFIG"),
         this.driver.device(device).major,
       );
-      const ws = this.allocator(device).malloc(bytes);
-      this.blasWorkspaces.set(device, ws);
+      ws = this.allocator(device).malloc(bytes);
       check("cublas", "cublasSetWorkspace_v2", lib.cublasSetWorkspace_v2(h, ws.ptr, bytes));
+    } catch (e) {
+      lib.cublasDestroy_v2(h);
+      if (ws) this.allocator(device).free(ws);
+      throw e;
     }
-    this.driver.use(device);
-    return { handle: h, lib };
+    this.blasWorkspaces.set(device, ws);
+    return h;
   }
 
   cublasLt(device: number): { handle: bigint; lib: CublasLtSymbols } {
@@ -184,13 +201,20 @@ export class CudaRuntime {
     if (h === undefined) {
       this.driver.use(device);
       check("cusolver", "cusolverDnCreate", lib.cusolverDnCreate(this.out64));
-      h = this.out64[0]!;
+      const created = this.out64[0]!;
+      // Cached only once bound to the device's stream (as for cuBLAS above).
+      try {
+        check(
+          "cusolver",
+          "cusolverDnSetStream",
+          lib.cusolverDnSetStream(created, this.driver.stream(device)),
+        );
+      } catch (e) {
+        lib.cusolverDnDestroy(created);
+        throw e;
+      }
+      h = created;
       this.solverHandles.set(device, h);
-      check(
-        "cusolver",
-        "cusolverDnSetStream",
-        lib.cusolverDnSetStream(h, this.driver.stream(device)),
-      );
     }
     this.driver.use(device);
     return { handle: h, lib };

@@ -43,11 +43,26 @@ export class CudnnRuntime {
     ctx.activate(device);
     let h = this.handles.get(device);
     if (h === undefined) {
-      const out = new BigUint64Array(1);
-      check(this.lib, "cudnnCreate", this.lib.cudnnCreate(out));
-      h = out[0]!;
+      h = this.newHandle(ctx, device);
       this.handles.set(device, h);
+    }
+    return h;
+  }
+
+  /**
+   * A handle bound to the device's stream. Cached only once bound: a handle left on the legacy
+   * stream would race the device's stream, so a failed bind destroys it and the next call
+   * starts over.
+   */
+  private newHandle(ctx: DeviceContext, device: number): bigint {
+    const out = new BigUint64Array(1);
+    check(this.lib, "cudnnCreate", this.lib.cudnnCreate(out));
+    const h = out[0]!;
+    try {
       check(this.lib, "cudnnSetStream", this.lib.cudnnSetStream(h, ctx.stream(device)));
+    } catch (e) {
+      this.lib.cudnnDestroy(h);
+      throw e;
     }
     return h;
   }
@@ -94,10 +109,7 @@ export class CudnnRuntime {
         this.plans.refuse(key, err);
         throw err;
       }
-      const timings =
-        flags.benchmark && time && built.length > 1
-          ? built.map((p) => ({ engine: p.engine, ms: time(p), plan: p }))
-          : [];
+      const timings = timeAll(built, flags.benchmark && built.length > 1 ? time : undefined);
       const chosen = timings.length ? fastest(timings)!.plan : built[0]!;
       for (const p of built) if (p !== chosen) releasePlan(p);
       const plan: CachedPlan = {
@@ -140,6 +152,20 @@ export class CudnnRuntime {
     this.plans.clear();
     for (const h of this.handles.values()) this.lib.cudnnDestroy(h);
     this.handles.clear();
+  }
+}
+
+/** Benchmark timings of every built plan ([] without a timer); a failed run releases them all. */
+function timeAll(
+  built: ExecutionPlan[],
+  time: PlanTimer | undefined,
+): { engine: number; ms: number; plan: ExecutionPlan }[] {
+  if (!time) return [];
+  try {
+    return built.map((p) => ({ engine: p.engine, ms: time(p), plan: p }));
+  } catch (e) {
+    for (const p of built) releasePlan(p);
+    throw e;
   }
 }
 

@@ -30,7 +30,7 @@ export interface MeasureOptions {
   samples?: number;
   /** Target duration of one sample in ms; calls are batched to reach it (default 20). */
   sampleMs?: number;
-  /** Untimed calls before each sample, as a fraction of the sample's calls (default 0.5). */
+  /** Untimed calls before each sample, as a fraction of the sample's calls (default 1). */
   warmFraction?: number;
 }
 
@@ -147,10 +147,10 @@ export class Harness {
         await untilQuiet();
         // ...and warm: after that pause caches are cold and a pool's workers asleep (a
         // worker woken after an idle spell may share the caller's core for a while), so
-        // half a sample runs untimed first and the sample measures the steady state, as
-        // the peers' timing loops do (PyTorch's runs its calls back to back after one
-        // untimed call). A call under WARM_CALL_MS is a sample on its own and is warmed by
-        // one call too; calls of 100 ms and more dwarf that transient.
+        // an untimed batch as long as the sample runs first and the sample measures the
+        // steady state, as the peers' timing loops do (PyTorch's runs its calls back to
+        // back after one untimed call). A call under WARM_CALL_MS is a sample on its own
+        // and is warmed by one call too; calls of 100 ms and more dwarf that transient.
         if (warmFraction > 0 && (batch[name] > 1 || callMs[name] < WARM_CALL_MS))
           await timeBatch(fn, Math.ceil(batch[name] * warmFraction), true);
         times[name].push(await timeBatch(fn, batch[name]));

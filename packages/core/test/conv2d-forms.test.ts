@@ -3,7 +3,7 @@
  * [O, oh, ow]), stride / padding / dilation as one-element lists, and a weight with no
  * output channels refused. The reference kernel, float64.
  */
-import { conv2d, randn, ShapeError, type Tensor } from "@backplane/core";
+import { conv2d, explain, memoryStats, randn, ShapeError, type Tensor } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 
 function maxAbsDiff(a: Tensor, b: Tensor): number {
@@ -43,5 +43,20 @@ describe("conv2d argument forms", () => {
     expect(() => conv2d(x, randn([0, 3, 3, 3], { dtype: "float64" }))).toThrow(ShapeError);
     expect(() => conv2d(randn([5, 5], { dtype: "float64" }), w)).toThrow(ShapeError);
     expect(() => conv2d(x, w, { stride: [2, 2, 2] as never })).toThrow(/stride/);
+  });
+});
+
+describe("explain() of an unbatched conv2d", () => {
+  it("explains it as the batch of one it runs, and leaves no view holding the input", () => {
+    const before = memoryStats("cpu").allocatedBytes;
+    const x = randn([3, 9, 9], { seed: 6 });
+    const w = randn([4, 3, 3, 3], { seed: 7 });
+    const e = explain("conv2d", x, w, { stride: [2] });
+    expect(e.selected).toBeDefined();
+    // eigh's UPLO "U" view too: prepare() makes it, explain() disposes it.
+    const a = randn([3, 3], { seed: 8 });
+    explain("eigh", a, { UPLO: "U" });
+    for (const t of [x, w, a]) t.dispose();
+    expect(memoryStats("cpu").allocatedBytes).toBe(before);
   });
 });

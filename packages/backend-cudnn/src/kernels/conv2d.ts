@@ -48,9 +48,10 @@ export function convKey(
   align: Alignments,
   flags: SelectionFlags,
 ): string {
-  // One template, no intermediate array: the key is built on every call.
+  // One template, no intermediate array: the key is built on every call. The output dims stand
+  // for the post padding ("same" with an even kernel pads one more after than before).
   const w = p.weight;
-  return `conv2d|${device}|${p.dtype}|${layout}|${p.n}x${p.c}x${p.h}x${p.w}|w${w.shape}:${w.strides}|s${p.strideH},${p.strideW}p${p.padTop},${p.padLeft}d${p.dilationH},${p.dilationW}g${p.groups}|${p.bias ? "bias" : ""}|a${align.x},${align.w},${align.bias ?? ""}|${flagsKey(flags)}`;
+  return `conv2d|${device}|${p.dtype}|${layout}|${p.n}x${p.c}x${p.h}x${p.w}|w${w.shape}:${w.strides}|s${p.strideH},${p.strideW}p${p.padTop},${p.padLeft}d${p.dilationH},${p.dilationW}g${p.groups}|o${p.outH}x${p.outW}|${p.bias ? "bias" : ""}|a${align.x},${align.w},${align.bias ?? ""}|${flagsKey(flags)}`;
 }
 
 /** The output [n, outC, outH, outW] in the input's memory format (one storage, one tensor). */

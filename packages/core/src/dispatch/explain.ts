@@ -5,6 +5,7 @@
 import { ArgumentError, type CandidateReport } from "../errors.ts";
 import { currentState } from "../flags/state.ts";
 import { getOp, kernelAccepts, type OpParams, type OpRecord } from "../registry/kernels.ts";
+import { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import { type Entry, entryFor, rank } from "./ranker.ts";
 
@@ -89,5 +90,23 @@ export function opOrThrow(name: string): OpRecord {
 export function explain(opName: string, ...args: unknown[]): Explanation {
   const op = opOrThrow(opName);
   const params = op.prepare(...args);
-  return candidates(op, entryFor(op, currentState(), params.deviceType, params.dtype), params);
+  try {
+    return candidates(op, entryFor(op, currentState(), params.deviceType, params.dtype), params);
+  } finally {
+    releaseViews(params, args);
+  }
+}
+
+/**
+ * Disposes the tensors prepare() made (views such as conv2d's batch of one or eigh's
+ * transposed A, which the op's own function disposes after its run): those among the
+ * params that are not the caller's, given as an argument or inside an options object.
+ */
+function releaseViews(params: object, args: unknown[]): void {
+  const given = new Set<unknown>(args);
+  for (const a of args)
+    if (a !== null && typeof a === "object" && !(a instanceof Tensor))
+      for (const v of Object.values(a)) given.add(v);
+  for (const v of Object.values(params))
+    if (v instanceof Tensor && !given.has(v) && !v.disposed) v.dispose();
 }

@@ -74,9 +74,24 @@ export function checkIndexRange(what: string, value: number, op = "conv2d"): voi
   }
 }
 
-// Long: conv2d's argument checks in the order torch reports them; each is a line or two.
+/**
+ * The params of a batch; an unbatched [C, H, W] input (as torch takes it) becomes a batch
+ * of one, a view the caller disposes (conv2d() and explain() do).
+ */
 function prepare(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dParams {
   checkTensor("conv2d", "input", input);
+  if (input.rank !== 3) return prepareBatch(input, weight, opts);
+  const batch = input.reshape([1, ...input.shape]);
+  try {
+    return prepareBatch(batch, weight, opts);
+  } catch (e) {
+    batch.dispose();
+    throw e;
+  }
+}
+
+// Long: conv2d's argument checks in the order torch reports them; each is a line or two.
+function prepareBatch(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv2dParams {
   checkTensor("conv2d", "weight", weight);
   const o = checkOptions("conv2d", opts, [
     "bias",
@@ -200,21 +215,19 @@ export const conv2dOp: OpRecord<
   result: (p: Conv2dParams) => ({ shape: [p.n, p.outChannels, p.outH, p.outW], dtype: p.dtype }),
 });
 
-/** 2-D convolution (cross-correlation, as in torch) of input [N, C, H, W] with weight [O, C/groups, kH, kW]. */
 /**
- * 2-D convolution of a batch [N, C, H, W], or of one unbatched image [C, H, W] (as torch:
- * the result is then [O, oh, ow]).
+ * 2-D convolution (cross-correlation, as in torch) of input [N, C, H, W] with weight
+ * [O, C/groups, kH, kW], or of one unbatched image [C, H, W] (the result is then [O, oh, ow]).
  */
 export function conv2d(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Tensor {
-  checkTensor("conv2d", "input", input);
-  if (input.rank !== 3) return dispatch(conv2dOp, prepare(input, weight, opts));
-  const batch = input.reshape([1, ...input.shape]);
+  const p = prepare(input, weight, opts);
+  if (p.input === input) return dispatch(conv2dOp, p);
   try {
-    const y = dispatch(conv2dOp, prepare(batch, weight, opts));
+    const y = dispatch(conv2dOp, p);
     const image = y.reshape(y.shape.slice(1));
     y.dispose();
     return image;
   } finally {
-    batch.dispose();
+    p.input.dispose();
   }
 }

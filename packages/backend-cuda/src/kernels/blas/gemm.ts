@@ -33,21 +33,39 @@ export interface ColumnMajor {
   ld: number;
 }
 
+/** cuBLAS takes m, n, k, leading dimensions and batch counts as C int. */
+export const CUBLAS_INT_MAX = 2 ** 31 - 1;
+
 /**
  * How cuBLAS must read a row-major logical r x c matrix X (strides rs, cs) so that op(stored)
  * is X^T: CUBLAS_OP_N when rows are contiguous (cs = 1, ld = rs), CUBLAS_OP_T when columns are
- * (rs = 1, ld = cs); null when neither (it must be gathered first).
+ * (rs = 1, ld = cs); null when neither, or when the leading dimension does not fit cuBLAS's
+ * int (a narrow slice of a huge tensor): it must be gathered first.
  */
 export function columnMajorView(r: number, c: number, rs: number, cs: number): ColumnMajor | null {
+  const fits = (ld: number, min: number) => ld >= Math.max(min, 1) && ld <= CUBLAS_INT_MAX;
   if (c <= 1 || cs === 1) {
     const ld = r <= 1 ? Math.max(c, 1) : rs;
-    if (ld >= Math.max(c, 1)) return { op: X.CUBLAS_OP_N, ld };
+    if (fits(ld, c)) return { op: X.CUBLAS_OP_N, ld };
   }
   if (r <= 1 || rs === 1) {
     const ld = c <= 1 ? Math.max(r, 1) : cs;
-    if (ld >= Math.max(r, 1)) return { op: X.CUBLAS_OP_T, ld };
+    if (fits(ld, r)) return { op: X.CUBLAS_OP_T, ld };
   }
   return null;
+}
+
+/** Why cuBLAS cannot take a problem's sizes (C int arguments), or undefined when it can. */
+export function cublasSizeProblem(
+  m: number,
+  n: number,
+  k: number,
+  batch: number,
+): string | undefined {
+  const big = Object.entries({ m, n, k, batch }).filter(([, v]) => v > CUBLAS_INT_MAX);
+  if (big.length === 0) return undefined;
+  const list = big.map(([name, v]) => `${name}=${v}`).join(", ");
+  return `cuBLAS takes int sizes (at most ${CUBLAS_INT_MAX}); got ${list}`;
 }
 
 /** The common difference of the offsets (0 for one entry or a broadcast), or null. */

@@ -23,7 +23,14 @@ import {
   gemmFlags,
   storagePtr,
 } from "../../tensors.ts";
-import { type GemmProblem, readyProblem, runCublas, runCublasLt, uniformStride } from "./gemm.ts";
+import {
+  cublasSizeProblem,
+  type GemmProblem,
+  readyProblem,
+  runCublas,
+  runCublasLt,
+  uniformStride,
+} from "./gemm.ts";
 import { DATA_TYPE, type GemmDtype, gemmMode } from "./modes.ts";
 
 /** The row-major GEMM problem of a matmul: operands with per-batch element offsets. */
@@ -68,6 +75,8 @@ function capability(p: MatmulParams): number {
 }
 
 function baseSupport(p: MatmulParams, tf32: boolean): true | string {
+  const size = cublasSizeProblem(p.m, p.n, p.k, sizeOf(p.batchShape));
+  if (size) return size;
   const cc = capability(p);
   if (p.dtype === "bfloat16" && cc < 80)
     return `bfloat16 GEMM needs compute capability 8.0+, ${p.a.device} is ${Math.floor(cc / 10)}.${cc % 10}`;
