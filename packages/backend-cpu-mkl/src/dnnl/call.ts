@@ -239,8 +239,54 @@ export function reorder(from: Pointer | Uint8Array, to: Pointer | Uint8Array): b
 }
 
 /**
+ * The oneDNN objects a plan owns: primitives and memory objects, destroyed together. A
+ * plan being made records each as it is made, so that a refusal part way (oneDNN's
+ * reference code, its JIT GEMM, an error) destroys those already made.
+ */
+export class Handles {
+  readonly primitives: bigint[] = [];
+  readonly memories: bigint[] = [];
+
+  /** Records primitive `h` (0n: none) and returns it. */
+  primitive(h: bigint): bigint {
+    if (h) this.primitives.push(h);
+    return h;
+  }
+
+  /** Records memory object `h` (0n: none) and returns it. */
+  memory(h: bigint): bigint {
+    if (h) this.memories.push(h);
+    return h;
+  }
+
+  /** Destroys every handle recorded (once: the lists are emptied). */
+  destroy(): void {
+    const d = dnnlState.lib?.dnnl;
+    const prims = this.primitives.splice(0);
+    const mems = this.memories.splice(0);
+    if (!d) return;
+    for (const h of prims) d.dnnl_primitive_destroy(h);
+    for (const h of mems) d.dnnl_memory_destroy(h);
+  }
+}
+
+/** `make(handles)`, whose handles are destroyed when it throws (nothing leaks on a refusal). */
+export function building<T>(make: (handles: Handles) => T): T {
+  const handles = new Handles();
+  try {
+    return make(handles);
+  } catch (e) {
+    handles.destroy();
+    throw e;
+  }
+}
+
+/**
  * Plans by key (primitives made for one set of sizes), or why oneDNN refused them, both
- * kept; the oldest forgotten past `limit`. oneDNN fixes a primitive's thread count when it
+ * kept; the least recently used forgotten past `limit`, and its oneDNN objects destroyed
+ * (`release`): without that every new shape past the limit leaked its primitives. A
+ * loop may hold a few plans while it makes others (the attention's steps), which the limit
+ * leaves alive as recently used. oneDNN fixes a primitive's thread count when it
  * is made (one made for two threads ran on two after omp_set_num_threads(1)), so a plan is
  * made, and found, per thread count.
  */
@@ -254,6 +300,8 @@ export class PlanCache<P> {
   constructor(
     /** What a refusal says before oneDNN's message ("oneDNN refused this product"). */
     private readonly refused: string,
+    /** Destroys a forgotten plan's oneDNN objects. */
+    private readonly release: (plan: P) => void = () => {},
     private readonly limit = 64,
   ) {}
 
@@ -262,18 +310,30 @@ export class PlanCache<P> {
     threads ||= dnnlState.threadsWanted();
     const full = `${key}@${threads}`;
     let plan = this.#plans.get(full);
-    if (plan === undefined) {
+    if (plan !== undefined) {
+      // Most recently used last: the limit forgets from the front.
+      this.#plans.delete(full);
+    } else {
       try {
         dnnlState.applyThreads(threads);
         plan = make();
       } catch (e) {
         plan = `${this.refused}: ${(e as Error).message}`;
       }
-      if (this.#plans.size >= this.limit)
-        this.#plans.delete(this.#plans.keys().next().value as string);
-      this.#plans.set(full, plan);
+      if (this.#plans.size >= this.limit) this.#evictOldest();
     }
+    this.#plans.set(full, plan);
     return plan;
+  }
+
+  /** Forgets the least recently used plan but the last params' (run() follows supports()). */
+  #evictOldest(): void {
+    for (const [key, plan] of this.#plans) {
+      if (plan === this.#last.plan) continue;
+      this.#plans.delete(key);
+      if (typeof plan !== "string") this.release(plan);
+      return;
+    }
   }
 
   /** get() for an op's params (on `threads`, as get()), the key built only for new params. */
@@ -285,6 +345,15 @@ export class PlanCache<P> {
     return plan;
   }
 
+  /** The number of plans kept (refusals included). */
+  get size(): number {
+    return this.#plans.size;
+  }
+
+  /**
+   * Forgets every plan without destroying them: they belong to the engine of the library
+   * loaded before, which may be gone.
+   */
   clear(): void {
     this.#plans.clear();
     this.#last = { params: undefined, plan: undefined };

@@ -18,7 +18,16 @@
  */
 import { cpuMemory } from "@backplane/core/cpu";
 import type { SoftmaxStep } from "../kernels/flash-blas.ts";
-import { check, execute, loopPrimitive, memory, PlanCache, stridedMd } from "./call.ts";
+import {
+  building,
+  check,
+  execute,
+  type Handles,
+  loopPrimitive,
+  memory,
+  PlanCache,
+  stridedMd,
+} from "./call.ts";
 import { ARG, BINARY_DESC_BYTES, ENUMS, REDUCTION_DESC_BYTES } from "./library.ts";
 import { dnnlState } from "./state.ts";
 
@@ -35,9 +44,13 @@ interface SoftmaxPlan {
   maxes: bigint;
   shift: bigint;
   sums: bigint;
+  /** The primitives and memory objects above, destroyed when the cache forgets the plan. */
+  handles: Handles;
 }
 
-const plans = new PlanCache<SoftmaxPlan>("oneDNN refused the softmax step");
+const plans = new PlanCache<SoftmaxPlan>("oneDNN refused the softmax step", (plan) =>
+  plan.handles.destroy(),
+);
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetSoftmaxPlans(): void {
@@ -49,30 +62,34 @@ function makePlan(rows: number, cols: number): SoftmaxPlan {
   const d = dnnlState.ready().dnnl;
   const block = stridedMd([rows, cols], [cols, 1], F32);
   const column = stridedMd([rows, 1], [1, 1], F32);
-  const reduction = (alg: number) => {
+  const reduction = (h: Handles, alg: number) => {
     const desc = new Uint8Array(REDUCTION_DESC_BYTES);
     check("dnnl_reduction_desc_init", d.dnnl_reduction_desc_init(desc, alg, block, column, 0, 0));
-    return loopPrimitive(desc);
+    return h.primitive(loopPrimitive(desc));
   };
   const sub = new Uint8Array(BINARY_DESC_BYTES);
   check(
     "dnnl_binary_desc_init",
     d.dnnl_binary_desc_init(sub, ALG.dnnl_binary_sub, block, column, block),
   );
-  return {
-    max: reduction(ALG.dnnl_reduction_max),
-    exp: loopPrimitive(sub, {
-      postOps: [
-        { alg: ALG.dnnl_eltwise_linear, alpha: Math.LN2, beta: 0 },
-        { alg: ALG.dnnl_eltwise_exp, alpha: 0, beta: 0 },
-      ],
-    }),
-    sum: reduction(ALG.dnnl_reduction_sum),
-    block: memory(block),
-    maxes: memory(column),
-    shift: memory(column),
-    sums: memory(column),
-  };
+  // A refused second or third primitive destroys the first ones (building).
+  return building((h) => ({
+    max: reduction(h, ALG.dnnl_reduction_max),
+    exp: h.primitive(
+      loopPrimitive(sub, {
+        postOps: [
+          { alg: ALG.dnnl_eltwise_linear, alpha: Math.LN2, beta: 0 },
+          { alg: ALG.dnnl_eltwise_exp, alpha: 0, beta: 0 },
+        ],
+      }),
+    ),
+    sum: reduction(h, ALG.dnnl_reduction_sum),
+    block: h.memory(memory(block)),
+    maxes: h.memory(memory(column)),
+    shift: h.memory(memory(column)),
+    sums: h.memory(memory(column)),
+    handles: h,
+  }));
 }
 
 /** On the threads the tile loop applied (one in deterministic mode). */

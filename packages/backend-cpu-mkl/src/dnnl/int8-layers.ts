@@ -73,6 +73,7 @@ export function biasProblem(layer: PackedLinear | PackedConv2d): string | undefi
 
 /** What a plan knows of its weights: the reorder (0n: none), its size and memory objects. */
 export interface WeightsPlan {
+  /** Names the reordered weights in the layer's cache: their layout, shared by plans. */
   key: string;
   weightReorder: bigint;
   weightBytes: number;
@@ -101,12 +102,17 @@ export function layerWeights(
   if (!w) {
     const d = dnnlState.ready().dnnl;
     w = empty([Math.max(1, plan.weightBytes)], { dtype: "uint8" });
-    d.dnnl_memory_set_data_handle(plan.mem.userWeights, layer.weight.storage().hostData());
-    d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
-    execute(plan.weightReorder, [
-      [ARG.FROM, plan.mem.userWeights],
-      [ARG.TO, plan.mem.weights],
-    ]);
+    try {
+      d.dnnl_memory_set_data_handle(plan.mem.userWeights, layer.weight.storage().hostData());
+      d.dnnl_memory_set_data_handle(plan.mem.weights, w.hostData());
+      execute(plan.weightReorder, [
+        [ARG.FROM, plan.mem.userWeights],
+        [ARG.TO, plan.mem.weights],
+      ]);
+    } catch (e) {
+      w.dispose();
+      throw e;
+    }
     cache.byPlan.set(plan.key, w);
   }
   return w;

@@ -8,6 +8,7 @@
 import { cpuMemory } from "@backplane/core/cpu";
 import type { TileGemm } from "../kernels/flash-blas.ts";
 import {
+  building,
   check,
   DnnlCallError,
   type EltwisePostOp,
@@ -32,6 +33,8 @@ export interface Step {
   dst: bigint;
   /** The three (argument, memory) pairs, packed once. */
   args: Uint8Array;
+  /** Destroys the primitive and memory objects (when the cache forgets the step). */
+  destroy: () => void;
 }
 
 export interface StepShape {
@@ -47,7 +50,7 @@ export interface StepShape {
   scale?: number;
 }
 
-const steps = new PlanCache<Step>("oneDNN refused an attention product");
+const steps = new PlanCache<Step>("oneDNN refused an attention product", (s) => s.destroy());
 
 /** Forgets every step (they belong to the engine of the library loaded before). */
 export function resetMatmulSteps(): void {
@@ -62,23 +65,24 @@ function makeStep(s: StepShape): Step {
   const desc = new Uint8Array(MATMUL_DESC_BYTES);
   check("dnnl_matmul_desc_init", d.dnnl_matmul_desc_init(desc, a, b, null, c));
   const scale = s.scale ?? 1;
-  const src = memory(a);
-  const weights = memory(b);
-  const dst = memory(c);
-  return {
-    prim: loopPrimitive(desc, {
-      postOps: s.postOps ?? [],
-      outputScales: scale === 1 ? undefined : Float32Array.of(scale),
-    }),
-    src,
-    weights,
-    dst,
-    args: packArgs([
+  // The memory objects were made before a refused primitive, and stayed: made in building.
+  return building((h) => {
+    const src = h.memory(memory(a));
+    const weights = h.memory(memory(b));
+    const dst = h.memory(memory(c));
+    const prim = h.primitive(
+      loopPrimitive(desc, {
+        postOps: s.postOps ?? [],
+        outputScales: scale === 1 ? undefined : Float32Array.of(scale),
+      }),
+    );
+    const args = packArgs([
       [ARG.SRC, src],
       [ARG.WEIGHTS, weights],
       [ARG.DST, dst],
-    ]),
-  };
+    ]);
+    return { prim, src, weights, dst, args, destroy: () => h.destroy() };
+  });
 }
 
 /**

@@ -11,8 +11,10 @@
 import { empty, type Tensor } from "@backplane/core";
 import type { MatmulParams } from "@backplane/core/backend";
 import {
+  building,
   check,
   execute,
+  type Handles,
   memory,
   PlanCache,
   primitive,
@@ -30,9 +32,13 @@ interface MatmulPlan {
   prim: bigint;
   mem: { a: bigint; b: bigint; c: bigint; scratch: bigint };
   scratchBytes: number;
+  /** The primitive and memory objects above, destroyed when the cache forgets the plan. */
+  handles: Handles;
 }
 
-const plans = new PlanCache<MatmulPlan>("oneDNN refused this product");
+const plans = new PlanCache<MatmulPlan>("oneDNN refused this product", (plan) =>
+  plan.handles.destroy(),
+);
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetMatmulPlans(): void {
@@ -65,11 +71,17 @@ function makePlan(p: MatmulParams): MatmulPlan {
   const pd = primitiveDesc(desc);
   try {
     const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
-    return {
-      prim: primitive(pd),
-      mem: { a: memory(a), b: memory(b), c: memory(c), scratch: memory(scratch) },
+    return building((h) => ({
+      prim: h.primitive(primitive(pd)),
+      mem: {
+        a: h.memory(memory(a)),
+        b: h.memory(memory(b)),
+        c: h.memory(memory(c)),
+        scratch: h.memory(memory(scratch)),
+      },
       scratchBytes: Number(d.dnnl_memory_desc_get_size(scratch)),
-    };
+      handles: h,
+    }));
   } finally {
     d.dnnl_primitive_desc_destroy(pd);
   }

@@ -22,10 +22,13 @@ import { emptyQuantized, int32SumProblem, type QConv2dParams } from "@backplane/
 import { addressOf, conv2dChannelParams } from "@backplane/core/cpu";
 import { modules } from "../kernels/wasm.ts";
 import {
+  building,
   check,
   dims,
   execute,
+  type Handles,
   implOf,
+  mdText,
   memory,
   PlanCache,
   primitive,
@@ -62,9 +65,13 @@ interface QConvPlan {
     "userSrc" | "src" | "userWeights" | "weights" | "dst" | "userDst" | "bias" | "scratch",
     bigint
   >;
+  /** The primitives and memory objects above, destroyed when the cache forgets the plan. */
+  handles: Handles;
 }
 
-const plans = new PlanCache<QConvPlan>("oneDNN refused this int8 convolution");
+const plans = new PlanCache<QConvPlan>("oneDNN refused this int8 convolution", (plan) =>
+  plan.handles.destroy(),
+);
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetQConvPlans(): void {
@@ -78,7 +85,7 @@ function keyOf(p: QConv2dParams): string {
 }
 
 // Long: the descriptors of one int8 convolution (user and "any" layouts, geometry), the primitive and its three reorders.
-function makePlan(p: QConv2dParams, key: string): QConvPlan {
+function makePlan(p: QConv2dParams): QConvPlan {
   const d = dnnlState.ready().dnnl;
   const { stride, padding, dilation, groups: g } = p.packed;
   const x = [p.n, p.c, p.h, p.w];
@@ -122,41 +129,43 @@ function makePlan(p: QConv2dParams, key: string): QConvPlan {
       d.dnnl_memory_desc_equal(taggedMd(shape, TAG.dnnl_acdb, T.dnnl_u8), md) === 1;
     const srcNhwc = nhwc(x, src);
     const dstNhwc = nhwc(y, dst);
-    return {
-      key,
-      conv: primitive(pd),
+    // A refused reorder destroys the convolution made before it (building).
+    return building((h) => ({
+      // The layer's reordered weights are kept per layout (not per plan: one a batch size).
+      key: `weights ${mdText(wts)}`,
+      conv: h.primitive(primitive(pd)),
       impl: implOf(pd),
       srcNhwc,
       dstNhwc,
-      srcReorder: srcNhwc ? 0n : reorder(userSrc, src),
-      dstReorder: dstNhwc ? 0n : reorder(dst, userDst),
-      weightReorder: reorder(userW, wts),
+      srcReorder: srcNhwc ? 0n : h.primitive(reorder(userSrc, src)),
+      dstReorder: dstNhwc ? 0n : h.primitive(reorder(dst, userDst)),
+      weightReorder: h.primitive(reorder(userW, wts)),
       srcBytes: Number(d.dnnl_memory_desc_get_size(src)),
       weightBytes: Number(d.dnnl_memory_desc_get_size(wts)),
       dstBytes: Number(d.dnnl_memory_desc_get_size(dst)),
       scratchBytes: Number(d.dnnl_memory_desc_get_size(scratch)),
       mem: {
-        userSrc: memory(userSrc),
-        src: memory(src),
-        userWeights: memory(userW),
-        weights: memory(wts),
-        dst: memory(dst),
-        userDst: memory(userDst),
-        bias: bias ? memory(bias) : 0n,
-        scratch: memory(scratch),
+        userSrc: h.memory(memory(userSrc)),
+        src: h.memory(memory(src)),
+        userWeights: h.memory(memory(userW)),
+        weights: h.memory(memory(wts)),
+        dst: h.memory(memory(dst)),
+        userDst: h.memory(memory(userDst)),
+        bias: bias ? h.memory(memory(bias)) : 0n,
+        scratch: h.memory(memory(scratch)),
       },
-    };
+      handles: h,
+    }));
   } finally {
     d.dnnl_primitive_desc_destroy(pd);
   }
 }
 
 function planFor(p: QConv2dParams): QConvPlan | string {
-  // The plan's key names its weights in the layer's cache: with the threads it was made for.
   return plans.forParams(
     p,
     () => keyOf(p),
-    () => makePlan(p, `${keyOf(p)}@${dnnlState.threads}`),
+    () => makePlan(p),
   );
 }
 

@@ -15,8 +15,11 @@ import { backends, empty, type PackedLinear, type QTensor, type Tensor } from "@
 import { emptyQuantized, int32SumProblem, type QLinearParams } from "@backplane/core/backend";
 import { linearChannelParams, requantizeLinear } from "@backplane/core/cpu";
 import {
+  building,
   check,
   execute,
+  type Handles,
+  mdText,
   memory,
   PlanCache,
   primitive,
@@ -55,9 +58,13 @@ interface QLinearPlan {
   weightBytes: number;
   scratchBytes: number;
   mem: Record<"src" | "userWeights" | "weights" | "dst" | "bias" | "scratch", bigint>;
+  /** The primitives and memory objects above, destroyed when the cache forgets the plan. */
+  handles: Handles;
 }
 
-const plans = new PlanCache<QLinearPlan>("oneDNN refused this int8 matmul");
+const plans = new PlanCache<QLinearPlan>("oneDNN refused this int8 matmul", (plan) =>
+  plan.handles.destroy(),
+);
 
 /** Forgets every plan (they belong to the engine of the library loaded before). */
 export function resetQLinearPlans(): void {
@@ -71,7 +78,7 @@ function weightZeroPoint(layer: PackedLinear): number | undefined {
   return new Set(w.zeroPoints).size === 1 ? w.zeroPoints[0] : undefined;
 }
 
-function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
+function makePlan(p: QLinearParams, wZp: number): QLinearPlan {
   const d = dnnlState.ready().dnnl;
   const src = stridedMd([p.m, p.k], [p.k, 1], T.dnnl_u8);
   // W is [n, k] row-major: the product's [k, n] operand with strides (1, k).
@@ -90,21 +97,23 @@ function makePlan(p: QLinearParams, key: string, wZp: number): QLinearPlan {
   try {
     const weights = queryMd(pd, E.dnnl_query_t.dnnl_query_weights_md);
     const scratch = queryMd(pd, E.dnnl_query_t.dnnl_query_scratchpad_md);
-    return {
-      key,
-      matmul: primitive(pd),
-      weightReorder: reorder(userW, weights),
+    return building((h) => ({
+      // The layer's reordered weights are kept per layout (not per plan: one a batch size).
+      key: `weights ${mdText(weights)}`,
+      matmul: h.primitive(primitive(pd)),
+      weightReorder: h.primitive(reorder(userW, weights)),
       weightBytes: Number(d.dnnl_memory_desc_get_size(weights)),
       scratchBytes: Number(d.dnnl_memory_desc_get_size(scratch)),
       mem: {
-        src: memory(src),
-        userWeights: memory(userW),
-        weights: memory(weights),
-        dst: memory(dst),
-        bias: bias ? memory(bias) : 0n,
-        scratch: memory(scratch),
+        src: h.memory(memory(src)),
+        userWeights: h.memory(memory(userW)),
+        weights: h.memory(memory(weights)),
+        dst: h.memory(memory(dst)),
+        bias: bias ? h.memory(memory(bias)) : 0n,
+        scratch: h.memory(memory(scratch)),
       },
-    };
+      handles: h,
+    }));
   } finally {
     d.dnnl_primitive_desc_destroy(pd);
   }
@@ -115,8 +124,7 @@ function planFor(p: QLinearParams, wZp: number): QLinearPlan | string {
   const x = p.x.qparams as { zeroPoint: number; scale: number };
   const key = () =>
     `${layerId(p.packed)}:${p.m},${p.k},${p.n},${x.zeroPoint},${x.scale},${wZp},${p.outScale},${p.outZeroPoint}`;
-  // The plan's key names its weights in the layer's cache: with the threads it was made for.
-  return plans.forParams(p, key, () => makePlan(p, `${key()}@${dnnlState.threads}`, wZp));
+  return plans.forParams(p, key, () => makePlan(p, wZp));
 }
 
 /** Why the onednn engine refuses these inputs, or true. */

@@ -69,42 +69,54 @@ function gemm(p: MatmulParams): Tensor {
 }
 
 function gemmOn(p: MatmulParams): Tensor {
-  const { m, n, k } = p;
+  const { m, n } = p;
   const plan = planGemm(p);
   try {
     const out = empty(p.outShape, { dtype: p.dtype });
     if (m === 0 || n === 0) return out;
-    const C = out.hostData() as Float32Array | Float64Array;
-    if (k === 0) {
-      C.fill(0, 0, out.numel);
-      return out;
+    try {
+      return gemmInto(p, plan, out);
+    } catch (e) {
+      // A failed call (an FFI error) would otherwise leave the output allocated.
+      out.dispose();
+      throw e;
     }
-    const A = plan.a.tensor.hostData() as Float32Array | Float64Array;
-    const B = plan.b.tensor.hostData() as Float32Array | Float64Array;
-    const ta = plan.a.trans ? TRANS : NO_TRANS;
-    const tb = plan.b.trans ? TRANS : NO_TRANS;
-    const lda = plan.a.ld;
-    const ldb = plan.b.ld;
-    const s = lib().blas;
-    const f32 = p.dtype === "float32";
-    const sizes = `${plan.a.trans ? "T" : "N"},${plan.b.trans ? "T" : "N"},${m},${n},${k}`;
-    for (let i = 0; i < plan.aOffsets.length; i++) {
-      const Ai = A.subarray(plan.aOffsets[i]);
-      const Bi = B.subarray(plan.bOffsets[i]);
-      const Ci = C.subarray(i * m * n);
-      if (f32)
-        traced("cblas_sgemm", sizes, () =>
-          s.cblas_sgemm(ROW_MAJOR, ta, tb, m, n, k, 1, Ai, lda, Bi, ldb, 0, Ci, n),
-        );
-      else
-        traced("cblas_dgemm", sizes, () =>
-          s.cblas_dgemm(ROW_MAJOR, ta, tb, m, n, k, 1, Ai, lda, Bi, ldb, 0, Ci, n),
-        );
-    }
-    return out;
   } finally {
     plan.release();
   }
+}
+
+/** The products of `plan` into `out` (m, n > 0). */
+function gemmInto(p: MatmulParams, plan: ReturnType<typeof planGemm>, out: Tensor): Tensor {
+  const { m, n, k } = p;
+  const C = out.hostData() as Float32Array | Float64Array;
+  if (k === 0) {
+    C.fill(0, 0, out.numel);
+    return out;
+  }
+  const A = plan.a.tensor.hostData() as Float32Array | Float64Array;
+  const B = plan.b.tensor.hostData() as Float32Array | Float64Array;
+  const ta = plan.a.trans ? TRANS : NO_TRANS;
+  const tb = plan.b.trans ? TRANS : NO_TRANS;
+  const lda = plan.a.ld;
+  const ldb = plan.b.ld;
+  const s = lib().blas;
+  const f32 = p.dtype === "float32";
+  const sizes = `${plan.a.trans ? "T" : "N"},${plan.b.trans ? "T" : "N"},${m},${n},${k}`;
+  for (let i = 0; i < plan.aOffsets.length; i++) {
+    const Ai = A.subarray(plan.aOffsets[i]);
+    const Bi = B.subarray(plan.bOffsets[i]);
+    const Ci = C.subarray(i * m * n);
+    if (f32)
+      traced("cblas_sgemm", sizes, () =>
+        s.cblas_sgemm(ROW_MAJOR, ta, tb, m, n, k, 1, Ai, lda, Bi, ldb, 0, Ci, n),
+      );
+    else
+      traced("cblas_dgemm", sizes, () =>
+        s.cblas_dgemm(ROW_MAJOR, ta, tb, m, n, k, 1, Ai, lda, Bi, ldb, 0, Ci, n),
+      );
+  }
+  return out;
 }
 
 /**
