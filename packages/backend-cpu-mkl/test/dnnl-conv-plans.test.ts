@@ -7,37 +7,7 @@
 import { backends, conv2d, memoryStats, randn, Tensor, withKernelPriority } from "@backplane/core";
 import { getKernel, ops } from "@backplane/core/backend";
 import { expect } from "vitest";
-import { dnnlState } from "../src/dnnl/state.ts";
-import { itDnnl } from "./dnnl-helpers.ts";
-
-type Fn = (...args: unknown[]) => unknown;
-
-/** Counts live primitives and memory objects while `fn` runs (created minus destroyed). */
-function countLive<R>(fn: () => R): { live: number; result: R } {
-  const d = dnnlState.ready().dnnl as unknown as Record<string, Fn>;
-  const names = [
-    "dnnl_primitive_create",
-    "dnnl_primitive_destroy",
-    "dnnl_memory_create",
-    "dnnl_memory_destroy",
-  ];
-  const saved = names.map((n) => d[n]);
-  let live = 0;
-  names.forEach((n, i) => {
-    d[n] = (...args: unknown[]) => {
-      live += n.endsWith("create") ? 1 : -1;
-      return saved[i](...args);
-    };
-  });
-  try {
-    const result = fn();
-    return { live, result };
-  } finally {
-    names.forEach((n, i) => {
-      d[n] = saved[i];
-    });
-  }
-}
+import { countLive, itDnnl } from "./dnnl-helpers.ts";
 
 function relErrToReference(y: Tensor, x: Tensor, w: Tensor): number {
   const ref = getKernel("conv2d", "reference")!.run(

@@ -6,6 +6,7 @@ import { ready } from "@backplane/core";
 import { getBackend } from "@backplane/core/backend";
 import { builtinModule, readEnv } from "@backplane/core/cpu";
 import { it } from "vitest";
+import { dnnlState } from "../src/dnnl/state.ts";
 import { DNNL_BACKEND } from "../src/index.ts";
 
 await ready(DNNL_BACKEND).catch(() => {});
@@ -24,4 +25,40 @@ export function nodeChildProcess(): typeof import("node:child_process") | undefi
   if (typeof (globalThis as { Deno?: unknown }).Deno !== "undefined" || "Bun" in globalThis)
     return undefined;
   return builtinModule<typeof import("node:child_process")>("node:child_process");
+}
+
+type Fn = (...args: unknown[]) => unknown;
+
+/**
+ * Counts the primitives and memory objects made while `fn` runs that are still alive after
+ * it (those made before and destroyed meanwhile do not count); with `refuse`, every
+ * dnnl_primitive_create fails (dnnl_unimplemented) as a refusal would.
+ */
+export function countLive<R>(fn: () => R, refuse = false): { live: number; result: R } {
+  const d = dnnlState.ready().dnnl as unknown as Record<string, Fn>;
+  const names = [
+    "dnnl_primitive_create",
+    "dnnl_primitive_destroy",
+    "dnnl_memory_create",
+    "dnnl_memory_destroy",
+  ];
+  const saved = names.map((n) => d[n]);
+  const made = new Set<bigint>();
+  names.forEach((n, i) => {
+    d[n] = (...args: unknown[]) => {
+      if (refuse && n === "dnnl_primitive_create") return 3; // dnnl_unimplemented
+      const status = saved[i](...args);
+      if (n.endsWith("destroy")) made.delete(args[0] as bigint);
+      else if (status === 0) made.add((args[0] as BigUint64Array)[0]);
+      return status;
+    };
+  });
+  try {
+    const result = fn();
+    return { live: made.size, result };
+  } finally {
+    names.forEach((n, i) => {
+      d[n] = saved[i];
+    });
+  }
 }

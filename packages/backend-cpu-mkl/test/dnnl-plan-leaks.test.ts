@@ -20,44 +20,7 @@ import {
 import { expect } from "vitest";
 import { matmulStep } from "../src/dnnl/matmul-step.ts";
 import { ONEDNN_ENGINE } from "../src/dnnl/qlinear.ts";
-import { dnnlState } from "../src/dnnl/state.ts";
-import { itDnnl } from "./dnnl-helpers.ts";
-
-type Fn = (...args: unknown[]) => unknown;
-
-/**
- * Counts the primitives and memory objects made while `fn` runs that are still alive after
- * it (those made before and destroyed meanwhile do not count); with `refuse`, every
- * dnnl_primitive_create fails (dnnl_unimplemented) as a refusal would.
- */
-function countLive<R>(fn: () => R, refuse = false): { live: number; result: R } {
-  const d = dnnlState.ready().dnnl as unknown as Record<string, Fn>;
-  const names = [
-    "dnnl_primitive_create",
-    "dnnl_primitive_destroy",
-    "dnnl_memory_create",
-    "dnnl_memory_destroy",
-  ];
-  const saved = names.map((n) => d[n]);
-  const made = new Set<bigint>();
-  names.forEach((n, i) => {
-    d[n] = (...args: unknown[]) => {
-      if (refuse && n === "dnnl_primitive_create") return 3; // dnnl_unimplemented
-      const status = saved[i](...args);
-      if (n.endsWith("destroy")) made.delete(args[0] as bigint);
-      else if (status === 0) made.add((args[0] as BigUint64Array)[0]);
-      return status;
-    };
-  });
-  try {
-    const result = fn();
-    return { live: made.size, result };
-  } finally {
-    names.forEach((n, i) => {
-      d[n] = saved[i];
-    });
-  }
-}
+import { countLive, itDnnl } from "./dnnl-helpers.ts";
 
 /** The largest |c - a b| over the largest |a b|, the product in float64. */
 function relErr(c: Tensor, a: Tensor, b: Tensor, m: number, k: number, n: number): number {

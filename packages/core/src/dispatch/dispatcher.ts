@@ -24,12 +24,11 @@ import {
   type OpParams,
   type OpRecord,
 } from "../registry/kernels.ts";
-import { Tensor } from "../tensor/tensor.ts";
 import { warnOnce } from "../util/log.ts";
 import { candidates } from "./explain.ts";
 import { type Entry, entryFor, rank } from "./ranker.ts";
 import { checkResult } from "./result-check.ts";
-import { now } from "./timing.ts";
+import { disposeResult, now } from "./timing.ts";
 import { emitVerbose } from "./verbose.ts";
 
 /**
@@ -137,24 +136,12 @@ function runKernel(op: OpRecord, k: Kernel, params: OpParams, check: boolean): u
     try {
       checkResult(op, k, params, out);
     } catch (err) {
-      discard(out, params);
+      // The caller never receives it; an input handed back stays theirs.
+      disposeResult(out, params);
       throw err;
     }
   }
   return out;
-}
-
-/**
- * Frees a result the caller never receives (it broke the op's contract), tensor by
- * tensor; an input handed back as the result is the caller's and stays.
- */
-function discard(out: unknown, params: OpParams): void {
-  const inputs = new Set(Object.values(params));
-  const drop = (v: unknown) => {
-    if (v instanceof Tensor && !inputs.has(v) && !v.disposed) v.dispose();
-  };
-  if (out instanceof Tensor) drop(out);
-  else if (out !== null && typeof out === "object") for (const v of Object.values(out)) drop(v);
 }
 
 /** Once per op: it ran while faster backends were still loading (no await ready() first). */
