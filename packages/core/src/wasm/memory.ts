@@ -13,6 +13,8 @@
 import { DeviceError } from "../errors.ts";
 import { runtime } from "../runtime/detect.ts";
 import { type DeviceMemory, registerDeviceMemory } from "../tensor/memory.ts";
+import { setFloat32FiniteScan } from "../tensor/tensor.ts";
+import { finiteScanOver } from "./finite-scan.ts";
 import { HEAP_BASE } from "./static.ts";
 import type { WasmImports, WasmMemory } from "./types.ts";
 
@@ -203,6 +205,11 @@ if (typeof WebAssembly !== "undefined" && typeof WebAssembly.Memory === "functio
   try {
     instance = new WasmCpuMemory();
     registerDeviceMemory(instance);
+    const memory = instance;
+    const scan = finiteScanOver(memory.memory as WebAssembly.Memory, memory.shared);
+    setFloat32FiniteScan((t, data) =>
+      t.storage.memory === memory ? scan(data.byteOffset, t.numel) : undefined,
+    );
   } catch {
     // No usable WASM memory (a locked-down environment): CPU tensors stay in ArrayBuffers.
     instance = undefined;
