@@ -5,6 +5,8 @@
  *   FFI), after backends.openmp.setNumThreads(1) and await backends.ready(); the dispatcher
  *   picks it by itself (checked with explain()), so calls are plain matmul() calls (an impl
  *   the dispatcher would not pick is forced with a kernelPriority scope per call);
+ * - backplane-dispatch: matmul() on whatever the dispatcher picks per shape (its ranking measures
+ *   blas-gemm, onednn-matmul and wasm-gemm on the machine), the kernel it ran noted per size;
  * - backplane-wasm: matmul() forced to "wasm-gemm" (backend-cpu-mkl's WASM SIMD kernel),
  *   noted as not available when explain() says the dispatcher would not run it;
  * - openblas-direct: the same OpenBLAS through @backplane/core/ffi only, cblas_sgemm on plain
@@ -61,6 +63,7 @@ const TOLERANCE = 1e-3;
 const REFERENCE_ORDER = [
   "openblas-direct",
   "backplane-native",
+  "backplane-dispatch",
   "ort-node",
   "tfjs-wasm",
   "ort-web",
@@ -88,6 +91,36 @@ function refusal(kernel: string, a: Tensor, b: Tensor): string | undefined {
  * matmul() through the dispatcher, forced to one kernel of backend-cpu-mkl; with `threads`,
  * each call runs in a backends.openmp thread-count scope (the suite's setting is 1).
  */
+/** matmul() as a user calls it: the dispatcher's pick, named per size in a note. */
+function dispatchPeer(h: Harness): GemmPeer {
+  return {
+    info: `the dispatcher's pick, openmp.numThreads ${backends.openmp.getNumThreads()}`,
+    async prepare(n, a, b) {
+      const ta = tensor(a, { shape: [n, n] });
+      const tb = tensor(b, { shape: [n, n] });
+      // The first call of a shape ranks the kernels on it; the one that runs after is the pick.
+      matmul(ta, tb).dispose();
+      const picked = backends
+        .record(() => matmul(ta, tb).dispose())
+        .calls.find((c) => c.op === "matmul")?.kernel;
+      h.note(`backplane-dispatch: n=${n}: the dispatcher runs ${picked}`);
+      return {
+        run: () => matmul(ta, tb).dispose(),
+        result: async () => {
+          const c = matmul(ta, tb);
+          const out = Float32Array.from(c.dataSync() as Float32Array);
+          c.dispose();
+          return out;
+        },
+        dispose: () => {
+          ta.dispose();
+          tb.dispose();
+        },
+      };
+    },
+  };
+}
+
 function backplanePeer(kernel: "blas-gemm" | "wasm-gemm", threads?: number): GemmPeer | string {
   const probe = [
     tensor(randomMatrix(64, 1), { shape: [64, 64] }),
@@ -360,6 +393,7 @@ export default {
     const native = mkl ?? backplanePeer("blas-gemm");
     if (typeof native === "string") unavailable("backplane-native", native);
     else peers.set("backplane-native", native);
+    if (!mkl) peers.set("backplane-dispatch", dispatchPeer(h));
     const wasm = mkl ?? backplanePeer("wasm-gemm");
     if (typeof wasm === "string") h.note(`backplane-wasm: not available: ${wasm}`);
     else peers.set("backplane-wasm", wasm);
@@ -454,6 +488,7 @@ export default {
         ratio("wasm_over_ort_web", "backplane-wasm", "ort-web");
         ratio("native_over_openblas_direct", "backplane-native", "openblas-direct");
         ratio("native_over_ort_node", "backplane-native", "ort-node");
+        ratio("dispatch_over_ort_node", "backplane-dispatch", "ort-node");
         ratio("wasm_2t_over_wasm_1t", "backplane-wasm-2t", "backplane-wasm");
         ratio("wasm_2t_over_ort_web_2t", "backplane-wasm-2t", "ort-web-2t");
       } finally {

@@ -32,6 +32,7 @@ export interface SuiteEntry {
 // The impls a suite's --impls may name: what gemm.ts and conv2d.ts time (keep in step).
 const GEMM_IMPLS = [
   "backplane-native",
+  "backplane-dispatch",
   "backplane-wasm",
   "backplane-wasm-2t",
   "backplane-webgpu",
