@@ -11,6 +11,7 @@ import {
   rand,
   randn,
   ShapeError,
+  softmax,
   tensor,
   zeros,
 } from "@backplane/core";
@@ -33,6 +34,14 @@ describe("shapes and dims as torch takes them", () => {
     expect(() => zeros([2, 0]).reshape([-1, 0])).toThrow(/could be any size/);
     expect(zeros([0, 3]).reshape([3, -1]).shape).toEqual([3, 0]);
     expect(zeros([0, 3]).reshape([-1, 3]).shape).toEqual([0, 3]);
+  });
+
+  it("a dim that is not an integer is a ShapeError that says so, not 'out of range'", () => {
+    const x = randn([2, 3]);
+    for (const dim of [1.5, "1", null, Number.NaN])
+      expect(() => softmax(x, dim as never), show(dim)).toThrow(/must be an integer/);
+    expect(() => softmax(x, 2)).toThrow(/out of range/);
+    x.dispose();
   });
 
   it("bytesPerElement of an unknown dtype is a DTypeError, not a TypeError", () => {

@@ -73,9 +73,10 @@ function gemm(p: MatmulParams): Tensor {
     out.hostData().fill(0 as never, 0, out.numel);
     return out;
   }
-  const plan = planGemm(p);
+  let plan: ReturnType<typeof planGemm> | undefined;
   const scratch = new Scratch();
   try {
+    plan = planGemm(p);
     const f32 = p.dtype === "float32";
     const bpe = f32 ? 4 : 8;
     const threads = cpuThreads();
@@ -123,9 +124,12 @@ function gemm(p: MatmulParams): Tensor {
       );
     }
     return out;
+  } catch (err) {
+    out.dispose(); // a failed plan or run (out of memory) leaves no output behind
+    throw err;
   } finally {
     scratch.release();
-    plan.release();
+    plan?.release();
   }
 }
 

@@ -386,7 +386,9 @@ export class Tensor implements Disposable {
 }
 
 export function normalizeDim(name: string, dim: number, rank: number): number {
-  if (!Number.isInteger(dim) || dim < -Math.max(rank, 1) || dim >= Math.max(rank, 1)) {
+  if (!Number.isInteger(dim))
+    throw new ShapeError(`${name}: a dimension must be an integer, got ${show(dim)}`);
+  if (dim < -Math.max(rank, 1) || dim >= Math.max(rank, 1)) {
     throw new ShapeError(
       `${name}: dimension ${show(dim)} is out of range for a tensor of rank ${rank}`,
     );
