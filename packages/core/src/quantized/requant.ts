@@ -46,6 +46,14 @@ export function checkOutputQParams(
 ): void {
   if (typeof scale !== "number" || !Number.isFinite(scale) || scale <= 0)
     throw new ArgumentError(`${op}: outScale must be a finite number > 0, got ${show(scale)}`);
+  // Every kernel multiplies by fl(1 / fl(outScale)): past float32's range that is infinite
+  // (a zero sum became NaN, stored as 0 rather than the zero point) or 0 (every output the
+  // zero point). PyTorch's qnnpack refuses such requantization scales too.
+  const inv = Math.fround(1 / Math.fround(scale));
+  if (!Number.isFinite(inv) || inv === 0)
+    throw new ArgumentError(
+      `${op}: outScale ${show(scale)} is outside float32's range for a requantization (its float32 reciprocal is ${inv}); use a scale between about 3e-39 and 3e38`,
+    );
   const { min, max } = Q_STORAGE[dtype];
   if (!Number.isInteger(zeroPoint) || zeroPoint < min || zeroPoint > max)
     throw new ArgumentError(
