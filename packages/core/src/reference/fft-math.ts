@@ -163,7 +163,13 @@ export function rfft(x: Float64Array, n: number): Float64Array {
   // Clarity first: a full complex transform of the real signal, keeping the first half.
   const z = new Float64Array(2 * n);
   for (let j = 0; j < n; j++) z[2 * j] = x[j];
-  return fftComplex(z, n, false).slice(0, 2 * realBins(n));
+  const bins = fftComplex(z, n, false).slice(0, 2 * realBins(n));
+  // The DC bin and (n even) the Nyquist bin of a real signal are real: their imaginary
+  // parts are exactly 0, as torch gives, not the rounding error (or NaN from an infinite
+  // sample) the complex transform leaves there.
+  if (n > 0) bins[1] = 0;
+  if (n > 0 && n % 2 === 0) bins[n + 1] = 0;
+  return bins;
 }
 
 /**

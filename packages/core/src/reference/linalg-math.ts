@@ -9,6 +9,10 @@
 import { ArgumentError, LinalgError, linalgFailure } from "../errors.ts";
 
 const EPS = 2 ** -52;
+/** The smallest normal float64; below it 1/x overflows. */
+const SAFE_MIN = 2 ** -1022;
+/** Lifts any subnormal into the normal range without overflowing a value below SAFE_MIN. */
+const SUBNORMAL_SCALE = 2 ** 600;
 
 function checkDim(op: string, name: string, value: number): void {
   if (!Number.isInteger(value) || value < 0) {
@@ -194,6 +198,13 @@ export function inv(a: Float64Array, n: number): Float64Array {
 // ---------------------------------------------------------------------------------------------
 // QR
 
+/** The 2-norm of column j of the m x n row-major w below row j, each entry times `factor`. */
+function belowNorm(w: Float64Array, m: number, n: number, j: number, factor: number): number {
+  let norm = 0;
+  for (let i = j + 1; i < m; i++) norm = Math.hypot(norm, w[i * n + j] * factor);
+  return norm;
+}
+
 /**
  * Householder QR, A = Q R, with LAPACK's sign choice (R's diagonal may be negative, as in numpy
  * and torch). k = min(m, n). "reduced": Q is m x k, R is k x n. "complete": Q is m x m, R is m x n.
@@ -216,17 +227,20 @@ export function qr(
   const w = Float64Array.from(a);
   const tau = new Float64Array(k);
   for (let j = 0; j < k; j++) {
-    const alpha = w[j * n + j];
-    let xnorm = 0;
-    for (let i = j + 1; i < m; i++) xnorm = Math.hypot(xnorm, w[i * n + j]);
+    const unscaledNorm = belowNorm(w, m, n, j, 1);
     // Nothing to annihilate: H = I (larfg leaves the sign of alpha alone here).
-    if (xnorm === 0) continue;
+    if (unscaledNorm === 0) continue;
+    // As larfg, a column of subnormal norm is scaled up first (by a power of two, exactly):
+    // else 1 / (alpha - beta) overflows and v is NaN. v and tau do not depend on the scale.
+    const up = Math.hypot(w[j * n + j], unscaledNorm) < SAFE_MIN ? SUBNORMAL_SCALE : 1;
+    const alpha = w[j * n + j] * up;
+    const xnorm = up === 1 ? unscaledNorm : belowNorm(w, m, n, j, up);
     // beta takes the sign opposite to alpha so that alpha - beta does not cancel.
     const beta = alpha >= 0 ? -Math.hypot(alpha, xnorm) : Math.hypot(alpha, xnorm);
     tau[j] = (beta - alpha) / beta;
     const scale = 1 / (alpha - beta);
-    for (let i = j + 1; i < m; i++) w[i * n + j] *= scale;
-    w[j * n + j] = beta;
+    for (let i = j + 1; i < m; i++) w[i * n + j] = w[i * n + j] * up * scale;
+    w[j * n + j] = beta / up;
     // Apply H = I - tau v v^T to the remaining columns.
     for (let c = j + 1; c < n; c++) {
       let s = w[j * n + c];
