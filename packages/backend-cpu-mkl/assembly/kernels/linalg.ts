@@ -209,6 +209,10 @@ function normStrided(x: usize, cnt: i32, strideBytes: usize): f64 {
   return amax * Math.sqrt(ss);
 }
 
+/** The smallest normal float64 (below it a reciprocal overflows), and 2^600, which lifts any subnormal into the normal range. */
+const QR_SAFE_MIN: f64 = 2.2250738585072014e-308;
+const QR_SUBNORMAL_SCALE: f64 = 4.149515568880993e180;
+
 /** Householder QR (LAPACK signs). reduced: q m x k, r k x n; complete: q m x m, r m x n (k = min(m, n)). work: linalgWorkspaceBytes(m, n). */
 export function qr(a: usize, m: i32, n: i32, complete: i32, q: usize, r: usize, work: usize): void {
   if (m < 0 || n < 0) return;
@@ -220,11 +224,24 @@ export function qr(a: usize, m: i32, n: i32, complete: i32, q: usize, r: usize, 
   const rowBytes = off(n);
   for (let j = 0; j < k; j++) {
     const wj = rowp(w, j, n);
-    const alpha = ldf(wj, j);
-    const xnorm = normStrided(wj + rowBytes + off(j), m - j - 1, rowBytes);
+    let alpha = ldf(wj, j);
+    let xnorm = normStrided(wj + rowBytes + off(j), m - j - 1, rowBytes);
     if (xnorm == 0) {
       stf(tau, j, 0.0);
       continue;
+    }
+    // As LAPACK's larfg, a column of subnormal norm is scaled up first (by a power of two,
+    // exactly): else 1 / (alpha - beta) overflows and Q and R are NaN. v and tau do not
+    // depend on the scale; beta is scaled back down.
+    let up = 1.0;
+    if (Math.hypot(alpha, xnorm) < QR_SAFE_MIN) {
+      up = QR_SUBNORMAL_SCALE;
+      for (let i = j + 1; i < m; i++) {
+        const wi = rowp(w, i, n);
+        stf(wi, j, ldf(wi, j) * up);
+      }
+      alpha *= up;
+      xnorm = normStrided(wj + rowBytes + off(j), m - j - 1, rowBytes);
     }
     const hy = Math.hypot(alpha, xnorm);
     const beta = alpha >= 0 ? -hy : hy;
@@ -235,7 +252,7 @@ export function qr(a: usize, m: i32, n: i32, complete: i32, q: usize, r: usize, 
       const wi = rowp(w, i, n);
       stf(wi, j, ldf(wi, j) * scale);
     }
-    stf(wj, j, beta);
+    stf(wj, j, beta / up);
     const nc = n - j - 1;
     if (nc > 0) {
       memory.copy(tmp, wj + off(j + 1), off(nc));
