@@ -87,10 +87,23 @@ function refusal(kernel: string, a: Tensor, b: Tensor): string | undefined {
   }
 }
 
-/**
- * matmul() through the dispatcher, forced to one kernel of backend-cpu-mkl; with `threads`,
- * each call runs in a backends.openmp thread-count scope (the suite's setting is 1).
- */
+/** A timed case over the operands: `call` computes their product (in its own scopes). */
+function matmulCase(ta: Tensor, tb: Tensor, call: () => Tensor): GemmCase {
+  return {
+    run: () => call().dispose(),
+    result: async () => {
+      const c = call();
+      const out = Float32Array.from(c.dataSync() as Float32Array);
+      c.dispose();
+      return out;
+    },
+    dispose: () => {
+      ta.dispose();
+      tb.dispose();
+    },
+  };
+}
+
 /** matmul() as a user calls it: the dispatcher's pick, named per size in a note. */
 function dispatchPeer(h: Harness): GemmPeer {
   return {
@@ -104,22 +117,15 @@ function dispatchPeer(h: Harness): GemmPeer {
         .record(() => matmul(ta, tb).dispose())
         .calls.find((c) => c.op === "matmul")?.kernel;
       h.note(`backplane-dispatch: n=${n}: the dispatcher runs ${picked}`);
-      return {
-        run: () => matmul(ta, tb).dispose(),
-        result: async () => {
-          const c = matmul(ta, tb);
-          const out = Float32Array.from(c.dataSync() as Float32Array);
-          c.dispose();
-          return out;
-        },
-        dispose: () => {
-          ta.dispose();
-          tb.dispose();
-        },
-      };
+      return matmulCase(ta, tb, () => matmul(ta, tb));
     },
   };
 }
+
+/**
+ * matmul() through the dispatcher, forced to one kernel of backend-cpu-mkl; with `threads`,
+ * each call runs in a backends.openmp thread-count scope (the suite's setting is 1).
+ */
 
 function backplanePeer(kernel: "blas-gemm" | "wasm-gemm", threads?: number): GemmPeer | string {
   const probe = [
@@ -156,26 +162,11 @@ function backplanePeer(kernel: "blas-gemm" | "wasm-gemm", threads?: number): Gem
         return explain("matmul", ta, tb).selected === kernel;
       })();
       const force = () => (byDefault ? undefined : kernelPriority("matmul", [kernel]));
-      const run = () => {
+      return matmulCase(ta, tb, () => {
         using _t = scope();
         using _ = force();
-        matmul(ta, tb).dispose();
-      };
-      return {
-        run,
-        result: async () => {
-          using _t = scope();
-          using _ = force();
-          const c = matmul(ta, tb);
-          const out = Float32Array.from(c.dataSync() as Float32Array);
-          c.dispose();
-          return out;
-        },
-        dispose: () => {
-          ta.dispose();
-          tb.dispose();
-        },
-      };
+        return matmul(ta, tb);
+      });
     },
   };
 }
