@@ -223,7 +223,10 @@ export const cudaBackend: BackendDefinition = defineBackend({
   },
   isAvailable: (): Availability => {
     const st = cudaStatus();
-    return st.available ? { available: true } : { available: false, reason: st.reason };
+    // detail carries the search report (every path tried) behind the short reason.
+    return st.available
+      ? { available: true }
+      : { available: false, reason: st.reason, detail: st.detail };
   },
   capability: () => {
     const st = cudaStatus();

@@ -41,7 +41,11 @@ export const cudnnBackend: BackendDefinition = defineBackend({
   isBuilt: () => ({ available: true }),
   isAvailable: () => {
     const why = unavailableReason();
-    return why ? { available: false, reason: why } : { available: true };
+    if (!why) return { available: true };
+    // Without the library, detail is its search report (every path tried).
+    return maybeRuntime()
+      ? { available: false, reason: why }
+      : { available: false, reason: why, detail: libraryStatus().detail };
   },
   capability: () => {
     const s = libraryStatus();

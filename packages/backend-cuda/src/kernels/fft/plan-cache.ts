@@ -115,9 +115,12 @@ export function planCacheRegistry<P>(
       );
     return cacheOf(d);
   };
+  // Any numeric key is a device index: [-1] or [1.5] reach slot() and its error, not undefined.
+  const isIndex = (prop: string | symbol): boolean =>
+    typeof prop === "string" && prop.trim() !== "" && !Number.isNaN(Number(prop));
   return new Proxy({} as PlanCacheRegistry<P>, {
     get(_, prop) {
-      if (typeof prop === "string" && /^\d+$/.test(prop)) return slot(Number(prop));
+      if (isIndex(prop)) return slot(Number(prop as string));
       if (prop === "clear") return () => slot(currentDevice()).clear();
       if (prop === "size" || prop === "maxSize") return slot(currentDevice())[prop];
       return undefined;
