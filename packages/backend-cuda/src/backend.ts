@@ -256,7 +256,12 @@ function cusparseltAvailability(): Availability {
   if (!lib.path)
     reasons.push(`${lib.reason ?? "libcusparseLt.so.0 not found"} (cuSPARSELt is not installed)`);
   if (!st.available) reasons.push(`CUDA is not available: ${st.reason}`);
-  return reasons.length ? { available: false, reason: reasons.join("; ") } : { available: true };
+  if (!reasons.length) return { available: true };
+  // detail: the search reports behind the short reasons (every path tried).
+  const detail = [lib.path ? undefined : lib.detail, st.available ? undefined : st.detail]
+    .filter((d) => d !== undefined)
+    .join("\n");
+  return { available: false, reason: reasons.join("; "), ...(detail ? { detail } : {}) };
 }
 
 export const cusparseltBackend: BackendDefinition = defineBackend({

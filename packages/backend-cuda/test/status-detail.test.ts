@@ -17,4 +17,14 @@ describe("backends.cuda.status() carries the probe's detail", () => {
     expect(s.detail).toBe(st.detail);
     expect(s.detail).toMatch(/(libcuda\.so\.1|nvcuda\.dll) not found \(tried: /);
   });
+
+  itNotFound(
+    "cusparselt's status carries the same report, and cuSPARSELt's own when missing",
+    () => {
+      const s = backends.cusparselt.status();
+      expect(s.available).toBe(false);
+      expect(s.detail).toContain(st.detail as string);
+      if (!st.cusparseLt.path) expect(s.detail).toMatch(/cusparseLt.*not found \(tried: /i);
+    },
+  );
 });

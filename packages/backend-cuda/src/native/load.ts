@@ -249,12 +249,14 @@ export interface OptionalLibrary {
   path?: string;
   version?: string;
   reason?: string;
+  /** The search report behind `reason`: every path tried. */
+  detail?: string;
 }
 
 /** libcusparseLt: found or not, and its version (cusparseLtGetProperty needs no GPU). */
 export async function probeCusparseLt(): Promise<OptionalLibrary> {
   const r = await open("cusparseLt", CUSPARSELT_DECL);
-  if (!r.ok) return { reason: shortReason(r.reason) };
+  if (!r.ok) return { reason: shortReason(r.reason), detail: r.reason };
   const v = property(r.lib.symbols.cusparseLtGetProperty);
   return { path: r.path, version: v };
 }
@@ -262,7 +264,7 @@ export async function probeCusparseLt(): Promise<OptionalLibrary> {
 /** libmagma: found or not, and its version (magma_version needs no GPU). */
 export async function probeMagma(): Promise<OptionalLibrary> {
   const r = await open("magma", MAGMA_DECL);
-  if (!r.ok) return { reason: shortReason(r.reason) };
+  if (!r.ok) return { reason: shortReason(r.reason), detail: r.reason };
   // magma_int_t is 4 or 8 bytes (ILP64 builds): give each out-parameter 8 zeroed bytes.
   const parts = [new BigInt64Array(1), new BigInt64Array(1), new BigInt64Array(1)];
   r.lib.symbols.magma_version(parts[0]!, parts[1]!, parts[2]!);
