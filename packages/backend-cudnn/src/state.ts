@@ -44,7 +44,8 @@ async function findCublasLt(cudnnPath: string): Promise<{ path?: string; reason?
     { cublasLtGetVersion: { args: [], returns: "usize" } },
     { searchPaths: [...beside, ...defaultSearchDirs(hostInfo())] },
   );
-  return r.ok ? { path: r.path } : { reason: "libcublasLt.so.13 not found" };
+  // The loader's report names every path tried.
+  return r.ok ? { path: r.path } : { reason: r.reason };
 }
 
 /** Opens libcudnn and reads its versions (never throws). */
@@ -68,9 +69,10 @@ export async function probe(): Promise<LibraryStatus> {
   const status: LibraryStatus = { path: r.path, version, cudartVersion, cublasLt };
   if (version < MIN_VERSION)
     status.reason = `cuDNN ${versionText(version)} at ${r.path} is older than 9.0, the graph API this package uses; ${INSTALL}`;
-  else if (!cublasLt.path)
+  else if (!cublasLt.path) {
     status.reason = `cuDNN ${versionText(version)} needs libcublasLt.so.13 beside it or on the library path; pip install nvidia-cublas (or the CUDA toolkit)`;
-  else runtime = new CudnnRuntime(new FfiLayer(r.lib));
+    status.detail = cublasLt.reason;
+  } else runtime = new CudnnRuntime(new FfiLayer(r.lib));
   return status;
 }
 
