@@ -4,7 +4,7 @@
  * Sync forms are optional because some devices (WebGPU) can only read back asynchronously.
  */
 
-import { DeviceError } from "../errors.ts";
+import { ArgumentError, DeviceError } from "../errors.ts";
 import { show } from "../util/format.ts";
 
 export interface MemoryStats {
@@ -129,6 +129,11 @@ export function allocateStorage(device: string, byteLength: number): Storage {
           : ""),
     );
   }
+  // (a NaN size made every later memoryStats() of the device NaN)
+  if (!Number.isSafeInteger(byteLength) || byteLength < 0)
+    throw new ArgumentError(
+      `allocateStorage: byteLength must be an integer >= 0, got ${show(byteLength)}`,
+    );
   const handle = memory.allocate(byteLength, device);
   const s = statsOf(device);
   s.allocatedBytes += byteLength;
@@ -136,7 +141,13 @@ export function allocateStorage(device: string, byteLength: number): Storage {
   s.totalAllocations++;
   if (s.allocatedBytes > s.peakBytes) s.peakBytes = s.allocatedBytes;
   const storage = new Storage(memory, handle, byteLength, device);
-  allocationHook?.(storage);
+  try {
+    allocationHook?.(storage);
+  } catch (e) {
+    // Nobody holds the storage yet: give it back, or the statistics count it forever.
+    storage.release();
+    throw e;
+  }
   return storage;
 }
 

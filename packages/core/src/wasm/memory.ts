@@ -10,7 +10,7 @@
  * free list above that.
  */
 
-import { DeviceError } from "../errors.ts";
+import { ArgumentError, DeviceError } from "../errors.ts";
 import { runtime } from "../runtime/detect.ts";
 import { type DeviceMemory, registerDeviceMemory } from "../tensor/memory.ts";
 import { setFloat32FiniteScan } from "../tensor/tensor.ts";
@@ -69,7 +69,12 @@ export class WasmCpuMemory implements DeviceMemory<number> {
 
   /** A 64-byte aligned block of at least `bytes` bytes. Contents are unspecified. */
   allocate(bytes: number): number {
-    const size = bytes <= 0 ? ALIGN : Math.ceil(bytes / ALIGN) * ALIGN;
+    // A NaN size used to make the heap top NaN, after which every block had address NaN.
+    if (typeof bytes !== "number" || !(bytes >= 0))
+      throw new ArgumentError(
+        `cpu: cannot allocate ${String(bytes)} bytes; the size must be a number >= 0`,
+      );
+    const size = bytes === 0 ? ALIGN : Math.ceil(bytes / ALIGN) * ALIGN;
     let ptr: number | undefined;
     let block: number;
     if (size <= SMALL_MAX) {
@@ -78,7 +83,9 @@ export class WasmCpuMemory implements DeviceMemory<number> {
       ptr = this.small[c].pop();
     } else {
       block = size;
-      ptr = this.takeLarge(size);
+      const taken = this.takeLarge(size);
+      // (the block taken may be larger than asked: record what it really is)
+      if (taken) [ptr, block] = taken;
     }
     if (ptr === undefined) ptr = this.bump(block);
     this.sizes.set(ptr, block);
@@ -97,26 +104,35 @@ export class WasmCpuMemory implements DeviceMemory<number> {
     const ptr = this.top;
     const end = ptr + size;
     const have = this.memory.buffer.byteLength;
-    if (end > have) {
-      const pages = Math.ceil((end - have) / PAGE);
-      // Grow by at least a quarter of the memory, so many small growths do not each cost a remap.
-      const want = Math.min(
-        this.maxPages - have / PAGE,
-        Math.max(pages, Math.ceil(have / PAGE / 4)),
-      );
-      try {
-        this.memory.grow(Math.max(pages, want));
-      } catch {
-        throw new DeviceError(
-          `cpu: out of memory allocating ${size} bytes (${(have / 2 ** 20).toFixed(0)} MiB in use of at most ${(this.maxPages * PAGE) / 2 ** 20} MiB); dispose tensors you no longer need`,
-        );
-      }
-    }
+    if (end > have) this.growTo(end, size);
     this.top = end;
     return ptr;
   }
 
-  private takeLarge(size: number): number | undefined {
+  /** Grows the memory to at least `end` bytes, or throws a DeviceError leaving it as it was. */
+  private growTo(end: number, size: number): void {
+    const have = this.memory.buffer.byteLength;
+    const havePages = have / PAGE;
+    const pages = Math.ceil((end - have) / PAGE);
+    // Grow by at least a quarter of the memory, so many small growths do not each cost a
+    // remap; where that much cannot be had (the limit, the host's memory), just what is needed.
+    const slack = Math.min(this.maxPages - havePages, Math.max(pages, Math.ceil(havePages / 4)));
+    for (const grow of slack > pages ? [slack, pages] : [pages]) {
+      if (!(havePages + grow <= this.maxPages)) break;
+      try {
+        this.memory.grow(grow);
+        return;
+      } catch {
+        // (next: the smaller growth, else the error below)
+      }
+    }
+    throw new DeviceError(
+      `cpu: out of memory allocating ${size} bytes (${(have / 2 ** 20).toFixed(0)} MiB in use of at most ${(this.maxPages * PAGE) / 2 ** 20} MiB); dispose tensors you no longer need`,
+    );
+  }
+
+  /** The best-fitting free large block for `size`: [ptr, the block's size], or undefined. */
+  private takeLarge(size: number): [number, number] | undefined {
     let best = -1;
     for (let i = 0; i < this.large.length; i++) {
       const s = this.large[i][1];
@@ -124,12 +140,13 @@ export class WasmCpuMemory implements DeviceMemory<number> {
     }
     if (best < 0) return undefined;
     const [ptr, s] = this.large[best];
-    if (s - size > SMALL_MAX) this.large[best] = [ptr + size, s - size];
-    else {
-      this.large.splice(best, 1);
-      size = s;
+    // A remainder too small to be a large block goes with this one (it is freed with it).
+    if (s - size > SMALL_MAX) {
+      this.large[best] = [ptr + size, s - size];
+      return [ptr, size];
     }
-    return ptr;
+    this.large.splice(best, 1);
+    return [ptr, s];
   }
 
   private giveLarge(ptr: number, size: number): void {
