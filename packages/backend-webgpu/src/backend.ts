@@ -3,6 +3,7 @@
  * The WebGPU backend's definition: the device state, the kernels, the namespace's API.
  * index.ts registers it.
  */
+import { ArgumentError } from "@backplane/core";
 import {
   type AnyKernelDefinition,
   type Availability,
@@ -115,6 +116,7 @@ export function webgpuAvailability(): Promise<Availability> {
  * applies at once. Call reinitialize() for the others to take effect on an open device.
  */
 export function configureWebGPU(c: WebGPUConfig): void {
+  checkConfig(c);
   if ("gpu" in c) config.gpu = c.gpu ?? undefined;
   if (c.dawnOptions !== undefined) config.dawnOptions = [...c.dawnOptions];
   if (c.poolLimitBytes !== undefined) {
@@ -122,6 +124,46 @@ export function configureWebGPU(c: WebGPUConfig): void {
     const p = getPools();
     if (p) p.storage.limitBytes = c.poolLimitBytes;
   }
+}
+
+const CONFIG_KEYS = ["gpu", "dawnOptions", "poolLimitBytes"];
+
+/**
+ * An ArgumentError for what configureWebGPU() cannot use, before anything is changed: a
+ * string pool limit disabled the limit (every comparison with it false), a string of Dawn
+ * options was spread into single characters, a misspelt key was ignored.
+ */
+function checkConfig(c: unknown): asserts c is WebGPUConfig {
+  const what = "configureWebGPU";
+  if (typeof c !== "object" || c === null || Array.isArray(c))
+    throw new ArgumentError(
+      `${what}: expected an object ({ gpu, dawnOptions, poolLimitBytes }), got ${String(c)}`,
+    );
+  const o = c as Record<string, unknown>;
+  const unknown = Object.keys(o).filter((k) => !CONFIG_KEYS.includes(k));
+  if (unknown.length > 0)
+    throw new ArgumentError(
+      `${what}: unknown option ${unknown.join(", ")}; the options are ${CONFIG_KEYS.join(", ")}`,
+    );
+  const { gpu, dawnOptions, poolLimitBytes } = o;
+  if (gpu != null && (typeof gpu !== "object" || typeof (gpu as GPU).requestAdapter !== "function"))
+    throw new ArgumentError(
+      `${what}: gpu must be a GPU object (with requestAdapter()), or null to go back to navigator.gpu / the webgpu package`,
+    );
+  if (
+    dawnOptions !== undefined &&
+    !(Array.isArray(dawnOptions) && dawnOptions.every((x) => typeof x === "string"))
+  )
+    throw new ArgumentError(
+      `${what}: dawnOptions must be an array of strings (["backend=vulkan"]), got ${JSON.stringify(dawnOptions)}`,
+    );
+  if (
+    poolLimitBytes !== undefined &&
+    !(typeof poolLimitBytes === "number" && Number.isFinite(poolLimitBytes) && poolLimitBytes >= 0)
+  )
+    throw new ArgumentError(
+      `${what}: poolLimitBytes must be a finite number of bytes >= 0 (0 pools nothing), got ${String(poolLimitBytes)}`,
+    );
 }
 
 /**

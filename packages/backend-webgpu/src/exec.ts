@@ -151,6 +151,31 @@ export function gridRefusal(groups: number, limit: number): string | undefined {
     : undefined;
 }
 
+/**
+ * Launches `d` over a 3-D grid of `groups` workgroups, however large: one dispatch per
+ * chunk of at most maxComputeWorkgroupsPerDimension workgroups in each dimension (a batch
+ * of 65536 matrices, 4.2M output positions of a conv2d). Each dispatch's parameter block
+ * is `d.meta` followed by the chunk's first workgroup id (x, y, z): the shader adds it to
+ * its workgroup_id.
+ */
+export function launchGrid(d: Omit<Dispatch, "groups">, groups: [number, number, number]): void {
+  const limit = groupLimit();
+  const [gx, gy, gz] = groups.map((g) => Math.max(1, g));
+  for (let z = 0; z < gz; z += limit)
+    for (let y = 0; y < gy; y += limit)
+      for (let x = 0; x < gx; x += limit) {
+        const meta = new Uint32Array(d.meta.length + 3);
+        meta.set(d.meta);
+        meta.set([x, y, z], d.meta.length);
+        const chunk: [number, number, number] = [
+          Math.min(limit, gx - x),
+          Math.min(limit, gy - y),
+          Math.min(limit, gz - z),
+        ];
+        launch({ ...d, meta, groups: chunk });
+      }
+}
+
 export function tracing(): boolean {
   return getFlag("core.verbose") === true || getFlag("webgpu.verbose") === true;
 }

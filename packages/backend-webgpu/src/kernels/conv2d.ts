@@ -6,7 +6,7 @@
  * same 64x64 tiling as matmul. Strided input, weight and bias views are read in place.
  */
 import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
-import { launch, Meta, pipelineFor } from "../exec.ts";
+import { launchGrid, Meta, pipelineFor } from "../exec.ts";
 import { baseChecks, binding, bytesOf, FLOAT_DTYPES, output, VERBOSE, wgslType } from "./common.ts";
 import { MATMUL_INVOCATIONS, MATMUL_WORKGROUP_BYTES } from "./matmul.ts";
 
@@ -15,6 +15,8 @@ const BN = 64;
 const BK = 16;
 const TX = 16;
 const TY = 16;
+/** Where the parameter block has the dispatch's first workgroup id (launchGrid()). */
+const GRID_BASE = 30;
 
 // Long: a WGSL shader as a template string.
 function code(dtype: string): string {
@@ -25,15 +27,17 @@ function code(dtype: string): string {
 @group(0) @binding(2) var<storage, read> Bias: array<T>;
 @group(0) @binding(3) var<storage, read_write> Y: array<T>;
 // 0 OCg, 1 K, 2 P, 3 Cg, 4 KH, 5 KW, 6 OH, 7 OW, 8 H, 9 W, 10 sh, 11 sw, 12 pt, 13 pl,
-// 14 dh, 15 dw, 16 OC, 17 hasBias, 18 xOff, 19 wOff, 20 bOff, 21 bStride, 22-25 xStrides, 26-29 wStrides
+// 14 dh, 15 dw, 16 OC, 17 hasBias, 18 xOff, 19 wOff, 20 bOff, 21 bStride, 22-25 xStrides, 26-29 wStrides,
+// ${GRID_BASE}-${GRID_BASE + 2} the dispatch's first workgroup id (x, y, z)
 @group(0) @binding(4) var<storage, read> prm: array<u32>;
 
 var<workgroup> As: array<f32, ${BK * BM}>;
 var<workgroup> Bs: array<f32, ${BK * BN}>;
 
 @compute @workgroup_size(${TX}, ${TY}, 1)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u,
+fn main(@builtin(workgroup_id) wg0: vec3u, @builtin(local_invocation_id) lid: vec3u,
         @builtin(local_invocation_index) li: u32) {
+  let wg = wg0 + vec3u(prm[${GRID_BASE}u], prm[${GRID_BASE + 1}u], prm[${GRID_BASE + 2}u]);
   let OCg = prm[0];
   let K = prm[1];
   let P = prm[2];
@@ -48,7 +52,14 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
   let icBase = g * prm[3];
   let row0 = wg.y * ${BM}u;
   let col0 = wg.x * ${BN}u;
+  // The sums start from the bias, as torch's: a bias of -0 plus products of -0 stays -0.
   var acc: array<f32, 16>;
+  for (var r = 0u; r < 4u; r++) {
+    let oc = row0 + lid.y + r * ${TY}u;
+    var bias = 0.0;
+    if (prm[17] != 0u && oc < OCg) { bias = f32(Bias[prm[20] + (ocBase + oc) * prm[21]]); }
+    for (var c = 0u; c < 4u; c++) { acc[r * 4u + c] = bias; }
+  }
   for (var k0 = 0u; k0 < K; k0 += ${BK}u) {
     for (var t = 0u; t < ${(BM * BK) / (TX * TY)}u; t++) {
       let e = li + t * ${TX * TY}u;
@@ -88,7 +99,9 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
       Bs[kk * ${BN}u + j] = v;
     }
     workgroupBarrier();
-    for (var kk = 0u; kk < ${BK}u; kk++) {
+    // (only the slice's real depth: a padding product of +0 would turn a sum of -0 into +0)
+    let depth = min(${BK}u, K - k0);
+    for (var kk = 0u; kk < depth; kk++) {
       var a: array<f32, 4>;
       var b: array<f32, 4>;
       for (var r = 0u; r < 4u; r++) { a[r] = As[kk * ${BM}u + lid.y + r * ${TY}u]; }
@@ -103,14 +116,12 @@ fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec
     let oc = row0 + lid.y + r * ${TY}u;
     if (oc >= OCg) { continue; }
     let o = ocBase + oc;
-    var bias = 0.0;
-    if (prm[17] != 0u) { bias = f32(Bias[prm[20] + o * prm[21]]); }
     for (var c = 0u; c < 4u; c++) {
       let p = col0 + lid.x + c * ${TX}u;
       if (p < P) {
         let n = p / (OH * OW);
         let q = p % (OH * OW);
-        Y[(n * prm[16] + o) * OH * OW + q] = T(acc[r * 4u + c] + bias);
+        Y[(n * prm[16] + o) * OH * OW + q] = T(acc[r * 4u + c]);
       }
     }
   }
@@ -134,12 +145,7 @@ export const conv2dKernel: KernelDefinition<Conv2dParams> = {
       return `needs ${MATMUL_INVOCATIONS} invocations per workgroup, maxComputeInvocationsPerWorkgroup is ${L.maxComputeInvocationsPerWorkgroup}`;
     if (L.maxComputeWorkgroupStorageSize < MATMUL_WORKGROUP_BYTES)
       return `needs ${MATMUL_WORKGROUP_BYTES} bytes of workgroup memory, maxComputeWorkgroupStorageSize is ${L.maxComputeWorkgroupStorageSize}`;
-    const lim = L.maxComputeWorkgroupsPerDimension;
-    const P = p.n * p.outH * p.outW;
-    if (Math.ceil(P / BN) > lim)
-      return `${P} output positions need more than ${lim} workgroups (maxComputeWorkgroupsPerDimension)`;
-    if (Math.ceil(p.outChannels / p.groups / BM) > lim || p.groups > lim)
-      return `too many output channels or groups for maxComputeWorkgroupsPerDimension (${lim})`;
+    // (grids past maxComputeWorkgroupsPerDimension go in several dispatches: launchGrid())
     return true;
   },
   run(p) {
@@ -164,16 +170,18 @@ export const conv2dKernel: KernelDefinition<Conv2dParams> = {
       .list(x.strides, 4)
       .list(w.strides, 4)
       .build();
-    launch({
-      kernel: "wgsl-conv2d-igemm",
-      op: "conv2d",
-      params: p,
-      pipeline: pipelineFor(`wgsl-conv2d-igemm:${p.dtype}`, 3, 1, () => code(p.dtype)),
-      reads: [binding(x), binding(w), binding(bias ?? w)],
-      writes: [binding(out)],
-      meta,
-      groups: [Math.ceil(P / BN), Math.ceil(OCg / BM), p.groups],
-    });
+    launchGrid(
+      {
+        kernel: "wgsl-conv2d-igemm",
+        op: "conv2d",
+        params: p,
+        pipeline: pipelineFor(`wgsl-conv2d-igemm:${p.dtype}`, 3, 1, () => code(p.dtype)),
+        reads: [binding(x), binding(w), binding(bias ?? w)],
+        writes: [binding(out)],
+        meta,
+      },
+      [Math.ceil(P / BN), Math.ceil(OCg / BM), p.groups],
+    );
     return out;
   },
 };

@@ -75,13 +75,27 @@ fn erf_(x: f32) -> f32 {
   return select(-y, y, x >= 0.0);
 }`;
 
+/**
+ * torch's clamp_min(x, 0): only x < 0 becomes 0, so -0 stays -0 (max() may make it +0)
+ * and NaN passes through. Floats are told by their bits: a shader may fold NaN compares,
+ * and may flush a subnormal to zero before comparing (SwiftShader: -1e-40 < 0 is false,
+ * which let a negative subnormal through). Negative: the sign bit and a nonzero
+ * magnitude up to -inf's (0xff800000); above that, a NaN.
+ */
+function reluCode(dtype: string): string {
+  if (dtype === "int32") return "fn f(x: T) -> T { return select(x, T(0), x < T(0)); }";
+  return `fn f(x: T) -> T {
+  let b = bitcast<u32>(f32(x));
+  if (b > 0x80000000u && b <= 0xff800000u) { return T(0); }
+  return x;
+}`;
+}
+
 function unaryCode(dtype: string, kind: "relu" | "gelu" | "gelu-tanh", strided: boolean): string {
   const { T, enable } = wgslType(dtype);
   const f =
     kind === "relu"
-      ? // torch's clamp_min(x, 0): only x < 0 becomes 0, so -0 stays -0 (max() may make it
-        // +0) and NaN passes through (a shader may fold NaN compares: told by its bits).
-        "fn f(x: T) -> T { if ((bitcast<u32>(f32(x)) & 0x7fffffffu) > 0x7f800000u) { return x; } return select(x, T(0), x < T(0)); }"
+      ? reluCode(dtype)
       : kind === "gelu"
         ? `${ERF}
 fn f(v: T) -> T { let x = f32(v); return T(0.5 * x * (1.0 + erf_(x * 0.7071067811865476))); }`

@@ -6,7 +6,7 @@
  * 1-D promotion cost nothing); accumulation is f32, float16 in and out where shader-f16 is on.
  */
 import type { KernelDefinition, MatmulParams } from "@backplane/core/backend";
-import { launch, Meta, pipelineFor } from "../exec.ts";
+import { launchGrid, Meta, pipelineFor } from "../exec.ts";
 import {
   baseChecks,
   binding,
@@ -26,6 +26,8 @@ const BK = 16;
 const TX = 16;
 const TY = 16;
 const MAX_BATCH_RANK = 6;
+/** Where the parameter block has the dispatch's first workgroup id (launchGrid()). */
+const GRID_BASE = 10 + 3 * MAX_BATCH_RANK;
 // The shader's index arithmetic assumes BM / 4 = BN / 4 = TX = TY and BK * BM / 4 = TX * TY.
 /** Workgroup memory: a BK x BM slice of A and a BK x BN slice of B, as f32. */
 export const MATMUL_WORKGROUP_BYTES = BK * (BM + BN) * 4;
@@ -40,7 +42,7 @@ function code(dtype: string): string {
 @group(0) @binding(1) var<storage, read> Bm: array<T>;
 @group(0) @binding(2) var<storage, read_write> C: array<T>;
 // M, K, N, batchRank, aOffset, bOffset, aRowStride, aColStride, bRowStride, bColStride,
-// batchShape[${B}], aBatchStrides[${B}], bBatchStrides[${B}]
+// batchShape[${B}], aBatchStrides[${B}], bBatchStrides[${B}], the dispatch's first workgroup id (x, y, z)
 @group(0) @binding(3) var<storage, read> prm: array<u32>;
 
 // A slice: As[kk * ${BM / 4} + r4] holds rows 4*r4..4*r4+3 of column kk; B slice:
@@ -60,8 +62,9 @@ fn loadB(base: u32, k: u32, j: u32, K: u32, N: u32, rs: u32, cs: u32) -> f32 {
 }
 
 @compute @workgroup_size(${TX}, ${TY}, 1)
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_id) lid: vec3u,
+fn main(@builtin(workgroup_id) wg0: vec3u, @builtin(local_invocation_id) lid: vec3u,
         @builtin(local_invocation_index) li: u32) {
+  let wg = wg0 + vec3u(prm[${GRID_BASE}u], prm[${GRID_BASE + 1}u], prm[${GRID_BASE + 2}u]);
   let M = prm[0];
   let K = prm[1];
   let N = prm[2];
@@ -149,12 +152,14 @@ function smallCode(dtype: string): string {
 @group(0) @binding(3) var<storage, read> prm: array<u32>;
 
 @compute @workgroup_size(8, 8, 1)
-fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(workgroup_id) wg: vec3u) {
+fn main(@builtin(workgroup_id) wg0: vec3u, @builtin(local_invocation_id) lid: vec3u) {
+  // (the first workgroup id of this dispatch: launchGrid())
+  let wg = wg0 + vec3u(prm[${GRID_BASE}u], prm[${GRID_BASE + 1}u], prm[${GRID_BASE + 2}u]);
   let M = prm[0];
   let K = prm[1];
   let N = prm[2];
-  let i = gid.y;
-  let j = gid.x;
+  let i = wg.y * 8u + lid.y;
+  let j = wg.x * 8u + lid.x;
   if (i >= M || j >= N) { return; }
   var aBase = prm[4];
   var bBase = prm[5];
@@ -194,12 +199,7 @@ export const matmulKernel: KernelDefinition<MatmulParams> = {
       return `needs ${MATMUL_INVOCATIONS} invocations per workgroup, maxComputeInvocationsPerWorkgroup is ${L.maxComputeInvocationsPerWorkgroup}`;
     if (L.maxComputeWorkgroupStorageSize < MATMUL_WORKGROUP_BYTES)
       return `needs ${MATMUL_WORKGROUP_BYTES} bytes of workgroup memory, maxComputeWorkgroupStorageSize is ${L.maxComputeWorkgroupStorageSize}`;
-    const batch = product(p.batchShape);
-    const lim = L.maxComputeWorkgroupsPerDimension;
-    if (batch > lim)
-      return `batch of ${batch} matrices is more than maxComputeWorkgroupsPerDimension (${lim})`;
-    if (Math.ceil(p.m / BM) > lim || Math.ceil(p.n / BN) > lim)
-      return `a ${p.m}x${p.n} output needs more than ${lim} tiles of ${BM} in a dimension (maxComputeWorkgroupsPerDimension)`;
+    // (grids past maxComputeWorkgroupsPerDimension go in several dispatches: launchGrid())
     const rank = collapsedBatch(p).shape.length;
     if (rank > MAX_BATCH_RANK)
       return `${rank} batch dimensions that do not merge; at most ${MAX_BATCH_RANK}`;
@@ -220,20 +220,22 @@ export const matmulKernel: KernelDefinition<MatmulParams> = {
       .build();
     const batch = Math.max(1, product(p.batchShape));
     const small = p.m * p.n <= SMALL;
-    launch({
-      kernel: "wgsl-matmul-tiled",
-      op: "matmul",
-      params: p,
-      pipeline: small
-        ? pipelineFor(`wgsl-matmul-small:${p.dtype}`, 2, 1, () => smallCode(p.dtype))
-        : pipelineFor(`wgsl-matmul-tiled:${p.dtype}`, 2, 1, () => code(p.dtype)),
-      reads: [binding(p.a), binding(p.b)],
-      writes: [binding(out)],
-      meta,
-      groups: small
+    launchGrid(
+      {
+        kernel: "wgsl-matmul-tiled",
+        op: "matmul",
+        params: p,
+        pipeline: small
+          ? pipelineFor(`wgsl-matmul-small:${p.dtype}`, 2, 1, () => smallCode(p.dtype))
+          : pipelineFor(`wgsl-matmul-tiled:${p.dtype}`, 2, 1, () => code(p.dtype)),
+        reads: [binding(p.a), binding(p.b)],
+        writes: [binding(out)],
+        meta,
+      },
+      small
         ? [Math.ceil(p.n / 8), Math.ceil(p.m / 8), batch]
         : [Math.ceil(p.n / BN), Math.ceil(p.m / BM), batch],
-    });
+    );
     return out;
   },
 };

@@ -8,7 +8,7 @@
  * nn.attention.sdpaKernel() govern it as they do torch's.
  */
 import type { KernelDefinition, SdpaParams } from "@backplane/core/backend";
-import { launch, Meta, pipelineFor } from "../exec.ts";
+import { launchGrid, Meta, pipelineFor } from "../exec.ts";
 import type { GpuState } from "../gpu.ts";
 import {
   baseChecks,
@@ -25,6 +25,8 @@ import {
 const BR = 32;
 const MAX_HEAD_DIM = 256;
 const MAX_BATCH_RANK = 8;
+/** Where the parameter block has the dispatch's first workgroup id (launchGrid()). */
+const GRID_BASE = 21 + 5 * MAX_BATCH_RANK;
 
 /** Head dims are padded to one of these in the shader's arrays. */
 const padDim = (d: number) => [16, 32, 64, 128, 256].find((x) => x >= d) ?? d;
@@ -66,14 +68,16 @@ function code(
 @group(0) @binding(4) var<storage, read_write> O: array<T>;
 // 0 L, 1 S, 2 E, 3 Ev, 4 batchRank, 5 NaN bits (a poisoned row's output), 6 causal, 7 scale (f32 bits), 8 gqaGroup,
 // 9 qOff, 10 kOff, 11 vOff, 12 mOff, 13 qs0, 14 qs1, 15 ks0, 16 ks1, 17 vs0, 18 vs1, 19 ms0, 20 ms1,
-// 21 batchShape[${R}], 29 qBatch[${R}], 37 kBatch[${R}], 45 vBatch[${R}], 53 mBatch[${R}]
+// 21 batchShape[${R}], 29 qBatch[${R}], 37 kBatch[${R}], 45 vBatch[${R}], 53 mBatch[${R}],
+// ${GRID_BASE} the dispatch's first workgroup id (x, y, z)
 @group(0) @binding(5) var<storage, read> prm: array<u32>;
 
 var<workgroup> Ks: array<f32, ${BC * DE}>;
 var<workgroup> Vs: array<f32, ${BC * DV}>;
 
 @compute @workgroup_size(${BR})
-fn main(@builtin(workgroup_id) wg: vec3u, @builtin(local_invocation_index) li: u32) {
+fn main(@builtin(workgroup_id) wg0: vec3u, @builtin(local_invocation_index) li: u32) {
+  let wg = wg0 + vec3u(prm[${GRID_BASE}u], prm[${GRID_BASE + 1}u], prm[${GRID_BASE + 2}u]);
   let L = prm[0];
   let S = prm[1];
   let E = prm[2];
@@ -201,10 +205,7 @@ export const sdpaKernel: KernelDefinition<SdpaParams> = {
     const dv = padDim(p.Ev);
     if (tileKeys(s, de, dv) === 0)
       return `a tile of 4 keys (${4 * (de + dv) * 4} bytes) does not fit maxComputeWorkgroupStorageSize (${L.maxComputeWorkgroupStorageSize})`;
-    const batch = product(p.batchShape);
-    const lim = L.maxComputeWorkgroupsPerDimension;
-    if (batch > lim || Math.ceil(p.L / BR) > lim)
-      return `batch ${batch} x ${Math.ceil(p.L / BR)} query tiles exceed maxComputeWorkgroupsPerDimension (${lim})`;
+    // (grids past maxComputeWorkgroupsPerDimension go in several dispatches: launchGrid())
     return true;
   },
   run(p) {
@@ -244,16 +245,18 @@ export const sdpaKernel: KernelDefinition<SdpaParams> = {
       .list(mB, MAX_BATCH_RANK)
       .build();
     const key = `wgsl-sdpa-tiled:${p.dtype}:${p.maskKind}:${DE}:${DV}:${BC}`;
-    launch({
-      kernel: "wgsl-sdpa-tiled",
-      op: "scaledDotProductAttention",
-      params: p,
-      pipeline: pipelineFor(key, 4, 1, () => code(p.dtype, p.maskKind, DE, DV, BC)),
-      reads: [binding(q), binding(k), binding(v), binding(mask ?? q)],
-      writes: [binding(out)],
-      meta,
-      groups: [Math.ceil(p.L / BR), Math.max(1, product(batch)), 1],
-    });
+    launchGrid(
+      {
+        kernel: "wgsl-sdpa-tiled",
+        op: "scaledDotProductAttention",
+        params: p,
+        pipeline: pipelineFor(key, 4, 1, () => code(p.dtype, p.maskKind, DE, DV, BC)),
+        reads: [binding(q), binding(k), binding(v), binding(mask ?? q)],
+        writes: [binding(out)],
+        meta,
+      },
+      [Math.ceil(p.L / BR), product(batch), 1],
+    );
     return out;
   },
 };
