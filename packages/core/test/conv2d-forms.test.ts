@@ -3,7 +3,16 @@
  * [O, oh, ow]), stride / padding / dilation as one-element lists, and a weight with no
  * output channels refused. The reference kernel, float64.
  */
-import { conv2d, explain, memoryStats, randn, ShapeError, type Tensor } from "@backplane/core";
+import {
+  conv2d,
+  explain,
+  fromFloat64,
+  full,
+  memoryStats,
+  randn,
+  ShapeError,
+  type Tensor,
+} from "@backplane/core";
 import { describe, expect, it } from "vitest";
 
 function maxAbsDiff(a: Tensor, b: Tensor): number {
@@ -58,5 +67,34 @@ describe("explain() of an unbatched conv2d", () => {
     explain("eigh", a, { UPLO: "U" });
     for (const t of [x, w, a]) t.dispose();
     expect(memoryStats("cpu").allocatedBytes).toBe(before);
+  });
+});
+
+describe("conv2d's padding is multiplied zeros, as torch's", () => {
+  it("a -0 input and bias give -0 inside and +0 where a tap lies on the padding", () => {
+    // torch: F.conv2d(-torch.zeros(1,1,3,3), torch.ones(1,1,3,3), -torch.zeros(1), padding=1)
+    // has its sign bit set only at the centre.
+    const x = full([1, 1, 3, 3], -0, { dtype: "float64" });
+    const w = full([1, 1, 3, 3], 1, { dtype: "float64" });
+    const b = full([1], -0, { dtype: "float64" });
+    const y = conv2d(x, w, { padding: 1, bias: b });
+    const negativeZero = Array.from(y.toFloat64(), (v) => Object.is(v, -0));
+    expect(negativeZero).toEqual([false, false, false, false, true, false, false, false, false]);
+    for (const t of [x, w, b, y]) t.dispose();
+  });
+
+  it("an infinite tap over the padding makes NaN there (0 * inf), inf inside", () => {
+    const x = full([1, 1, 4, 4], 1, { dtype: "float64" });
+    const wd = new Float64Array(9).fill(1);
+    wd[0] = Number.POSITIVE_INFINITY;
+    const w = fromFloat64(wd, [1, 1, 3, 3], "float64");
+    const y = conv2d(x, w, { padding: 1 }).toFloat64();
+    // torch: the first row and column NaN, the rest inf.
+    for (let i = 0; i < 4; i++)
+      for (let j = 0; j < 4; j++)
+        expect(y[i * 4 + j], `${i},${j}`).toBe(
+          i === 0 || j === 0 ? Number.NaN : Number.POSITIVE_INFINITY,
+        );
+    for (const t of [x, w]) t.dispose();
   });
 });

@@ -31,9 +31,10 @@ export function conv2dReference(p: Conv2dParams): Tensor {
                 const ix = x * p.strideW - p.padLeft + j * p.dilationW;
                 const k = K(f * ks0 + ci * ks1 + i * ks2 + j * ks3);
                 // Padding is zeros that are multiplied, as in torch: a NaN or infinite tap
-                // over the padding makes NaN (0 * inf), the same in every kernel.
+                // over the padding makes NaN (0 * inf), the same in every kernel, and a +0
+                // product turns a sum of -0 into +0 at the borders, as torch's does.
                 if (!rowIn || ix < 0 || ix >= w) {
-                  if (!Number.isFinite(k)) acc += k * 0;
+                  acc += k * 0;
                   continue;
                 }
                 acc += X(b * xs0 + chan * xs1 + iy * xs2 + ix * xs3) * k;
