@@ -4,7 +4,7 @@
  * kernel ever reads outside its memory (native BLAS segfaulted on such a view, WASM trapped,
  * the reference read NaN, wasm-relu returned a neighbouring tensor's values).
  */
-import { matmul, randn, relu, ShapeError, Tensor } from "@backplane/core";
+import { matmul, randn, relu, ShapeError, Tensor, tensor } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 
 describe("views are bounds-checked where they are made", () => {
@@ -80,3 +80,42 @@ describe("falsy option values are checked by type", () => {
     expect(scaledDotProductAttention(q, q, q, { attnMask: undefined }).shape).toEqual([1, 2, 4, 8]);
   });
 });
+
+describe("a strided view made contiguous keeps every element's bits", () => {
+  it("float32 signalling NaNs and payloads, float64, int64 and float16, as torch copies them", () => {
+    // 0x7fa00001 is a signalling NaN: read through a JS number it came out quiet (0x7fe00001).
+    const bits = [0x7fa00001, 0xffc01234, 0x7f800000, 0x80000000, 0x3f800000, 0x00000001];
+    const f32 = new Tensor(fromBits(bits).storage, "float32", [3, 2], [1, 3], 0);
+    const copy = new Uint32Array(f32.contiguous().dataSync().buffer.slice(0));
+    // The transpose of [[a, b, c], [d, e, f]] read row-major: a, d, b, e, c, f.
+    expect(Array.from(copy.slice(0, 6))).toEqual([0, 3, 1, 4, 2, 5].map((i) => bits[i]! >>> 0));
+    for (const [dtype, words] of [
+      ["float64", 2],
+      ["int64", 2],
+      ["float16", 0.5],
+    ] as const) {
+      const base = randn([4, 6], { dtype: dtype === "int64" ? "float64" : dtype, seed: 3 });
+      const t = dtype === "int64" ? new Tensor(base.storage, "int64", [4, 6], [6, 1], 0) : base;
+      const view = t.transpose(0, 1);
+      const raw = (x: Tensor) => {
+        const d = x.dataSync();
+        return Array.from(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
+      };
+      const got = raw(view.contiguous());
+      // The same bytes, element by element, as the view addresses them.
+      const src = new Uint8Array(t.hostData().buffer, t.hostData().byteOffset, 24 * words * 4);
+      const want: number[] = [];
+      const bpe = words * 4;
+      for (let j = 0; j < 6; j++)
+        for (let i = 0; i < 4; i++)
+          want.push(...src.slice((i * 6 + j) * bpe, (i * 6 + j + 1) * bpe));
+      expect(got, dtype).toEqual(want);
+    }
+  });
+});
+
+function fromBits(bits: number[]): Tensor {
+  const t = tensor(new Float32Array(bits.length));
+  new Uint32Array(t.hostData().buffer, t.hostData().byteOffset, bits.length).set(bits);
+  return t;
+}

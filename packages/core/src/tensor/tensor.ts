@@ -314,15 +314,15 @@ export class Tensor implements Disposable {
     this.assertAlive();
     if (!this.isContiguous) return copyStrided(this);
     const bpe = bytesPerElement(this.dtype);
-    const out = empty(this.shape, { dtype: this.dtype, device: this.device });
-    this.storage.memory.copy(
-      this.storage.handle,
-      this.offset * bpe,
-      out.storage.handle,
-      0,
-      this.numel * bpe,
+    return freedOnThrow(empty(this.shape, { dtype: this.dtype, device: this.device }), (out) =>
+      this.storage.memory.copy(
+        this.storage.handle,
+        this.offset * bpe,
+        out.storage.handle,
+        0,
+        this.numel * bpe,
+      ),
     );
-    return out;
   }
 
   /**
@@ -355,13 +355,13 @@ export class Tensor implements Disposable {
   async toAsync(device: string): Promise<Tensor> {
     const dev = normalizeDevice(device);
     const data = await this.data();
-    const out = empty(this.shape, { dtype: this.dtype, device: dev });
-    out.storage.memory.upload(
-      out.storage.handle,
-      0,
-      new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+    return freedOnThrow(empty(this.shape, { dtype: this.dtype, device: dev }), (out) =>
+      out.storage.memory.upload(
+        out.storage.handle,
+        0,
+        new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
+      ),
     );
-    return out;
   }
 
   /** Releases this tensor's hold on its storage. Safe to call twice. */
@@ -498,20 +498,39 @@ export function forEachIndexPair(
   }
 }
 
+/** `out` after `fill` wrote it; freed (not left to the GC) when `fill` throws. */
+function freedOnThrow(out: Tensor, fill: (out: Tensor) => unknown): Tensor {
+  try {
+    fill(out);
+  } catch (e) {
+    out.dispose();
+    throw e;
+  }
+  return out;
+}
+
+/** A typed view of `data`'s bytes whose elements are `bpe` bytes or a whole part of them. */
+function wordsOf(data: StorageArray, bpe: number): Uint8Array | Uint16Array | Uint32Array {
+  const { buffer, byteOffset, byteLength } = data;
+  if (bpe % 4 === 0) return new Uint32Array(buffer, byteOffset, byteLength / 4);
+  if (bpe % 2 === 0) return new Uint16Array(buffer, byteOffset, byteLength / 2);
+  return new Uint8Array(buffer, byteOffset, byteLength);
+}
+
 function copyStrided(t: Tensor): Tensor {
   const mem = t.storage.memory;
   if (!mem.hostView && mem.gather) {
-    const out = empty(t.shape, { dtype: t.dtype, device: t.device });
-    if (out.numel > 0)
-      mem.gather(
-        t.storage.handle,
-        t.offset,
-        t.shape,
-        t.strides,
-        bytesPerElement(t.dtype),
-        out.storage.handle,
-      );
-    return out;
+    return freedOnThrow(empty(t.shape, { dtype: t.dtype, device: t.device }), (out) => {
+      if (out.numel > 0)
+        mem.gather?.(
+          t.storage.handle,
+          t.offset,
+          t.shape,
+          t.strides,
+          bytesPerElement(t.dtype),
+          out.storage.handle,
+        );
+    });
   }
   if (!mem.hostView) {
     throw new DeviceError(
@@ -519,11 +538,20 @@ function copyStrided(t: Tensor): Tensor {
     );
   }
   const out = empty(t.shape, { dtype: t.dtype, device: t.device });
-  const src = t.hostData();
-  const dst = out.hostData();
-  forEachIndex(t.shape, t.strides, (pos, i) => {
-    dst[i] = src[pos];
-  });
+  // Copied as integer words, bit for bit: through a JS number a float32 signalling NaN
+  // came out quiet (torch copies the bits).
+  const bpe = bytesPerElement(t.dtype);
+  const src = wordsOf(t.hostData(), bpe);
+  const dst = wordsOf(out.hostData(), bpe);
+  const per = (bpe * Uint8Array.BYTES_PER_ELEMENT) / src.BYTES_PER_ELEMENT;
+  if (per === 1)
+    forEachIndex(t.shape, t.strides, (pos, i) => {
+      dst[i] = src[pos];
+    });
+  else
+    forEachIndex(t.shape, t.strides, (pos, i) => {
+      for (let w = 0; w < per; w++) dst[i * per + w] = src[pos * per + w];
+    });
   return out;
 }
 
