@@ -17,9 +17,14 @@
  * score (large norms, nearly orthogonal vectors): exp then underflows. From l we know
  * how far: the gap g = b_i - max_j s_ij satisfies e^-g >= l / n for n visible keys, and
  * while g <= 70 - ln n every term within 2^-24 of the largest stays a normal float (so the
- * row is as exact as with the true maximum). A block with a row past that (or with a
- * non-finite l, from inf or NaN inputs) is handed back to the caller, which runs it on the
- * exact online-softmax tiles (kernels/flash-blas.ts).
+ * row is as exact as with the true maximum). The products P V are scaled down by e^-g too:
+ * with small values (|V| ~ 1e-20 and g ~ 60) they leave the normal floats and flush to 0,
+ * each losing under 2^-126, so a row's largest |O| before the division by l must also be
+ * at least n 2^-101 (the loss then under 2^-24 of it). A block with a row past either (or
+ * with a non-finite l, from inf or NaN inputs) is handed back to the caller, which runs it
+ * on the exact online-softmax tiles (kernels/flash-blas.ts), as is one whose O is not
+ * finite: norms that underflow (|q| ~ 1e-23) put the bound below the largest score, and
+ * P stays finite while P V overflows.
  *
  * The shift rides in an extra column because oneDNN takes a per-row bias or binary post-op
  * only in its reference code, and the transposed product (a per-column bias) made P V
@@ -54,6 +59,22 @@ const rowsPerBlock = (p: SdpaParams): number => (p.isCausal ? CAUSAL_ROWS : BOUN
 const BK = 512;
 /** The gap the check allows, 70 - ln n, as a bound on l: l >= n^2 e^-70 (see the header). */
 const MIN_SUM_PER_KEY_SQUARED = Math.exp(-70);
+/**
+ * The smallest largest |O| of a row before the division by l, n keys: the products P V
+ * that flush to 0 lose at most 2 n 2^-126 of it, 2^-24 of this (see the header).
+ */
+const MIN_OUTPUT_PER_KEY = 2 ** -101;
+
+/**
+ * Whether a row of n keys is as exact as on the exact tiles: its sum l and its largest |O|
+ * before the division, both finite (a bound below the largest score, from norms that
+ * underflowed, can leave P finite and P V infinite) and large enough (see the header).
+ */
+const rowHolds = (l: number, outMax: number, n: number): boolean =>
+  Number.isFinite(l) &&
+  l >= n * n * MIN_SUM_PER_KEY_SQUARED &&
+  Number.isFinite(outMax) &&
+  outMax >= n * MIN_OUTPUT_PER_KEY;
 
 /** P = exp(Q' K'ᵀ) for rows x cols scores of extended rows of e1 floats. */
 const scoresStep = (rows: number, cols: number, e1: number, threads?: number) =>
@@ -211,12 +232,15 @@ export function boundedTiles(p: SdpaParams, out: Tensor): QueryBlock[] {
           runStep(values, at.p, v + j0 * ldv * 4, o);
         }
         for (let r = 0; r < rows; r++) l[r] = sums[r];
+        // O /= l in one pass that also writes each row's largest |O| before it into the
+        // sums' buffer (their values are in l now); a block that fails the check is run
+        // again from the start on the exact tiles, so dividing first costs nothing.
+        if (held) mod.flash_block_finish(o, Ev, rows, Ev, at.l, at.sums);
         for (let r = 0; r < rows && held; r++) {
           const n = p.isCausal ? Math.min(S, i0 + r + 1) : S;
-          held = Number.isFinite(l[r]) && l[r] >= n * n * MIN_SUM_PER_KEY_SQUARED;
+          held = rowHolds(l[r], sums[r], n);
         }
-        if (held) mod.flash_block_finish(o, Ev, rows, Ev, at.l);
-        else failed.push({ b, i0, rows });
+        if (!held) failed.push({ b, i0, rows });
       }
     }
     return failed;

@@ -340,7 +340,7 @@ function flashTiles(
           Ev,
         );
       }
-      mod.flash_block_finish(oBlk * 4, Ev, rows, Ev, lAddr);
+      mod.flash_block_finish(oBlk * 4, Ev, rows, Ev, lAddr, 0);
     }
   } finally {
     work.dispose();

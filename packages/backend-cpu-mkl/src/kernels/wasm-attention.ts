@@ -33,7 +33,14 @@ export interface AttentionModule {
     causal: number,
     diag: number,
   ): void;
-  flash_block_finish(o: number, ldo: number, rows: number, ev: number, l: number): void;
+  flash_block_finish(
+    o: number,
+    ldo: number,
+    rows: number,
+    ev: number,
+    l: number,
+    absMax: number,
+  ): void;
   /** flash-cpu-dnnl's bounded-shift steps (src/dnnl/flash-bounded.ts). */
   flash_zero_hidden(p: number, ld: number, rows: number, cols: number, diag: number): void;
   attn_augment_rows(
@@ -153,6 +160,11 @@ export function flashOperandProblem(p: SdpaParams, who: string): string | undefi
   if (p.E > FLASH_MAX_HEAD_DIM || p.Ev > FLASH_MAX_HEAD_DIM)
     return `head dim ${Math.max(p.E, p.Ev)} > ${FLASH_MAX_HEAD_DIM}: ${who}'s tiles hold at most ${FLASH_MAX_HEAD_DIM}`;
   if (p.E === 0) return "head dim 0 (empty query/key rows)";
+  // The tiles scale the scores by a float32 factor, times log2 e for the exp2 softmax: past
+  // float32's range it is inf and every row NaN, where torch (scaling q and k by
+  // sqrt(scale)) and the math kernel give finite rows for small enough q and k.
+  if (!Number.isFinite(Math.fround(Math.abs(p.scale) * Math.LOG2E)))
+    return `scale ${p.scale} times log2 e is past float32's range; ${who} scales the scores in float32 (the math kernel takes it)`;
   return undefined;
 }
 
