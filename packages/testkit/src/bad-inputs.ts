@@ -102,6 +102,12 @@ export const BAD_CALLS: BadCall[] = [
   },
   { op: "softmax", name: "int32 input", expect: "DTypeError", make: () => [ints([3]), 0] },
   {
+    op: "softmax",
+    name: "dim not an integer",
+    expect: "ShapeError",
+    make: (d, r) => [R([3, 4], d, r), 0.5],
+  },
+  {
     op: "logSoftmax",
     name: "fractional dim",
     expect: "ShapeError",
