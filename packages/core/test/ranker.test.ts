@@ -268,3 +268,65 @@ describe("perShape measures a shape again once warm", () => {
     }
   });
 });
+
+describe("perShape keeps each kernel's best over its measurements", () => {
+  it("a busy stretch during the 8th call's measurement does not unseat the faster kernel", () => {
+    interface P extends OpParams {
+      x: Tensor;
+    }
+    const op = defineOp({
+      name: "rankerRecheckBest",
+      prepare: (x: Tensor): P => ({ x, deviceType: x.deviceType, dtype: x.dtype }),
+      shapeKey: (p: P) => p.x.shape.join("x"),
+      rankPerShape: true,
+    });
+    let clock = 0;
+    let busy = false;
+    const ran: string[] = [];
+    const kernel = (name: string, priority: number, cost: () => number) => ({
+      op: "rankerRecheckBest",
+      name,
+      device: "cpu",
+      dtypes: ["float32"] as const,
+      deterministic: true,
+      priority,
+      run: (p: P) => {
+        clock += cost();
+        ran.push(name);
+        return p.x.numel;
+      },
+    });
+    // "fast" takes 1 unless the machine is busy (5); "slow" always 2.
+    for (const [backend, k] of [
+      ["recheck-best-fast", kernel("fast", 10, () => (busy ? 5 : 1))],
+      ["recheck-best-slow", kernel("slow", 20, () => 2)],
+    ] as const)
+      registerBackend(
+        defineBackend({
+          name: backend,
+          devices: ["cpu"],
+          isAvailable: () => ({ available: true }),
+          kernels: [k],
+        }),
+      );
+    const restore = setTimingClock(() => clock);
+    const x = tensor(new Float32Array([1, 2, 3]));
+    try {
+      using _ = backends.core.flags({ ranking: "perShape" });
+      const last = () => ran[ran.length - 1];
+      for (let i = 1; i < 8; i++) dispatch(op, op.prepare(x));
+      expect(last()).toBe("fast");
+      busy = true; // the 8th call measures again while the machine is busy
+      dispatch(op, op.prepare(x));
+      busy = false;
+      expect(last()).toBe("fast");
+      for (let i = 9; i <= 70; i++) dispatch(op, op.prepare(x)); // the 64th measures a third time
+      expect(last()).toBe("fast");
+      const m = explain("rankerRecheckBest", x).candidates.find((c) => c.kernel === "fast");
+      expect((m?.measured as { ms: number } | undefined)?.ms).toBe(1); // its best, not the busy 5
+    } finally {
+      setTimingClock(restore);
+      x.dispose();
+    }
+  });
+});

@@ -22,7 +22,13 @@ import type { DType } from "../tensor/dtype.ts";
 import { empty, type Tensor } from "../tensor/tensor.ts";
 import { version as coreVersion } from "../version.ts";
 import { requestedThreads } from "../wasm/parallel.ts";
-import { MARGIN, type Measurement, measurementsInUse, useMeasurements } from "./measured.ts";
+import {
+  MARGIN,
+  type Measurement,
+  measurementsInUse,
+  mergeBest,
+  useMeasurements,
+} from "./measured.ts";
 import { firstPerBackend, now, timeInterleaved } from "./timing.ts";
 
 /** The most a cold calibration may spend, in milliseconds. */
@@ -218,15 +224,6 @@ function measureCase(
   } finally {
     for (const t of inputs) t.dispose();
   }
-}
-
-/** Two measurements of one case: each kernel's best, and the runs counted. */
-function mergeBest(a: Measurement, b: Measurement): Measurement {
-  const figures = b.figures.map((f) => {
-    const old = a.figures.find((x) => x.kernel === f.kernel);
-    return old ? { ...f, ms: Math.min(old.ms, f.ms) } : f;
-  });
-  return { ...b, figures, runs: (a.runs ?? 1) + b.runs, warm: a.warm || b.warm };
 }
 
 /**

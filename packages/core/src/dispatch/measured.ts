@@ -49,6 +49,15 @@ export function measurementsInUse(): readonly Measurement[] {
   return current;
 }
 
+/** Two measurements of one case: each kernel's best, and the runs counted. */
+export function mergeBest(a: Measurement, b: Measurement): Measurement {
+  const figures = b.figures.map((f) => {
+    const old = a.figures.find((x) => x.kernel === f.kernel);
+    return old ? { ...f, ms: Math.min(old.ms, f.ms) } : f;
+  });
+  return { ...b, figures, runs: (a.runs ?? 1) + b.runs, warm: a.warm || b.warm };
+}
+
 /** `kernels` (priority order) with the measured backends' kernels reordered by speed. */
 export function reorderByMeasurement(kernels: readonly Kernel[], m: Measurement): Kernel[] {
   const msOf = new Map(m.figures.map((f) => [f.backend, f.ms]));

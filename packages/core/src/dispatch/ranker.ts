@@ -41,6 +41,7 @@ import {
   type KernelFigure,
   type Measurement,
   measurementsInUse,
+  mergeBest,
   nearestBySize,
   reorderByMeasurement,
 } from "./measured.ts";
@@ -100,12 +101,15 @@ const SHAPE_ROUNDS = 3;
 const SHAPE_BURST = 2;
 
 /**
- * perShape measures a shape again at its RECHECK-th call and keeps that order: at the first
- * call a kernel may run code its worker threads have not compiled to their top tier yet
- * (nnpack's Winograd on two threads: 1.05 ms warm, but measured slower than oneDNN's 1.35
- * ms at a 3x3 128>128 @28 layer's first call, Zen 4).
+ * perShape measures a shape again at these calls, each kernel keeping its best time over
+ * the measurements: at the first call a kernel may run code its worker threads have not
+ * compiled to their top tier yet (nnpack's Winograd on two threads: 1.05 ms warm, but
+ * measured slower than oneDNN's 1.35 ms at a 3x3 128>128 @28 layer's first call, Zen 4),
+ * and a few milliseconds of a busy machine can fall on one kernel's turns (a depthwise
+ * 3x3 32 @112 layer went to nnpack's kernel, 137 µs, over oneDNN's 93-97, in one suite run
+ * of four on two threads, Zen 5). The best of several is what the kernel can do.
  */
-const RECHECK = 8;
+const RECHECKS = [8, 64];
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
 
@@ -348,6 +352,21 @@ function measureShape(op: OpRecord, e: Entry, params: OpParams): Ranking {
   return { kernels, measurement };
 }
 
+/** A perShape recheck: the kernels' best times over this and the earlier measurements. */
+function measureAgain(op: OpRecord, e: Entry, params: OpParams, earlier: Ranking): Ranking {
+  const again = measureShape(op, e, params);
+  if (!again.measurement || !earlier.measurement) return again;
+  const best = mergeBest(earlier.measurement, again.measurement);
+  const ranking: Ranking = {
+    kernels: reorderByMeasurement(e.base.kernels, best),
+    measurement: best,
+  };
+  // The next recheck, if any: RECHECKS[i] is the call of the (i + 2)-th measurement.
+  const next = RECHECKS[best.runs - 1];
+  if (next !== undefined) ranking.recheckIn = next - RECHECKS[best.runs - 2];
+  return ranking;
+}
+
 /**
  * The order for these params. A shape not yet measured is measured now when `mayMeasure`
  * (dispatch), or shown in the static order when not (explain() runs nothing).
@@ -368,11 +387,11 @@ export function rank(op: OpRecord, e: Entry, params: OpParams, mayMeasure: boole
       if (!mayMeasure) return hit ?? e.base;
       if (hit === undefined) {
         const first = measureShape(op, e, params);
-        if (e.policy === "perShape" && first.measurement) first.recheckIn = RECHECK - 1;
+        if (e.policy === "perShape" && first.measurement) first.recheckIn = RECHECKS[0] - 1;
         return remember(e, key, first);
       }
       if (hit.recheckIn !== undefined && --hit.recheckIn === 0)
-        return remember(e, key, measureShape(op, e, params));
+        return remember(e, key, measureAgain(op, e, params, hit));
       return hit;
     }
   }
