@@ -268,6 +268,34 @@ describe("flash-cpu (fused attention, WASM SIMD)", () => {
     expect(other.some((x, i) => Math.abs(x - fused[i]) > 1e-3)).toBe(true);
   });
 
+  it("every bit of a seed counts: seeds 2^32 apart draw other masks, the same on both kernels", async () => {
+    await ready(WASM_BACKEND);
+    const q = f32([1, 2, 9, 16], 13);
+    const k = f32([1, 2, 40, 16], 14);
+    const v = f32([1, 2, 40, 8], 15);
+    const run = (seed: number, math: boolean) => {
+      using _ = math ? sdpaKernel([SDPBackend.MATH]) : undefined;
+      return scaledDotProductAttention(q, k, v, { dropoutP: 0.3, seed }).toFloat64();
+    };
+    const draws = [12345, 12345 + 2 ** 32, 2 ** 53, 2 ** 60, 0].map((seed) => run(seed, false));
+    for (let a = 0; a < draws.length; a++)
+      for (let b = a + 1; b < draws.length; b++)
+        expect(
+          draws[a].some((x, i) => Math.abs(x - draws[b][i]) > 1e-3),
+          `seeds #${a} and #${b}`,
+        ).toBe(true);
+    // The fused kernel and the math path still draw the same mask for a large seed.
+    const fused = run(2 ** 40 + 3, false);
+    const ref = run(2 ** 40 + 3, true);
+    let scale = 0;
+    let err = 0;
+    for (let i = 0; i < ref.length; i++) {
+      scale = Math.max(scale, Math.abs(ref[i]));
+      err = Math.max(err, Math.abs(fused[i] - ref[i]));
+    }
+    expect(err / scale).toBeLessThan(TOLERANCE);
+  });
+
   it("reproduces the reference's dropout after a fully masked row (draws fixed per element)", async () => {
     await ready(WASM_BACKEND);
     const q = f32([2, 2, 6, 16], 6);
