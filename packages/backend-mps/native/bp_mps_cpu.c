@@ -164,12 +164,17 @@ int32_t impl_conv2d(int32_t dtype, void *x, void *w, void *bias, void *y, const 
           for (int64_t ic = 0; ic < cg; ic++)
             for (int64_t u = 0; u < kh; u++) {
               int64_t hi = r * sh - pt + u * dh;
-              if (hi < 0 || hi >= h) continue;
+              int row_in = hi >= 0 && hi < h;
               for (int64_t v = 0; v < kw; v++) {
                 int64_t wi = s * sw - pl + v * dw;
-                if (wi < 0 || wi >= wd) continue;
-                acc += load(dtype, x, ((b * c + grp * cg + ic) * h + hi) * wd + wi) *
-                       load(dtype, w, ((oc * cg + ic) * kh + u) * kw + v);
+                double tap = load(dtype, w, ((oc * cg + ic) * kh + u) * kw + v);
+                /* Padding is zeros that are multiplied, as in torch and the reference: an
+                   infinite or NaN tap over it makes NaN (0 * inf). */
+                if (!row_in || wi < 0 || wi >= wd) {
+                  acc += tap * 0;
+                  continue;
+                }
+                acc += load(dtype, x, ((b * c + grp * cg + ic) * h + hi) * wd + wi) * tap;
               }
             }
           store(dtype, y, ((b * o + oc) * oh + r) * ow + s, acc);
