@@ -7,6 +7,7 @@
 import { backends, conv2d, memoryStats, randn, Tensor, withKernelPriority } from "@backplane/core";
 import { getKernel, ops } from "@backplane/core/backend";
 import { expect } from "vitest";
+import { convRechecks } from "../src/dnnl/conv.ts";
 import { countLive, itDnnl } from "./dnnl-helpers.ts";
 
 function relErrToReference(y: Tensor, x: Tensor, w: Tensor): number {
@@ -31,7 +32,11 @@ itDnnl(
     const w = randn([16, 16, 3, 3], { seed: 1 });
     // 90 new shapes: more than the 64 plans kept, each shape timing several candidates.
     const shapes = Array.from({ length: 90 }, (_, i) => [1, 16, 5 + (i % 10), 200 + i]);
-    const { live, result: worst } = countLive(() => {
+    const {
+      live,
+      doubleFrees,
+      result: worst,
+    } = countLive(() => {
       let worst = 0;
       for (const shape of shapes) {
         const x = randn(shape, { seed: shape[3] });
@@ -45,8 +50,40 @@ itDnnl(
     // float32 against the float64 reference, 144 products a sum.
     expect(worst).toBeLessThan(1e-5);
     // At most the 64 kept plans' objects (a convolution, three reorders and eight memories
-    // each); before the fix every candidate of every shape stayed (about 35 a shape).
-    expect(live).toBeLessThanOrEqual(64 * 12);
+    // each) and the 8 runner-ups waiting for their recheck; before the fix every candidate
+    // of every shape stayed (about 35 a shape).
+    expect(live).toBeLessThanOrEqual((64 + 8) * 12);
+    expect(doubleFrees).toBe(0);
+  },
+);
+
+itDnnl(
+  "a two-thread plan's layout is timed again at its 8th call; the runner-up is then freed",
+  () => {
+    using _ = backends.openmp.numThreadsScope(2);
+    const w = randn([48, 32, 3, 3], { seed: 5 });
+    const x = randn([1, 32, 29, 31], { seed: 6 });
+    const before = convRechecks();
+    const {
+      live,
+      doubleFrees,
+      result: worst,
+    } = countLive(() => {
+      let worst = 0;
+      for (let i = 0; i < 20; i++) {
+        const y = withKernelPriority("conv2d", ["onednn-conv"], () => conv2d(x, w, { padding: 1 }));
+        worst = Math.max(worst, relErrToReference(y, x, w));
+        y.dispose();
+      }
+      return worst;
+    });
+    expect(convRechecks() - before).toBe(1);
+    expect(worst).toBeLessThan(1e-5);
+    // One plan's objects stay (12 at most), the candidates and the recheck's loser freed once.
+    expect(live).toBeLessThanOrEqual(12);
+    expect(doubleFrees).toBe(0);
+    x.dispose();
+    w.dispose();
   },
 );
 

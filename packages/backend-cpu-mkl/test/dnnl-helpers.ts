@@ -31,10 +31,14 @@ type Fn = (...args: unknown[]) => unknown;
 
 /**
  * Counts the primitives and memory objects made while `fn` runs that are still alive after
- * it (those made before and destroyed meanwhile do not count); with `refuse`, every
+ * it (those made before and destroyed meanwhile do not count), and the handles destroyed a
+ * second time (counted and not passed to oneDNN); with `refuse`, every
  * dnnl_primitive_create fails (dnnl_unimplemented) as a refusal would.
  */
-export function countLive<R>(fn: () => R, refuse = false): { live: number; result: R } {
+export function countLive<R>(
+  fn: () => R,
+  refuse = false,
+): { live: number; result: R; doubleFrees: number } {
   const d = dnnlState.ready().dnnl as unknown as Record<string, Fn>;
   const names = [
     "dnnl_primitive_create",
@@ -44,18 +48,34 @@ export function countLive<R>(fn: () => R, refuse = false): { live: number; resul
   ];
   const saved = names.map((n) => d[n]);
   const made = new Set<bigint>();
+  // Handles destroyed in the call, to catch one destroyed twice (counted, not passed on).
+  const gone = new Set<bigint>();
+  let doubleFrees = 0;
   names.forEach((n, i) => {
     d[n] = (...args: unknown[]) => {
       if (refuse && n === "dnnl_primitive_create") return 3; // dnnl_unimplemented
+      if (n.endsWith("destroy")) {
+        const h = args[0] as bigint;
+        if (gone.has(h) && !made.has(h)) {
+          doubleFrees++;
+          return 0;
+        }
+        gone.add(h);
+        made.delete(h);
+        return saved[i](...args);
+      }
       const status = saved[i](...args);
-      if (n.endsWith("destroy")) made.delete(args[0] as bigint);
-      else if (status === 0) made.add((args[0] as BigUint64Array)[0]);
+      if (status === 0) {
+        const h = (args[0] as BigUint64Array)[0];
+        made.add(h);
+        gone.delete(h); // (an address handed out again)
+      }
       return status;
     };
   });
   try {
     const result = fn();
-    return { live: made.size, result };
+    return { live: made.size, result, doubleFrees };
   } finally {
     names.forEach((n, i) => {
       d[n] = saved[i];
