@@ -18,11 +18,13 @@ import { getOp, type Kernel } from "../registry/kernels.ts";
 import { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
 import { runtime } from "../runtime/detect.ts";
 import { readCacheFile, userCacheDir, writeCacheFile } from "../runtime/user-cache.ts";
-import type { DType } from "../tensor/dtype.ts";
+import { type DType, isDType } from "../tensor/dtype.ts";
 import { empty, type Tensor } from "../tensor/tensor.ts";
+import { warnOnce } from "../util/log.ts";
 import { version as coreVersion } from "../version.ts";
 import { requestedThreads } from "../wasm/parallel.ts";
 import {
+  type KernelFigure,
   MARGIN,
   type Measurement,
   measurementsInUse,
@@ -285,9 +287,84 @@ interface CacheEntry {
 }
 type CacheFile = { entries: Record<string, CacheEntry> };
 
+const isRecord = (x: unknown): x is Record<string, unknown> =>
+  x !== null && typeof x === "object" && !Array.isArray(x);
+const isFiniteNumber = (x: unknown): x is number => typeof x === "number" && Number.isFinite(x);
+const isTextList = (x: unknown): x is string[] =>
+  Array.isArray(x) && x.every((v) => typeof v === "string");
+
+function isFigure(x: unknown): x is KernelFigure {
+  return (
+    isRecord(x) &&
+    typeof x.kernel === "string" &&
+    typeof x.backend === "string" &&
+    isFiniteNumber(x.ms) &&
+    x.ms >= 0
+  );
+}
+
+function isMeasurement(x: unknown): x is Measurement {
+  return (
+    isRecord(x) &&
+    typeof x.op === "string" &&
+    typeof x.case === "string" &&
+    isDType(x.dtype) &&
+    typeof x.deviceType === "string" &&
+    isFiniteNumber(x.work) &&
+    Array.isArray(x.figures) &&
+    x.figures.every(isFigure) &&
+    isFiniteNumber(x.runs) &&
+    (x.warm === undefined || typeof x.warm === "boolean")
+  );
+}
+
+/** An entry as saveToCache writes it (another version's, or a damaged one, is not). */
+function isCacheEntry(x: unknown): x is CacheEntry {
+  return (
+    isRecord(x) &&
+    typeof x.machine === "string" &&
+    isFiniteNumber(x.measuredMs) &&
+    typeof x.at === "string" &&
+    Array.isArray(x.measurements) &&
+    x.measurements.every(isMeasurement) &&
+    isTextList(x.skipped) &&
+    isTextList(x.pending)
+  );
+}
+
+/** Says (once per problem) that the cache could not be used as it was: it is measured again. */
+function noteBadCache(why: string): void {
+  warnOnce(
+    `calibration-cache:${why}`,
+    `calibration cache: ${why}; measuring the CPU kernels again`,
+  );
+}
+
+/**
+ * The cache file's entries that have the shape this version writes. A file or entry that
+ * does not (empty, truncated, another version's, edited) is left out with a note, so its
+ * machine is measured again and the next write replaces it: it never fails ready().
+ */
 function readCache(): CacheFile {
-  const f = readCacheFile(CACHE_FILE) as CacheFile | undefined;
-  return f && typeof f.entries === "object" && f.entries !== null ? f : { entries: {} };
+  const f = readCacheFile(CACHE_FILE, noteBadCache);
+  const entries: Record<string, CacheEntry> = {};
+  if (f === undefined) return { entries };
+  const where = `${userCacheDir()}/${CACHE_FILE}`;
+  if (!isRecord(f) || !isRecord(f.entries)) {
+    noteBadCache(`${where} is not a calibration cache ({ entries: {...} })`);
+    return { entries };
+  }
+  let dropped = 0;
+  for (const [key, entry] of Object.entries(f.entries)) {
+    // Keys are fingerprints (8 hex digits): "__proto__" must not reach the object's prototype.
+    if (/^[0-9a-f]{8}$/.test(key) && isCacheEntry(entry)) entries[key] = entry;
+    else dropped++;
+  }
+  if (dropped > 0)
+    noteBadCache(
+      `${dropped === 1 ? "an entry" : `${dropped} entries`} of ${where} had another format and ${dropped === 1 ? "was" : "were"} dropped`,
+    );
+  return { entries };
 }
 
 function saveToCache(rep: CalibrationReport): string | undefined {

@@ -14,7 +14,7 @@ import {
   NoKernelError,
   NondeterministicError,
 } from "../errors.ts";
-import { currentFrame } from "../flags/context.ts";
+import { currentFrame, type KernelCall } from "../flags/context.ts";
 import { currentState } from "../flags/state.ts";
 import { bumpGeneration } from "../registry/backends.ts";
 import {
@@ -158,9 +158,9 @@ function traced(op: OpRecord, k: Kernel, params: OpParams, e: Entry): unknown {
   const t0 = now();
   const out = runKernel(op, k, params, e.check);
   const ms = now() - t0;
-  const calls = currentFrame().calls;
-  if (calls !== undefined) {
-    calls.push({
+  const lists = currentFrame().calls;
+  if (lists !== undefined) {
+    const call: KernelCall = {
       op: op.name,
       kernel: k.name,
       backend: k.backend,
@@ -169,7 +169,9 @@ function traced(op: OpRecord, k: Kernel, params: OpParams, e: Entry): unknown {
       shape: op.shapeKey(params),
       ms,
       ...(e.initialising ? { initialising: [...e.initialising] } : {}),
-    });
+    };
+    // Every record() in progress: a nested one's calls are the outer one's too.
+    for (const calls of lists) calls.push(call);
   }
   if (verbose) {
     emitVerbose(

@@ -302,6 +302,15 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
 } satisfies Record<string, FlagSchema>;
 
 /**
+ * Flags that are one setting seen twice, kept equal by change hooks (torch's
+ * cuda.matmul.allow_tf32 is the float32 matmul precision not being "highest"): a scope
+ * that changes one of them saves and restores them all.
+ */
+export const MIRRORED_FLAGS: readonly (readonly string[])[] = [
+  ["core.float32MatmulPrecision", "cuda.matmul.allowTf32"],
+];
+
+/**
  * The backends Backplane's own packages register, by name: ready() of one whose package is
  * not imported has nothing to wait for, while a name in no list is a typo.
  */

@@ -11,8 +11,12 @@ export interface Frame {
   state: FlagState;
   /** Sync scopes open in this frame, oldest first (closing one out of order hands its saved values on). */
   scopes?: ScopeLike[];
-  /** Set inside record(): every dispatched kernel call is appended. */
-  calls?: KernelCall[];
+  /**
+   * Set inside record(): the lists of the record() calls in progress, outermost first.
+   * Every dispatched kernel call is appended to each, so an outer record() sees the calls
+   * of a record() nested in it too.
+   */
+  calls?: readonly KernelCall[][];
 }
 
 /** One kernel call, as record() reports it. */
@@ -82,10 +86,11 @@ export function currentFrame(): Frame {
 
 /**
  * Runs fn with a new frame holding `state`; the frame follows fn across awaits. A
- * record() in progress carries over, unless `calls` starts a new one.
+ * record() in progress carries over; `calls` starts a new one inside it.
  */
 export function runInFrame<R>(state: FlagState, fn: () => R, calls?: KernelCall[]): R {
-  const inherited = calls ?? currentFrame().calls;
+  const outer = currentFrame().calls;
+  const inherited = calls ? [...(outer ?? []), calls] : outer;
   if (als) {
     framesInUse = true;
     return als.run({ state, calls: inherited }, fn);

@@ -5,6 +5,26 @@
 
 let nextId = 1;
 
+/**
+ * Each flag's value before any set: the environment's, else the default. Every snapshot's
+ * values inherit from it, so a flag defined while a task runs in its own frame (a backend
+ * imported inside withFlags) has its value in every frame, not only in that task's.
+ */
+const initialValues: Record<string, unknown> = Object.create(null);
+
+/** Records a newly defined flag's initial value (seen by every snapshot, old and new). */
+export function setInitialValue(key: string, value: unknown): void {
+  initialValues[key] = value;
+}
+
+/** Values with `changes` over `base`'s own, inheriting the initial values. */
+export function valuesWith(
+  base: Readonly<Record<string, unknown>>,
+  changes: Readonly<Record<string, unknown>>,
+): Record<string, unknown> {
+  return Object.assign(Object.create(initialValues), base, changes);
+}
+
 export class FlagState {
   readonly id = nextId++;
   constructor(
@@ -44,9 +64,9 @@ export class FlagState {
     try {
       key = `w${JSON.stringify(changes)}`;
     } catch {
-      return new FlagState({ ...this.values, ...changes }, this.priorities);
+      return new FlagState(valuesWith(this.values, changes), this.priorities);
     }
-    return this.derive(key, () => new FlagState({ ...this.values, ...changes }, this.priorities));
+    return this.derive(key, () => new FlagState(valuesWith(this.values, changes), this.priorities));
   }
 
   withPriority(op: string, names: readonly string[] | null): FlagState {

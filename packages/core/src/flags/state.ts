@@ -9,7 +9,7 @@ import { readEnv } from "../runtime/detect.ts";
 import { show } from "../util/format.ts";
 import { warnOnce } from "../util/log.ts";
 import { didYouMean } from "../util/suggest.ts";
-import { BUILTIN_FLAGS } from "./builtin.ts";
+import { BUILTIN_FLAGS, MIRRORED_FLAGS } from "./builtin.ts";
 import {
   currentFrame,
   type Frame,
@@ -18,7 +18,7 @@ import {
   runInFrame,
   type ScopeLike,
 } from "./context.ts";
-import { FlagState } from "./snapshot.ts";
+import { FlagState, setInitialValue, valuesWith } from "./snapshot.ts";
 import {
   envNames,
   type FlagSchema,
@@ -42,7 +42,7 @@ const loadedPackages = new Set<string>(["@backplane/core"]);
 /** isInert() per key; cleared when a reader or a package is added, so a set costs a lookup. */
 const inertCache = new Map<string, boolean>();
 
-initRoot(new FlagState({}, {}));
+initRoot(new FlagState(valuesWith({}, {}), {}));
 
 /** The first environment variable of the spec that is set, with its text. */
 function envOf(spec: FlagSpec): [string, string] | undefined {
@@ -59,7 +59,6 @@ function envOf(spec: FlagSpec): [string, string] | undefined {
  */
 export function defineFlags(namespace: string, schema: FlagSchema, reader?: string): void {
   const existing = namespaces.get(namespace);
-  const initial: Record<string, unknown> = {};
   for (const [path, spec] of leaves(schema)) {
     const key = `${namespace}.${path}`;
     if (reader) addFlagReader(key, reader);
@@ -86,11 +85,10 @@ export function defineFlags(namespace: string, schema: FlagSchema, reader?: stri
         );
       }
     }
-    initial[key] = value;
+    // Into every frame's values at once, not the calling task's alone.
+    setInitialValue(key, value);
   }
   namespaces.set(namespace, existing ? mergeSchema(existing, schema) : schema);
-  const frame = currentFrame();
-  frame.state = frame.state.with(initial);
 }
 
 function mergeSchema(a: FlagSchema, b: FlagSchema): FlagSchema {
@@ -255,9 +253,12 @@ export function checkFlag(key: string, value: unknown): void {
 
 /** The current value of a flag, as seen by the calling task. */
 export function getFlag(key: string): unknown {
+  // A non-string key would be converted to a property name ({ toString: 1 } is a TypeError).
+  if (typeof key !== "string") specOrThrow(key);
   const values = currentFrame().state.values;
-  // Own keys only: "toString" must not find Object.prototype's, but an UnknownFlagError.
-  const v = Object.hasOwn(values, key) ? values[key] : undefined;
+  // Values have no Object.prototype ("toString" is an UnknownFlagError), but inherit the
+  // initial values (snapshot.ts).
+  const v = values[key];
   return v === undefined ? specOrThrow(key).default : v;
 }
 
@@ -398,7 +399,8 @@ export class FlagScope implements Disposable, ScopeLike {
     const now = this.frame.state;
     if (newer.length === 0 && this.entry !== undefined && now === this.produced) {
       this.frame.state = this.entry; // nothing happened inside: the cached snapshot comes back
-      fire(now, this.entry);
+      const errors = fireAll(now, this.entry);
+      if (errors.length > 0) throw errors[0];
       return;
     }
     const values: Record<string, unknown> = {};
@@ -420,11 +422,22 @@ export class FlagScope implements Disposable, ScopeLike {
     for (const s of newer) s.invalidateSnapshot();
     const next = applyChanges(now, { values, priorities });
     this.frame.state = next;
-    fire(now, next);
+    const errors = fireAll(now, next);
+    if (errors.length > 0) throw errors[0];
   }
   [Symbol.dispose](): void {
     this.restore();
   }
+}
+
+/**
+ * Runs the hooks of a restore: a restore cannot be refused, so a hook that throws does not
+ * stop the others (a mirror left half set); the errors are returned for the caller to raise.
+ */
+function fireAll(before: FlagState, after: FlagState): unknown[] {
+  const errors: unknown[] = [];
+  fire(before, after, (e) => errors.push(e));
+  return errors;
 }
 
 /** Opens a synchronous scope with the changes applied (full keys), validated first. */
@@ -448,6 +461,10 @@ export function openChangeScope(changes: ScopeChanges): FlagScope {
   // puts those back too, else closing it restores one half of a mirrored pair.
   if (produced.values !== applied.values)
     for (const k in produced.values) if (produced.values[k] !== entry.values[k]) changed.add(k);
+  // Both halves of a mirrored pair, changed or not: closing scopes out of order then hands
+  // on (or restores) the pair together, never one half under another scope's other half.
+  for (const pair of MIRRORED_FLAGS)
+    if (pair.some((k) => changed.has(k))) for (const k of pair) changed.add(k);
   const scope = new FlagScope(frame, entry, produced, changes, changed);
   (frame.scopes ??= []).push(scope);
   return scope;

@@ -19,8 +19,10 @@ import {
 import {
   type Availability,
   availabilityOf,
+  type BackendDefinition,
   backendForNamespace,
   getBackend,
+  thrownText,
 } from "../registry/backends.ts";
 import { onRegistration } from "../registry/register.ts";
 import { show } from "../util/format.ts";
@@ -109,6 +111,21 @@ function answerOf<T>(query: () => T): T | undefined {
   }
 }
 
+/** A backend's isBuilt(): true when it has none; one that throws or answers no object is a reason. */
+function builtOf(def: BackendDefinition): Availability {
+  try {
+    const a: unknown = def.isBuilt?.() ?? { available: true };
+    return a !== null && typeof (a as Availability).available === "boolean"
+      ? (a as Availability)
+      : {
+          available: false,
+          reason: `isBuilt() returned ${show(a)} instead of { available, reason? }`,
+        };
+  } catch (e) {
+    return { available: false, reason: `isBuilt() threw: ${thrownText(e)}` };
+  }
+}
+
 export function statusOf(ns: string): NamespaceStatus {
   const b = backendForNamespace(ns);
   const provided = b ? undefined : providedStatus(ns);
@@ -123,12 +140,7 @@ export function statusOf(ns: string): NamespaceStatus {
       packageName: NAMESPACE_PACKAGES[ns] ?? undefined,
     };
   }
-  let built: Availability = { available: true };
-  try {
-    built = b.def.isBuilt?.() ?? built;
-  } catch (e) {
-    built = { available: false, reason: `isBuilt() threw: ${(e as Error).message}` };
-  }
+  const built = builtOf(b.def);
   let avail: Availability = built.available
     ? availabilityOf(b)
     : { available: false, reason: built.reason, detail: built.detail };

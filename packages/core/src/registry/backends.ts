@@ -125,10 +125,15 @@ export function availabilityOf(b: RegisteredBackend): Availability {
           ? a
           : { available: false, reason: "isAvailable() returned no answer" };
     } catch (e) {
-      b.availability = { available: false, reason: `isAvailable() threw: ${(e as Error).message}` };
+      b.availability = { available: false, reason: `isAvailable() threw: ${thrownText(e)}` };
     }
   }
   return b.availability;
+}
+
+/** What a hook threw, as text: an Error's message, or the value itself (`throw null` too). */
+export function thrownText(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
 }
 
 /** Forget cached availability (after installing a driver, changing a search path...). */
@@ -150,7 +155,7 @@ export function startInit(b: RegisteredBackend): void {
   };
   const fail = (e: unknown) => {
     b.initState = "failed";
-    const text = e instanceof Error ? e.message : String(e);
+    const text = thrownText(e);
     const given = (e as { detail?: unknown } | undefined)?.detail;
     const { reason, detail } = splitReason(text);
     b.initError = reason;

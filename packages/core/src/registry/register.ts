@@ -188,6 +188,10 @@ function checkNamespaces(def: BackendDefinition): void {
     ...Object.keys(def.api ?? {}).map((ns) => ["api", ns]),
   ];
   for (const [field, ns] of named) {
+    if (!isPlainName(ns))
+      throw new RegistrationError(
+        `backend ${def.name}: ${field} names the namespace ${show(ns)}; a namespace name is non-empty, without "."`,
+      );
     if (reservedName(ns))
       throw new RegistrationError(
         `backend ${def.name}: ${field} names the namespace ${show(ns)}, but backends.${ns} is a member of backends itself; choose another name`,
@@ -241,6 +245,22 @@ function checkMemories(def: BackendDefinition): void {
 
 const FLAG_KINDS = ["bool", "int", "enum", "string"];
 
+/** The members every `backends.<ns>` object has (NamespaceBase): a flag there would hide one. */
+const NAMESPACE_MEMBERS = new Set([
+  "name",
+  "isBuilt",
+  "isAvailable",
+  "status",
+  "version",
+  "versionString",
+  "capability",
+  "flags",
+  "values",
+]);
+
+/** A namespace or flag name: a dot would make its key read as a group path. */
+const isPlainName = (name: string): boolean => name !== "" && !name.includes(".");
+
 /**
  * Every node of the backend's flag schemas is a spec ({ kind, default, ... }) of a kind
  * that exists, whose default it accepts, or a group of such: a misspelt kind ("boool")
@@ -255,30 +275,73 @@ function checkFlagSchemas(def: BackendDefinition): void {
       );
     const o = node as Record<string, unknown>;
     if (!("kind" in o) && !("default" in o)) {
-      for (const [k, v] of Object.entries(o)) walk(v, `${path}.${k}`);
+      for (const [k, v] of Object.entries(o)) {
+        if (!isPlainName(k))
+          throw fail(
+            `flags has the name ${show(k)} in ${path}; a flag name is non-empty, without "."`,
+          );
+        if (path.indexOf(".") < 0 && NAMESPACE_MEMBERS.has(k))
+          throw fail(`flag ${path}.${k} would hide backends.${path}.${k}(); rename it`);
+        walk(v, `${path}.${k}`);
+      }
       return;
     }
-    if (typeof o.kind !== "string" || !FLAG_KINDS.includes(o.kind)) {
-      const guess = didYouMean(String(o.kind), FLAG_KINDS);
-      throw fail(
-        `flag ${path} has kind ${show(o.kind)}; a flag is ${FLAG_KINDS.join(", ")}${guess ? ` (did you mean ${guess}?)` : ""}`,
-      );
-    }
-    if (!("default" in o)) throw fail(`flag ${path} (${o.kind}) has no default`);
-    const values = o.values;
-    if (
-      o.kind === "enum" &&
-      !(Array.isArray(values) && values.length > 0 && values.every((v) => typeof v === "string"))
-    )
-      throw fail(`flag ${path} is an enum without its values (a non-empty list of strings)`);
-    try {
-      validate(path, o as unknown as FlagSpec, o.default);
-    } catch (e) {
-      throw fail(`the default of ${(e as Error).message}`);
-    }
+    checkSpec(o, path, fail);
   };
   for (const [ns, schema] of Object.entries(def.flags ?? {})) walk(schema, ns);
   checkFlagClashes(def);
+}
+
+/** One flag spec: its kind, its default, and the optional fields with their documented types. */
+function checkSpec(
+  o: Record<string, unknown>,
+  path: string,
+  fail: (text: string) => RegistrationError,
+): void {
+  if (typeof o.kind !== "string" || !FLAG_KINDS.includes(o.kind)) {
+    const guess = didYouMean(String(o.kind), FLAG_KINDS);
+    throw fail(
+      `flag ${path} has kind ${show(o.kind)}; a flag is ${FLAG_KINDS.join(", ")}${guess ? ` (did you mean ${guess}?)` : ""}`,
+    );
+  }
+  if (!("default" in o)) throw fail(`flag ${path} (${o.kind}) has no default`);
+  const values = o.values;
+  if (
+    o.kind === "enum" &&
+    !(Array.isArray(values) && values.length > 0 && values.every((v) => typeof v === "string"))
+  )
+    throw fail(`flag ${path} is an enum without its values (a non-empty list of strings)`);
+  const field = (name: string, want: string, ok: (v: unknown) => boolean) => {
+    if (o[name] !== undefined && !ok(o[name]))
+      throw fail(`flag ${path}: ${name} must be ${want}, got ${show(o[name])}`);
+  };
+  // Read far from here (the environment at definition, describe(), validation): a wrong
+  // type would fail there as a TypeError, after the backend was recorded.
+  field(
+    "env",
+    "a variable name or a list of them",
+    (v) => typeof v === "string" || isStringList(v),
+  );
+  field("readBy", "a list of package names", isStringList);
+  field("fromEnv", "a function (text => value)", (v) => typeof v === "function");
+  field("doc", "a string", (v) => typeof v === "string");
+  field("torch", "a string", (v) => typeof v === "string");
+  field(
+    "extensible",
+    "true or false (on an enum)",
+    (v) => typeof v === "boolean" && o.kind === "enum",
+  );
+  for (const bound of ["min", "max"])
+    field(
+      bound,
+      "a number (on an int)",
+      (v) => typeof v === "number" && !Number.isNaN(v) && o.kind === "int",
+    );
+  try {
+    validate(path, o as unknown as FlagSpec, o.default);
+  } catch (e) {
+    throw fail(`the default of ${(e as Error).message}`);
+  }
 }
 
 /**
