@@ -98,3 +98,17 @@ describe("conv2d's padding is multiplied zeros, as torch's", () => {
     for (const t of [x, w]) t.dispose();
   });
 });
+
+describe("conv2d's per-shape ranking key", () => {
+  it("tells 'same' padding with an even kernel (one more after than before) from padding 0", async () => {
+    const { ops } = await import("@backplane/core/backend");
+    const x = randn([1, 2, 8, 8], { seed: 7 });
+    const w = randn([3, 2, 2, 2], { seed: 8 });
+    const same = ops.conv2d.prepare(x, w, { padding: "same" });
+    const zero = ops.conv2d.prepare(x, w, { padding: 0 });
+    // Both pad 0 at the top and left; "same" gives 8x8 outputs, padding 0 gives 7x7.
+    expect([same.padTop, same.padLeft, zero.padTop, zero.padLeft]).toEqual([0, 0, 0, 0]);
+    expect(ops.conv2d.shapeKey(same)).not.toBe(ops.conv2d.shapeKey(zero));
+    for (const t of [x, w]) t.dispose();
+  });
+});

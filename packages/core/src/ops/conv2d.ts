@@ -207,8 +207,10 @@ export const conv2dOp: OpRecord<
 > = defineOp({
   name: "conv2d",
   prepare,
+  // The output size too: with the top/left padding it fixes the bottom/right padding
+  // ("same" with an even kernel pads one more after than before).
   shapeKey: (p: Conv2dParams) =>
-    `${p.n}x${p.c}x${p.h}x${p.w},${p.outChannels}x${p.kh}x${p.kw},s${p.strideH}x${p.strideW},p${p.padTop}x${p.padLeft},d${p.dilationH}x${p.dilationW},g${p.groups}`,
+    `${p.n}x${p.c}x${p.h}x${p.w},${p.outChannels}x${p.kh}x${p.kw},s${p.strideH}x${p.strideW},p${p.padTop}x${p.padLeft},d${p.dilationH}x${p.dilationW},g${p.groups},o${p.outH}x${p.outW}`,
   work: (p: Conv2dParams) =>
     (2 * p.n * p.outChannels * p.outH * p.outW * p.c * p.kh * p.kw) / p.groups,
   rankPerShape: true,
