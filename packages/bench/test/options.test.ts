@@ -24,7 +24,7 @@ describe("bench options", () => {
     expect(gemm.code).toBe(2);
     expect(gemm.out).toBe("");
     expect(gemm.err).toMatch(
-      /^bench gemm: --impls: "nosuch-impl" is not one of backplane-native, backplane-wasm, .*ort-node\n$/,
+      /^bench gemm: --impls: "nosuch-impl" is not one of backplane-native, backplane-dispatch, backplane-wasm, .*ort-node\n$/,
     );
     const conv = await bench("conv2d", "--impls=backplane-auto,tfjs-wsam");
     expect(conv.code).toBe(2);
