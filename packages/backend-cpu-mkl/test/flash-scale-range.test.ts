@@ -67,9 +67,11 @@ describe("flash kernels with a scale past float32's range", () => {
         const out: Tensor = scaledDotProductAttention(q, k, v, opts);
         expect(relError(out.toFloat64(), reference), kernel).toBeLessThan(2e-5);
         out.dispose();
-        // The flash kernel refuses the scale (when it is registered): the math kernel ran.
+        // The flash kernel refuses the scale (where its backend loaded: a machine without
+        // BLAS or oneDNN names the missing library instead): the math kernel ran.
         const reason = explain(OP, q, k, v, opts).candidates.find((c) => c.kernel === kernel);
-        if (reason) expect(reason.reason, kernel).toMatch(/scale .* past float32's range/);
+        if (reason && !/^backend \S+: not installed/.test(reason.reason))
+          expect(reason.reason, kernel).toMatch(/scale .* past float32's range/);
       }
     }
     for (const t of [q, k, v, ...wide]) t.dispose();
