@@ -204,6 +204,17 @@ async function conformance(cases: OpCase[]): Promise<void> {
 /** Time limit of the reference-heavy tests (bun's default is 5 s; these machines are shared). */
 const SLOW = 120_000;
 
+/** The largest |got - want| over the largest |want|. */
+function relErr(got: Float64Array, want: Float64Array): number {
+  let scale = 0;
+  let err = 0;
+  for (let i = 0; i < want.length; i++) {
+    scale = Math.max(scale, Math.abs(want[i]));
+    err = Math.max(err, Math.abs(got[i] - want[i]));
+  }
+  return err / scale;
+}
+
 describe("flash-cpu (fused attention, WASM SIMD)", () => {
   it("is registered as FLASH_ATTENTION on cpu, above the math kernel", async () => {
     await ready(WASM_BACKEND);
@@ -256,13 +267,7 @@ describe("flash-cpu (fused attention, WASM SIMD)", () => {
       using _ = sdpaKernel([SDPBackend.MATH]);
       ref = scaledDotProductAttention(q, k, v, opts).toFloat64();
     }
-    let scale = 0;
-    let err = 0;
-    for (let i = 0; i < ref.length; i++) {
-      scale = Math.max(scale, Math.abs(ref[i]));
-      err = Math.max(err, Math.abs(fused[i] - ref[i]));
-    }
-    expect(err / scale).toBeLessThan(TOLERANCE);
+    expect(relErr(fused, ref)).toBeLessThan(TOLERANCE);
     // Another seed draws another mask.
     const other = scaledDotProductAttention(q, k, v, { dropoutP: 0.3, seed: 1 }).toFloat64();
     expect(other.some((x, i) => Math.abs(x - fused[i]) > 1e-3)).toBe(true);
@@ -287,13 +292,7 @@ describe("flash-cpu (fused attention, WASM SIMD)", () => {
     // The fused kernel and the math path still draw the same mask for a large seed.
     const fused = run(2 ** 40 + 3, false);
     const ref = run(2 ** 40 + 3, true);
-    let scale = 0;
-    let err = 0;
-    for (let i = 0; i < ref.length; i++) {
-      scale = Math.max(scale, Math.abs(ref[i]));
-      err = Math.max(err, Math.abs(fused[i] - ref[i]));
-    }
-    expect(err / scale).toBeLessThan(TOLERANCE);
+    expect(relErr(fused, ref)).toBeLessThan(TOLERANCE);
   });
 
   it("reproduces the reference's dropout after a fully masked row (draws fixed per element)", async () => {

@@ -200,133 +200,117 @@ describe("one ranker for dispatch and explain", () => {
   }
 });
 
+interface RecheckParams extends OpParams {
+  x: Tensor;
+}
+
+/**
+ * A per-shape-ranked op whose kernels add `cost()` to a fake clock (the timing clock while
+ * `timed` runs) and log their names in `ran`, each in a backend of its own.
+ */
+function recheckFixture(
+  opName: string,
+  kernels: [backend: string, name: string, priority: number, cost: () => number][],
+) {
+  const op = defineOp({
+    name: opName,
+    prepare: (x: Tensor): RecheckParams => ({ x, deviceType: x.deviceType, dtype: x.dtype }),
+    shapeKey: (p: RecheckParams) => p.x.shape.join("x"),
+    rankPerShape: true,
+  });
+  let clock = 0;
+  const ran: string[] = [];
+  for (const [backend, name, priority, cost] of kernels)
+    registerBackend(
+      defineBackend({
+        name: backend,
+        devices: ["cpu"],
+        isAvailable: () => ({ available: true }),
+        kernels: [
+          {
+            op: opName,
+            name,
+            device: "cpu",
+            dtypes: ["float32"] as const,
+            deterministic: true,
+            priority,
+            run: (p: RecheckParams) => {
+              clock += cost();
+              ran.push(name);
+              return p.x.numel;
+            },
+          },
+        ],
+      }),
+    );
+  const x = tensor(new Float32Array([1, 2, 3]));
+  return {
+    x,
+    last: () => ran[ran.length - 1],
+    call: () => dispatch(op, op.prepare(x)),
+    /** Runs `body` under perShape ranking with the fake clock, then disposes x. */
+    timed(body: () => void) {
+      const restore = setTimingClock(() => clock);
+      try {
+        using _ = backends.core.flags({ ranking: "perShape" });
+        body();
+      } finally {
+        setTimingClock(restore);
+        x.dispose();
+      }
+    },
+  };
+}
+
 describe("perShape measures a shape again once warm", () => {
   it("orders by the first measurement, then by the one at the shape's 8th call", () => {
-    interface P extends OpParams {
-      x: Tensor;
-    }
-    const op = defineOp({
-      name: "rankerRecheck",
-      prepare: (x: Tensor): P => ({ x, deviceType: x.deviceType, dtype: x.dtype }),
-      shapeKey: (p: P) => p.x.shape.join("x"),
-      rankPerShape: true,
-    });
-    let clock = 0;
     let coldRuns = 0;
-    const ran: string[] = [];
-    const kernel = (name: string, priority: number, cost: () => number) => ({
-      op: "rankerRecheck",
-      name,
-      device: "cpu",
-      dtypes: ["float32"] as const,
-      deterministic: true,
-      priority,
-      run: (p: P) => {
-        clock += cost();
-        ran.push(name);
-        return p.x.numel;
-      },
-    });
     // "warming" is slow for its first 7 runs (the first measurement: a warm-up and three
     // rounds of two; code not yet compiled to its top tier), then the faster; "steady"
     // costs the same every time.
-    for (const [backend, k] of [
-      ["recheck-warming", kernel("warming", 20, () => (coldRuns++ < 7 ? 5 : 1))],
-      ["recheck-steady", kernel("steady", 10, () => 2)],
-    ] as const)
-      registerBackend(
-        defineBackend({
-          name: backend,
-          devices: ["cpu"],
-          isAvailable: () => ({ available: true }),
-          kernels: [k],
-        }),
-      );
-    const restore = setTimingClock(() => clock);
-    const x = tensor(new Float32Array([1, 2, 3]));
-    try {
-      using _ = backends.core.flags({ ranking: "perShape" });
-      const last = () => ran[ran.length - 1];
-      dispatch(op, op.prepare(x)); // measured cold: "steady" first
-      expect(last()).toBe("steady");
+    const f = recheckFixture("rankerRecheck", [
+      ["recheck-warming", "warming", 20, () => (coldRuns++ < 7 ? 5 : 1)],
+      ["recheck-steady", "steady", 10, () => 2],
+    ]);
+    f.timed(() => {
+      f.call(); // measured cold: "steady" first
+      expect(f.last()).toBe("steady");
       for (let i = 2; i < 8; i++) {
-        dispatch(op, op.prepare(x));
-        expect(last()).toBe("steady");
+        f.call();
+        expect(f.last()).toBe("steady");
       }
-      dispatch(op, op.prepare(x)); // the 8th call measures again, warm: "warming" first
-      expect(last()).toBe("warming");
-      expect(explain("rankerRecheck", x).selected).toBe("warming");
-      expect(explain("rankerRecheck", x).candidates.some((c) => c.measured)).toBe(true);
+      f.call(); // the 8th call measures again, warm: "warming" first
+      expect(f.last()).toBe("warming");
+      expect(explain("rankerRecheck", f.x).selected).toBe("warming");
+      expect(explain("rankerRecheck", f.x).candidates.some((c) => c.measured)).toBe(true);
       // Another thread setting has orders of its own: none measured there yet.
       {
         using _t = backends.openmp.numThreadsScope(3);
-        expect(explain("rankerRecheck", x).candidates.some((c) => c.measured)).toBe(false);
+        expect(explain("rankerRecheck", f.x).candidates.some((c) => c.measured)).toBe(false);
       }
-    } finally {
-      setTimingClock(restore);
-      x.dispose();
-    }
+    });
   });
 });
 
 describe("perShape keeps each kernel's best over its measurements", () => {
   it("a busy stretch during the 8th call's measurement does not unseat the faster kernel", () => {
-    interface P extends OpParams {
-      x: Tensor;
-    }
-    const op = defineOp({
-      name: "rankerRecheckBest",
-      prepare: (x: Tensor): P => ({ x, deviceType: x.deviceType, dtype: x.dtype }),
-      shapeKey: (p: P) => p.x.shape.join("x"),
-      rankPerShape: true,
-    });
-    let clock = 0;
     let busy = false;
-    const ran: string[] = [];
-    const kernel = (name: string, priority: number, cost: () => number) => ({
-      op: "rankerRecheckBest",
-      name,
-      device: "cpu",
-      dtypes: ["float32"] as const,
-      deterministic: true,
-      priority,
-      run: (p: P) => {
-        clock += cost();
-        ran.push(name);
-        return p.x.numel;
-      },
-    });
     // "fast" takes 1 unless the machine is busy (5); "slow" always 2.
-    for (const [backend, k] of [
-      ["recheck-best-fast", kernel("fast", 10, () => (busy ? 5 : 1))],
-      ["recheck-best-slow", kernel("slow", 20, () => 2)],
-    ] as const)
-      registerBackend(
-        defineBackend({
-          name: backend,
-          devices: ["cpu"],
-          isAvailable: () => ({ available: true }),
-          kernels: [k],
-        }),
-      );
-    const restore = setTimingClock(() => clock);
-    const x = tensor(new Float32Array([1, 2, 3]));
-    try {
-      using _ = backends.core.flags({ ranking: "perShape" });
-      const last = () => ran[ran.length - 1];
-      for (let i = 1; i < 8; i++) dispatch(op, op.prepare(x));
-      expect(last()).toBe("fast");
+    const f = recheckFixture("rankerRecheckBest", [
+      ["recheck-best-fast", "fast", 10, () => (busy ? 5 : 1)],
+      ["recheck-best-slow", "slow", 20, () => 2],
+    ]);
+    f.timed(() => {
+      for (let i = 1; i < 8; i++) f.call();
+      expect(f.last()).toBe("fast");
       busy = true; // the 8th call measures again while the machine is busy
-      dispatch(op, op.prepare(x));
+      f.call();
       busy = false;
-      expect(last()).toBe("fast");
-      for (let i = 9; i <= 70; i++) dispatch(op, op.prepare(x)); // the 64th measures a third time
-      expect(last()).toBe("fast");
-      const m = explain("rankerRecheckBest", x).candidates.find((c) => c.kernel === "fast");
+      expect(f.last()).toBe("fast");
+      for (let i = 9; i <= 70; i++) f.call(); // the 64th measures a third time
+      expect(f.last()).toBe("fast");
+      const m = explain("rankerRecheckBest", f.x).candidates.find((c) => c.kernel === "fast");
       expect((m?.measured as { ms: number } | undefined)?.ms).toBe(1); // its best, not the busy 5
-    } finally {
-      setTimingClock(restore);
-      x.dispose();
-    }
+    });
   });
 });

@@ -336,19 +336,14 @@ export class Tensor implements Disposable {
     this.assertAlive();
     if (dev === this.device) return this.clone();
     // The target first: a device nobody provides fails before anything is read back.
-    const out = empty(this.shape, { dtype: this.dtype, device: dev });
-    try {
+    return freedOnThrow(empty(this.shape, { dtype: this.dtype, device: dev }), (out) => {
       const data = this.dataSync();
       out.storage.memory.upload(
         out.storage.handle,
         0,
         new Uint8Array(data.buffer, data.byteOffset, data.byteLength),
       );
-    } catch (e) {
-      out.dispose();
-      throw e;
-    }
-    return out;
+    });
   }
 
   /** A copy on another device, reading back asynchronously where needed (WebGPU). */
