@@ -248,6 +248,11 @@ function recheckFixture(
     x,
     last: () => ran[ran.length - 1],
     call: () => dispatch(op, op.prepare(x)),
+    /** The fake clock's time, and a pause with no calls. */
+    clock: () => clock,
+    wait: (ms: number) => {
+      clock += ms;
+    },
     /** Runs `body` under perShape ranking with the fake clock, then disposes x. */
     timed(body: () => void) {
       const restore = setTimingClock(() => clock);
@@ -311,6 +316,27 @@ describe("perShape keeps each kernel's best over its measurements", () => {
       expect(f.last()).toBe("fast");
       const m = explain("rankerRecheckBest", f.x).candidates.find((c) => c.kernel === "fast");
       expect((m?.measured as { ms: number } | undefined)?.ms).toBe(1); // its best, not the busy 5
+    });
+  });
+});
+
+describe("perShape's last recheck waits for the process to settle", () => {
+  it("measures the 64th call's third time only a second after the first measurement", () => {
+    // "settling" costs 5 for the first second of the clock (a second thread not yet up to
+    // speed), then 1; "steady" always 2.
+    const f = recheckFixture("rankerRecheckSettle", [
+      ["recheck-settle-settling", "settling", 10, () => (f.clock() < 1000 ? 5 : 1)],
+      ["recheck-settle-steady", "steady", 20, () => 2],
+    ]);
+    f.timed(() => {
+      for (let i = 1; i <= 70; i++) f.call(); // the 8th and 64th calls come within the first second
+      expect(f.clock()).toBeLessThan(1000);
+      expect(f.last()).toBe("steady");
+      f.wait(1000);
+      f.call(); // the first call a second on measures the third time
+      expect(f.last()).toBe("settling");
+      const m = explain("rankerRecheckSettle", f.x).candidates.find((c) => c.kernel === "settling");
+      expect((m?.measured as { ms: number } | undefined)?.ms).toBe(1);
     });
   });
 });

@@ -98,53 +98,103 @@ const plans = new Map<string, Plan | string>();
 const last = new Map<Algorithm, { params: Conv2dParams; plan: Plan | string }>();
 
 /**
- * A plan's choice among layouts is timed again at its RECHECK_AT-th call against the
- * runner-up of its first timing, each keeping its best time: at a shape's first call a
- * busy few milliseconds can fall on the faster layout's turns, and the choice lasts the
- * process. The runner-ups waiting for that call (the newest RECHECK_LIMIT) stay made.
+ * A plan's choice among its contenders (the layouts made, each with and without the WASM
+ * transposes, and for a small layer on more than one thread each also on one thread) is
+ * timed again at the shape's 8th call and at its first call a second after the first
+ * timing, every contender keeping its best time: at a shape's first calls V8's compiler
+ * threads or a busy hypervisor can hold a core, and a second thread runs oneDNN's kernels
+ * slower for the first few hundred milliseconds of a process (a depthwise 3x3 64 @112
+ * layer: 155-160 us, then 137-143 from 300 ms on, Zen 5); the choice lasts the process.
+ * Without the rechecks a depthwise 3x3 32 @112 layer on two threads kept a one-thread plan
+ * (150 us) in two processes of six, and oneDNN's channels-last one (180 us) in another,
+ * where its 16-channel-block plan runs in 80-105. The last recheck counts time, not calls:
+ * once the dispatcher prefers another backend, this one is called only to be timed.
+ * Contenders past SPREAD times the best are dropped at each timing, and those of the
+ * newest RECHECK_LIMIT shapes stay made until their last recheck.
  */
 interface Recheck {
-  runnerUp: Plan;
-  /** Best milliseconds of the first timing: the kept plan's and the runner-up's. */
-  ms: [number, number];
+  contenders: Plan[];
+  /** Each contender's best milliseconds so far. */
+  ms: number[];
+  /** Calls left before the first recheck (0 after it). */
   callsLeft: number;
+  /** Whether the first recheck has run (the next is the last). */
+  last: boolean;
+  /** performance.now() of the first timing. */
+  madeAt: number;
 }
-const RECHECK_AT = 8;
+const FIRST_RECHECK_AT = 8;
+const LAST_RECHECK_AFTER_MS = 1000;
 const RECHECK_LIMIT = 8;
+/**
+ * How many times the best time a contender may take and stay for the last recheck: wide, as
+ * a plan can run 3-5x slower for its first second in a process (the 16-channel-block plan
+ * above: 400-540 us at its first timing and 8th call in some processes, 80-90 after).
+ */
+const SPREAD = 10;
+/** A one-thread plan is kept over a multi-thread one only when this much faster. */
+const ONE_THREAD_MARGIN = 1.1;
 const rechecks = new Map<string, Recheck>();
 let rechecksMade = 0;
 /** How many rechecks have run (tests). */
 export const convRechecks = (): number => rechecksMade;
 
-/** Every handle a plan or a waiting runner-up holds, but `except`'s own entry. */
+/** Every handle a plan or a waiting contender holds, but `except`'s own contenders. */
 function heldPlans(except?: string): (Plan | string)[] {
   return [
     ...plans.values(),
-    ...[...rechecks].filter(([k]) => k !== except).map(([, r]) => r.runnerUp),
+    ...[...rechecks].filter(([k]) => k !== except).flatMap(([, r]) => r.contenders),
   ];
 }
 
-/** Forgets key's waiting runner-up, destroying what no other plan holds. */
+/** Forgets key's waiting contenders, destroying what no other plan holds. */
 function dropRecheck(key: string): void {
   const r = rechecks.get(key);
   if (!r) return;
   rechecks.delete(key);
-  releasePlans([r.runnerUp], heldPlans());
+  releasePlans(r.contenders, heldPlans());
 }
 
-/** The plan for key after its call: at the RECHECK_AT-th, the faster of it and its runner-up. */
+/** Contenders' indices, fastest first; a one-thread plan's time counts ONE_THREAD_MARGIN more. */
+function ranked(contenders: readonly Plan[], ms: readonly number[]): number[] {
+  const threads = Math.max(...contenders.map((c) => c.threads));
+  const score = (i: number) => ms[i] * (contenders[i].threads < threads ? ONE_THREAD_MARGIN : 1);
+  return [...contenders.keys()].sort((a, b) => score(a) - score(b));
+}
+
+/**
+ * The fastest contender first, then those within `spread` times its time (1: none else);
+ * the others are released but for the handles `held` holds.
+ */
+function narrowed(
+  contenders: readonly Plan[],
+  ms: readonly number[],
+  spread: number,
+  held: readonly (Plan | string)[],
+): { contenders: Plan[]; ms: number[] } {
+  const order = ranked(contenders, ms);
+  const limit = ms[order[0]] * spread;
+  const kept = order.filter((i, rank) => rank === 0 || (spread > 1 && ms[i] <= limit));
+  const out = { contenders: kept.map((i) => contenders[i]), ms: kept.map((i) => ms[i]) };
+  const dropped = contenders.filter((_, i) => !kept.includes(i));
+  releasePlans(dropped, [...out.contenders, ...held]);
+  return out;
+}
+
+/** The plan for key after its call: at each recheck (see Recheck), the fastest of its contenders. */
 function recheckedPlan(key: string, plan: Plan, p: Conv2dParams): Plan {
   const r = rechecks.get(key);
   if (!r || --r.callsLeft > 0) return plan;
-  rechecks.delete(key);
+  if (r.last && performance.now() - r.madeAt < LAST_RECHECK_AFTER_MS) return plan;
   rechecksMade++;
-  const [msPlan, msRunnerUp] = bestOfRounds([plan, r.runnerUp], p, 3, 2);
-  const best = Math.min(r.ms[0], msPlan);
-  const [winner, loser] =
-    Math.min(r.ms[1], msRunnerUp) < best ? [r.runnerUp, plan] : [plan, r.runnerUp];
-  plans.set(key, winner);
-  releasePlans([loser], heldPlans());
-  return winner;
+  const now = bestOfRounds(r.contenders, p, 2, 2);
+  const ms = r.ms.map((m, i) => Math.min(m, now[i]));
+  const held = heldPlans(key).filter((h) => h !== plan);
+  const next = narrowed(r.contenders, ms, r.last ? 1 : SPREAD, held);
+  plans.set(key, next.contenders[0]);
+  if (next.contenders.length === 1) rechecks.delete(key);
+  else Object.assign(r, { ...next, last: true });
+  return next.contenders[0];
 }
 
 /**
@@ -189,10 +239,10 @@ function evictOldestPlan(): void {
   for (const [key, plan] of plans) {
     if (inUse.has(plan)) continue;
     plans.delete(key);
-    // The plan and its waiting runner-up in one release: a twin's shared handles go once.
+    // The plan and its waiting contenders in one release: a twin's shared handles go once.
     const r = rechecks.get(key);
     rechecks.delete(key);
-    const dropped = [...(typeof plan === "string" ? [] : [plan]), ...(r ? [r.runnerUp] : [])];
+    const dropped = [...(typeof plan === "string" ? [] : [plan]), ...(r?.contenders ?? [])];
     releasePlans(dropped, heldPlans());
     return;
   }
@@ -458,16 +508,6 @@ function bestOfRounds(plans: Plan[], p: Conv2dParams, rounds: number, timed: num
 }
 
 /**
- * Whether `one` (made for one thread) runs clearly faster (1.1x) than `all` (made for the
- * setting's), each in the steady state of back-to-back calls (single calls alternating
- * between the settings found the OpenMP threads awake each time and favoured them).
- */
-function oneThreadFaster(all: Plan, one: Plan, p: Conv2dParams): boolean {
-  const [msAll, msOne] = bestOfRounds([all, one], p, 3, 3);
-  return msOne * 1.1 < msAll;
-}
-
-/**
  * The plan for these params, or why oneDNN refuses them (cached either way). oneDNN's
  * blocked-layout kernels win on most layers, its NCHW (GEMM) kernels on some 1x1 ones
  * (3x on a 1x1 96>24 at 56x56 here): both are made at the first call of a shape and the
@@ -527,9 +567,9 @@ function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {
 }
 
 /**
- * The fastest of the layouts made (each also without its WASM transposes), timed now; on
- * more than one thread the runner-up waits for the recheck (recheckedPlan), and a small
- * layer keeps one thread where that is clearly faster.
+ * The fastest of the contenders (the layouts made, each also without its WASM transposes,
+ * and for a small layer on more than one thread each also on one thread), timed now; those
+ * within SPREAD of it wait for the rechecks (recheckedPlan).
  */
 function fastestOf(
   made: Plan[],
@@ -538,45 +578,36 @@ function fastestOf(
   algorithm: Algorithm,
   threads: number,
 ): Plan {
+  // A small layer can lose more to waking the OpenMP threads (three parallel regions a
+  // call) than it gains from them: its one-thread plans contend too.
+  if (threads > 1 && convWork(p) < SMALL_LAYER_FLOPS)
+    for (const plan of [...made]) {
+      try {
+        made.push(makePlan(p, plan.layout, 1, algorithm));
+      } catch {
+        // The layout made for all threads stays a contender.
+      }
+    }
   // Each plan whose activations the WASM transposes can move also as it is with
   // oneDNN's reorders: the transposes win on depthwise layers, the reorders on some
   // dense ones (a 7x7/2 3>64 @224 layer's 64-channel output: 3.0 against 2.6 ms, Zen 4).
   const candidates = made.flatMap((m) =>
     m.srcMoved || m.dstMoved ? [m, { ...m, srcMoved: undefined, dstMoved: undefined }] : [m],
   );
-  // Two rounds of one timed call each: as many calls as one plan's 1 + 3 before.
+  // Two rounds of one timed call each: the rechecks time again.
   const times = bestOfRounds(candidates, p, 2, 1);
-  const order = [...candidates.keys()].sort((a, b) => times[a] - times[b]);
-  let plan = candidates[order[0]];
-  // The runner-up waits for the recheck (direct plans of more than one thread).
-  const runnerUp =
-    algorithm === "direct" && threads > 1 && order.length > 1 ? candidates[order[1]] : undefined;
-  releasePlans(candidates, runnerUp ? [plan, runnerUp] : [plan]);
-  if (runnerUp) {
+  const recheck = algorithm === "direct" && candidates.length > 1;
+  const next = narrowed(candidates, times, recheck ? SPREAD : 1, heldPlans());
+  if (next.contenders.length > 1) {
     if (rechecks.size >= RECHECK_LIMIT) dropRecheck(rechecks.keys().next().value as string);
     rechecks.set(key, {
-      runnerUp,
-      ms: [times[order[0]], times[order[1]]],
-      callsLeft: RECHECK_AT - 1,
+      ...next,
+      callsLeft: FIRST_RECHECK_AT - 1,
+      last: false,
+      madeAt: performance.now(),
     });
   }
-  // A small layer can lose more to waking the OpenMP threads (three parallel regions a
-  // call) than it gains from them: keep one thread when that measured faster.
-  // Only for layers this small (a first-call timing is noisy; a wrong choice sticks),
-  // and only when clearly faster.
-  if (threads > 1 && convWork(p) < SMALL_LAYER_FLOPS) {
-    const one = makePlan(p, plan.layout, 1, algorithm);
-    if (!plan.srcMoved) one.srcMoved = undefined;
-    if (!plan.dstMoved) one.dstMoved = undefined;
-    const faster = oneThreadFaster(plan, one, p) ? one : plan;
-    // One thread kept: the runner-up (timed against the other) goes with the plan, in
-    // one release, as it may share the plan's handles.
-    const r = faster === plan ? undefined : rechecks.get(key);
-    if (r) rechecks.delete(key);
-    releasePlans([plan, one, ...(r ? [r.runnerUp] : [])], [faster, ...heldPlans()]);
-    plan = faster;
-  }
-  return plan;
+  return next.contenders[0];
 }
 
 /**

@@ -19,7 +19,7 @@
  * | core.ranking is not "auto"              | that value |                                        |
  * | cudnn.benchmark                         | exhaustive | every accepting kernel timed per shape |
  * | cpu.calibrate is false                  | off        | author priority                        |
- * | a CPU op declaring rankPerShape         | perShape   | backends timed at a shape's first call, again at its 8th |
+ * | a CPU op declaring rankPerShape         | perShape   | backends timed at a shape's first call, again at its 8th and 64th (a second on) |
  * | a CPU op with calibration figures       | sizeClass  | backends by the nearest measured size (measured again warm at the op's 8th call) |
  * | otherwise                               | off        | author priority                        |
  */
@@ -45,7 +45,7 @@ import {
   nearestBySize,
   reorderByMeasurement,
 } from "./measured.ts";
-import { firstPerBackend, timeInterleaved } from "./timing.ts";
+import { firstPerBackend, now, timeInterleaved } from "./timing.ts";
 import { emitVerbose } from "./verbose.ts";
 
 export type RankPolicy = "off" | "sizeClass" | "perShape" | "exhaustive";
@@ -56,6 +56,8 @@ export interface Ranking {
   measurement: Measurement | undefined;
   /** perShape: calls of the shape left before it is measured again, warm (then undefined). */
   recheckIn?: number;
+  /** perShape: when (timing clock, ms) the shape was first measured. */
+  firstMeasuredAt?: number;
 }
 
 /** What is decided per (flag snapshot, device type, dtype). */
@@ -110,6 +112,13 @@ const SHAPE_BURST = 2;
  * of four on two threads, Zen 5). The best of several is what the kernel can do.
  */
 const RECHECKS = [8, 64];
+/**
+ * The last recheck also waits until this long after the first measurement: a second
+ * thread runs slower for the first few hundred milliseconds of a process (oneDNN's
+ * depthwise 3x3 64 @112 on two threads: 155-160 us, then 137-143 from 300 ms on, Zen 5),
+ * and a depthwise layer was given to nnpack (150 us) over oneDNN (80 us settled) that way.
+ */
+const LAST_RECHECK_AFTER_MS = 1000;
 
 const PRECISION_RANK = { highest: 0, high: 1, medium: 2 } as const;
 
@@ -364,7 +373,14 @@ function measureAgain(op: OpRecord, e: Entry, params: OpParams, earlier: Ranking
   // The next recheck, if any: RECHECKS[i] is the call of the (i + 2)-th measurement.
   const next = RECHECKS[best.runs - 1];
   if (next !== undefined) ranking.recheckIn = next - RECHECKS[best.runs - 2];
+  ranking.firstMeasuredAt = earlier.firstMeasuredAt;
   return ranking;
+}
+
+/** Whether a perShape recheck whose call has come may run: the last waits for its time too. */
+function recheckDue(r: Ranking): boolean {
+  const last = (r.measurement?.runs ?? 1) >= RECHECKS.length;
+  return !last || now() - (r.firstMeasuredAt ?? 0) >= LAST_RECHECK_AFTER_MS;
 }
 
 /**
@@ -387,10 +403,13 @@ export function rank(op: OpRecord, e: Entry, params: OpParams, mayMeasure: boole
       if (!mayMeasure) return hit ?? e.base;
       if (hit === undefined) {
         const first = measureShape(op, e, params);
-        if (e.policy === "perShape" && first.measurement) first.recheckIn = RECHECKS[0] - 1;
+        if (e.policy === "perShape" && first.measurement) {
+          first.recheckIn = RECHECKS[0] - 1;
+          first.firstMeasuredAt = now();
+        }
         return remember(e, key, first);
       }
-      if (hit.recheckIn !== undefined && --hit.recheckIn === 0)
+      if (hit.recheckIn !== undefined && --hit.recheckIn <= 0 && recheckDue(hit))
         return remember(e, key, measureAgain(op, e, params, hit));
       return hit;
     }
