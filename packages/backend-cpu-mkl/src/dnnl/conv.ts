@@ -125,7 +125,12 @@ interface Recheck {
 }
 const FIRST_RECHECK_AT = 8;
 const LAST_RECHECK_AFTER_MS = 1000;
-const RECHECK_LIMIT = 8;
+/**
+ * Shapes whose contenders wait for their last recheck: a model's distinct layers (ResNet-50
+ * has 20 convolution shapes) are all planned within its first second. About 1 MiB of
+ * native memory a small layer's eight contenders (Zen 5).
+ */
+const RECHECK_LIMIT = 32;
 /**
  * How many times the best time a contender may take and stay for the last recheck: wide, as
  * a plan can run 3-5x slower for its first second in a process (the 16-channel-block plan
