@@ -138,4 +138,13 @@ describe('qr mode "r"', () => {
     ]);
     expect(() => qr(a, { mode: "economic" as "r" })).toThrow(ArgumentError);
   });
+  it("refuses a null mode (torch: TypeError) instead of taking it for the default", () => {
+    const a = tensor([
+      [1, 2],
+      [3, 4],
+    ]);
+    expect(() => qr(a, { mode: null as unknown as "r" })).toThrow(
+      /qr: mode must be "reduced", "complete" or "r", got null/,
+    );
+  });
 });

@@ -1,7 +1,7 @@
 /**
  * Row-major linear algebra on top of column-major Fortran LAPACK. A row-major matrix is
- * the column-major view of its transpose, which some routines use as is (Cholesky,
- * inverse, SVD) and others get through one transposed copy (LU, QR, eigenvectors).
+ * the column-major view of its transpose, which some routines use as is (Cholesky, SVD)
+ * and others get through one transposed copy (LU, inverse, QR, eigenvectors).
  * Each function returns LAPACK's info (0 = success) and never throws.
  */
 import type { LapackSymbols } from "./library.ts";
@@ -81,20 +81,25 @@ export function solve(
   return { x: transpose(bc, nrhs, n), info: info[0] };
 }
 
-/** inv(A): row-major A is col-major A^T, and inv(A^T) read row-major is inv(A). */
+/**
+ * inv(A). A goes to LAPACK column-major (one transposed copy) so that getrf factors A
+ * itself, as luFactor, solve and torch do: factoring A^T (the row-major array as is)
+ * pivots differently, so a nearly singular A whose LU meets an exact zero pivot (torch
+ * raises) came back "inverted", and the reverse, and info named another pivot.
+ */
 export function inv(
   lp: LapackSymbols,
   a: Float64Array,
   n: number,
 ): { out: Float64Array; info: number } {
-  const out = Float64Array.from(a);
-  if (n === 0) return { out, info: 0 };
+  if (n === 0) return { out: new Float64Array(0), info: 0 };
+  const cm = transpose(a, n, n);
   const pivots = new Int32Array(n);
   const info = int(0);
-  lp.dgetrf_(int(n), int(n), out, int(n), pivots, info);
-  if (info[0] !== 0) return { out, info: info[0] };
-  withWork((w, lw) => lp.dgetri_(int(n), out, int(n), pivots, w, lw, info));
-  return { out, info: info[0] };
+  lp.dgetrf_(int(n), int(n), cm, int(n), pivots, info);
+  if (info[0] !== 0) return { out: cm, info: info[0] };
+  withWork((w, lw) => lp.dgetri_(int(n), cm, int(n), pivots, w, lw, info));
+  return { out: transpose(cm, n, n), info: info[0] };
 }
 
 /** Householder QR (LAPACK signs). Reduced: Q m x k, R k x n; complete: Q m x m, R m x n. */

@@ -161,7 +161,9 @@ export const qrOp: OpRecord<LinalgParams, [a: Tensor, opts?: QrOptions], { Q: Te
   defineOp({
     name: "qr",
     prepare: (a: Tensor, opts?: QrOptions) => {
-      const mode = checkOptions("qr", opts, ["mode"]).mode ?? "reduced";
+      // Only undefined means the default: a null mode is as wrong as any other value.
+      const given = checkOptions("qr", opts, ["mode"]).mode;
+      const mode = given === undefined ? "reduced" : given;
       if (mode !== "reduced" && mode !== "complete" && mode !== "r")
         throw new ArgumentError(`qr: mode must be "reduced", "complete" or "r", got ${show(mode)}`);
       // "r" is "reduced" for the kernels; qr() drops Q (an empty tensor, as torch).
