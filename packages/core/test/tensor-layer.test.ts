@@ -41,6 +41,9 @@ describe("shapes and dims as torch takes them", () => {
     for (const dim of [1.5, "1", null, Number.NaN])
       expect(() => softmax(x, dim as never), show(dim)).toThrow(/must be an integer/);
     expect(() => softmax(x, 2)).toThrow(/out of range/);
+    // ...and names the dims it takes, as torch does ("expected to be in range of [-2, 1]").
+    expect(() => softmax(x, -3)).toThrow(/expected a dimension in \[-2, 1\]/);
+    expect(() => tensor(1.5).transpose(1, 0)).toThrow(/in \[-1, 0\]/);
     x.dispose();
   });
 

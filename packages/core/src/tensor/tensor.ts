@@ -383,9 +383,10 @@ export class Tensor implements Disposable {
 export function normalizeDim(name: string, dim: number, rank: number): number {
   if (!Number.isInteger(dim))
     throw new ShapeError(`${name}: a dimension must be an integer, got ${show(dim)}`);
-  if (dim < -Math.max(rank, 1) || dim >= Math.max(rank, 1)) {
+  const r = Math.max(rank, 1);
+  if (dim < -r || dim >= r) {
     throw new ShapeError(
-      `${name}: dimension ${show(dim)} is out of range for a tensor of rank ${rank}`,
+      `${name}: dimension ${show(dim)} is out of range for a tensor of rank ${rank} (expected a dimension in [${-r}, ${r - 1}])`,
     );
   }
   // A 0-d tensor takes dims -1 and 0 as torch's do, both meaning 0 (-1 + 0 gave -1).
