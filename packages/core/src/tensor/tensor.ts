@@ -92,7 +92,11 @@ export class Tensor implements Disposable {
   private _disposed = false;
   private _view: StorageArray | undefined;
 
-  /** Low level: wraps an existing storage. Use tensor(), zeros(), empty()... instead. */
+  /**
+   * Low level: wraps an existing storage, taking over one of its references (dispose() or the
+   * finalizer releases it): `storage.retain()` first to view a storage another tensor still
+   * holds. Use tensor(), zeros(), empty(), or a view method (transpose, permute, reshape) instead.
+   */
   constructor(
     storage: Storage,
     dtype: DType,
