@@ -73,6 +73,25 @@ function orthoErr(q: Float64Array, m: number, c: number): number {
   return Math.sqrt(s);
 }
 
+/**
+ * orthoErr for a square p x p Q in O(p^2) per probe (Q^T Q costs p^3): the largest
+ * |Q^T Q x - x| / |x| over random probes x, plus the exact error of every column's norm.
+ */
+function orthoErrProbed(q: Float64Array, p: number): number {
+  let err = 0;
+  for (let j = 0; j < p; j++) {
+    let ss = 0;
+    for (let i = 0; i < p; i++) ss += q[i * p + j] ** 2;
+    err = Math.max(err, Math.abs(ss - 1));
+  }
+  for (let seed = 1; seed <= 2; seed++) {
+    const x = random(1700 + seed, p, 1);
+    const qtqx = matmul(transpose(q, p, p), matmul(q, x, p, p, 1), p, p, 1);
+    err = Math.max(err, relErr(qtqx, x));
+  }
+  return err;
+}
+
 function symmetric(seed: number, n: number): Float64Array {
   const b = random(seed, n, n);
   const a = new Float64Array(n * n);
@@ -486,6 +505,29 @@ describe("svd", () => {
       checkSvd(a, 6, 4, true);
     }
   });
+
+  it("full U of 3000 x 3 and full Vh of 3 x 3000: completed in O(p^2 k), orthonormal", () => {
+    // The completion was Gram-Schmidt on e_0, e_1, ... against every column so far: p^3, over
+    // a minute for each shape here. Now the Householder Q of the k columns found: ~1 s in all.
+    for (const [m, n] of [
+      [3000, 3],
+      [3, 3000],
+    ]) {
+      const a = random(1800 + m, m, n);
+      const { u, s, vh } = svd(a, m, n, true);
+      const k = 3;
+      const us = new Float64Array(m * k);
+      for (let i = 0; i < m; i++) for (let j = 0; j < k; j++) us[i * k + j] = u[i * m + j] * s[j];
+      expect(relErr(matmul(us, vh.subarray(0, k * n), m, k, n), a)).toBeLessThan(TOL);
+      expect(orthoErrProbed(u, m)).toBeLessThan(TOL);
+      expect(orthoErrProbed(vh, n)).toBeLessThan(TOL);
+      // The singular values of the reduced svd, and its vectors (the completion comes after).
+      const reduced = svd(a, m, n, false);
+      expect(s).toEqual(reduced.s);
+      if (m > n) expect(vh).toEqual(reduced.vh);
+      else expect(u).toEqual(reduced.u);
+    }
+  }, 10_000);
 
   it("throws on NaN input and rejects bad arguments", () => {
     const e = catchError(() => svd(new Float64Array([1, Number.NaN]), 1, 2, false));

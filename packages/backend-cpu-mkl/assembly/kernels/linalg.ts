@@ -24,9 +24,9 @@ function qrBytes(m: i64, n: i64): i64 {
 function svdBytes(m: i64, n: i64): i64 {
   const p = m > n ? m : n;
   const q = m < n ? m : n;
-  // g (p q), v (q q), norms (q), order (q i32), left (p q: tall and reduced only), w (p).
+  // g (p q), v (q q), norms (q), order (q i32), left (p q: tall and reduced only).
   // Full tall matrices build `left` in u itself (p x p), so nothing here grows as p^2.
-  return al16(8 * p * q) + al16(8 * q * q) + al16(8 * q) + al16(4 * q) + al16(8 * p * q) + al16(8 * p);
+  return al16(8 * p * q) + al16(8 * q * q) + al16(8 * q) + al16(4 * q) + al16(8 * p * q);
 }
 
 /**
@@ -609,34 +609,56 @@ function jacobi(g: usize, p: i32, q: i32, v: usize): bool {
   return false;
 }
 
-/** Columns [filled, cols) of u (length p each, contiguous) become an orthonormal completion. Returns false if it ran out of candidates (unreachable for orthonormal input). */
-function completeOrthonormal(u: usize, p: i32, filled0: i32, cols: i32, w: usize): bool {
-  let filled = filled0;
-  for (let e = 0; e < p && filled < cols; e++) {
-    memory.fill(w, 0, off(p));
-    stf(w, e, 1.0);
-    for (let pass = 0; pass < 2; pass++) {
-      for (let j = 0; j < filled; j++) {
-        const uj = rowp(u, j, p);
-        const d = dot(uj, w, p);
-        axpy(-d, uj, w, p);
-      }
-    }
-    const ss = dot(w, w, p);
-    if (ss <= 0.5 / <f64>p) continue;
-    const norm = Math.sqrt(ss);
-    const uf = rowp(u, filled, p);
-    memory.copy(uf, w, off(p));
-    divs(norm, uf, p);
-    filled++;
+/**
+ * Columns [filled, cols) of u (length p each, contiguous) become an orthonormal completion of
+ * the first `filled` (orthonormal) columns: columns filled.. of Q in their Householder QR, as the
+ * core's reference does (same steps, same signs). O(p filled (cols - filled)), not O(p^3).
+ * refl: p filled f64 for the reflectors; tau: filled f64.
+ */
+function completeOrthonormal(u: usize, p: i32, filled: i32, cols: i32, refl: usize, tau: usize): void {
+  if (filled >= cols) return;
+  memory.copy(refl, u, off(p) * <usize>filled);
+  householderColumns(refl, p, filled, tau);
+  for (let c = filled; c < cols; c++) {
+    const x = rowp(u, c, p);
+    memory.fill(x, 0, off(p));
+    stf(x, c, 1.0);
+    // Q e_c = H_0 H_1 ... H_{filled-1} e_c.
+    for (let j = filled - 1; j >= 0; j--) applyReflector(refl, p, j, ldf(tau, j), x);
   }
-  return filled >= cols;
+}
+
+/** Householder QR of the q columns of v (length p >= q each, contiguous), in place: column j from index j on becomes v_j (v_j[j] = 1; above it R, unused), tau[j] its scale. LAPACK signs; the columns are orthonormal, so no scaling is needed. */
+function householderColumns(v: usize, p: i32, q: i32, tau: usize): void {
+  for (let j = 0; j < q; j++) {
+    const vj = rowp(v, j, p);
+    const alpha = ldf(vj, j);
+    const below = vj + off(j + 1);
+    const xnorm = Math.sqrt(dot(below, below, p - j - 1));
+    stf(vj, j, 1.0);
+    stf(tau, j, 0.0);
+    if (xnorm == 0) continue;
+    const hy = Math.hypot(alpha, xnorm);
+    const beta = alpha >= 0 ? -hy : hy;
+    const t = (beta - alpha) / beta;
+    stf(tau, j, t);
+    scal(1.0 / (alpha - beta), below, p - j - 1);
+    for (let l = j + 1; l < q; l++) applyReflector(v, p, j, t, rowp(v, l, p));
+  }
+}
+
+/** x := (I - t v_j v_j^T) x, v_j being row j of v (length p, nonzero from index j). */
+function applyReflector(v: usize, p: i32, j: i32, t: f64, x: usize): void {
+  if (t == 0) return;
+  const vj = rowp(v, j, p) + off(j);
+  const xj = x + off(j);
+  axpy(-t * dot(vj, xj, p - j), vj, xj, p - j);
 }
 
 /**
  * A = U diag(s) Vh, s descending, k = min(m, n). full = 0: u m x k, vh k x n; full != 0:
- * u m x m, vh n x n. Returns 0, -1 when a holds NaN/inf, 1 when Jacobi did not converge,
- * 2 when the orthonormal completion failed. work: linalgWorkspaceBytes(m, n).
+ * u m x m, vh n x n. Returns 0, -1 when a holds NaN/inf, 1 when Jacobi did not converge.
+ * work: linalgWorkspaceBytes(m, n).
  */
 export function svd(a: usize, m: i32, n: i32, full: i32, u: usize, s: usize, vh: usize, work: usize): i32 {
   if (m < 0 || n < 0) return 0;
@@ -667,7 +689,6 @@ export function svd(a: usize, m: i32, n: i32, full: i32, u: usize, s: usize, vh:
   const order = norms + <usize>al16(8 * <i64>q);
   const leftW = order + <usize>al16(4 * <i64>q);
   const uCols = fullM ? p : q;
-  const w = leftW + <usize>al16(8 * <i64>p * <i64>q);
   // left: uCols vectors of length p, one after another. Wide: they are Vh's rows as they
   // are. Tall and full: u (p x p) holds them, transposed in place at the end.
   const left = tall ? (fullM ? u : leftW) : vh;
@@ -710,7 +731,8 @@ export function svd(a: usize, m: i32, n: i32, full: i32, u: usize, s: usize, vh:
     divs(nj, lt, p);
     filled++;
   }
-  const completed = completeOrthonormal(left, p, filled, uCols, w);
+  // g and norms are free now: they hold the reflectors and their scales.
+  completeOrthonormal(left, p, filled, uCols, g, norms);
 
   if (tall && fullM) {
     transposeSquare(u, m);
@@ -728,7 +750,5 @@ export function svd(a: usize, m: i32, n: i32, full: i32, u: usize, s: usize, vh:
       for (let t = 0; t < m; t++) stf(ui, t, ldf(rowp(v, ldi(order, t), m), i));
     }
   }
-  if (!converged) return 1;
-  if (!completed) return 2;
-  return 0;
+  return converged ? 0 : 1;
 }

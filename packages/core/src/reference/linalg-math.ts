@@ -632,32 +632,57 @@ function jacobiOrthogonalize(g: Float64Array, p: number, q: number): Float64Arra
 /**
  * Columns [filled, cols) of `u` (each of length p, stored one after another) become unit vectors
  * orthogonal to each other and to the first `filled` columns, which must be orthonormal.
- * Candidates are the unit vectors e_0, e_1, ... orthogonalised twice ("twice is enough").
- * Accepting one when its residual has squared norm > 1/(2p) cannot run out of candidates: if the
- * scan ended short, every e_i would lie within sqrt(1/(2p)) of the final span, so the squared
- * residuals would sum to at most 1/2, yet they sum to p - (final rank) >= 1.
+ * They are columns filled.. of Q in the Householder QR of those first columns (LAPACK's
+ * dgeqrf + dorgqr): Q's first columns span the same space, so the rest complete it.
+ * Cost O(p filled (cols - filled)); Gram-Schmidt on e_0, e_1, ... cost O(p^3) for a full U.
+ * wasm-svd (backend-cpu-mkl) runs the same steps, so the two completions agree.
  */
 function completeOrthonormal(u: Float64Array, p: number, filled: number, cols: number): void {
-  const w = new Float64Array(p);
-  for (let e = 0; e < p && filled < cols; e++) {
-    w.fill(0);
-    w[e] = 1;
-    for (let pass = 0; pass < 2; pass++) {
-      for (let j = 0; j < filled; j++) {
-        let dot = 0;
-        for (let i = 0; i < p; i++) dot += u[j * p + i] * w[i];
-        for (let i = 0; i < p; i++) w[i] -= dot * u[j * p + i];
-      }
-    }
+  if (filled >= cols) return;
+  // A copy of the first columns, overwritten by the reflectors v_j (v_j[j] = 1, read from row j).
+  const v = u.slice(0, p * filled);
+  const tau = householderColumns(v, p, filled);
+  for (let c = filled; c < cols; c++) {
+    const x = u.subarray(c * p, (c + 1) * p);
+    x.fill(0);
+    x[c] = 1;
+    // Q e_c = H_0 H_1 ... H_{filled-1} e_c, with H_j = I - tau_j v_j v_j^T.
+    for (let j = filled - 1; j >= 0; j--) applyReflector(v, p, j, tau[j], x);
+  }
+}
+
+/**
+ * Householder QR of the q columns in v (each of length p >= q, stored one after another), in
+ * place: column j from row j down becomes the reflector v_j (v_j[j] = 1; the rows above hold R,
+ * unused) and tau[j] its scale, so that H_{q-1} ... H_0 A is upper triangular. LAPACK signs
+ * (dlarfg: beta = -sign(alpha) |x|). The columns are orthonormal: no norm over- or underflows.
+ */
+function householderColumns(v: Float64Array, p: number, q: number): Float64Array {
+  const tau = new Float64Array(q);
+  for (let j = 0; j < q; j++) {
+    const o = j * p;
+    const alpha = v[o + j];
     let ss = 0;
-    for (let i = 0; i < p; i++) ss += w[i] * w[i];
-    if (ss <= 0.5 / p) continue;
-    const norm = Math.sqrt(ss);
-    for (let i = 0; i < p; i++) u[filled * p + i] = w[i] / norm;
-    filled++;
+    for (let i = j + 1; i < p; i++) ss += v[o + i] * v[o + i];
+    const xnorm = Math.sqrt(ss);
+    v[o + j] = 1;
+    if (xnorm === 0) continue; // H_j = I: tau 0, and the rows below are already zero
+    const hy = Math.hypot(alpha, xnorm);
+    const beta = alpha >= 0 ? -hy : hy;
+    tau[j] = (beta - alpha) / beta;
+    const scale = 1 / (alpha - beta);
+    for (let i = j + 1; i < p; i++) v[o + i] *= scale;
+    for (let l = j + 1; l < q; l++) applyReflector(v, p, j, tau[j], v.subarray(l * p, (l + 1) * p));
   }
-  if (filled < cols) {
-    // Unreachable when the first columns are orthonormal (see above).
-    throw new LinalgError("svd", "could not complete an orthonormal basis");
-  }
+  return tau;
+}
+
+/** x := (I - t v_j v_j^T) x, where v_j is column j of v (length p, nonzero from row j). */
+function applyReflector(v: Float64Array, p: number, j: number, t: number, x: Float64Array): void {
+  if (t === 0) return;
+  const o = j * p;
+  let d = 0;
+  for (let i = j; i < p; i++) d += v[o + i] * x[i];
+  d *= t;
+  for (let i = j; i < p; i++) x[i] -= d * v[o + i];
 }
