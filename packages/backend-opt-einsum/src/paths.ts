@@ -181,15 +181,17 @@ function byComponents(p: Problem, solve: (sub: Problem) => Found): Found {
 }
 
 /** The exact optimum: the dense table up to 16 operands, the sparse exact search beyond. */
-export function optimal(p: Problem): SearchResult {
+export function optimal(p: Problem, budget?: number): SearchResult {
   const t = trivial(p);
   if (t) return { ...t, algorithm: "optimal" };
   const ub = greedy(p);
   if (p.n <= DENSE_MAX) return { ...(denseDP(p, ub.cost) ?? ub), algorithm: "optimal" };
   if (p.n <= 31) {
     const start = reconfigure(p, randomGreedy(p, { repeats: 64, start: ub }), { maxPasses: 3 });
-    const r = sparseDP(p, { outer: true, cap: start.cost });
-    return { ...(r && r !== "budget" ? r : start), algorithm: "optimal" };
+    const r = sparseDP(p, { outer: true, cap: start.cost, budget });
+    if (r === "budget")
+      return { ...start, algorithm: "optimal (budget spent: random-greedy + reconfigure)" };
+    return { ...(r ?? start), algorithm: "optimal" };
   }
   const r = dp(p, { outer: false });
   return { ...r, algorithm: `optimal (${p.n} operands: ${r.algorithm})` };
@@ -208,7 +210,10 @@ export function dp(
   const t = trivial(p);
   if (t) return { ...t, algorithm: "dp" };
   const outer = opts.outer ?? "auto";
-  if (outer === true) return { ...optimal(p), algorithm: "dp" };
+  if (outer === true) {
+    const r = optimal(p, opts.budget);
+    return { ...r, algorithm: r.algorithm.replace(/^optimal/, "dp") };
+  }
   if (outer === "auto" && p.n <= DENSE_AUTO) {
     return { ...(denseDP(p, greedy(p).cost) ?? greedy(p)), algorithm: "dp" };
   }
@@ -241,6 +246,9 @@ export function dp(
  * takes about n^1.5 microseconds for n operands.
  */
 const unitsPerMs = (W: number) => (W === 1 ? 110_000 : 40_000);
+/** budgetMs as the sparse search's work units (none: no limit, the exact search runs out). */
+const workBudget = (p: Problem, budgetMs: number | undefined) =>
+  budgetMs === undefined ? undefined : budgetMs * unitsPerMs(p.W);
 const RECONF_PER_MS = 100_000;
 const trialMs = (n: number) => n ** 1.5 / 1000;
 
@@ -376,9 +384,9 @@ function search(p: Problem, strategy: Strategy, opts: SearchOptions): SearchResu
     case "branch-1":
       return { ...branch(p, 1), algorithm: "branch-1" };
     case "dp":
-      return dp(p, { outer: opts.outer });
+      return dp(p, { outer: opts.outer, budget: workBudget(p, opts.budgetMs) });
     case "optimal":
-      return optimal(p);
+      return optimal(p, workBudget(p, opts.budgetMs));
     case "auto":
       return auto(p, opts.budgetMs ?? 10, false);
     case "auto-hq":

@@ -211,3 +211,26 @@ describe("path finding", () => {
     expect(chain.optCost).toBe(56);
   });
 });
+
+describe("budgetMs bounds the exact strategies", () => {
+  it("optimal and dp with outer products stop at the budget with the best path found", () => {
+    // 24 operands, 4 indices each: the exact search took 5.7 s here (Zen 5); minutes for
+    // some larger networks.
+    const r = randomEquation(24, 4, { seed: 2, dMin: 2, dMax: 3 });
+    const greedyCost = contractPath(r.equation, ...r.shapes, { strategy: "greedy" }).optCost;
+    for (const opts of [
+      { strategy: "optimal" as const, budgetMs: 20 },
+      { strategy: "dp" as const, outer: true, budgetMs: 20 },
+    ]) {
+      const info = contractPath(r.equation, ...r.shapes, opts);
+      expect(info.algorithm, opts.strategy).toMatch(/budget spent/);
+      expect(info.optCost).toBeLessThanOrEqual(greedyCost);
+      expect(info.path.length).toBe(23);
+    }
+    // The same path whatever the machine's load: the budget is counted as work, not time.
+    const again = contractPath(r.equation, ...r.shapes, { strategy: "optimal", budgetMs: 20 });
+    expect(again.path).toEqual(
+      contractPath(r.equation, ...r.shapes, { strategy: "optimal", budgetMs: 20 }).path,
+    );
+  });
+});
