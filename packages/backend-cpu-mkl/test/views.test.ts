@@ -4,7 +4,16 @@
  * products 1e12 off; now they are copied first. Every GEMM kernel that can run here is
  * checked against the float64 reference, with a poisoned output.
  */
-import { explain, matmul, randn, ready, Tensor, withKernelPriority } from "@backplane/core";
+import {
+  DeviceError,
+  explain,
+  matmul,
+  memoryStats,
+  randn,
+  ready,
+  Tensor,
+  withKernelPriority,
+} from "@backplane/core";
 import { getKernel, ops } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
@@ -82,5 +91,38 @@ describe("matmul on expanded and overlapping views", () => {
       }
     }
     expect(checked).toBeGreaterThanOrEqual(3);
+  });
+
+  it("a copied operand is freed when the other operand's copy runs out of memory", async () => {
+    await ready(WASM_BACKEND);
+    await ready(NATIVE_BACKEND);
+    const one = randn([1], { seed: 9 });
+    const dense = randn([40000, 5], { seed: 10 });
+    // Both expanded (stride 0), so both are copied: a's copy fits, b's (6.4 GB) cannot.
+    const view = (shape: number[]) => {
+      one.storage.retain();
+      return new Tensor(one.storage, "float32", shape, [0, 0], one.offset);
+    };
+    const a = view([3, 40000]);
+    const huge = view([40000, 40000]);
+    let checked = 0;
+    for (const kernel of ["blas-gemm", "wasm-gemm"]) {
+      if (
+        withKernelPriority("matmul", [kernel], () => explain("matmul", a, huge).selected) !== kernel
+      )
+        continue;
+      const live = memoryStats("cpu").liveBuffers;
+      expect(() => withKernelPriority("matmul", [kernel], () => matmul(a, huge))).toThrow(
+        DeviceError,
+      );
+      expect(memoryStats("cpu").liveBuffers, kernel).toBe(live);
+      // The same copied operand still multiplies right where the other one fits.
+      const y = withKernelPriority("matmul", [kernel], () => matmul(a, dense));
+      expect(maxError(y, a, dense), kernel).toBeLessThan(1e-4);
+      y.dispose();
+      checked++;
+    }
+    expect(checked).toBeGreaterThanOrEqual(1);
+    for (const t of [a, huge, one, dense]) t.dispose();
   });
 });

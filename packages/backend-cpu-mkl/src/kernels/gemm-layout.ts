@@ -71,7 +71,14 @@ export interface GemmPlan {
 /** Lays out both operands of a matmul and the offsets of every batch. */
 export function planGemm(p: MatmulParams): GemmPlan {
   const a = operand(p.a, p.aStrides, p.m, p.k);
-  const b = operand(p.b, p.bStrides, p.k, p.n);
+  let b: ReturnType<typeof operand>;
+  try {
+    b = operand(p.b, p.bStrides, p.k, p.n);
+  } catch (e) {
+    // b's copy failed (out of memory): no plan reaches the caller to release a's copy.
+    if (a.op.copied) a.op.tensor.dispose();
+    throw e;
+  }
   const [aOffsets, bOffsets] = batchOffsets(p.batchShape, [
     leadingBroadcastStrides(p.aShape.slice(0, -2), a.strides.slice(0, -2), p.batchShape),
     leadingBroadcastStrides(p.bShape.slice(0, -2), b.strides.slice(0, -2), p.batchShape),
