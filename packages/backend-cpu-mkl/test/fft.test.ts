@@ -80,4 +80,25 @@ describe("WASM FFT kernels", () => {
       "wasm-fft",
     );
   });
+
+  it("refuses lengths past 2^29 without hanging (the workspace size's power of two wrapped in i32)", async () => {
+    await ready();
+    // Bluestein needs a grid >= 2n - 1: for n in (2^29, 2^30] doubling an i32 past 2^30 wrapped
+    // to 0 and looped forever, in supports(), so explain() and every call hung. rfft of even n
+    // sizes its workspace for n / 2, so n = 2^31 - 2 hit the same loop.
+    const base = empty([2], { dtype: "float32" });
+    const views: [Kind, Tensor][] = [
+      ["fft", new Tensor(base.storage, "float32", [2 ** 29 + 1, 2], [0, 1])],
+      ["ifft", new Tensor(base.storage, "float32", [2 ** 30 - 1, 2], [0, 1])],
+      ["rfft", new Tensor(base.storage, "float32", [2 ** 31 - 2], [0])],
+      // Past i32: n = 2^31 + 2 wrapped to a negative length, which the kernel accepted.
+      ["rfft", new Tensor(base.storage, "float32", [2 ** 31 + 2], [0])],
+    ];
+    for (const [kind, x] of views) {
+      const e = withKernelPriority(kind, [`wasm-${kind}`], () => explain(kind, x));
+      const wasm = e.candidates.find((c) => c.kernel === `wasm-${kind}`)!;
+      expect(wasm.accepted, `${kind} [${x.shape}]`).toBe(false);
+      expect(wasm.reason).toMatch(/2 GiB/);
+    }
+  });
 });

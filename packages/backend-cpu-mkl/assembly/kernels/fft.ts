@@ -10,8 +10,9 @@ const TWO_PI: f64 = 6.283185307179586;
   return n > 0 && (n & (n - 1)) == 0;
 }
 
-function nextPow2(n: i32): i32 {
-  let s = 1;
+/** Smallest power of two >= n. In i64: an i32 doubling past 2^30 wraps to 0 and never ends. */
+function nextPow2(n: i64): i64 {
+  let s: i64 = 1;
   while (s < n) s <<= 1;
   return s;
 }
@@ -20,7 +21,7 @@ function nextPow2(n: i32): i32 {
 function coreBytes(n: i32): i64 {
   if (n <= 1) return 0;
   if (isPow2(n)) return 8 * <i64>n; // n/2 complex twiddles
-  const M = <i64>nextPow2(2 * n - 1);
+  const M = nextPow2(2 * <i64>n - 1);
   return 16 * <i64>n + 40 * M; // chirp (n), a (M), b (M) complex; twiddles (M/2) complex
 }
 
@@ -143,7 +144,7 @@ function radix2(x: usize, n: i32, tw: usize, inverse: bool): void {
 }
 
 function bluestein(x: usize, n: i32, inverse: bool, work: usize): void {
-  const M = nextPow2(2 * n - 1);
+  const M = <i32>nextPow2(2 * <i64>n - 1); // fits: fftWorkspaceBytes(n) passed
   const chirp = work;
   const a = chirp + ((<usize>n) << 4);
   const b = a + ((<usize>M) << 4);

@@ -277,6 +277,8 @@ function fftKernel(kind: FftParams["kind"]) {
       const len = p.x.shape[p.dim];
       const expected = kind === "irfft" ? Math.floor(p.n / 2) + 1 : p.n;
       if (len !== expected) return "padding or trimming to n";
+      // The WASM takes n as an i32: a longer n would wrap (2^31 + 2 to a negative length).
+      if (p.n > 0x7fffffff) return `length ${p.n} needs more than 2 GiB of WASM workspace`;
       // -1: the workspace would pass 2 GiB (i32 bytes); a 64-byte block would then be overrun.
       if ((modules.kernels?.fftWorkspaceBytes(p.n) ?? 0) < 0)
         return `length ${p.n} needs more than 2 GiB of WASM workspace`;

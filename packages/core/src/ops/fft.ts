@@ -34,6 +34,17 @@ export interface FftParams extends OpParams {
 
 type FftOp = OpRecord<FftParams, [x: Tensor, opts?: FftOptions], Tensor>;
 
+/** A bad n; when it came from the input's length (no n given), say how and to pass n instead. */
+function badLength(kind: FftParams["kind"], given: unknown, n: number, len: number): ArgumentError {
+  if (given !== undefined)
+    return new ArgumentError(`${kind}: n must be a positive integer, got ${show(given)}`);
+  const from =
+    kind === "irfft" ? `2 * (${len} - 1) from the input length ${len}` : `the input length ${len}`;
+  return new ArgumentError(
+    `${kind}: n must be a positive integer, got ${n} (${from}); pass n, the ${kind === "irfft" ? "output" : "signal"} length, explicitly`,
+  );
+}
+
 function define(kind: FftParams["kind"]): FftOp {
   const complexInput = kind !== "rfft";
   const prepare = (x: Tensor, opts?: FftOptions): FftParams => {
@@ -50,14 +61,15 @@ function define(kind: FftParams["kind"]): FftOp {
       throw new ShapeError(
         `${kind}: x needs at least one signal dimension, got shape [${x.shape}]`,
       );
-    const dim = normalizeDim(`${kind}: dim`, o.dim ?? -1, signalRank);
+    // The rank in normalizeDim's message is the signal rank: say the (re, im) dim is not counted.
+    const dimName = complexInput
+      ? `${kind}: dim (not counting the trailing (re, im) dim)`
+      : `${kind}: dim`;
+    const dim = normalizeDim(dimName, o.dim ?? -1, signalRank);
     const len = x.shape[dim];
     const dflt = kind === "irfft" ? 2 * (len - 1) : len;
     const n = o.n ?? dflt;
-    if (!Number.isInteger(n) || n < 1)
-      throw new ArgumentError(
-        `${kind}: n must be a positive integer, got ${show(o.n ?? n)}${o.n === undefined ? ` (from the input length ${len})` : ""}`,
-      );
+    if (!Number.isInteger(n) || n < 1) throw badLength(kind, o.n ?? undefined, n, len);
     const norm = o.norm ?? "backward";
     if (norm !== "backward" && norm !== "ortho" && norm !== "forward") {
       throw new ArgumentError(
