@@ -7,7 +7,11 @@
  * inputs that are views (a transposed plane).
  */
 import type { Conv2dOptions, Tensor } from "@backplane/core";
+import { conv2d, explain, withKernelPriority } from "@backplane/core";
+import { ops } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
+import { depthwiseWorkBytes } from "../src/algorithms/depthwise.ts";
+import { conv } from "../src/wasm.ts";
 import { forced, rand, reference, relError, TOLERANCE, whenReady } from "./helpers.ts";
 
 let state = 12345;
@@ -71,6 +75,51 @@ describe("depthwise, four channels per vector", () => {
         y.dispose();
       }
       for (const t of [x, weight, bias]) t.dispose();
+    }
+  });
+
+  // The padded plane spans every row and column the taps reach: padding and dilation 7000
+  // around a 3x3 input make 3.1 GB of it for nine outputs, past the WASM's i32 sizes, and
+  // direct wrote out of bounds ("memory access out of bounds" through auto).
+  it("huge padding and dilation: refused by direct, auto matches the reference", async () => {
+    await whenReady();
+    for (const multiplier of [1, 2]) {
+      const x = rand([1, 1, 3, 3]);
+      const weight = rand([multiplier, 1, 3, 3]);
+      const bias = rand([multiplier]);
+      const opts: Conv2dOptions = { padding: 7000, dilation: 7000, bias };
+      const y = withKernelPriority("conv2d", ["auto"], () => conv2d(x, weight, opts));
+      expect(relError(y.toFloat64(), reference(x, weight, opts))).toBeLessThan(TOLERANCE.direct);
+      const refused = explain("conv2d", x, weight, opts).candidates.find(
+        (c) => c.backend === "nnpack" && c.kernel === "direct",
+      );
+      expect(refused?.accepted).toBe(false);
+      expect(refused?.reason).toMatch(/scratch per thread/);
+      for (const t of [x, weight, bias, y]) t.dispose();
+    }
+  });
+
+  it("the scratch estimate is what the WASM kernels ask for", async () => {
+    await whenReady();
+    for (const [c, o, size, k, stride, dilation, padding] of [
+      [4, 4, 14, 3, 1, 1, 1],
+      [5, 5, 17, 5, 2, 2, 4],
+      [3, 6, 11, 3, 3, 1, 2],
+      [2, 4, 9, 2, 1, 3, 0],
+    ]) {
+      const x = rand([1, c, size, size + 2]);
+      const weight = rand([o, 1, k, k]);
+      const opts: Conv2dOptions = { groups: c, stride, dilation, padding };
+      const p = ops.conv2d.prepare(x, weight, opts);
+      const geometry = [p.kh, p.kw, p.strideH, p.strideW, p.dilationH, p.dilationW] as const;
+      const m = conv();
+      const wasm =
+        o === c
+          ? m.dw_c4_work_bytes(p.outH, p.outW, ...geometry)
+          : m.dw_work_bytes(p.outH, p.outW, ...geometry);
+      expect(depthwiseWorkBytes(p)).toBe(wasm);
+      x.dispose();
+      weight.dispose();
     }
   });
 });

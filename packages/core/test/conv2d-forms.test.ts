@@ -53,6 +53,31 @@ describe("conv2d argument forms", () => {
     expect(() => conv2d(randn([5, 5], { dtype: "float64" }), w)).toThrow(ShapeError);
     expect(() => conv2d(x, w, { stride: [2, 2, 2] as never })).toThrow(/stride/);
   });
+
+  // torch 2.13: "Only zero batch or zero channel inputs are supported" for [1, 3, 0, 5] even
+  // with padding; we returned [1, 4, 2, 7] of bias alone.
+  it("refuses an empty plane unless the batch or the channels are empty, as torch", () => {
+    const opts = { padding: 2, bias };
+    const noHeight = randn([1, 3, 0, 5], { dtype: "float64" });
+    const noWidth = randn([3, 6, 0], { dtype: "float64" });
+    const noBatch = randn([0, 3, 0, 5], { dtype: "float64" });
+    expect(() => conv2d(noHeight, w, opts)).toThrow(
+      /empty height; only the batch or the channels may be 0/,
+    );
+    expect(() => conv2d(noWidth, w, opts)).toThrow(/empty width/);
+    // An empty batch is taken, as torch takes it ([0, 4, 2, 7]).
+    const y = conv2d(noBatch, w, opts);
+    expect(y.shape).toEqual([0, 4, 2, 7]);
+    for (const t of [noHeight, noWidth, noBatch, y]) t.dispose();
+  });
+
+  it("names the padded size and the dilated kernel when the kernel does not fit", () => {
+    const x = randn([1, 3, 4, 5], { dtype: "float64" });
+    expect(() => conv2d(x, w, { dilation: 3, padding: [1, 0] })).toThrow(
+      "the 3x3 kernel (7x7 with dilation) is larger than the 6x5 padded input",
+    );
+    x.dispose();
+  });
 });
 
 describe("explain() of an unbatched conv2d", () => {

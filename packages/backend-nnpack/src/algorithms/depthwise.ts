@@ -12,6 +12,29 @@ import { parallel } from "../util.ts";
 import { conv } from "../wasm.ts";
 import { dims, operands, trivialOutput } from "./common.ts";
 
+/**
+ * Most bytes of per-thread scratch the depthwise kernels may take. Their zero-padded copy of
+ * a plane spans every row and column the taps reach, which huge padding, stride or dilation
+ * make far larger than input or output (x [1,1,1,1], 3x3, padding and dilation 8000: 4 GB
+ * for one output); past 2^31 the WASM's i32 size wraps and the kernel wrote out of bounds.
+ */
+export const DEPTHWISE_WORK_LIMIT = 256 * 2 ** 20;
+
+/**
+ * The per-thread scratch bytes dw_c4_work_bytes / dw_work_bytes (assembly) ask for, in
+ * float64 so that it cannot wrap; float64 needs none.
+ */
+export function depthwiseWorkBytes(p: Conv2dParams): number {
+  if (p.dtype !== "float32") return 0;
+  const rows = (p.outH - 1) * p.strideH + (p.kh - 1) * p.dilationH + 1;
+  if (p.outChannels === p.c) {
+    const cols = (p.outW + 1) * p.strideW + (p.kw - 1) * p.dilationW + 1;
+    return (rows * cols + p.outW + 1 + p.kh * p.kw) * 16 + 64;
+  }
+  const row = Math.ceil(p.outW / 4) * 4 * p.strideW + (p.kw - 1) * p.dilationW + 8;
+  return rows * row * 4 + 64;
+}
+
 export function depthwise(p: Conv2dParams): Tensor {
   const trivial = trivialOutput(p);
   if (trivial) return trivial;

@@ -6,7 +6,7 @@
 import type { DType, Tensor } from "@backplane/core";
 import type { Conv2dParams, KernelDefinition, NnpackAlgorithm } from "@backplane/core/backend";
 import { allFinite, inWasmMemory } from "@backplane/core/cpu";
-import { depthwise } from "../algorithms/depthwise.ts";
+import { DEPTHWISE_WORK_LIMIT, depthwise, depthwiseWorkBytes } from "../algorithms/depthwise.ts";
 import { implicitGemm, pointwise } from "../algorithms/gemm.ts";
 import { transformConv } from "../algorithms/transform.ts";
 
@@ -61,8 +61,16 @@ export function supportsFft(p: Conv2dParams, tile: 8 | 16): true | string {
 }
 
 export function supportsDirect(p: Conv2dParams): true | string {
-  if (isPointwise(p) || isDepthwise(p)) return true;
+  if (isPointwise(p)) return true;
+  if (isDepthwise(p)) return depthwiseFits(p);
   return `direct takes 1x1 kernels with stride 1 and no padding, and depthwise convolutions (groups = input channels); this is ${kernelSize(p)}, stride ${p.strideH}x${p.strideW}, padding ${p.padTop}x${p.padLeft}, ${p.c / p.groups} input channels per group`;
+}
+
+/** Depthwise runs on a padded copy of each plane: refused where that copy would be huge. */
+function depthwiseFits(p: Conv2dParams): true | string {
+  const bytes = depthwiseWorkBytes(p);
+  if (bytes <= DEPTHWISE_WORK_LIMIT) return true;
+  return `direct depthwise would pad each plane to ${Math.round(bytes / 2 ** 20)} MiB of scratch per thread (padding ${p.padTop}x${p.padLeft}, stride ${p.strideH}x${p.strideW}, dilation ${p.dilationH}x${p.dilationW}), above its ${DEPTHWISE_WORK_LIMIT / 2 ** 20} MiB; implicit-gemm takes it`;
 }
 
 export function runDirect(p: Conv2dParams): Tensor {
@@ -96,13 +104,14 @@ export function fftTile(p: Conv2dParams): "ft8x8" | "ft16x16" {
 }
 
 /**
- * NNPACK's choice: depthwise and 1x1 -> direct; stride or dilation Winograd/FFT cannot
- * take, or float64 -> implicit GEMM; 3x3 -> Winograd (F(6x6), or F(4x4) on outputs
+ * NNPACK's choice: depthwise (unless its padded planes would be huge) and 1x1 -> direct;
+ * stride or dilation Winograd/FFT cannot take, or float64 -> implicit GEMM; 3x3 -> Winograd (F(6x6), or F(4x4) on outputs
  * below 80x80); other kernels up to 8 -> 8x8 or 16x16 FFT by tile count; up to 16 ->
  * 16x16 FFT; larger -> implicit GEMM.
  */
 export function chooseAlgorithm(p: Conv2dParams): Algorithm {
-  if (isDepthwise(p) || isPointwise(p)) return "direct";
+  if (isPointwise(p)) return "direct";
+  if (isDepthwise(p)) return depthwiseFits(p) === true ? "direct" : "implicit-gemm";
   if (p.dtype !== "float32") return "implicit-gemm";
   if (supportsWinograd(p) === true) return winogradVariant(p);
   if (supportsFft(p, 16) !== true) return "implicit-gemm";

@@ -163,11 +163,18 @@ function prepareBatch(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv
   checkIndexRange("padded input height", h + padH);
   checkIndexRange("padded input width", w + padW);
   checkIndexRange("padded input size in bytes", n * c * (h + padH) * (w + padW) * bytes);
+  // An empty plane is only taken in an empty batch or with no channels, as in torch: padding
+  // around nothing would make an output of padding alone.
+  if ((h === 0 || w === 0) && n > 0 && c > 0)
+    throw new ShapeError(
+      `conv2d: input [${input.shape}] has an empty ${h === 0 ? "height" : "width"}; only the batch or the channels may be 0 (as in torch)`,
+    );
   const outH = Math.floor((h + padH - dilationH * (kh - 1) - 1) / strideH) + 1;
   const outW = Math.floor((w + padW - dilationW * (kw - 1) - 1) / strideW) + 1;
   if (outH < 1 || outW < 1) {
+    const dilated = `${dilationH * (kh - 1) + 1}x${dilationW * (kw - 1) + 1}`;
     throw new ShapeError(
-      `conv2d: the (dilated) ${kh}x${kw} kernel is larger than the padded ${h}x${w} input; the output would be empty`,
+      `conv2d: the ${kh}x${kw} kernel (${dilated} with dilation) is larger than the ${h + padH}x${w + padW} padded input; the output would be empty: pad more, or use a smaller kernel or dilation`,
     );
   }
   checkIndexRange("output size in bytes", n * outChannels * outH * outW * bytes);
