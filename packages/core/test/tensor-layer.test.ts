@@ -3,6 +3,7 @@
  * written here as constants). Casts are compared bit for bit: tolerance 0 for every dtype.
  */
 import {
+  ArgumentError,
   bytesPerElement,
   DTypeError,
   full,
@@ -12,6 +13,7 @@ import {
   randn,
   ShapeError,
   softmax,
+  Tensor,
   tensor,
   zeros,
 } from "@backplane/core";
@@ -45,6 +47,18 @@ describe("shapes and dims as torch takes them", () => {
     expect(() => softmax(x, -3)).toThrow(/expected a dimension in \[-2, 1\]/);
     expect(() => tensor(1.5).transpose(1, 0)).toThrow(/in \[-1, 0\]/);
     x.dispose();
+  });
+
+  it("new Tensor over something that is not a storage is an ArgumentError, not a TypeError", () => {
+    const base = tensor([1, 2, 3]);
+    // storage.retain() returns nothing: passing its result was a "reading 'byteLength'" TypeError.
+    const retained = base.storage.retain();
+    for (const storage of [undefined, null, retained, {}, 5])
+      expect(() => new Tensor(storage as never, "float32", [1]), show(storage)).toThrow(
+        ArgumentError,
+      );
+    base.storage.release(); // the reference retain() took
+    base.dispose();
   });
 
   it("bytesPerElement of an unknown dtype is a DTypeError, not a TypeError", () => {

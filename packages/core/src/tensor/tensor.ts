@@ -869,6 +869,11 @@ function checkView(
     );
   if (!isIndex(offset))
     throw new ShapeError(`tensor offset must be a non-negative integer; got ${where()}`);
+  // Checked by shape, not instanceof: a second copy of the core has its own Storage class.
+  if (typeof (storage as Partial<Storage> | undefined)?.byteLength !== "number")
+    throw new ArgumentError(
+      `new Tensor: storage must be a Storage (a tensor's .storage), got ${show(storage)}`,
+    );
   const capacity = Math.floor(storage.byteLength / bytesPerElement(dtype));
   let last = offset;
   let empty = false;
