@@ -249,6 +249,36 @@ describe("multiHeadAttention", () => {
     const ints = tensor(new Int32Array(2 * 3 * E), { shape: [2, 3, E] });
     expect(call(ints, ints, ints, o)).toThrow(DTypeError);
   });
+  it("a torch-layout [B * numHeads, L, S] mask is refused with the reshape that works", () => {
+    // It was refused with the generic "does not broadcast" message only.
+    const [B, H, L, S, E] = [3, 2, 4, 5, 8];
+    const x = randn([B, L, E], { seed: 30, dtype: "float64" });
+    const mem = randn([B, S, E], { seed: 31, dtype: "float64" });
+    const o = { ...weights(E, "float64", 32), numHeads: H };
+    const torchMask = randn([B * H, L, S], { seed: 33, dtype: "float64" });
+    expect(() => multiHeadAttention(x, mem, mem, { ...o, attnMask: torchMask })).toThrow(
+      /torch's \[B \* numHeads, L, S\] layout; pass attnMask.reshape\(\[3, 2, 4, 5\]\)/,
+    );
+    // The suggested reshape means what torch means: row b * H + h masks batch b, head h.
+    const m = torchMask.toFloat64();
+    const out = multiHeadAttention(x, mem, mem, {
+      ...o,
+      attnMask: torchMask.reshape([B, H, L, S]),
+    });
+    const want = naive(x, mem, o, (b, h, i, j) => m[((b * H + h) * L + i) * S + j]);
+    expect(relErr(out, want)).toBeLessThan(1e-12);
+  });
+
+  it("a bool or int query is told to be floating, not to match the weights' dtype", () => {
+    // A bool query was told "inProjWeight has dtype float32 but query has bool; they must match".
+    const E = 8;
+    const o = weights(E, "float32");
+    const b = tensor(new Uint8Array(3 * E), { shape: [3, E], dtype: "bool" });
+    expect(() => multiHeadAttention(b, b, b, o)).toThrow(
+      /query has dtype bool; expected a floating dtype/,
+    );
+  });
+
   it("empty batch or query length: both paths give an empty result, as torch", () => {
     // The fast path once viewed k and v at columns E and 2E of an empty qkv projection,
     // which the view check refused (a ShapeError) where torch returns [B, 0, E] / [0, L, E].

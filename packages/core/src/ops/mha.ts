@@ -6,6 +6,8 @@
  * query [L, E] or [B, L, E]; key and value [S, E] or [B, S, E] (the same shape); masks
  * broadcast to [B, numHeads, L, S]. Boolean masks follow scaledDotProductAttention:
  * true = may attend (torch.nn.MultiheadAttention's boolean masks mean the opposite).
+ * A row whose keys are all masked attends to nothing: 0 before the out-projection, so
+ * outProjBias after it (torch with need_weights=False; its need_weights=True path gives NaN).
  *
  * Two kernels (core reference backend): "fast-path" (flag mha.fastpathEnabled), which for
  * self-attention (query, key and value the same tensor) runs the three in-projections as
@@ -130,7 +132,6 @@ function checkProjections(query: Tensor, key: Tensor, value: Tensor, o: MhaOptio
 
 /** query [B?, L, E], key and value [B?, S, E]: the sizes, checked against each other. */
 function checkSequences(query: Tensor, key: Tensor, value: Tensor) {
-  checkFloat(OP, "query", query);
   checkRank(OP, "query", query, 2, 3);
   if (key.rank !== query.rank)
     throw new ShapeError(
@@ -156,6 +157,19 @@ function checkSequences(query: Tensor, key: Tensor, value: Tensor) {
   return { L, E, S, batchShape };
 }
 
+/**
+ * torch's 3-D attn_mask is [B * numHeads, L, S], which does not broadcast to our
+ * [B, numHeads, L, S] when B > 1: say how to reshape it rather than only that it fails.
+ */
+function checkTorchMaskLayout(attnMask: Tensor, scores: number[]): void {
+  if (scores.length !== 4 || attnMask.rank !== 3) return;
+  const [B, H, L, S] = scores;
+  if (B > 1 && sameShape(attnMask.shape, [B * H, L, S]))
+    throw new ShapeError(
+      `${OP}: attnMask of shape [${attnMask.shape}] is torch's [B * numHeads, L, S] layout; pass attnMask.reshape([${B}, ${H}, ${L}, ${S}]) (masks broadcast to [B, numHeads, L, S])`,
+    );
+}
+
 /** attnMask (bool or additive, broadcasting to the scores) or isCausal, not both. */
 function checkMask(query: Tensor, o: MhaOptions, scores: number[]) {
   const isCausal = checkBool(OP, "isCausal", o.isCausal, false);
@@ -170,6 +184,7 @@ function checkMask(query: Tensor, o: MhaOptions, scores: number[]) {
       );
     if (isCausal)
       throw new ArgumentError(`${OP}: pass either attnMask or isCausal, not both (as in torch)`);
+    checkTorchMaskLayout(attnMask, scores);
     checkBroadcastsTo(OP, "attnMask", attnMask.shape, scores, "the scores [B, numHeads, L, S]");
   }
   return { attnMask, isCausal };
@@ -179,12 +194,16 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
   checkTensor(OP, "query", query);
   checkTensor(OP, "key", key);
   checkTensor(OP, "value", value);
+  // Before the dtype match with the weights: a bool or int query needs floats, not bool weights.
+  checkFloat(OP, "query", query);
   const o = checkMhaOptions(opts);
   const proj = checkProjections(query, key, value, o);
   const { L, E, S, batchShape } = checkSequences(query, key, value);
   const numHeads = checkInt(OP, "numHeads", o.numHeads, 1);
   if (E % numHeads !== 0)
-    throw new ShapeError(`${OP}: embed dim ${E} is not divisible by numHeads (${numHeads})`);
+    throw new ShapeError(
+      `${OP}: embed dim ${E} is not divisible by numHeads (${numHeads}); pick numHeads dividing E (each head gets E / numHeads features)`,
+    );
   checkShapeIs("inProjWeight", proj.inProjWeight, [3 * E, E], "[3E, E], E = query's embed dim");
   checkShapeIs("outProjWeight", proj.outProjWeight, [E, E], "[E, E]");
   if (proj.inProjBias) checkShapeIs("inProjBias", proj.inProjBias, [3 * E], "[3E]");
