@@ -74,7 +74,9 @@ export const geluOp: OpRecord<
     checkTensor("gelu", "x", x);
     checkFloat("gelu", "x", x);
     const o = checkOptions("gelu", opts, ["approximate"]);
-    const approximate = o.approximate ?? "none";
+    // Only a missing option takes the default: null is as wrong as any other non-string
+    // (torch: "argument 'approximate' must be str, not NoneType").
+    const approximate = o.approximate === undefined ? "none" : o.approximate;
     if (approximate !== "none" && approximate !== "tanh") {
       throw new ArgumentError(
         `gelu: approximate must be "none" or "tanh", got ${show(approximate)}`,
