@@ -10,6 +10,7 @@ import {
   isPackageLoaded,
 } from "../flags/state.ts";
 import { show } from "../util/format.ts";
+import { readFlag } from "./namespace.ts";
 import { fromTorchName, TORCH_NAMES } from "./torch-names.ts";
 
 /** What describe() tells of a flag. */
@@ -53,7 +54,8 @@ export function describeFlag(name: string): FlagDescription {
       flagChoices(key).slice(spec.kind === "enum" ? spec.values.length : 0),
     ),
     default: spec.default,
-    value: getFlag(key),
+    // As backends.<ns> reads it: optEinsum.enabled is false where the plugin cannot run.
+    value: readFlag(key),
     torch: TORCH_BY_KEY.get(key),
     env: envNames(spec),
     doc: spec.doc,

@@ -161,6 +161,34 @@ export function statusOf(ns: string): NamespaceStatus {
   };
 }
 
+/** Namespaces whose own status() is running: a member it calls answers from statusOf. */
+const asking = new Set<string>();
+
+/**
+ * What `backends.<ns>.status()` answers: a backend may replace that member (backend-cpu-mkl:
+ * mkl is available only when the library loaded is MKL), and isBuilt(), isAvailable() and
+ * backends.status() must agree with it. One that throws, recurses or answers no status
+ * falls back to the registry's answer.
+ */
+export function namespaceStatus(ns: string): NamespaceStatus {
+  const status = objects.get(ns)?.raw.status;
+  if (status === undefined || asking.has(ns)) return statusOf(ns);
+  asking.add(ns);
+  try {
+    const s: unknown = status();
+    const ok =
+      s !== null &&
+      typeof s === "object" &&
+      typeof (s as NamespaceStatus).built === "boolean" &&
+      typeof (s as NamespaceStatus).available === "boolean";
+    return ok ? (s as NamespaceStatus) : statusOf(ns);
+  } catch {
+    return statusOf(ns);
+  } finally {
+    asking.delete(ns);
+  }
+}
+
 /** Per-flag adjustments of what a read returns (optEinsum.enabled is false without the plugin). */
 const readFilters = new Map<string, (value: unknown) => unknown>();
 
@@ -169,7 +197,8 @@ export function setFlagReadFilter(key: string, filter: (value: unknown) => unkno
   readFilters.set(key, filter);
 }
 
-function readFlag(key: string): unknown {
+/** A flag's value as `backends.<ns>` shows it (after its read filter, if any). */
+export function readFlag(key: string): unknown {
   const f = readFilters.get(key);
   return f ? f(getFlag(key)) : getFlag(key);
 }
@@ -340,15 +369,15 @@ export function namespaceObject(
   if (!entry) {
     const raw: NamespaceBase = {
       name: ns,
-      isBuilt: () => statusOf(ns).built,
-      isAvailable: () => statusOf(ns).available,
+      isBuilt: () => namespaceStatus(ns).built,
+      isAvailable: () => namespaceStatus(ns).available,
       status: () => statusOf(ns),
       version: () => {
         const b = backendForNamespace(ns);
         const n = answerOf(() => b?.def.versionNumber?.());
-        return typeof n === "number" ? n : versionNumber(statusOf(ns).version);
+        return typeof n === "number" ? n : versionNumber(namespaceStatus(ns).version);
       },
-      versionString: () => statusOf(ns).version,
+      versionString: () => namespaceStatus(ns).version,
       capability: () => {
         const b = backendForNamespace(ns);
         return b && availabilityOf(b).available ? answerOf(() => b.def.capability?.()) : undefined;

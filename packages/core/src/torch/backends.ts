@@ -47,8 +47,8 @@ import {
   type NamespaceStatus,
   namespaceNames,
   namespaceObject,
+  namespaceStatus,
   PROBES,
-  statusOf,
 } from "../namespaces/namespace.ts";
 import type { VERBOSE } from "./members.ts";
 import type {
@@ -175,7 +175,7 @@ export async function readyAndRanked(...names: string[]): Promise<void> {
 const root: BackendsRoot = {
   has: (name) => typeof name === "string" && hasNamespace(name),
   names: () => namespaceNames(),
-  status: () => namespaceNames().map(statusOf),
+  status: () => namespaceNames().map(namespaceStatus),
   withFlags: (changes, fn) => {
     const flat = checkChanges(flatten(changes as Record<string, unknown>));
     if (typeof fn !== "function")

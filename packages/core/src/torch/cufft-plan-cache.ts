@@ -32,6 +32,38 @@ class PlanCacheSlot implements CufftPlanCache {
   clear(): void {}
 }
 
+const MEMBERS = ["size", "maxSize", "clear"];
+
+/** `cufftPlanCache.x`, read or written, is not a member: a typed error with the closest name. */
+function noMember(path: string, prop: string): ArgumentError {
+  const guess = didYouMean(prop, MEMBERS);
+  return new ArgumentError(
+    `${path}.${prop}: no such member${guess ? `; did you mean ${guess}?` : ""} (size, maxSize, clear())`,
+  );
+}
+
+/**
+ * One device's cache as users see it: writing size (read-only, as in torch) or any name
+ * but maxSize is an ArgumentError, not a TypeError or a property added by a typo.
+ */
+function guarded(s: PlanCacheSlot, path: string): PlanCacheSlot {
+  return new Proxy(s, {
+    get(t, prop, receiver) {
+      if (typeof prop === "symbol" || prop in t || PROBES.has(prop))
+        return Reflect.get(t, prop, receiver);
+      throw noMember(path, prop);
+    },
+    set(t, prop, value) {
+      if (prop === "maxSize") {
+        t.maxSize = value;
+        return true;
+      }
+      if (typeof prop === "string" && !MEMBERS.includes(prop)) throw noMember(path, prop);
+      throw new ArgumentError(`${path}.${String(prop)} is read-only; maxSize is the one setting`);
+    },
+  });
+}
+
 /**
  * Indexing picks a device; bare use (size, maxSize, clear) means device 0 until
  * backend-cuda says otherwise. Any other member, or a bad index, is a typed error.
@@ -44,10 +76,9 @@ export function planCacheRegistry(): CufftPlanCache & { [device: number]: CufftP
         `cufftPlanCache[${String(d)}]: the device index must be an integer in [0, 1023]`,
       );
     let s = slots.get(d);
-    if (!s) slots.set(d, (s = new PlanCacheSlot(d)));
+    if (!s) slots.set(d, (s = guarded(new PlanCacheSlot(d), `cufftPlanCache[${d}]`)));
     return s;
   };
-  const MEMBERS = ["size", "maxSize", "clear"];
   return new Proxy({} as CufftPlanCache & { [device: number]: CufftPlanCache }, {
     get(_, prop) {
       if (typeof prop === "symbol" || PROBES.has(prop)) return undefined;

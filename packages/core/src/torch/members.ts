@@ -11,8 +11,8 @@ import {
   extendNamespace,
   extendNamespaceGetters,
   namespaceObject,
+  namespaceStatus,
   setFlagReadFilter,
-  statusOf,
 } from "../namespaces/namespace.ts";
 import { ready } from "../registry/backends.ts";
 import { cpuCapabilityInfo } from "../runtime/cpu-capability.ts";
@@ -89,7 +89,7 @@ extendNamespace("mkl", {
   ...VERBOSE,
   /** A scope that sets MKL's verbose level and restores the previous one (torch resets to OFF). */
   verbose: (level: number) => openScope(checkChanges({ "mkl.verbose": level })),
-  isEnabled: () => statusOf("mkl").available,
+  isEnabled: () => namespaceStatus("mkl").available,
 });
 extendNamespace("mkldnn", {
   ...VERBOSE,
@@ -105,7 +105,7 @@ extendNamespace("nnpack", {
   },
 });
 extendNamespace("openmp", {
-  isEnabled: () => statusOf("openmp").available,
+  isEnabled: () => namespaceStatus("openmp").available,
   /** Threads CPU kernels use: the setting, or the cores available when it is 0. */
   getNumThreads: () => (getFlag("openmp.numThreads") as number) || runtime().hardwareConcurrency,
   setNumThreads: (n: number) => {
@@ -158,7 +158,7 @@ extendNamespace("mps", {
   },
 });
 // opt_einsum.enabled reads true only where the plugin can run, as torch's does.
-setFlagReadFilter("optEinsum.enabled", (v) => v === true && statusOf("optEinsum").available);
+setFlagReadFilter("optEinsum.enabled", (v) => v === true && namespaceStatus("optEinsum").available);
 extendNamespace("nn", {
   attention: { sdpaKernel, withSdpaKernel, SDPBackend },
 });
