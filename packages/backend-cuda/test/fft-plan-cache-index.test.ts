@@ -30,4 +30,15 @@ describe("cufftPlanCache device indexes", () => {
     expect(reg[0]!.maxSize).toBe(4096);
     expect((reg as unknown as Record<string, unknown>).other).toBeUndefined();
   });
+
+  it("a device's size is read-only: an ArgumentError, as the core's stand-in gives", () => {
+    const cache = reg[1] as unknown as { size: number };
+    expect(() => {
+      cache.size = 3;
+    }).toThrow(ArgumentError);
+    expect(() => {
+      cache.size = 3;
+    }).toThrow(/read-only/);
+    expect(cache.size).toBe(0);
+  });
 });

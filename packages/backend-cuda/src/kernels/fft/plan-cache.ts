@@ -31,6 +31,13 @@ export class PlanCache<P> implements CufftPlanCache {
     return this.plans.size;
   }
 
+  /** Read-only, as in torch: an ArgumentError rather than strict mode's TypeError. */
+  set size(_: number) {
+    throw new ArgumentError(
+      `cufftPlanCache[${this.device}].size is read-only (the plans cached); maxSize is the one setting`,
+    );
+  }
+
   get maxSize(): number {
     return this.max;
   }
