@@ -182,6 +182,12 @@ describe("dispatcher", () => {
     expect(() => withKernelPriority("nosuch", [], () => 0)).toThrow(ArgumentError);
   });
 
+  it("a kernel priority list with holes is refused (every() skips them)", () => {
+    const sparse: string[] = [];
+    sparse[1] = "reference";
+    expect(() => kernelPriority("matmul", sparse)).toThrow(/must be a list of kernel names/);
+  });
+
   it("ready() of a name no backend has is an ArgumentError with the closest name", async () => {
     await expect(ready("cdua")).rejects.toThrow(
       /ready: no backend is named "cdua"; did you mean cuda\?/,

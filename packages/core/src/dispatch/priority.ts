@@ -33,7 +33,8 @@ function checkOp(op: unknown): void {
 
 function checkNames(op: string, names: readonly string[]): void {
   checkOp(op);
-  if (!Array.isArray(names) || !names.every((n) => typeof n === "string")) {
+  // Array.from visits the holes of a sparse list, which every() skips.
+  if (!Array.isArray(names) || !Array.from(names).every((n) => typeof n === "string")) {
     throw new ArgumentError(`kernel priority for ${op} must be a list of kernel names`);
   }
   const known = knownNames(op);
