@@ -24,12 +24,13 @@ export function parse(argv: readonly string[]): ParsedArgs {
   for (let i = 0; i < rest.length; i++) {
     const a = rest[i];
     // -h anywhere is help, as --help is; any other -x is no option of ours, and not an op
-    // or a shape either ("-1x2" stays positional: parseShape says what is wrong with it).
+    // or a shape either ("-1x2" stays positional: parseShape says what is wrong with it;
+    // "->" and "->i" are einsum equations, which begin with the arrow for scalar operands).
     if (a === "-h") {
       flags.help = true;
       continue;
     }
-    if (/^-[^-\d]/.test(a))
+    if (/^-[^-\d>]/.test(a))
       throw new UsageError(`unknown option ${a} (options are spelled --name, e.g. --help)`);
     if (!a.startsWith("--")) {
       positional.push(a);
@@ -42,6 +43,8 @@ export function parse(argv: readonly string[]): ParsedArgs {
       if (v !== undefined) throw new UsageError(`--${k} takes no value (got --${k}=${v})`);
       flags[k] = true;
     } else if (VALUE_FLAGS.has(k)) {
+      // Given twice, one value would silently win: say so instead.
+      if (flags[k] !== undefined) throw new UsageError(`--${k} given twice; give it once`);
       if (v !== undefined) flags[k] = v;
       else if (rest[i + 1] !== undefined && !rest[i + 1].startsWith("--")) flags[k] = rest[++i];
       // A value flag left bare would otherwise be silently ignored.

@@ -215,8 +215,9 @@ const COMMANDS: Record<
 };
 
 async function main(argv: string[]): Promise<number> {
-  const name = argv[0];
-  const entry = name !== undefined && Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
+  // No command at all is `help` (parse's default), so look the entry up by the parsed name.
+  const name = argv[0] ?? "help";
+  const entry = Object.hasOwn(COMMANDS, name) ? COMMANDS[name] : undefined;
   if (entry?.raw) return entry.run(argv.slice(1));
   const args = parse(argv);
   if (args.command === "--help" || args.command === "-h" || args.flags.help) return help(args);
@@ -225,6 +226,13 @@ async function main(argv: string[]): Promise<number> {
     `unknown command ${JSON.stringify(args.command)}; commands: ${Object.keys(COMMANDS).join(", ")}`,
   );
 }
+
+// A reader that stops early (`backplane info --json | true`) closes the pipe: that is not our
+// error, so end quietly instead of throwing an unhandled EPIPE with its stack.
+process.stdout.on?.("error", (e: NodeJS.ErrnoException) => {
+  if (e.code !== "EPIPE") throw e;
+  process.exit(process.exitCode ?? 0);
+});
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -1,19 +1,40 @@
-import { type DType, type Explanation, explain, randn, type Tensor, tensor } from "@backplane/core";
+import {
+  type DType,
+  type Explanation,
+  explain,
+  FLOAT_DTYPES,
+  randn,
+  type Tensor,
+  tensor,
+} from "@backplane/core";
 import { dispatch, getOp } from "@backplane/core/backend";
 import { UsageError } from "./args.ts";
 
 /**
  * The random inputs for `explain <op> --shapes ...`. cholesky gets B Bᵀ + n I (positive
  * definite): a plain randn matrix almost never is, so `--run` always failed with a LinalgError.
+ * Integer and bool dtypes get small random integers: randn takes floating dtypes only, so
+ * `--dtype int32` failed there even for ops (add, relu) that take int32.
  */
 export function inputsFor(op: string, shapes: number[][], dtype: DType, device: string): Tensor[] {
   return shapes.map((s, i) => {
     const n = s.at(-1) ?? 0;
-    if (op !== "cholesky" || s.length < 2 || s.at(-2) !== n)
-      return randn(s, { dtype, device, seed: i + 1 });
-    const b = randn(s, { dtype: "float64", seed: i + 1 }).toFloat64();
-    return tensor(positiveDefinite(b, n), { shape: s, dtype, device });
+    const floating = (FLOAT_DTYPES as readonly string[]).includes(dtype);
+    if (op === "cholesky" && s.length >= 2 && s.at(-2) === n) {
+      const b = randn(s, { dtype: "float64", seed: i + 1 }).toFloat64();
+      return tensor(positiveDefinite(b, n), { shape: s, dtype, device });
+    }
+    if (floating) return randn(s, { dtype, device, seed: i + 1 });
+    const x = randn(s, { dtype: "float64", seed: i + 1 }).toFloat64();
+    return tensor(integersFor(x, dtype), { shape: s, dtype, device });
   });
+}
+
+/** Standard normal draws made values of an integer or bool dtype: small, and mostly nonzero. */
+function integersFor(x: Float64Array, dtype: DType): Float64Array {
+  if (dtype === "bool") return x.map((v) => (v > 0 ? 1 : 0));
+  if (dtype === "uint8") return x.map((v) => Math.round(Math.abs(4 * v)));
+  return x.map((v) => Math.round(4 * v));
 }
 
 /** Each n x n matrix of the batch `b` made B Bᵀ + n I. */

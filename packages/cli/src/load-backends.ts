@@ -45,7 +45,8 @@ export async function loadInstalledBackends(opts: { gpu?: boolean } = {}): Promi
     .map((s) => s.trim())
     .filter(Boolean);
   const out: BackendLoad[] = [];
-  for (const packageName of [...KNOWN_BACKEND_PACKAGES, ...extra]) {
+  // Once each: a package named again (or already known) would be listed twice in the report.
+  for (const packageName of new Set([...KNOWN_BACKEND_PACKAGES, ...extra])) {
     if (opts.gpu === false && GPU_PACKAGES.has(packageName)) continue;
     try {
       await import(/* @vite-ignore */ packageName);

@@ -31,6 +31,23 @@ describe("single-dash arguments", () => {
     expect(() => parse(["explain", "matmul", "-run"])).toThrow(/unknown option -run/);
     expect(parse(["einsum-path", "ij->i", "-1x2"]).positional).toEqual(["ij->i", "-1x2"]);
   });
+
+  it('an equation that begins with the arrow ("->", "->i") is positional, not an option', () => {
+    expect(parse(["einsum-path", "->", "scalar"]).positional).toEqual(["->", "scalar"]);
+    expect(parse(["einsum-path", "->i", "2"]).positional).toEqual(["->i", "2"]);
+  });
+});
+
+describe("repeated value flags", () => {
+  it("a value flag given twice is a usage error (no silent last-one-wins)", () => {
+    for (const argv of [
+      ["explain", "matmul", "--shapes", "2x3,3x4", "--shapes", "1x1"],
+      ["explain", "matmul", "--shapes=2x3,3x4", "--dtype", "float32", "--dtype=float64"],
+    ]) {
+      expect(() => parse(argv)).toThrow(UsageError);
+      expect(() => parse(argv)).toThrow(/given twice/);
+    }
+  });
 });
 
 describe("parseShape", () => {

@@ -96,6 +96,62 @@ describe("backplane CLI", () => {
     expect(run("help").stdout).toMatch(/Exit codes: 0 ok/);
   });
 
+  it('no command at all prints the help, exit 0 (it said: unknown command "help")', () => {
+    const r = run();
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^backplane: torch.backends for TypeScript\n\nUsage:/);
+    expect(r.stderr).toBe("");
+  });
+
+  it("einsum-path takes an equation that begins with the arrow (scalar operands)", () => {
+    const r = run("einsum-path", "->", "scalar");
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/Complete contraction: +->\n/);
+  });
+
+  it("explain --dtype int32 reaches the op (randn refused every integer dtype)", () => {
+    const r = run("explain", "add", "--shapes", "2x3,2x3", "--dtype", "int32", "--run");
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^add: runs \S+/);
+    expect(r.stdout).toMatch(/\nadd\s+\S+ \(\S+\)\s+cpu\s+int32\s+2x3,2x3\s+[\d.]+ ms/);
+    // An op that takes no integers still says so itself, exit 2.
+    const mm = run("explain", "matmul", "--shapes", "2x2,2x2", "--dtype", "int8");
+    expect(mm.status).toBe(2);
+    expect(mm.stderr).toMatch(/^backplane: DTypeError: matmul: .*int8/);
+  });
+
+  it("a value flag given twice is exit 2 with one line", () => {
+    const r = run("explain", "matmul", "--shapes", "2x3,3x4", "--shapes", "1x1");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(/^backplane: --shapes given twice; give it once\n/);
+  });
+
+  it("a closed stdout (| true) ends quietly: no unhandled EPIPE stack", () => {
+    const r = spawnSync("bash", ["-c", `node ${cli} info --json | true; exit \${PIPESTATUS[0]}`], {
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    expect(r.stderr).not.toMatch(/EPIPE|Unhandled/);
+    expect(r.status).toBe(0);
+  });
+
+  it("BACKPLANE_BACKENDS naming a known package (or one twice) lists it once", () => {
+    const r = spawnSync("node", [cli, "info", "--json"], {
+      encoding: "utf8",
+      timeout: 60_000,
+      env: {
+        ...process.env,
+        BACKPLANE_BACKENDS: "@backplane/backend-openmp, @backplane/nope,@backplane/nope",
+      },
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const names = (JSON.parse(r.stdout).packages as { packageName: string }[]).map(
+      (p) => p.packageName,
+    );
+    expect(names).toEqual([...new Set(names)]);
+    expect(names).toContain("@backplane/nope");
+  });
+
   it("-h after a command is its help; `help run-cpu` has its own text; -x is exit 2", () => {
     const h = run("explain", "-h");
     expect(h.status).toBe(0);
