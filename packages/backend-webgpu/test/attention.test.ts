@@ -2,7 +2,13 @@
  * wgsl-sdpa-tiled where it had parted from PyTorch 2.13: head dim 0 (every score 0 at any
  * scale, the mean of v; 0 * inf = NaN before), and key/value batch dims that broadcast.
  */
-import { kernelPriority, randn, scaledDotProductAttention, type Tensor } from "@backplane/core";
+import {
+  DeviceError,
+  kernelPriority,
+  randn,
+  scaledDotProductAttention,
+  type Tensor,
+} from "@backplane/core";
 import { describe, expect } from "vitest";
 import { gpuIt, relErr, values } from "./helpers.ts";
 
@@ -67,5 +73,23 @@ describe("wgsl-sdpa-tiled as PyTorch 2.13", () => {
       opts,
     );
     expect(relErr(c, d)).toBeLessThan(TOL);
+  });
+
+  gpuIt("a mask on another device is a DeviceError that says to move it", async () => {
+    const [q, k, v] = [
+      [1, 2, 5, 8],
+      [1, 2, 7, 8],
+      [1, 2, 7, 4],
+    ].map((s, i) => randn(s, { seed: 40 + i }).to("webgpu"));
+    const mask = randn([5, 7], { seed: 43 });
+    let caught: unknown;
+    try {
+      scaledDotProductAttention(q, k, v, { attnMask: mask });
+    } catch (e) {
+      caught = e;
+    }
+    expect(caught).toBeInstanceOf(DeviceError);
+    expect((caught as Error).message).toMatch(/attnMask is on cpu .*query is on webgpu.*\.to\(\)/);
+    for (const t of [q, k, v, mask]) t.dispose();
   });
 });

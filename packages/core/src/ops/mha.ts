@@ -177,7 +177,9 @@ function checkMask(query: Tensor, o: MhaOptions, scores: number[]) {
   const attnMask = o.attnMask == null ? null : checkTensor(OP, "attnMask", o.attnMask);
   if (attnMask) {
     if (attnMask.device !== query.device)
-      throw new DeviceError(`${OP}: attnMask is on ${attnMask.device}, query on ${query.device}`);
+      throw new DeviceError(
+        `${OP}: attnMask is on ${attnMask.device} but query is on ${query.device}; move it to the query's device with .to()`,
+      );
     if (attnMask.dtype !== "bool" && attnMask.dtype !== query.dtype)
       throw new DTypeError(
         `${OP}: attnMask must be bool or the query's dtype (${query.dtype}), got ${attnMask.dtype}`,

@@ -132,7 +132,9 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
   let maskKind: SdpaParams["maskKind"] = "none";
   if (attnMask) {
     if (attnMask.device !== query.device)
-      throw new DeviceError(`${op}: attnMask is on ${attnMask.device}, query on ${query.device}`);
+      throw new DeviceError(
+        `${op}: attnMask is on ${attnMask.device} but query is on ${query.device}; move it to the query's device with .to()`,
+      );
     if (isCausal)
       throw new ArgumentError(`${op}: pass either attnMask or isCausal, not both (as in torch)`);
     if (attnMask.dtype === "bool") maskKind = "bool";
