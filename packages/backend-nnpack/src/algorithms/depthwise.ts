@@ -9,7 +9,6 @@ import { empty, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
 import { addressOf, Scratch } from "@backplane/core/cpu";
 import { parallel } from "../util.ts";
-import { conv } from "../wasm.ts";
 import { dims, operands, trivialOutput } from "./common.ts";
 
 /**
@@ -21,11 +20,12 @@ import { dims, operands, trivialOutput } from "./common.ts";
 export const DEPTHWISE_WORK_LIMIT = 256 * 2 ** 20;
 
 /**
- * The per-thread scratch bytes dw_c4_work_bytes / dw_work_bytes (assembly) ask for, in
- * float64 so that it cannot wrap; float64 needs none.
+ * The per-thread scratch bytes of the depthwise kernels: what dw_c4_work_bytes /
+ * dw_work_bytes (assembly) compute, here in float64 so that it cannot wrap; the kernels'
+ * supports() and run() both read this one figure. float64 runs a scalar loop (64 bytes).
  */
 export function depthwiseWorkBytes(p: Conv2dParams): number {
-  if (p.dtype !== "float32") return 0;
+  if (p.dtype !== "float32") return 64;
   const rows = (p.outH - 1) * p.strideH + (p.kh - 1) * p.dilationH + 1;
   if (p.outChannels === p.c) {
     const cols = (p.outW + 1) * p.strideW + (p.kw - 1) * p.dilationW + 1;
@@ -47,17 +47,15 @@ export function depthwise(p: Conv2dParams): Tensor {
     const geometry = [p.kh, p.kw, p.strideH, p.strideW, p.dilationH, p.dilationW] as const;
     const head = [addressOf(ops.x), addressOf(ops.w), ops.bias ? addressOf(ops.bias) : 0];
     const tail = [p.padTop, p.padLeft, p.outH, p.outW];
-    const m = conv();
     if (f32 && Og === 1) {
       // Items: (image, group of four channels).
       const args = [...head, addressOf(out), p.c, p.h, p.w, ...geometry, ...tail];
-      const work = m.dw_c4_work_bytes(p.outH, p.outW, ...geometry);
-      parallel("dw_c4_f32", args, p.n * Math.ceil(p.c / 4), scratch, work);
+      parallel("dw_c4_f32", args, p.n * Math.ceil(p.c / 4), scratch, depthwiseWorkBytes(p));
     } else {
       // Items: (image, output channel).
       const args = [...head, addressOf(out), p.c, p.h, p.w, Og, ...geometry, ...tail];
-      const work = f32 ? m.dw_work_bytes(p.outH, p.outW, ...geometry) : 64;
-      parallel(f32 ? "dw_f32" : "dw_f64", args, p.n * p.outChannels, scratch, work);
+      const kernel = f32 ? "dw_f32" : "dw_f64";
+      parallel(kernel, args, p.n * p.outChannels, scratch, depthwiseWorkBytes(p));
     }
     return out;
   } catch (e) {
