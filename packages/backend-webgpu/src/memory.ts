@@ -5,10 +5,12 @@
  * synchronous readback on WebGPU), copies copyBufferToBuffer, sync onSubmittedWorkDone.
  * WebGPU moves bytes in 4-byte words; ranges that are not (float16 and bool tensors
  * with odd lengths or offsets) go through a small byte-copy shader, and strided views
- * (contiguous(), to(), reading a transposed tensor) through a gather shader.
+ * (contiguous(), to(), reading a transposed tensor) through a gather shader; astype()
+ * converts on the device (convert.ts).
  */
 import { DeviceError } from "@backplane/core";
 import type { DeviceMemory } from "@backplane/core/backend";
+import { CONVERT, convertKind, viewWalk } from "./convert.ts";
 import {
   type Binding,
   getPools,
@@ -155,22 +157,9 @@ function copyBytes(
 const GATHER = /* wgsl */ `
 @group(0) @binding(0) var<storage, read> src: array<u32>;
 @group(0) @binding(1) var<storage, read_write> dst: array<u32>;
-// words, elementBytes, rank, offset (elements), bytes, shape[rank], strides[rank]
+// words, elementBytes, bytes, then the view (viewWalk)
 @group(0) @binding(2) var<storage, read> prm: array<u32>;
-
-// The source element of output element i: i's row-major index through the view's strides.
-fn source(i: u32) -> u32 {
-  let rank = prm[2];
-  var rem = i;
-  var pos = prm[3];
-  for (var d = i32(rank) - 1; d >= 0; d--) {
-    let size = prm[5u + u32(d)];
-    pos += (rem % size) * prm[5u + rank + u32(d)];
-    rem = rem / size;
-  }
-  return pos;
-}
-
+${viewWalk(3)}
 fn srcByte(p: u32) -> u32 { return (src[p >> 2u] >> ((p & 3u) * 8u)) & 0xffu; }
 
 @compute @workgroup_size(64)
@@ -184,11 +173,53 @@ fn main(@builtin(global_invocation_id) gid: vec3u, @builtin(num_workgroups) nw: 
   var v = 0u;
   for (var b = 0u; b < 4u; b++) {
     let p = w * 4u + b;
-    if (p >= prm[4]) { break; }
+    if (p >= prm[2]) { break; }
     v = v | (srcByte(source(p / eb) * eb + p % eb) << (b * 8u));
   }
   dst[w] = v;
 }`;
+
+/**
+ * Runs `code` over a strided view of `src` (elements of `inBytes`) into `outBytes`
+ * contiguous bytes of `dst`, one invocation per output word; its parameters are `head`
+ * (the word count first) and the view as viewWalk() reads it. Only the bytes the view
+ * reaches are bound (the whole storage may be past maxStorageBufferBindingSize).
+ */
+function launchOverView(
+  job: { kernel: string; what: string; code: string },
+  view: { src: GpuHandle; offset: number; shape: readonly number[]; strides: readonly number[] },
+  inBytes: number,
+  dst: GpuHandle,
+  outBytes: number,
+  head: (words: number) => number[],
+): void {
+  const { src, offset, shape, strides } = view;
+  const numel = shape.reduce((a, b) => a * b, 1);
+  check(src, `${job.kernel} (source)`, 0, 0);
+  check(dst, `${job.kernel} (destination)`, 0, outBytes);
+  if (numel === 0) return;
+  const [lo, hi] = viewSpan(offset, shape, strides);
+  check(src, `${job.kernel} (source)`, lo * inBytes, (hi - lo) * inBytes);
+  let pools: ReturnType<typeof requirePools>;
+  try {
+    pools = requirePools(job.kernel);
+  } catch (e) {
+    fail(job.kernel, e);
+  }
+  const L = pools.s.limits;
+  const from = rangeBinding(src.buffer, lo * inBytes, hi * inBytes, L, job.what);
+  const to = rangeBinding(dst.buffer, 0, outBytes, L, job.what);
+  const first = offset - from.offset / inBytes;
+  const words = up4(outBytes) / 4;
+  launch({
+    kernel: job.kernel,
+    pipeline: pipelineFor(job.kernel, 1, 1, () => job.code),
+    reads: [from],
+    writes: [to],
+    meta: new Meta().u32(...head(words), shape.length, first, ...shape, ...strides).build(),
+    groups: grid(Math.ceil(words / 64), L.maxComputeWorkgroupsPerDimension),
+  });
+}
 
 function fail(what: string, e: unknown): never {
   throw new DeviceError(`webgpu ${what}: ${(e as Error)?.message ?? String(e)}`);
@@ -329,37 +360,29 @@ export const webgpuMemory: DeviceMemory<GpuHandle> = {
   },
 
   gather(src, offset, shape, strides, elementBytes, dst): void {
-    const numel = shape.reduce((a, b) => a * b, 1);
-    const bytes = numel * elementBytes;
-    check(src, "gather (source)", 0, 0);
-    check(dst, "gather (destination)", 0, bytes);
-    if (numel === 0) return;
-    const [lo, hi] = viewSpan(offset, shape, strides);
-    check(src, "gather (source)", lo * elementBytes, (hi - lo) * elementBytes);
-    let pools: ReturnType<typeof requirePools>;
-    try {
-      pools = requirePools("gather");
-    } catch (e) {
-      fail("gather", e);
-    }
-    const L = pools.s.limits;
-    // Only the bytes the view reaches are bound (the whole storage may be past the limit).
-    const what = "gather (a strided view read contiguous)";
-    const from = rangeBinding(src.buffer, lo * elementBytes, hi * elementBytes, L, what);
-    const to = rangeBinding(dst.buffer, 0, bytes, L, what);
-    const first = offset - from.offset / elementBytes;
-    const words = up4(bytes) / 4;
-    const p = pipelineFor("gather", 1, 1, () => GATHER);
-    launch({
-      kernel: "gather",
-      pipeline: p,
-      reads: [from],
-      writes: [to],
-      meta: new Meta()
-        .u32(words, elementBytes, shape.length, first, bytes, ...shape, ...strides)
-        .build(),
-      groups: grid(Math.ceil(words / 64), L.maxComputeWorkgroupsPerDimension),
-    });
+    const bytes = shape.reduce((a, b) => a * b, 1) * elementBytes;
+    launchOverView(
+      { kernel: "gather", what: "gather (a strided view read contiguous)", code: GATHER },
+      { src, offset, shape, strides },
+      elementBytes,
+      dst,
+      bytes,
+      (words) => [words, elementBytes, bytes],
+    );
+  },
+
+  convert(src, offset, shape, strides, from, to, dst): void {
+    const a = convertKind(from, from, to);
+    const b = convertKind(to, from, to);
+    const numel = shape.reduce((x, y) => x * y, 1);
+    launchOverView(
+      { kernel: "astype", what: `astype ${from} to ${to}`, code: CONVERT },
+      { src, offset, shape, strides },
+      a.bytes,
+      dst,
+      numel * b.bytes,
+      (words) => [words, numel, a.kind, a.bytes, b.kind, b.bytes],
+    );
   },
 
   async sync(): Promise<void> {

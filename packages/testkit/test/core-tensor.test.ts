@@ -141,4 +141,17 @@ describe("tensor", () => {
     expect(memoryStats("testdev:1").liveBuffers).toBe(before);
     expect(memoryStats("testdev:1").allocatedBytes).toBe(0);
   });
+
+  it("astype on a device that converts nothing and reads back only asynchronously says how", () => {
+    registerHostBackedDevice("testdev");
+    const t = tensor([1.5, -2], { device: "testdev:1" });
+    const live = memoryStats("testdev:1").liveBuffers;
+    for (const convert of [(x: typeof t) => x.astype("float16"), (x: typeof t) => x.to("int32")]) {
+      expect(() => convert(t)).toThrow(DeviceError);
+      expect(() => convert(t)).toThrow(/await t\.toAsync\("cpu"\)\)\.astype/);
+    }
+    // The output allocated before the refusal is freed.
+    expect(memoryStats("testdev:1").liveBuffers).toBe(live);
+    t.dispose();
+  });
 });

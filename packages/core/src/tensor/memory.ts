@@ -6,6 +6,7 @@
 
 import { ArgumentError, DeviceError } from "../errors.ts";
 import { show } from "../util/format.ts";
+import type { DType } from "./dtype.ts";
 
 export interface MemoryStats {
   /** Bytes currently held by live storages. */
@@ -48,6 +49,21 @@ export interface DeviceMemory<H = unknown> {
     shape: readonly number[],
     strides: readonly number[],
     elementBytes: number,
+    dst: H,
+  ): void;
+  /**
+   * On the device, dst[i] = src[...] (walked as gather() walks it) converted from `from`
+   * to `to` with the rounding the host's astype() applies: how astype() converts memory
+   * that is not host-visible and cannot be read synchronously. Throws a DTypeError for a
+   * pair it does not convert.
+   */
+  convert?(
+    src: H,
+    offset: number,
+    shape: readonly number[],
+    strides: readonly number[],
+    from: DType,
+    to: DType,
     dst: H,
   ): void;
 }

@@ -231,17 +231,43 @@ export class Tensor implements Disposable {
     return out;
   }
 
-  /** A copy converted to another dtype (host-visible memory; values rounded as the dtype requires). */
+  /**
+   * A copy converted to another dtype, values rounded as the dtype requires (as torch's
+   * .to(dtype)): on the host, or on the device where it cannot be read synchronously.
+   */
   astype(dtype: DType): Tensor {
     checkDType("astype", dtype);
     this.assertAlive();
     if (dtype === this.dtype) return this.clone();
+    const mem = this.storage.memory;
+    if (!mem.hostView && !mem.downloadSync) return this.convertedOnDevice(dtype);
     if (this.dtype === "int64" && dtype !== "float64") return this.int64Narrowed(dtype);
     const src = this.toFloat64();
     const out = filled(empty(this.shape, { dtype, device: "cpu" }), (dst) => {
       for (let i = 0; i < src.length; i++) writeNumber(dtype, dst, i, src[i]);
     });
     return moveTo(out, this.device);
+  }
+
+  /** astype() where the elements cannot be read synchronously (WebGPU): the device converts. */
+  private convertedOnDevice(dtype: DType): Tensor {
+    const mem = this.storage.memory;
+    if (!mem.convert)
+      throw new DeviceError(
+        `astype: ${this.device} memory converts no dtypes on the device and cannot be read synchronously; use (await t.toAsync("cpu")).astype("${dtype}")`,
+      );
+    const convert = mem.convert.bind(mem);
+    return freedOnThrow(empty(this.shape, { dtype, device: this.device }), (out) =>
+      convert(
+        this.storage.handle,
+        this.offset,
+        this.shape,
+        this.strides,
+        this.dtype,
+        dtype,
+        out.storage.handle,
+      ),
+    );
   }
 
   /**
