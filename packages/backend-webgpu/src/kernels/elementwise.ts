@@ -66,13 +66,18 @@ ${strided ? walk(2) : "  let o0 = prm[2] + i;\n  let o1 = prm[3] + i;"}
 }`;
 }
 
-// erf to ~1.5e-7 absolute (Abramowitz & Stegun 7.1.26), in f32.
-const ERF = `
-fn erf_(x: f32) -> f32 {
-  let ax = abs(x);
-  let t = 1.0 / (1.0 + 0.3275911 * ax);
-  let y = 1.0 - (((((1.061405429 * t - 1.453152027) * t) + 1.421413741) * t - 0.284496736) * t + 0.254829592) * t * exp(-ax * ax);
-  return select(-y, y, x >= 0.0);
+/**
+ * erfc(z) for z >= 0 to ~1.2e-7 relative everywhere (Numerical Recipes' erfcc, a Chebyshev
+ * fit of exp(z^2) erfc(z)). Relative, not absolute: gelu's negative tail is 0.5 x erfc(|z|),
+ * which the former 0.5 x (1 + erf(z)) lost to cancellation (7.1.26's 1.5e-7 absolute error
+ * was 1% of gelu at x = -4.5 and all of it past -5.5).
+ */
+const ERFC = `
+fn erfc_(z: f32) -> f32 {
+  let t = 1.0 / (1.0 + 0.5 * z);
+  let p = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+    + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+  return t * exp(-z * z + p);
 }`;
 
 /**
@@ -97,12 +102,20 @@ function unaryCode(dtype: string, kind: "relu" | "gelu" | "gelu-tanh", strided: 
     kind === "relu"
       ? reluCode(dtype)
       : kind === "gelu"
-        ? `${ERF}
-fn f(v: T) -> T { let x = f32(v); return T(0.5 * x * (1.0 + erf_(x * 0.7071067811865476))); }`
-        : `fn f(v: T) -> T {
+        ? // x < 0: 0.5 x erfc(|x| / sqrt 2); else x (1 - 0.5 erfc(x / sqrt 2)). NaN takes the
+          // second branch and stays NaN; -inf gives -inf * 0 = NaN, as torch.
+          `${ERFC}
+fn f(v: T) -> T {
   let x = f32(v);
-  let u = clamp(0.7978845608028654 * (x + 0.044715 * x * x * x), -15.0, 15.0);
-  return T(0.5 * x * (1.0 + tanh(u)));
+  let e = erfc_(abs(x) * 0.7071067811865476);
+  return T(select(x * (1.0 - 0.5 * e), 0.5 * x * e, x < 0.0));
+}`
+        : // 0.5 x (1 + tanh(u)) = x / (1 + exp(-2u)): no 1 + tanh(u) to cancel as u -> -inf
+          // (where shaders' tanh is loosest); exp overflows to inf there and gives -0, as torch.
+          `fn f(v: T) -> T {
+  let x = f32(v);
+  let u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+  return T(x / (1.0 + exp(-2.0 * u)));
 }`;
   return `${header(T, enable, 1)}
 ${f}

@@ -1,8 +1,9 @@
 /** add, mul (broadcasting), relu, gelu. */
 
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { ArgumentError } from "../errors.ts";
+import { ArgumentError, DTypeError } from "../errors.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
+import type { DType } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
 import {
@@ -24,12 +25,37 @@ export interface UnaryParams extends OpParams {
   approximate: "none" | "tanh";
 }
 
+const BINARY_DTYPES: readonly DType[] = ["float32", "float64", "float16", "bfloat16", "int32"];
+
+/**
+ * torch promotes mixed dtypes (float32 + float64 gives float64); we do not, so say which
+ * cast gives torch's result: to the dtype torch promotes the pair to.
+ */
+function checkNoPromotion(op: string, a: Tensor, b: Tensor): void {
+  if (a.dtype === b.dtype || a.device !== b.device) return;
+  const wider = promoted(a.dtype, b.dtype);
+  throw new DTypeError(
+    `${op}: a has dtype ${a.dtype} but b has ${b.dtype}; they must match (no implicit promotion): cast with .to("${wider}") first, the dtype torch would promote them to`,
+  );
+}
+
+/** torch's result dtype for two of BINARY_DTYPES. */
+function promoted(x: DType, y: DType): DType {
+  // float16 with bfloat16 meets at float32 in torch; otherwise the later in this order wins.
+  if ((x === "float16" && y === "bfloat16") || (x === "bfloat16" && y === "float16"))
+    return "float32";
+  const order: readonly DType[] = ["int32", "bfloat16", "float16", "float32", "float64"];
+  return order[Math.max(order.indexOf(x), order.indexOf(y))];
+}
+
 function binary(op: string): OpRecord<BinaryParams, [a: Tensor, b: Tensor], Tensor> {
   const prepare = (a: Tensor, b: Tensor): BinaryParams => {
     checkTensor(op, "a", a);
     checkTensor(op, "b", b);
+    checkDTypeIn(op, "a", a, BINARY_DTYPES);
+    checkDTypeIn(op, "b", b, BINARY_DTYPES);
+    checkNoPromotion(op, a, b);
     checkSame(op, ["a", "b"], [a, b]);
-    checkDTypeIn(op, "a", a, ["float32", "float64", "float16", "bfloat16", "int32"]);
     const outShape = broadcastShapes(op, a.shape, b.shape);
     return { a, b, outShape, deviceType: a.deviceType, dtype: a.dtype };
   };

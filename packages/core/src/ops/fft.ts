@@ -65,6 +65,10 @@ function define(kind: FftParams["kind"]): FftOp {
     const dimName = complexInput
       ? `${kind}: dim (not counting the trailing (re, im) dim)`
       : `${kind}: dim`;
+    // Only a missing dim takes the default: torch refuses dim=None ("must be int, not
+    // NoneType"); n and norm take null as torch's None (the default).
+    if (o.dim === null)
+      throw new ArgumentError(`${kind}: dim must be an integer, got null (leave it out for -1)`);
     const dim = normalizeDim(dimName, o.dim ?? -1, signalRank);
     const len = x.shape[dim];
     const dflt = kind === "irfft" ? 2 * (len - 1) : len;
