@@ -397,6 +397,14 @@ function tred2T(zt: usize, d: usize, e: usize, n: i32): void {
 
 const QL_MAX_ITER = 60;
 
+/** Off-diagonals below this are zero whatever tst1 says (eigh scales A to a largest entry of 1): rotations built from subnormal entries carry a few bits and stop being orthogonal. As QL_TINY in the core's reference. */
+const QL_TINY: f64 = QR_SAFE_MIN / EPS;
+
+@inline function qlNegligible(e: f64, tst1: f64): bool {
+  const a = abs<f64>(e);
+  return a <= EPS * tst1 || a < QL_TINY;
+}
+
 /** Implicit QL (EISPACK tql2) on (d, e), rotating rows of zt. Returns 0 or l+1 on non-convergence. */
 function tql2T(zt: usize, d: usize, e: usize, n: i32): i32 {
   for (let i = 1; i < n; i++) stf(e, i - 1, ldf(e, i));
@@ -406,9 +414,9 @@ function tql2T(zt: usize, d: usize, e: usize, n: i32): i32 {
   for (let l = 0; l < n; l++) {
     tst1 = max<f64>(tst1, abs<f64>(ldf(d, l)) + abs<f64>(ldf(e, l)));
     let m = l;
-    while (m < n - 1 && abs<f64>(ldf(e, m)) > EPS * tst1) m++;
+    while (m < n - 1 && !qlNegligible(ldf(e, m), tst1)) m++;
     let iter = 0;
-    while (m > l && abs<f64>(ldf(e, l)) > EPS * tst1) {
+    while (m > l && !qlNegligible(ldf(e, l), tst1)) {
       if (++iter > QL_MAX_ITER) return l + 1;
       let g = ldf(d, l);
       let p = (ldf(d, l + 1) - g) / (2.0 * ldf(e, l));

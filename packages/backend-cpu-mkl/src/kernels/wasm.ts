@@ -305,6 +305,19 @@ function linalg(op: string, run: (p: LinalgParams, m: KernelsModule, s: Scratch)
   );
 }
 
+/**
+ * One block of `length` float64 that each matrix of a batch is copied into in turn, for the
+ * routines to read: a block per matrix (Scratch.f64) held a second copy of the whole batch
+ * in the CPU memory until the kernel returned.
+ */
+function reusedInput(s: Scratch, length: number): (data: Float64Array) => number {
+  const p = s.alloc(length * 8);
+  return (data) => {
+    f64View(p, data.length).set(data); // a fresh view: an allocation may have grown the memory
+    return p;
+  };
+}
+
 /** The routines' workspace must fit an i32 (linalgWorkspaceBytes is -1 past it): else the reference runs. */
 function workspaceFits(p: LinalgParams): true | string {
   const m = modules.kernels;
@@ -318,8 +331,9 @@ const linalgKernels = [
   linalg("cholesky", (p, m, s) => {
     const n = p.n;
     const l = s.alloc(n * n * 8);
+    const input = reusedInput(s, n * n);
     const parts = matricesOf(p.a, n, n).map((a) => {
-      const info = m.cholesky(s.f64(a), l, n);
+      const info = m.cholesky(input(a), l, n);
       if (info > 0) throw linalgFailure.notPositiveDefinite("cholesky", info);
       const r = f64View(l, n * n).slice();
       if (!p.upper) return r;
@@ -333,8 +347,9 @@ const linalgKernels = [
     const n = p.n;
     const out = s.alloc(n * n * 8);
     const work = s.alloc(m.linalgWorkspaceBytes(n, n));
+    const input = reusedInput(s, n * n);
     const parts = matricesOf(p.a, n, n).map((a) => {
-      const info = m.inv(s.f64(a), n, out, work);
+      const info = m.inv(input(a), n, out, work);
       if (info > 0) throw linalgFailure.singular("inv", info);
       return f64View(out, n * n).slice();
     });
@@ -345,8 +360,10 @@ const linalgKernels = [
     const { bs, nrhs } = rightHandSides(p);
     const x = s.alloc(n * nrhs * 8);
     const work = s.alloc(m.linalgWorkspaceBytes(n, n));
+    const inputA = reusedInput(s, n * n);
+    const inputB = reusedInput(s, n * nrhs);
     const parts = matricesOf(p.a, n, n).map((a, i) => {
-      const info = m.solve(s.f64(a), n, s.f64(bs[i]), nrhs, x, work);
+      const info = m.solve(inputA(a), n, inputB(bs[i]), nrhs, x, work);
       if (info > 0) throw linalgFailure.singular("solve", info);
       return f64View(x, n * nrhs).slice();
     });
@@ -356,8 +373,9 @@ const linalgKernels = [
     const n = p.n;
     const lu = s.alloc(n * n * 8);
     const piv = s.alloc(n * 4);
+    const input = reusedInput(s, n * n);
     const res = matricesOf(p.a, n, n).map((a) => {
-      const info = m.luFactor(s.f64(a), lu, piv, n);
+      const info = m.luFactor(input(a), lu, piv, n);
       // torch.linalg.lu_factor raises on an exactly zero pivot, as inv does.
       if (info > 0) throw linalgFailure.singular("luFactor", info);
       return { lu: f64View(lu, n * n).slice(), pivots: i32View(piv, n).slice() };
@@ -381,8 +399,9 @@ const linalgKernels = [
     const q = s.alloc(qn * 8);
     const r = s.alloc(rn * 8);
     const work = s.alloc(m.linalgWorkspaceBytes(p.m, p.n));
+    const input = reusedInput(s, p.m * p.n);
     const res = matricesOf(p.a, p.m, p.n).map((a) => {
-      m.qr(s.f64(a), p.m, p.n, p.mode === "complete" ? 1 : 0, q, r, work);
+      m.qr(input(a), p.m, p.n, p.mode === "complete" ? 1 : 0, q, r, work);
       return { q: f64View(q, qn).slice(), r: f64View(r, rn).slice() };
     });
     return {
@@ -403,8 +422,9 @@ const linalgKernels = [
     const w = s.alloc(n * 8);
     const v = s.alloc(n * n * 8);
     const work = s.alloc(m.linalgWorkspaceBytes(n, n));
+    const input = reusedInput(s, n * n);
     const res = matricesOf(p.a, n, n).map((a) => {
-      const info = m.eigh(s.f64(a), n, w, v, work);
+      const info = m.eigh(input(a), n, w, v, work);
       if (info !== 0)
         throw linalgFailure.didNotConverge(
           "eigh",
@@ -434,8 +454,9 @@ const linalgKernels = [
     const sv = s.alloc(k * 8);
     const vh = s.alloc(vn * 8);
     const work = s.alloc(m.linalgWorkspaceBytes(p.m, p.n));
+    const input = reusedInput(s, p.m * p.n);
     const res = matricesOf(p.a, p.m, p.n).map((a) => {
-      const info = m.svd(s.f64(a), p.m, p.n, p.fullMatrices ? 1 : 0, u, sv, vh, work);
+      const info = m.svd(input(a), p.m, p.n, p.fullMatrices ? 1 : 0, u, sv, vh, work);
       if (info !== 0)
         throw linalgFailure.didNotConverge(
           "svd",

@@ -418,6 +418,20 @@ function tridiagonalize(z: Float64Array, d: Float64Array, e: Float64Array, n: nu
 const QL_MAX_ITER = 60;
 
 /**
+ * Off-diagonals below this are zero for the QL iteration, whatever tst1 says. eigh scales A
+ * to a largest entry of 1, so dropping them moves no eigenvalue by more than 1e-292. Without
+ * the floor a block of subnormal (or nearly) entries, met while tst1 is still 0 (leading rows
+ * already reduced, as for a rank-1 A), was iterated on: c = p / r and s = e / r of subnormal
+ * p, e, r carry a few bits, so the rotations stopped being orthogonal (eigenvectors of the
+ * 60 x 60 all-ones matrix came back with V^T V off I by 1.3).
+ */
+const QL_TINY = SAFE_MIN / EPS;
+
+/** Whether e is negligible next to the diagonal seen so far (tst1) or absolutely tiny. */
+const qlNegligible = (e: number, tst1: number): boolean =>
+  Math.abs(e) <= EPS * tst1 || Math.abs(e) < QL_TINY;
+
+/**
  * Eigen-decomposition of the tridiagonal (d, e) by the implicit QL method with Wilkinson-style
  * shifts (EISPACK tql2), rotating the columns of z along. On return d holds the eigenvalues.
  */
@@ -430,10 +444,10 @@ function tridiagonalQL(z: Float64Array, d: Float64Array, e: Float64Array, n: num
     // Find a negligible subdiagonal element; e[n-1] = 0 stops the search.
     tst1 = Math.max(tst1, Math.abs(d[l]) + Math.abs(e[l]));
     let m = l;
-    while (m < n - 1 && Math.abs(e[m]) > EPS * tst1) m++;
+    while (m < n - 1 && !qlNegligible(e[m], tst1)) m++;
     // If m === l, d[l] is already an eigenvalue; otherwise iterate until it splits off.
     let iter = 0;
-    while (m > l && Math.abs(e[l]) > EPS * tst1) {
+    while (m > l && !qlNegligible(e[l], tst1)) {
       if (++iter > QL_MAX_ITER) {
         throw new LinalgError(
           "eigh",
