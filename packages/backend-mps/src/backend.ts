@@ -8,9 +8,11 @@ import {
   type Availability,
   type BackendDefinition,
   defineBackend,
+  mhaCompositions,
 } from "@backplane/core/backend";
 import { FALLBACK_FLAG, fallbackKernels } from "./fallback.ts";
 import type { HelperMemoryStats } from "./helper.ts";
+import { FLOAT_DTYPES } from "./kernels/common.ts";
 import { conv2dKernel } from "./kernels/conv2d.ts";
 import { elementwiseKernels } from "./kernels/elementwise.ts";
 import { matmulKernel } from "./kernels/matmul.ts";
@@ -30,6 +32,8 @@ export const mpsKernels: AnyKernelDefinition[] = [
   ...(softmaxKernels as AnyKernelDefinition[]),
   sdpaKernel as AnyKernelDefinition,
   ...elementwiseKernels,
+  // multiHeadAttention: the core's compositions, each step (matmul, add, sdpa) on mps kernels.
+  ...(mhaCompositions("mps", FLOAT_DTYPES) as AnyKernelDefinition[]),
 ];
 
 /** Members added to backends.mps (torch.backends.mps and torch.mps's functions). */

@@ -12,6 +12,7 @@ import {
   type WebGPUPoolStats as CoreWebGPUPoolStats,
   defineBackend,
   initBackends,
+  mhaCompositions,
   restartInit,
   type WebGPUMembers,
 } from "@backplane/core/backend";
@@ -27,6 +28,7 @@ import {
   probe,
   type WebGPUConfig,
 } from "./gpu.ts";
+import { baseChecks, FLOAT_DTYPES } from "./kernels/common.ts";
 import { conv2dKernel } from "./kernels/conv2d.ts";
 import { elementwiseKernels } from "./kernels/elementwise.ts";
 import { matmulKernel } from "./kernels/matmul.ts";
@@ -188,6 +190,12 @@ export const webgpuKernels: AnyKernelDefinition[] = [
   ...softmaxKernels,
   conv2dKernel,
   sdpaKernel,
+  // multiHeadAttention: the core's compositions, each step (matmul, add, sdpa) on the WGSL
+  // kernels, gated as they are (an open device; float16 only with shader-f16).
+  ...(mhaCompositions("webgpu", FLOAT_DTYPES, (p) => {
+    const s = baseChecks(p.dtype, [p.query, p.key, p.value], 0);
+    return typeof s === "string" ? s : true;
+  }) as AnyKernelDefinition[]),
 ];
 
 export const webgpuBackend: BackendDefinition = defineBackend({

@@ -51,6 +51,8 @@ export { int32SumProblem } from "./quantized/requant.ts";
 // Reading params: broadcast batches and the shapes of decompositions
 export { batchOffsets, leadingBroadcastStrides } from "./reference/access.ts";
 export { qrShapes, solveOutputShape, svdShapes } from "./reference/linalg.ts";
+// Compositions a backend registers for its device
+export { mhaCompositions } from "./reference/mha.ts";
 export {
   type Availability,
   type BackendDefinition,

@@ -51,6 +51,7 @@ export const jsCpuMemory: typeof api.jsCpuMemory = shared.jsCpuMemory;
 export const leadingBroadcastStrides: typeof api.leadingBroadcastStrides =
   shared.leadingBroadcastStrides;
 export const listBackends: typeof api.listBackends = shared.listBackends;
+export const mhaCompositions: typeof api.mhaCompositions = shared.mhaCompositions;
 export const normalizeDevice: typeof api.normalizeDevice = shared.normalizeDevice;
 export const normalizeDim: typeof api.normalizeDim = shared.normalizeDim;
 export const oneOf: typeof api.oneOf = shared.oneOf;

@@ -11,11 +11,19 @@ export function hash(s: string): number {
 
 /** The arguments with each tensor (top level, or a value of an options object) replaced by f(t). */
 export function mapTensors(args: unknown[], f: (t: Tensor) => Tensor): unknown[] {
+  // One result per distinct tensor: one passed twice (self-attention's query, key and
+  // value) stays one tensor, as ops that tell it apart (multiHeadAttention) need.
+  const mapped = new Map<Tensor, Tensor>();
+  const g = (t: Tensor) => {
+    let m = mapped.get(t);
+    if (!m) mapped.set(t, (m = f(t)));
+    return m;
+  };
   return args.map((a) => {
-    if (a instanceof Tensor) return f(a);
+    if (a instanceof Tensor) return g(a);
     if (a && typeof a === "object" && !Array.isArray(a)) {
       return Object.fromEntries(
-        Object.entries(a).map(([k, v]) => [k, v instanceof Tensor ? f(v) : v]),
+        Object.entries(a).map(([k, v]) => [k, v instanceof Tensor ? g(v) : v]),
       );
     }
     return a;

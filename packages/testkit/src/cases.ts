@@ -18,6 +18,18 @@ export interface OpCase {
   sameRngOnly?: boolean;
 }
 
+/** multiHeadAttention's weights for embed dim E, scaled by 1/sqrt(E) (xavier-like: scores near 1). */
+function mhaWeights(E: number, numHeads: number, bias: boolean, d: DType, r: Rng) {
+  const s = E ** -0.5;
+  return {
+    inProjWeight: R([3 * E, E], d, r, s),
+    inProjBias: bias ? R([3 * E], d, r) : null,
+    outProjWeight: R([E, E], d, r, s),
+    outProjBias: bias ? R([E], d, r) : null,
+    numHeads,
+  };
+}
+
 /** The transposed view of x; x itself is disposed (the view holds the storage), else it leaked until GC. */
 const T = (x: Tensor) => {
   const view = x.transpose(-2, -1);
@@ -235,6 +247,60 @@ export const CASES: Record<string, OpCase[]> = {
         R([1, 70, 64], d, r),
         R([1, 70, 64], d, r),
         { dropoutP: 0.2, seed: 5 },
+      ],
+    },
+  ],
+  multiHeadAttention: [
+    {
+      // One tensor for query, key and value: the fast path's packed in-projection.
+      name: "self-attention B=2 L=7 E=24, 3 heads, biases",
+      typical: true,
+      make: (d, r) => {
+        const x = R([2, 7, 24], d, r);
+        return [x, x, x, mhaWeights(24, 3, true, d, r)];
+      },
+    },
+    {
+      name: "cross-attention unbatched L=5 S=13 E=16, 4 heads",
+      make: (d, r) => [
+        R([5, 16], d, r),
+        R([13, 16], d, r),
+        R([13, 16], d, r),
+        mhaWeights(16, 4, true, d, r),
+      ],
+    },
+    {
+      name: "causal self-attention L=9 E=16, 2 heads, no biases",
+      make: (d, r) => {
+        const x = R([2, 9, 16], d, r);
+        return [x, x, x, { ...mhaWeights(16, 2, false, d, r), isCausal: true }];
+      },
+    },
+    {
+      name: "bool mask, one head, S=11",
+      make: (d, r) => [
+        R([1, 6, 8], d, r),
+        R([1, 11, 8], d, r),
+        R([1, 11, 8], d, r),
+        { ...mhaWeights(8, 1, true, d, r), attnMask: boolMask([6, 11], r) },
+      ],
+    },
+    {
+      name: "additive mask, B=3, 2 heads",
+      make: (d, r) => [
+        R([3, 4, 12], d, r),
+        R([3, 5, 12], d, r),
+        R([3, 5, 12], d, r),
+        { ...mhaWeights(12, 2, true, d, r), attnMask: R([4, 5], d, r) },
+      ],
+    },
+    {
+      name: "L=1, S=1",
+      make: (d, r) => [
+        R([1, 8], d, r),
+        R([1, 8], d, r),
+        R([1, 8], d, r),
+        mhaWeights(8, 2, true, d, r),
       ],
     },
   ],

@@ -29,6 +29,8 @@ export const OP_TOLERANCE_FACTOR: Record<string, number> = {
   ifft: 5,
   rfft: 5,
   irfft: 5,
+  // Three rounded stages: the in-projections, the attention, the out-projection.
+  multiHeadAttention: 5,
 };
 
 export interface Judgement {

@@ -33,7 +33,7 @@ import {
   solveReference,
   svdReference,
 } from "./linalg.ts";
-import { mhaFastPath, mhaFastPathSupports, mhaSlowPath } from "./mha.ts";
+import { mhaCompositions } from "./mha.ts";
 
 const FLOATS: readonly DType[] = ["float32", "float64", "float16", "bfloat16"];
 const NUMERIC: readonly DType[] = [...FLOATS, "int32"];
@@ -83,26 +83,7 @@ export const referenceKernels: AnyKernelDefinition[] = [
     priority: 0,
     run: sdpaReference,
   },
-  {
-    op: "multiHeadAttention",
-    name: "fast-path",
-    device: "cpu",
-    dtypes: FLOATS,
-    deterministic: true,
-    flags: ["mha.fastpathEnabled"],
-    priority: 1,
-    supports: mhaFastPathSupports,
-    run: mhaFastPath,
-  },
-  {
-    op: "multiHeadAttention",
-    name: "slow-path",
-    device: "cpu",
-    dtypes: FLOATS,
-    deterministic: true,
-    priority: 0,
-    run: mhaSlowPath,
-  },
+  ...(mhaCompositions("cpu", FLOATS) as AnyKernelDefinition[]),
 ];
 
 registerBackend({

@@ -11,6 +11,8 @@ import { add } from "../ops/elementwise.ts";
 import { matmul } from "../ops/matmul.ts";
 import type { MhaParams } from "../ops/mha.ts";
 import { scaledDotProductAttention } from "../ops/sdpa.ts";
+import type { KernelDefinition } from "../registry/kernels.ts";
+import type { DType } from "../tensor/dtype.ts";
 import { Tensor } from "../tensor/tensor.ts";
 
 /** A view of t's elements with the given layout (shares t's storage). */
@@ -129,4 +131,46 @@ export function mhaFastPath(p: MhaParams): Tensor {
   } finally {
     qkv.dispose();
   }
+}
+
+/**
+ * Both compositions as kernels of `device` (named "fast-path" and "slow-path" on the cpu,
+ * prefixed with the device elsewhere): a backend that has matmul, add and
+ * scaledDotProductAttention kernels registers them, and multiHeadAttention runs on its
+ * tensors with each step on its kernels. `gate` says why the device's steps would refuse
+ * params (float16 without the device's support): the compositions refuse them then, rather
+ * than fail on their first step.
+ */
+export function mhaCompositions(
+  device: string,
+  dtypes: readonly DType[],
+  gate: (p: MhaParams) => true | string = () => true,
+): KernelDefinition<MhaParams>[] {
+  const prefix = device === "cpu" ? "" : `${device}-`;
+  return [
+    {
+      op: "multiHeadAttention",
+      name: `${prefix}fast-path`,
+      device,
+      dtypes,
+      deterministic: true,
+      flags: ["mha.fastpathEnabled"],
+      priority: 1,
+      supports: (p) => {
+        const open = gate(p);
+        return open === true ? mhaFastPathSupports(p) : open;
+      },
+      run: mhaFastPath,
+    },
+    {
+      op: "multiHeadAttention",
+      name: `${prefix}slow-path`,
+      device,
+      dtypes,
+      deterministic: true,
+      priority: 0,
+      supports: gate,
+      run: mhaSlowPath,
+    },
+  ];
 }
