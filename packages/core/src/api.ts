@@ -46,7 +46,7 @@ export { CONV_INDEX_LIMIT, type Conv2dOptions, conv2d, type Pair } from "./ops/c
 export { einsum } from "./ops/einsum.ts";
 export { add, gelu, mul, relu } from "./ops/elementwise.ts";
 export { type FftNorm, type FftOptions, fft, ifft, irfft, rfft } from "./ops/fft.ts";
-export type { EighOptions, QrOptions } from "./ops/linalg.ts";
+export type { EighOptions, LuFactorOptions, QrOptions, SolveOptions } from "./ops/linalg.ts";
 export { cholesky, eigh, inv, luFactor, qr, solve, svd } from "./ops/linalg.ts";
 export { matmul } from "./ops/matmul.ts";
 export { type MhaOptions, multiHeadAttention } from "./ops/mha.ts";

@@ -28,6 +28,11 @@ export interface LinalgParams extends OpParams {
   upper: boolean;
   mode: "reduced" | "complete";
   fullMatrices: boolean;
+  /**
+   * solve with left false (X A = B): a and b hold Aᵀ and Bᵀ, so the kernels solve
+   * Aᵀ Xᵀ = Bᵀ as any A X = B, and solve() transposes their result back.
+   */
+  left?: boolean;
 }
 
 type Extra = Partial<Pick<LinalgParams, "upper" | "mode" | "fullMatrices" | "b">>;
@@ -121,12 +126,32 @@ export const invOp: OpRecord<LinalgParams, [a: Tensor], Tensor> = defineOp({
   prepare: (a: Tensor) => base("inv", a, true),
   shapeKey: key,
 });
-export const luFactorOp: OpRecord<LinalgParams, [a: Tensor], { LU: Tensor; pivots: Tensor }> =
-  defineOp({
-    name: "luFactor",
-    prepare: (a: Tensor) => base("luFactor", a, true),
-    shapeKey: key,
-  });
+export interface LuFactorOptions {
+  /** Partial pivoting, as torch's pivot: only true (the default) runs, as torch on the CPU. */
+  pivot?: boolean;
+}
+
+export const luFactorOp: OpRecord<
+  LinalgParams,
+  [a: Tensor, opts?: LuFactorOptions],
+  { LU: Tensor; pivots: Tensor }
+> = defineOp({
+  name: "luFactor",
+  prepare: (a: Tensor, opts?: LuFactorOptions) => {
+    const pivot = checkBool(
+      "luFactor",
+      "pivot",
+      checkOptions("luFactor", opts, ["pivot"]).pivot,
+      true,
+    );
+    if (!pivot)
+      throw new ArgumentError(
+        "luFactor: pivot: false (LU without pivoting) is not implemented, as in torch on the CPU; leave pivot out (partial pivoting)",
+      );
+    return base("luFactor", a, true);
+  },
+  shapeKey: key,
+});
 export interface EighOptions {
   /** The triangle of A read, as torch's UPLO: "L" (default) or "U" (either case). */
   UPLO?: "L" | "U";
@@ -209,38 +234,76 @@ function expandedTo(t: Tensor, shape: readonly number[]): Tensor {
  * views after the kernel; other callers of prepare (explain, calibration) leave them to
  * the garbage collector, which gives their hold on the storage back.
  */
-export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor], Tensor> = defineOp({
-  name: "solve",
-  prepare: (a: Tensor, b: Tensor) => {
-    const p = base("solve", a, true);
-    checkTensor("solve", "B", b);
-    checkSame("solve", ["A", "B"], [a, b]);
-    checkFiniteLinalg("solve", "B", b);
-    if (b.rank < 1)
-      throw new ShapeError(`solve: B must have at least 1 dimension, got a scalar (shape [])`);
-    const bVector =
-      b.rank === 1 || (b.rank === a.rank - 1 && b.shape.every((d, i) => d === a.shape[i]));
-    const rows = bVector ? b.shape[b.rank - 1] : b.shape[b.rank - 2];
-    if (rows !== p.n) {
-      const what = bVector
-        ? `a vector of ${rows}`
-        : `${b.rank === 2 ? "a" : "a batch of"} ${rows}x${b.shape[b.rank - 1]} matri${b.rank === 2 ? "x" : "ces"}`;
-      throw new ShapeError(
-        `solve: B [${b.shape}] (${what}) must have ${p.n} rows to match A [${a.shape}] in A X = B (B is a vector only when 1-D or of shape [${a.shape.slice(0, -1)}])`,
-      );
-    }
-    // A vector B is 1-D (shared) or has A's batch dims exactly; a matrix B broadcasts.
-    const bBatch = bVector ? b.shape.slice(0, -1) : b.shape.slice(0, -2);
-    const batchShape = bVector
-      ? p.batchShape
-      : broadcastShapes("solve", p.batchShape, bBatch, ["A's batch dims", "B's batch dims"]);
-    const av = expandedTo(a, [...batchShape, p.n, p.n]);
-    const bv =
-      bBatch.length === 0 ? b : expandedTo(b, [...batchShape, ...b.shape.slice(bBatch.length)]);
-    return { ...p, a: av, b: bv, bVector, batchShape };
-  },
-  shapeKey: key,
-});
+export const solveOp: OpRecord<LinalgParams, [a: Tensor, b: Tensor, opts?: SolveOptions], Tensor> =
+  defineOp({
+    name: "solve",
+    prepare: (a: Tensor, b: Tensor, opts?: SolveOptions) => {
+      const left = checkBool("solve", "left", checkOptions("solve", opts, ["left"]).left, true);
+      if (!left) return solveRightParams(a, b);
+      const p = base("solve", a, true);
+      checkTensor("solve", "B", b);
+      checkSame("solve", ["A", "B"], [a, b]);
+      checkFiniteLinalg("solve", "B", b);
+      if (b.rank < 1)
+        throw new ShapeError(`solve: B must have at least 1 dimension, got a scalar (shape [])`);
+      const bVector =
+        b.rank === 1 || (b.rank === a.rank - 1 && b.shape.every((d, i) => d === a.shape[i]));
+      const rows = bVector ? b.shape[b.rank - 1] : b.shape[b.rank - 2];
+      if (rows !== p.n) {
+        const what = bVector
+          ? `a vector of ${rows}`
+          : `${b.rank === 2 ? "a" : "a batch of"} ${rows}x${b.shape[b.rank - 1]} matri${b.rank === 2 ? "x" : "ces"}`;
+        throw new ShapeError(
+          `solve: B [${b.shape}] (${what}) must have ${p.n} rows to match A [${a.shape}] in A X = B (B is a vector only when 1-D or of shape [${a.shape.slice(0, -1)}])`,
+        );
+      }
+      // A vector B is 1-D (shared) or has A's batch dims exactly; a matrix B broadcasts.
+      const bBatch = bVector ? b.shape.slice(0, -1) : b.shape.slice(0, -2);
+      const batchShape = bVector
+        ? p.batchShape
+        : broadcastShapes("solve", p.batchShape, bBatch, ["A's batch dims", "B's batch dims"]);
+      const av = expandedTo(a, [...batchShape, p.n, p.n]);
+      const bv =
+        bBatch.length === 0 ? b : expandedTo(b, [...batchShape, ...b.shape.slice(bBatch.length)]);
+      return { ...p, a: av, b: bv, bVector, batchShape };
+    },
+    shapeKey: key,
+  });
+
+export interface SolveOptions {
+  /** Solve A X = B (true, the default) or X A = B (false), as torch.linalg.solve's left. */
+  left?: boolean;
+}
+
+/**
+ * Params of X A = B (torch's left=False): B is a (batch of) matrix [*, k, n]; a B that
+ * torch reads as vectors (1-D, or of A's shape without its last dim) is refused, as torch
+ * refuses it. The system is Aᵀ Xᵀ = Bᵀ, made of transposed views.
+ */
+function solveRightParams(a: Tensor, b: Tensor): LinalgParams {
+  const n = base("solve", a, true).n; // A's own checks, named in its own shape
+  checkTensor("solve", "B", b);
+  const vectors =
+    b.rank < 2 || (b.rank === a.rank - 1 && b.shape.every((d, i) => d === a.shape[i]));
+  if (vectors)
+    throw new ShapeError(
+      `solve: with left: false (X A = B) B [${b.shape}] reads as ${b.rank < 2 ? "a vector" : "vectors (A's shape without its last dim)"}, as in torch; pass matrices [..., k, ${n}] (a row: [1, ${n}])`,
+    );
+  if (b.shape[b.rank - 1] !== n)
+    throw new ShapeError(
+      `solve: B [${b.shape}] must have ${n} columns to match A [${a.shape}] in X A = B (left: false)`,
+    );
+  const at = a.transpose(-2, -1);
+  const bt = b.transpose(-2, -1);
+  let p: LinalgParams | undefined;
+  try {
+    p = { ...solveOp.prepare(at, bt), left: false };
+    return p;
+  } finally {
+    // The views prepare kept are the params' (solve() disposes them); the others go now.
+    for (const v of [at, bt]) if (v !== p?.a && v !== p?.b) v.dispose();
+  }
+}
 
 /**
  * L with A = L L^T from A's lower triangle (or U with A = U^T U from its upper triangle when
@@ -259,12 +322,20 @@ export function inv(a: Tensor): Tensor {
 }
 /**
  * X with A X = B (torch.linalg.solve): A [*, n, n]; B a vector [n] or [*, n] (exactly A's
- * shape without its last dim), else matrices [*, n, k]; the batch dims broadcast.
+ * shape without its last dim), else matrices [*, n, k]; the batch dims broadcast. With
+ * left: false, X with X A = B, B matrices [*, k, n].
  */
-export function solve(a: Tensor, b: Tensor): Tensor {
-  const p = solveOp.prepare(a, b);
+export function solve(a: Tensor, b: Tensor, opts?: SolveOptions): Tensor {
+  const p = solveOp.prepare(a, b, opts);
   try {
-    return dispatch(solveOp, p);
+    const x = dispatch(solveOp, p);
+    if (p.left !== false) return x;
+    // The kernels solved Aᵀ Xᵀ = Bᵀ: X is their result transposed.
+    const xt = x.transpose(-2, -1);
+    x.dispose();
+    const out = xt.contiguous();
+    xt.dispose();
+    return out;
   } finally {
     // The broadcast views prepare made (see solveOp).
     if (p.a !== a) p.a.dispose();
@@ -275,8 +346,8 @@ export function solve(a: Tensor, b: Tensor): Tensor {
  * Packed LU with partial pivoting; pivots are 1-based (LAPACK getrf), int32. Throws
  * LinalgError when a pivot is exactly zero, as torch.linalg.lu_factor (not lu_factor_ex).
  */
-export function luFactor(a: Tensor): { LU: Tensor; pivots: Tensor } {
-  return dispatch(luFactorOp, luFactorOp.prepare(a));
+export function luFactor(a: Tensor, opts?: LuFactorOptions): { LU: Tensor; pivots: Tensor } {
+  return dispatch(luFactorOp, luFactorOp.prepare(a, opts));
 }
 /** QR; mode "r" computes R only and gives Q as an empty [0] tensor, as torch.linalg.qr. */
 export function qr(a: Tensor, opts?: QrOptions): { Q: Tensor; R: Tensor } {
