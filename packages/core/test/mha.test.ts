@@ -49,7 +49,7 @@ function naive(
   const d = E / H;
   const X = x.toFloat64();
   const KV = kv.toFloat64();
-  const W = o.inProjWeight.toFloat64();
+  const W = o.inProjWeight!.toFloat64();
   const bi = o.inProjBias ? o.inProjBias.toFloat64() : new Float64Array(3 * E);
   const Wo = o.outProjWeight.toFloat64();
   const bo = o.outProjBias ? o.outProjBias.toFloat64() : new Float64Array(E);
@@ -234,7 +234,7 @@ describe("multiHeadAttention", () => {
     expect(call(x, x, x, { ...o, inProjWeight: [[1]] })).toThrow(/inProjWeight must be a Tensor/);
     expect(call(x, randn([2, 3, 4]), randn([2, 3, 4]), o)).toThrow(/key's embed dim \(4\)/);
     expect(call(x, randn([2, 4, E]), randn([2, 5, E]), o)).toThrow(
-      /value \[2,5,8\] must have the shape of key/,
+      /value \[2,5,8\] must have key's \[2,4,8\] dims but the last/,
     );
     expect(call(x, randn([3, 4, E]), randn([3, 4, E]), o)).toThrow(/key has batch size 3/);
     expect(call(randn([E]), x, x, o)).toThrow(/query must have rank 2 to 3/);

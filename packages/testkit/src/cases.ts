@@ -303,6 +303,25 @@ export const CASES: Record<string, OpCase[]> = {
         mhaWeights(8, 2, true, d, r),
       ],
     },
+    {
+      // torch's kdim/vdim: separate in-projections, the bias still packed.
+      name: "separate projections, kdim 5, vdim 3",
+      make: (d, r) => {
+        const { inProjWeight, ...rest } = mhaWeights(8, 2, true, d, r);
+        inProjWeight.dispose();
+        return [
+          R([2, 4, 8], d, r),
+          R([2, 6, 5], d, r),
+          R([2, 6, 3], d, r),
+          {
+            ...rest,
+            qProjWeight: R([8, 8], d, r, 8 ** -0.5),
+            kProjWeight: R([8, 5], d, r, 5 ** -0.5),
+            vProjWeight: R([8, 3], d, r, 3 ** -0.5),
+          },
+        ];
+      },
+    },
   ],
   einsum: [
     { name: "ij,jk->ik", make: (d, r) => ["ij,jk->ik", R([5, 7], d, r), R([7, 3], d, r)] },

@@ -1,10 +1,11 @@
 /**
  * multiHeadAttention (torch.nn.functional.multi_head_attention_forward, batch first, no
  * attention weights returned): in-projections of query/key/value with the packed weight
- * [3E, E], numHeads heads of scaledDotProductAttention, out-projection [E, E].
+ * [3E, E] (or separate ones, [E, E], [E, kdim], [E, vdim], as torch's kdim/vdim), numHeads
+ * heads of scaledDotProductAttention, out-projection [E, E].
  *
- * query [L, E] or [B, L, E]; key and value [S, E] or [B, S, E] (the same shape); masks
- * broadcast to [B, numHeads, L, S]. Boolean masks follow scaledDotProductAttention:
+ * query [L, E] or [B, L, E]; key [S, kdim] and value [S, vdim] (batched: [B, S, ...]);
+ * kdim = vdim = E with the packed weight; masks broadcast to [B, numHeads, L, S]. Boolean masks follow scaledDotProductAttention:
  * true = may attend (torch.nn.MultiheadAttention's boolean masks mean the opposite).
  * A row whose keys are all masked attends to nothing: 0 before the out-projection, so
  * outProjBias after it (torch with need_weights=False; its need_weights=True path gives NaN).
@@ -30,8 +31,17 @@ import {
 } from "./validate.ts";
 
 export interface MhaOptions {
-  /** Packed in-projection weight [3E, E]: rows [0, E) project queries, [E, 2E) keys, [2E, 3E) values. */
-  inProjWeight: Tensor;
+  /**
+   * Packed in-projection weight [3E, E]: rows [0, E) project queries, [E, 2E) keys,
+   * [2E, 3E) values. Or, for keys and values of other widths, the three below instead.
+   */
+  inProjWeight?: Tensor;
+  /** Separate in-projections (torch's kdim/vdim, q_proj_weight...): [E, E]. */
+  qProjWeight?: Tensor;
+  /** [E, kdim], kdim = key's last dim. */
+  kProjWeight?: Tensor;
+  /** [E, vdim], vdim = value's last dim. */
+  vProjWeight?: Tensor;
   /** Packed in-projection bias [3E]. */
   inProjBias?: Tensor | null;
   /** Out-projection weight [E, E]. */
@@ -49,7 +59,12 @@ export interface MhaParams extends OpParams {
   query: Tensor;
   key: Tensor;
   value: Tensor;
-  inProjWeight: Tensor;
+  /** The packed [3E, E] weight, or null where the three separate ones are given. */
+  inProjWeight: Tensor | null;
+  /** The separate in-projections [E, E], [E, kdim], [E, vdim], or null (packed). */
+  qProjWeight: Tensor | null;
+  kProjWeight: Tensor | null;
+  vProjWeight: Tensor | null;
   inProjBias: Tensor | null;
   outProjWeight: Tensor;
   outProjBias: Tensor | null;
@@ -89,7 +104,12 @@ function checkShapeIs(name: string, t: Tensor, want: number[], what: string): vo
     throw new ShapeError(`${OP}: ${name} must have shape [${want}] (${what}), got [${t.shape}]`);
 }
 
-/** The option object, checked: known keys, the three required ones present. */
+const SEPARATE = ["qProjWeight", "kProjWeight", "vProjWeight"] as const;
+
+/**
+ * The option object, checked: known keys, the required ones present, and the in-projection
+ * either packed (inProjWeight) or separate (all three of SEPARATE), not both.
+ */
 function checkMhaOptions(opts: MhaOptions): MhaOptions {
   if (opts === undefined)
     throw new ArgumentError(
@@ -97,6 +117,7 @@ function checkMhaOptions(opts: MhaOptions): MhaOptions {
     );
   const o = checkOptions(OP, opts, [
     "inProjWeight",
+    ...SEPARATE,
     "inProjBias",
     "outProjWeight",
     "outProjBias",
@@ -104,57 +125,81 @@ function checkMhaOptions(opts: MhaOptions): MhaOptions {
     "attnMask",
     "isCausal",
   ]) as unknown as MhaOptions;
-  for (const req of ["inProjWeight", "outProjWeight", "numHeads"] as const)
+  for (const req of ["outProjWeight", "numHeads"] as const)
     if (o[req] === undefined || o[req] === null)
       throw new ArgumentError(`${OP}: option ${req} is required`);
+  const separate = SEPARATE.filter((k) => o[k] != null);
+  if (o.inProjWeight != null && separate.length > 0)
+    throw new ArgumentError(
+      `${OP}: pass either inProjWeight (packed) or qProjWeight, kProjWeight and vProjWeight, not both`,
+    );
+  if (o.inProjWeight == null && separate.length === 0)
+    throw new ArgumentError(
+      `${OP}: option inProjWeight is required (or qProjWeight, kProjWeight and vProjWeight for keys and values of other widths)`,
+    );
+  if (separate.length > 0 && separate.length < 3)
+    throw new ArgumentError(
+      `${OP}: qProjWeight, kProjWeight and vProjWeight go together, got only ${separate.join(", ")}`,
+    );
   return o;
 }
 
+/** An optional tensor option: null when absent (undefined or null), else checked. */
+const optional = (name: string, t: Tensor | null | undefined) =>
+  t == null ? null : checkTensor(OP, name, t);
+
 /** The projection weights and biases, as tensors on the inputs' device and dtype. */
 function checkProjections(query: Tensor, key: Tensor, value: Tensor, o: MhaOptions) {
-  const inProjWeight = checkTensor(OP, "inProjWeight", o.inProjWeight);
-  const outProjWeight = checkTensor(OP, "outProjWeight", o.outProjWeight);
-  const inProjBias = o.inProjBias == null ? null : checkTensor(OP, "inProjBias", o.inProjBias);
-  const outProjBias = o.outProjBias == null ? null : checkTensor(OP, "outProjBias", o.outProjBias);
-  const names = ["query", "key", "value", "inProjWeight", "outProjWeight"];
-  const ts = [query, key, value, inProjWeight, outProjWeight];
-  if (inProjBias) {
-    names.push("inProjBias");
-    ts.push(inProjBias);
-  }
-  if (outProjBias) {
-    names.push("outProjBias");
-    ts.push(outProjBias);
-  }
-  checkSame(OP, names, ts);
-  return { inProjWeight, outProjWeight, inProjBias, outProjBias };
+  const proj = {
+    inProjWeight: optional("inProjWeight", o.inProjWeight),
+    qProjWeight: optional("qProjWeight", o.qProjWeight),
+    kProjWeight: optional("kProjWeight", o.kProjWeight),
+    vProjWeight: optional("vProjWeight", o.vProjWeight),
+    outProjWeight: checkTensor(OP, "outProjWeight", o.outProjWeight),
+    inProjBias: optional("inProjBias", o.inProjBias),
+    outProjBias: optional("outProjBias", o.outProjBias),
+  };
+  const given = Object.entries(proj).filter(([, t]) => t !== null) as [string, Tensor][];
+  checkSame(
+    OP,
+    ["query", "key", "value", ...given.map(([n]) => n)],
+    [query, key, value, ...given.map(([, t]) => t)],
+  );
+  return proj;
 }
 
-/** query [B?, L, E], key and value [B?, S, E]: the sizes, checked against each other. */
-function checkSequences(query: Tensor, key: Tensor, value: Tensor) {
+/**
+ * query [B?, L, E], key [B?, S, kdim] and value [B?, S, vdim]: the sizes, checked against
+ * each other. kdim = vdim = E with the packed in-projection.
+ */
+function checkSequences(query: Tensor, key: Tensor, value: Tensor, packed: boolean) {
   checkRank(OP, "query", query, 2, 3);
   if (key.rank !== query.rank)
     throw new ShapeError(
       `${OP}: key must have the rank of query (${query.rank}: [${query.rank === 3 ? "B, " : ""}S, E]), got shape [${key.shape}]`,
     );
-  if (!sameShape(key.shape, value.shape))
-    throw new ShapeError(
-      `${OP}: value [${value.shape}] must have the shape of key [${key.shape}] (kdim = vdim = embed dim)`,
-    );
   const r = query.rank;
+  if (value.rank !== r || !sameShape(key.shape.slice(0, -1), value.shape.slice(0, -1)))
+    throw new ShapeError(
+      `${OP}: value [${value.shape}] must have key's [${key.shape}] dims but the last (the same ${r === 3 ? "batch and " : ""}sequence)`,
+    );
   const L = query.shape[r - 2];
   const E = query.shape[r - 1];
   const S = key.shape[r - 2];
-  if (key.shape[r - 1] !== E)
-    throw new ShapeError(
-      `${OP}: key's embed dim (${key.shape[r - 1]}) must equal query's (${E}); the packed in-projection needs kdim = vdim = embed dim`,
-    );
+  for (const [name, t] of [
+    ["key", key],
+    ["value", value],
+  ] as const)
+    if (packed && t.shape[r - 1] !== E)
+      throw new ShapeError(
+        `${OP}: ${name}'s embed dim (${t.shape[r - 1]}) must equal query's (${E}) with the packed inProjWeight; for other widths pass qProjWeight, kProjWeight and vProjWeight`,
+      );
   const batchShape = r === 3 ? [query.shape[0]] : [];
   if (r === 3 && key.shape[0] !== query.shape[0])
     throw new ShapeError(
       `${OP}: key has batch size ${key.shape[0]}, query has ${query.shape[0]}; they must match`,
     );
-  return { L, E, S, batchShape };
+  return { L, E, S, kdim: key.shape[r - 1], vdim: value.shape[r - 1], batchShape };
 }
 
 /**
@@ -200,13 +245,24 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts: MhaOptions): M
   checkFloat(OP, "query", query);
   const o = checkMhaOptions(opts);
   const proj = checkProjections(query, key, value, o);
-  const { L, E, S, batchShape } = checkSequences(query, key, value);
+  const { L, E, S, kdim, vdim, batchShape } = checkSequences(
+    query,
+    key,
+    value,
+    proj.inProjWeight !== null,
+  );
   const numHeads = checkInt(OP, "numHeads", o.numHeads, 1);
   if (E % numHeads !== 0)
     throw new ShapeError(
       `${OP}: embed dim ${E} is not divisible by numHeads (${numHeads}); pick numHeads dividing E (each head gets E / numHeads features)`,
     );
-  checkShapeIs("inProjWeight", proj.inProjWeight, [3 * E, E], "[3E, E], E = query's embed dim");
+  if (proj.inProjWeight)
+    checkShapeIs("inProjWeight", proj.inProjWeight, [3 * E, E], "[3E, E], E = query's embed dim");
+  if (proj.qProjWeight && proj.kProjWeight && proj.vProjWeight) {
+    checkShapeIs("qProjWeight", proj.qProjWeight, [E, E], "[E, E], E = query's embed dim");
+    checkShapeIs("kProjWeight", proj.kProjWeight, [E, kdim], "[E, kdim], kdim = key's last dim");
+    checkShapeIs("vProjWeight", proj.vProjWeight, [E, vdim], "[E, vdim], vdim = value's last dim");
+  }
   checkShapeIs("outProjWeight", proj.outProjWeight, [E, E], "[E, E]");
   if (proj.inProjBias) checkShapeIs("inProjBias", proj.inProjBias, [3 * E], "[3E]");
   if (proj.outProjBias) checkShapeIs("outProjBias", proj.outProjBias, [E], "[E]");

@@ -2,7 +2,8 @@
  * The two multiHeadAttention kernels of the core. Both are compositions of dispatched ops
  * (matmul, add, scaledDotProductAttention), so each step runs on the fastest kernel
  * installed; they differ in the in-projection:
- * - slow path: three matmuls, one per third of the packed weight (torch's general path);
+ * - slow path: three matmuls, one per third of the packed weight or one per separate
+ *   weight (torch's general path, and its kdim/vdim one);
  * - fast path (flag mha.fastpathEnabled): for self-attention, one matmul of the input by
  *   the whole packed weight [3E, E], whose output [..., L, 3E] is read as q, k and v
  *   through strided views (no copies), as torch's fast path does with its packed QKV.
@@ -86,10 +87,12 @@ function attendAndProject(p: MhaParams, q: Tensor, k: Tensor, v: Tensor): Tensor
 export function mhaSlowPath(p: MhaParams): Tensor {
   const { E } = p;
   const parts: Tensor[] = [];
+  const separate = [p.qProjWeight, p.kProjWeight, p.vProjWeight];
   const proj = (x: Tensor, i: number) => {
-    const w = rows(p.inProjWeight, i * E, E);
+    // Rows of the packed weight (a view to dispose), or the separate one (the caller's).
+    const w = p.inProjWeight ? rows(p.inProjWeight, i * E, E) : separate[i]!;
+    if (w !== separate[i]) parts.push(w);
     const b = p.inProjBias ? rows(p.inProjBias, i * E, E) : null;
-    parts.push(w);
     if (b) parts.push(b);
     return linear(x, w, b);
   };
@@ -112,6 +115,8 @@ export function mhaSlowPath(p: MhaParams): Tensor {
 }
 
 export function mhaFastPathSupports(p: MhaParams): true | string {
+  if (!p.inProjWeight)
+    return "the in-projections are separate (qProjWeight, kProjWeight, vProjWeight); the fast path fuses the packed inProjWeight only";
   if (!p.selfAttention)
     return "query, key and value are not one tensor (not self-attention); the fast path fuses the in-projections only then";
   return true;
@@ -120,7 +125,7 @@ export function mhaFastPathSupports(p: MhaParams): true | string {
 /** Self-attention: one matmul by the packed [3E, E] weight, q/k/v read as views of its output. */
 export function mhaFastPath(p: MhaParams): Tensor {
   const { E, L } = p;
-  const qkv = linear(p.query, p.inProjWeight, p.inProjBias); // [..., L, 3E], contiguous
+  const qkv = linear(p.query, p.inProjWeight!, p.inProjBias); // [..., L, 3E], contiguous
   try {
     return attendAndProject(
       p,
