@@ -9,7 +9,7 @@
  */
 import { empty, getFlag, type Tensor } from "@backplane/core";
 import type { Conv2dParams } from "@backplane/core/backend";
-import { addressOf, inWasmMemory } from "@backplane/core/cpu";
+import { addressOf, allFinite, inWasmMemory } from "@backplane/core/cpu";
 import { transposeF32 } from "../kernels/transpose.ts";
 import { modules } from "../kernels/wasm.ts";
 import {
@@ -522,9 +522,22 @@ function bestOfRounds(plans: Plan[], p: Conv2dParams, rounds: number, timed: num
 export function planFor(p: Conv2dParams, algorithm: Algorithm = "direct"): Plan | string {
   const seen = last.get(algorithm);
   if (seen?.params === p) return seen.plan;
-  const plan = lookUpPlan(p, algorithm);
+  const plan = nonFiniteBf16Input(p) ?? lookUpPlan(p, algorithm);
   last.set(algorithm, { params: p, plan });
   return plan;
+}
+
+/**
+ * Why a bfloat16 input holding NaN or infinity is left to the other kernels: oneDNN 2.6's
+ * bf16 kernels multiply pairs of inputs (vdpbf16ps), one of them past the kernel's taps or
+ * channels with a weight of 0, so 0 x inf put NaN at outputs that never see the value
+ * (x [1, 1, 16, 16] with one inf, a 3x3 kernel, padding 1: 27 outputs NaN where the
+ * reference has +-inf, and 9 more NaN around a NaN pixel). Checked every call (data, not
+ * shape), never cached with the plan.
+ */
+function nonFiniteBf16Input(p: Conv2dParams): string | undefined {
+  if (p.dtype !== "bfloat16" || allFinite(p.input)) return undefined;
+  return "the bfloat16 input holds NaN or infinity, which oneDNN's bf16 kernels spread to outputs that do not see it (0 x inf); the reference kernel keeps it local";
 }
 
 function lookUpPlan(p: Conv2dParams, algorithm: Algorithm): Plan | string {

@@ -113,7 +113,9 @@ function prepareBatch(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv
     );
   const [n, c, h, w] = input.shape;
   const [outChannels, cPerGroup, kh, kw] = weight.shape;
-  const groups = o.groups ?? 1;
+  // Only an absent option takes its default: null is refused, as torch refuses None (and
+  // as padding null always was).
+  const groups = o.groups === undefined ? 1 : o.groups;
   if (!Number.isInteger(groups) || groups < 1)
     throw new ArgumentError(`conv2d: groups must be an integer >= 1, got ${show(groups)}`);
   if (c % groups !== 0 || outChannels % groups !== 0) {
@@ -133,8 +135,13 @@ function prepareBatch(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Conv
   if (bias && (bias.rank !== 1 || bias.shape[0] !== outChannels)) {
     throw new ShapeError(`conv2d: bias must have shape [${outChannels}], got [${bias.shape}]`);
   }
-  const [strideH, strideW] = convPair("conv2d", "stride", o.stride ?? 1, 1);
-  const [dilationH, dilationW] = convPair("conv2d", "dilation", o.dilation ?? 1, 1);
+  const [strideH, strideW] = convPair("conv2d", "stride", o.stride === undefined ? 1 : o.stride, 1);
+  const [dilationH, dilationW] = convPair(
+    "conv2d",
+    "dilation",
+    o.dilation === undefined ? 1 : o.dilation,
+    1,
+  );
   let padTop: number;
   let padLeft: number;
   let padH: number;
