@@ -4,7 +4,14 @@
  * default silently, so `{ stride: null }` ran with stride 1. Absent (undefined) options
  * keep their defaults; bias null stays "no bias" (torch's bias=None).
  */
-import { ArgumentError, conv2d, randn, type Tensor } from "@backplane/core";
+import {
+  ArgumentError,
+  conv2d,
+  conv2dPrepack,
+  quantizePerTensor,
+  randn,
+  type Tensor,
+} from "@backplane/core";
 import { describe, expect, it } from "vitest";
 
 /** torch.nn.functional.conv2d's direct sum in float64, for the defaults' check. */
@@ -52,5 +59,21 @@ describe("conv2d options of null", () => {
     expect(y.length).toBe(want.length);
     for (let i = 0; i < want.length; i++) expect(y[i]).toBeCloseTo(want[i], 12);
     expect(conv2d(x, w, { bias: null }).shape).toEqual([2, 4, 5, 5]);
+  });
+});
+
+describe("conv2dPrepack's geometry options", () => {
+  it("refuses null as torch refuses None; absent options keep their defaults", () => {
+    const w = quantizePerTensor(randn([4, 3, 3, 3], { seed: 5 }), 0.02, 0, "qint8");
+    for (const name of ["stride", "padding", "dilation", "groups"] as const) {
+      expect(() => conv2dPrepack(w, undefined, { [name]: null } as never), name).toThrow(
+        ArgumentError,
+      );
+    }
+    const packed = conv2dPrepack(w);
+    expect(packed.stride).toEqual([1, 1]);
+    expect(packed.padding).toEqual([0, 0]);
+    expect(packed.dilation).toEqual([1, 1]);
+    expect(packed.groups).toBe(1);
   });
 });

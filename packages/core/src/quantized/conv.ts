@@ -97,15 +97,17 @@ export function conv2dPrepack(
       `${op}: per-channel weights must be quantized along axis 0 (output channels), got axis ${p.axis}`,
     );
   const o = checkOptions(op, opts, ["stride", "padding", "dilation", "groups"]);
-  const groups = (o.groups ?? 1) as number;
+  // Only an absent option takes its default: null is refused, as torch refuses None.
+  const given = (v: unknown, dflt: number) => (v === undefined ? dflt : v);
+  const groups = given(o.groups, 1) as number;
   if (!Number.isInteger(groups) || groups < 1 || weight.shape[0] % groups !== 0)
     throw new ArgumentError(
       `${op}: groups must be an integer >= 1 dividing the ${weight.shape[0]} output channels, got ${show(o.groups)}`,
     );
   const geometry = {
-    stride: convPair(op, "stride", o.stride ?? 1, 1),
-    padding: convPair(op, "padding", o.padding ?? 0, 0),
-    dilation: convPair(op, "dilation", o.dilation ?? 1, 1),
+    stride: convPair(op, "stride", given(o.stride, 1), 1),
+    padding: convPair(op, "padding", given(o.padding, 0), 0),
+    dilation: convPair(op, "dilation", given(o.dilation, 1), 1),
     groups,
   };
   let b: Tensor | undefined;
