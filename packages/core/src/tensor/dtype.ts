@@ -188,7 +188,10 @@ const CREATION_RANGE: Partial<Record<DType, readonly [number, number]>> = {
  */
 function checkCreationRange(d: DType, x: number): void {
   const range = CREATION_RANGE[d];
-  if (!range || (x >= range[0] && x <= range[1])) return;
+  // torch wraps only whole negatives into uint8 (-1 to 255): a negative fraction is a float
+  // below 0, which it refuses (-0.5 and -1.5 gave 0 and 255).
+  const fractionBelowZero = d === "uint8" && x < 0 && !Number.isInteger(x);
+  if (!range || (x >= range[0] && x <= range[1] && !fractionBelowZero)) return;
   throw creationRangeError(d, range, x);
 }
 
@@ -198,7 +201,7 @@ function creationRangeError(
   x: number | bigint,
 ): DTypeError {
   const holds =
-    d === "uint8" ? "0 ... 255 (negatives to -255 wrap, as in torch)" : range.join(" ... ");
+    d === "uint8" ? "0 ... 255 (whole negatives to -255 wrap, as in torch)" : range.join(" ... ");
   return new DTypeError(
     typeof x === "number" && Number.isNaN(x)
       ? `${d} has no value for NaN; replace it first, or use a float dtype`
@@ -226,6 +229,39 @@ export function bigintToOddNumber(x: bigint): number {
   if (x > 0n === rest < 0n) u64Word[0] -= 1n;
   u64Word[0] |= 1n;
   return f64Word[0];
+}
+
+/**
+ * A bigint past float64's range (2^1024 and up) has no float value: torch raises "int too
+ * large to convert to float". Number() made it Infinity (float64), and bigintToOddNumber a
+ * RangeError (BigInt(Infinity)) for float32, float16 and bfloat16.
+ */
+function checkBigintFitsFloat64(x: bigint): void {
+  if (Number.isFinite(Number(x))) return;
+  const bits = (x < 0n ? -x : x).toString(2).length; // its digits would fill screens
+  throw new DTypeError(
+    `a bigint of ${bits} bits is too large for any float dtype (float64 holds magnitudes below 2^1024); use a smaller value, or Infinity`,
+  );
+}
+
+/** The largest finite value of each narrow float dtype. */
+const FLOAT_MAX: Partial<Record<DType, number>> = {
+  float32: 3.4028234663852886e38,
+  float16: 65504,
+  bfloat16: 3.3895313892515355e38,
+};
+
+/**
+ * A fill value that float32, float16 or bfloat16 cannot hold: a finite value past the
+ * dtype's largest, which torch.full refuses ("value cannot be converted to type c10::Half
+ * without overflow") instead of filling with infinity. Infinity itself is allowed.
+ */
+export function checkFloatFill(name: string, d: DType, x: number): void {
+  const max = FLOAT_MAX[d];
+  if (max === undefined || !Number.isFinite(x) || Math.abs(x) <= max) return;
+  throw new DTypeError(
+    `${name}: ${d} holds finite values up to ±${max}; ${show(x)} would overflow (use a wider dtype, or Infinity for an infinite fill)`,
+  );
 }
 
 /** A bigint cast to int32, int8 or uint8: its low bits (through Number() they rounded past 2^53). */
@@ -259,6 +295,7 @@ export function writeValue(
     return;
   }
   if (typeof x !== "bigint" || d !== "int64") {
+    if (typeof x === "bigint" && isFloat(d)) checkBigintFitsFloat64(x);
     const n = typeof x === "bigint" && isNarrowFloat(d) ? bigintToOddNumber(x) : Number(x);
     if (checked) checkCreationRange(d, n);
     writeNumber(d, a, i, n);

@@ -183,7 +183,7 @@ export function resetPeakMemory(device: string): void {
 
 const normalized = new Map<string, string>([["cpu", "cpu"]]);
 
-/** "cuda" -> "cuda:0"; "cpu" stays "cpu". Throws on malformed names. */
+/** "cuda" -> "cuda:0"; "cpu" and "cpu:N" are "cpu". Throws on malformed names. */
 export function normalizeDevice(device: unknown): string {
   const hit = normalized.get(device as string);
   if (hit !== undefined) return hit;
@@ -192,7 +192,9 @@ export function normalizeDevice(device: unknown): string {
       `device must be a string like "cpu", "cuda:0" or "webgpu", got ${show(device)}`,
     );
   }
-  const name = device === "cuda" ? "cuda:0" : device;
+  // The CPU is one device whatever its index, as torch's "cpu:0" (cpu:0 and cpu were two
+  // devices: add(a, b) across them threw, memoryStats split them).
+  const name = device === "cuda" ? "cuda:0" : deviceTypeOf(device) === "cpu" ? "cpu" : device;
   if (normalized.size < 256) normalized.set(device, name);
   return name;
 }

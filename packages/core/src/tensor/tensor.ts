@@ -10,6 +10,7 @@ import { version } from "../version.ts";
 import {
   bytesPerElement,
   checkDType,
+  checkFloatFill,
   type DType,
   isDType,
   isFloat,
@@ -106,11 +107,12 @@ export class Tensor implements Disposable {
   ) {
     this.storage = storage;
     this.dtype = dtype;
-    this.shape = shape;
-    this.numel = sizeOf(shape);
-    this.strides = strides ?? contiguousStrides(shape);
+    // Copies: the caller's arrays, changed after the check, made a view reach past its storage.
+    this.shape = copyOf(shape);
+    this.numel = sizeOf(this.shape);
+    this.strides = strides === undefined ? contiguousStrides(this.shape) : copyOf(strides);
     this.offset = offset;
-    checkView(storage, dtype, shape, this.strides, offset);
+    checkView(storage, dtype, this.shape, this.strides, offset);
     this.device = storage.device;
     this.deviceType = deviceTypeOf(storage.device);
     finalizer?.register(this, storage, this);
@@ -405,8 +407,24 @@ export class Tensor implements Disposable {
   toString(): string {
     if (this._disposed) return `Tensor(disposed, ${this.dtype}, [${this.shape}], ${this.device})`;
     const body =
-      this.numel <= 64 && this.storage.memory.hostView ? `, ${show(this.toArray())}` : "";
+      fewNested(this.shape) && this.storage.memory.hostView ? `, ${this.valuesText()}` : "";
     return `Tensor(${this.dtype}, [${this.shape}], ${this.device}${body})`;
+  }
+
+  /**
+   * The elements as nested arrays in text, as torch prints them: NaN, Infinity and -0 by
+   * name (JSON wrote null and 0), int64 exactly (as a number it rounded past 2^53).
+   */
+  private valuesText(): string {
+    const flat = this.dataSync();
+    const read =
+      this.dtype === "int64"
+        ? (i: number) => String(flat[i])
+        : (i: number) => {
+            const x = this.dtype === "bool" ? flat[i] !== 0 : readNumber(this.dtype, flat, i);
+            return Object.is(x, -0) ? "-0" : String(x);
+          };
+    return nestedText(this.shape, read);
   }
 }
 
@@ -594,6 +612,33 @@ function nest(flat: StorageArray, dtype: DType, shape: readonly number[]): Neste
   return build(0);
 }
 
+/**
+ * True when the nested arrays of `shape` are few enough to print (64 elements, 64 arrays a
+ * level): a size-0 tensor of shape [2^20, 2^20, 0] holds no element but 2^40 empty arrays,
+ * which toString() built until the heap ran out.
+ */
+function fewNested(shape: readonly number[]): boolean {
+  if (sizeOf(shape) > 64) return false;
+  let arrays = 1;
+  for (let d = 0; d < shape.length - 1 && arrays > 0; d++) {
+    arrays *= shape[d]!;
+    if (arrays > 64) return false;
+  }
+  return true;
+}
+
+/** Row-major elements (read(i) their text) nested by `shape`, as "[[1,2],[3,4]]". */
+function nestedText(shape: readonly number[], read: (i: number) => string): string {
+  let i = 0;
+  const level = (d: number): string => {
+    if (d === shape.length) return read(i++);
+    const parts: string[] = [];
+    for (let k = 0; k < shape[d]!; k++) parts.push(level(d + 1));
+    return `[${parts.join(",")}]`;
+  };
+  return level(0);
+}
+
 export interface CreateOptions {
   dtype?: DType;
   device?: string;
@@ -621,10 +666,17 @@ export function empty(shape: readonly number[], opts?: CreateOptions): Tensor {
 
 type Element = number | boolean | bigint;
 
+const MAX_NESTED_DIMS = 128;
+
 function inferNested(data: NestedArray): { shape: number[]; flat: Element[] } {
   const shape: number[] = [];
   let probe: NestedArray = data;
   while (Array.isArray(probe)) {
+    // As torch.tensor's limit; deeper, the recursive walk below overflowed the stack (a RangeError).
+    if (shape.length === MAX_NESTED_DIMS)
+      throw new ShapeError(
+        `tensor: the nested arrays are more than ${MAX_NESTED_DIMS} levels deep (torch's limit too); use fewer dimensions`,
+      );
     shape.push(probe.length);
     probe = probe[0] as NestedArray;
   }
@@ -717,6 +769,10 @@ export function tensor(
     opts.shape === undefined
       ? undefined
       : checkShape("shape", Array.isArray(opts.shape) ? [...opts.shape] : opts.shape);
+  if (data instanceof DataView)
+    throw new ArgumentError(
+      "tensor: a DataView has no element type; pass a typed array (new Float32Array(view.buffer, view.byteOffset, n)) instead",
+    );
   if (ArrayBuffer.isView(data)) {
     const inferred = TYPED_DTYPE.get(data.constructor);
     const dtype = opts.dtype ?? inferred;
@@ -782,6 +838,7 @@ export function full(shape: readonly number[], value: number, opts?: CreateOptio
   if (typeof value !== "number" && typeof value !== "boolean")
     throw new ArgumentError(`full: value must be a number, got ${show(value)}`);
   opts = checkCreateOptions("full", opts);
+  checkFloatFill("full", checkDType("dtype", opts.dtype ?? "float32"), Number(value));
   const t = filled(empty(shape, { ...opts, device: "cpu" }), (dst, t) => {
     // Refused where the dtype cannot hold it, as torch.full does (300 into uint8).
     writeValue(t.dtype, dst, 0, value);
@@ -870,6 +927,11 @@ export function fromFloat64(values: Float64Array, shape: readonly number[], dtyp
     if (dtype === "float64" || dtype === "float32") dst.set(values as never);
     else for (let i = 0; i < values.length; i++) writeNumber(dtype, dst, i, values[i]);
   });
+}
+
+/** A copy of an array (anything else as it is, for checkView to refuse). */
+function copyOf<T>(a: T): T {
+  return Array.isArray(a) ? ([...a] as T) : a;
 }
 
 const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;

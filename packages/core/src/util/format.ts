@@ -7,6 +7,7 @@ export function show(value: unknown): string {
     if (value === null || value === undefined || typeof value !== "object") return String(value);
     const brief = tensorLike(value);
     if (brief) return brief;
+    if (scalarsOnly(value, 8)) return `[${(value as unknown[]).map(show).join(",")}]`;
     return (
       JSON.stringify(value, (_, v) => (typeof v === "bigint" ? `${v}n` : v)) ??
       Object.prototype.toString.call(value)
@@ -15,6 +16,17 @@ export function show(value: unknown): string {
     return Object.prototype.toString.call(value);
   }
 }
+
+/**
+ * A value show() writes itself. Arrays of them are written element by element: JSON wrote
+ * NaN and Infinity as null ("shape [null]" for a NaN size).
+ */
+const isScalar = (v: unknown): boolean =>
+  v === null || v === undefined || (typeof v !== "object" && typeof v !== "function");
+
+/** An array of scalars, or of such arrays, nested at most `depth` deep (a cycle is not). */
+const scalarsOnly = (v: unknown, depth: number): boolean =>
+  depth > 0 && Array.isArray(v) && v.every((x) => isScalar(x) || scalarsOnly(x, depth - 1));
 
 /**
  * A tensor-like object (a Tensor, a QTensor: a dtype and a shape) in brief, as
