@@ -9,6 +9,7 @@ import {
   empty,
   full,
   memoryStats,
+  randn,
   ShapeError,
   seededRandom,
   Tensor,
@@ -184,5 +185,21 @@ describe("new Tensor(storage, ...) keeps its own shape and strides", () => {
     expect(v.shape).toEqual([3, 2]);
     expect(v.strides).toEqual([4, 1]);
     expect(v.toArray()).toEqual([0, 1, 2].map((i) => [xs[4 * i + 1], xs[4 * i + 2]]));
+  });
+});
+
+describe("random seeds", () => {
+  it("seeds 2^32 apart draw different numbers; seeds below 2^32 draw what they did", () => {
+    const first = (seed: number) => Array.from(randn([4], { seed, dtype: "float64" }).toFloat64());
+    expect(first(2 ** 32)).not.toEqual(first(0));
+    expect(first(2 ** 40 + 5)).not.toEqual(first(5));
+    // mulberry32 from state 7, as seededRandom drew it before the fold.
+    const r = seededRandom(7);
+    let a = 7;
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    expect(r()).toBe(((t ^ (t >>> 14)) >>> 0) / 4294967296);
   });
 });

@@ -10,7 +10,7 @@ import { dispatch } from "../dispatch/dispatcher.ts";
 import { ArgumentError, DeviceError, DTypeError, ShapeError } from "../errors.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
 import { isFloat } from "../tensor/dtype.ts";
-import type { Tensor } from "../tensor/tensor.ts";
+import { foldSeed, type Tensor } from "../tensor/tensor.ts";
 import {
   broadcastShapes,
   checkBool,
@@ -165,6 +165,7 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
     isCausal,
     scale,
     enableGqa,
+    // 32 bits for the kernels, every bit of the seed counting (foldSeed).
     seed: foldSeed(seed),
     batchShape,
     L,
@@ -190,16 +191,6 @@ export const sdpaOp: OpRecord<
   work: (p: SdpaParams) => 2 * p.L * p.S * (p.E + p.Ev) * p.batchShape.reduce((a, b) => a * b, 1),
   result: (p: SdpaParams) => ({ shape: [...p.batchShape, p.L, p.Ev], dtype: p.dtype }),
 });
-
-/**
- * The kernels' 32-bit dropout seed: the seed's low 32 bits, mixed with its high bits (as a
- * torch seed's 64 bits all count): kept as it was below 2^32, while seeds 2^32 apart no
- * longer draw the same mask (2^53 and 2^60 acted as 0).
- */
-function foldSeed(seed: number): number {
-  const high = Math.floor(seed / 2 ** 32);
-  return ((seed >>> 0) ^ Math.imul(high | 0, 0x9e3779b1)) >>> 0;
-}
 
 /** softmax(q k^T * scale + mask) v, with dropout on the attention weights. */
 export function scaledDotProductAttention(

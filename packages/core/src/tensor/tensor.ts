@@ -851,9 +851,19 @@ export const zeros = (shape: readonly number[], opts: CreateOptions = {}): Tenso
 export const ones = (shape: readonly number[], opts: CreateOptions = {}): Tensor =>
   full(shape, 1, opts);
 
+/**
+ * A 32-bit state from an integer seed: its low 32 bits mixed with its high bits, so seeds
+ * 2^32 apart differ (as a torch seed's 64 bits all count; seed >>> 0 made 2^32 act as 0)
+ * while every seed in [0, 2^32) keeps the state it always had.
+ */
+export function foldSeed(seed: number): number {
+  const high = Math.floor(seed / 2 ** 32);
+  return ((seed >>> 0) ^ Math.imul(high | 0, 0x9e3779b1)) >>> 0;
+}
+
 /** A small, fast, seedable PRNG (mulberry32) so random tensors are reproducible. */
 export function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
+  let a = foldSeed(seed);
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
     let t = a;
