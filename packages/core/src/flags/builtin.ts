@@ -22,6 +22,17 @@ const torchEnvFlag = (t: string): boolean => {
   throw new FlagError(`${JSON.stringify(t)} is not a valid value for a boolean flag; use 0 or 1`);
 };
 
+/**
+ * OMP_NUM_THREADS as OpenMP reads it: a list of thread counts per nesting level ("4,2"),
+ * of which the first is the one a process runs with (torch too: "1,2" is one thread).
+ */
+const ompThreadsEnv = (t: string): number => {
+  const first = t.split(",")[0].trim();
+  if (!/^\+?\d+$/.test(first))
+    throw new FlagError(`${JSON.stringify(t)} is not a thread count (use a number like 4)`);
+  return Number(first);
+};
+
 // Who reads each flag (describe() and the inert-flag warning use it).
 const CORE = ["@backplane/core"];
 const MKL = ["@backplane/backend-cpu-mkl"];
@@ -260,6 +271,7 @@ export const BUILTIN_FLAGS: BuiltinFlagSchemas = {
       min: 0,
       max: 1024,
       env: "OMP_NUM_THREADS",
+      fromEnv: ompThreadsEnv,
       doc: "0: the cores available",
       readBy: CORE,
     }),

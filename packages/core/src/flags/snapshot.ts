@@ -71,7 +71,11 @@ export class FlagState {
 
   withPriority(op: string, names: readonly string[] | null): FlagState {
     return this.derive(`p${op}\u0000${names === null ? "\u0001" : names.join("\u0000")}`, () => {
-      const p = { ...this.priorities };
+      // No prototype: an op named "constructor" or "hasOwnProperty" has no priority list.
+      const p: Record<string, readonly string[]> = Object.assign(
+        Object.create(null),
+        this.priorities,
+      );
       if (names === null) delete p[op];
       else p[op] = [...names];
       return new FlagState(this.values, p);

@@ -42,7 +42,8 @@ const loadedPackages = new Set<string>(["@backplane/core"]);
 /** isInert() per key; cleared when a reader or a package is added, so a set costs a lookup. */
 const inertCache = new Map<string, boolean>();
 
-initRoot(new FlagState(valuesWith({}, {}), {}));
+// Priorities by op name without a prototype: Object.prototype's members are no op's list.
+initRoot(new FlagState(valuesWith({}, {}), Object.create(null)));
 
 /** The first environment variable of the spec that is set, with its text. */
 function envOf(spec: FlagSpec): [string, string] | undefined {
@@ -411,7 +412,7 @@ export class FlagScope implements Disposable, ScopeLike {
         heir.invalidateSnapshot();
       } else values[k] = v;
     }
-    const priorities: Record<string, readonly string[] | null> = {};
+    const priorities: Record<string, readonly string[] | null> = Object.create(null);
     for (const [op, names] of this.savedPriorities) {
       const heir = newer.find((s) => s.savedPriorities.has(op));
       if (heir) {

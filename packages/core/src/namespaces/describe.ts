@@ -56,12 +56,21 @@ export function describeFlag(name: string): FlagDescription {
     default: spec.default,
     // As backends.<ns> reads it: optEinsum.enabled is false where the plugin cannot run.
     value: readFlag(key),
-    torch: TORCH_BY_KEY.get(key),
+    torch: torchNameOf(key, spec.torch),
     env: envNames(spec),
     doc: spec.doc,
     readBy: readers.map((p) => ({ package: p, loaded: isPackageLoaded(p) })),
     inert: isInert(key),
   };
+}
+
+/**
+ * The PyTorch name of a flag: from the mapping table, else the spec's own when it is a full
+ * torch name (a flag behind a torch function: torch.set_float32_matmul_precision,
+ * torch.backends.cuda.enable_flash_sdp), not a bare argument name like "warn_only".
+ */
+function torchNameOf(key: string, specName: string | undefined): string | undefined {
+  return TORCH_BY_KEY.get(key) ?? (specName?.startsWith("torch.") ? specName : undefined);
 }
 
 /** Flag key -> torch name, from TORCH_NAMES. */

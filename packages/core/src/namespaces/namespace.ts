@@ -18,6 +18,7 @@ import {
 } from "../flags/state.ts";
 import {
   type Availability,
+  availabilityAnswer,
   availabilityOf,
   type BackendDefinition,
   backendForNamespace,
@@ -115,12 +116,12 @@ function answerOf<T>(query: () => T): T | undefined {
 function builtOf(def: BackendDefinition): Availability {
   try {
     const a: unknown = def.isBuilt?.() ?? { available: true };
-    return a !== null && typeof (a as Availability).available === "boolean"
-      ? (a as Availability)
-      : {
-          available: false,
-          reason: `isBuilt() returned ${show(a)} instead of { available, reason? }`,
-        };
+    if (a === null || typeof (a as Availability)?.available !== "boolean")
+      return {
+        available: false,
+        reason: `isBuilt() returned ${show(a)} instead of { available, reason? }`,
+      };
+    return availabilityAnswer("isBuilt", a);
   } catch (e) {
     return { available: false, reason: `isBuilt() threw: ${thrownText(e)}` };
   }
@@ -148,7 +149,9 @@ export function statusOf(ns: string): NamespaceStatus {
   if (avail.available && b.initState === "failed")
     avail = { available: false, reason: b.initError, detail: b.initDetail };
   const why = avail.available ? undefined : splitReason(avail.reason ?? "no reason given");
-  const version = answerOf(() => b.def.version?.());
+  // Text or nothing: a version() that answers a number is a backend's bug, not a version.
+  const stated = answerOf(() => b.def.version?.());
+  const version = typeof stated === "string" && stated !== "" ? stated : undefined;
   return {
     namespace: ns,
     built: built.available,

@@ -119,16 +119,41 @@ export function backendForNamespace(ns: string): RegisteredBackend | undefined {
 export function availabilityOf(b: RegisteredBackend): Availability {
   if (!b.availability) {
     try {
-      const a = b.def.isAvailable();
-      b.availability =
-        a && typeof a.available === "boolean"
-          ? a
-          : { available: false, reason: "isAvailable() returned no answer" };
+      b.availability = availabilityAnswer("isAvailable", b.def.isAvailable());
     } catch (e) {
       b.availability = { available: false, reason: `isAvailable() threw: ${thrownText(e)}` };
     }
   }
   return b.availability;
+}
+
+/**
+ * A hook's answer (isAvailable(), isBuilt()) as an Availability whose reason and detail are
+ * text or absent: reasons are cut and joined as strings everywhere (status(), explain()),
+ * so a backend's `reason: 42` must not turn backends.status() into a TypeError.
+ */
+export function availabilityAnswer(hook: string, a: unknown): Availability {
+  const given = a as Partial<Record<keyof Availability, unknown>> | null | undefined;
+  if (typeof (given as { then?: unknown } | null)?.then === "function") {
+    // Nobody awaits it: a rejection must not end the process as an unhandled one.
+    Promise.resolve(given).catch(() => {});
+    return {
+      available: false,
+      reason: `${hook}() returned a promise; it must answer at once (wait for libraries in init())`,
+    };
+  }
+  if (given === null || typeof given !== "object" || typeof given.available !== "boolean")
+    return { available: false, reason: `${hook}() returned no answer` };
+  const { available, reason, detail } = given;
+  const more = typeof detail === "string" && detail !== "" ? { detail } : {};
+  if (available) return { available, ...more };
+  return { available, reason: reasonText(hook, reason), ...more };
+}
+
+function reasonText(hook: string, reason: unknown): string {
+  if (typeof reason === "string" && reason !== "") return reason;
+  if (reason === undefined || reason === "") return `${hook}() gave no reason`;
+  return `${hook}() gave a reason that is not text: ${show(reason)}`;
 }
 
 /** What a hook threw, as text: an Error's message, or the value itself (`throw null` too). */

@@ -77,6 +77,7 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   // trace (and the fixed definition registers afterwards). addKernels checks its whole
   // list before adding any, so it comes first of what records.
   checkFields(def);
+  checkApiMembers(def);
   checkNamespaces(def);
   checkFlagSchemas(def);
   checkKernelFlags(def);
@@ -167,6 +168,25 @@ function checkFields(def: BackendDefinition): void {
     !(Array.isArray(def.memories) && def.memories.every((m) => typeof m?.deviceType === "string"))
   )
     throw fail("memories", "a list of device memories (each with its deviceType)", def.memories);
+}
+
+/**
+ * An api member that takes the place of a namespace's own method (backend-cpu-mkl's
+ * mkl.status) is a function too: `isAvailable: true` would make every later
+ * backends.<ns>.isAvailable() a TypeError, and `name` is the namespace's, not a backend's.
+ */
+function checkApiMembers(def: BackendDefinition): void {
+  for (const [ns, members] of Object.entries(def.api ?? {})) {
+    for (const k of Object.keys(members)) {
+      if (!NAMESPACE_MEMBERS.has(k)) continue;
+      if (k !== "name" && typeof members[k] === "function") continue;
+      throw new RegistrationError(
+        k === "name"
+          ? `backend ${def.name}: api.${ns}.name would rename backends.${ns}; leave name out`
+          : `backend ${def.name}: api.${ns}.${k} replaces backends.${ns}.${k}(), so it must be a function, got ${show(members[k])}`,
+      );
+    }
+  }
 }
 
 /**
