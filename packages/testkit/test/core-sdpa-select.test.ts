@@ -157,6 +157,32 @@ describe("sdpaKernel: exclusive selection", () => {
   });
 });
 
+describe("sdpaKernel: lists as torch 2.13 reads them", () => {
+  it("an empty list switches every backend off (no kernel may run), as torch's", () => {
+    const args = qkv();
+    {
+      using _ = sdpaKernel([]);
+      for (const f of ["Flash", "Math", "MemEfficient", "Cudnn"] as const)
+        expect(getFlag(`cuda.${f[0].toLowerCase()}${f.slice(1)}Sdp`)).toBe(false);
+      expect(getFlag("cuda.overrideableSdp")).toBe(false);
+      expect(() => who(args)).toThrow(NoKernelError);
+    }
+    expect(who(args)).toBe("fake-flash");
+  });
+
+  it("a backend named twice keeps its first place (torch's dict.fromkeys)", () => {
+    const args = qkv();
+    using _ = sdpaKernel([SDPBackend.MATH, SDPBackend.FLASH_ATTENTION, SDPBackend.MATH], {
+      setPriority: true,
+    });
+    const e = explain("scaledDotProductAttention", ...args);
+    expect(e.candidates.filter((c) => c.accepted).map((c) => c.kernel)).toEqual([
+      "fake-math",
+      "fake-flash",
+    ]);
+  });
+});
+
 describe("sdpaKernel: priority", () => {
   it("setPriority makes the listed order win over the kernels' priorities", () => {
     const args = qkv();
@@ -294,8 +320,10 @@ describe("sdpKernel (deprecated)", () => {
       }
       {
         using _ = sdpKernel({ enableFlash: false, enableMemEfficient: false });
-        // cudnn refuses float32; sdpKernel() leaves OVERRIDEABLE alone, as torch's does
-        expect(who(args)).toBe("fake-overrideable");
+        // cudnn refuses float32; OVERRIDEABLE is off too: torch 2.13's sdp_kernel is an
+        // sdpa_kernel of the enabled backends, which switches every other one off
+        expect(getFlag("cuda.overrideableSdp")).toBe(false);
+        expect(who(args)).toBe("fake-math");
       }
       using _ = backends.cuda.sdpKernel({ enableMath: true });
       expect(who(args)).toBe("fake-flash");

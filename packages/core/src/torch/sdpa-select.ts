@@ -57,10 +57,12 @@ export class SDPAParams {
   ) {}
 }
 
+/**
+ * The backends named, each once in its first place (as torch's dict.fromkeys). An empty
+ * list is taken, as torch takes it: every backend off, so SDPA says no kernel may run.
+ */
 function checkBackends(list: unknown): SDPBackend[] {
-  const arr = Array.isArray(list) ? list : [list];
-  if (arr.length === 0)
-    throw new ArgumentError("sdpaKernel: give at least one backend (SDPBackend.MATH, ...)");
+  const arr = [...new Set(Array.isArray(list) ? list : [list])];
   for (const b of arr) {
     if (!ALL.includes(b as SDPBackend)) {
       throw new ArgumentError(
@@ -110,6 +112,12 @@ const SDP_KERNEL_OPTIONS = {
   enableMemEfficient: "cuda.memEfficientSdp",
   enableCudnn: "cuda.cudnnSdp",
 } as const;
+const BACKEND_OF: Record<keyof typeof SDP_KERNEL_OPTIONS, SDPBackend> = {
+  enableFlash: "FLASH_ATTENTION",
+  enableMath: "MATH",
+  enableMemEfficient: "EFFICIENT_ATTENTION",
+  enableCudnn: "CUDNN_ATTENTION",
+};
 
 /**
  * Deprecated (as in torch): select by switching backends off. Prefer sdpaKernel().
@@ -123,14 +131,16 @@ export function sdpKernel(
   } = {},
 ): FlagScope {
   const o = checkOptions("sdpKernel", opts, Object.keys(SDP_KERNEL_OPTIONS));
-  const values: Record<string, boolean> = {};
-  for (const [k, flag] of Object.entries(SDP_KERNEL_OPTIONS))
-    values[flag] = checkBool("sdpKernel", k, o[k], true);
+  // As torch's, an sdpaKernel() of the enabled ones: every other backend is off in the
+  // scope, OVERRIDEABLE (which sdp_kernel cannot name) included.
+  const enabled = (Object.keys(SDP_KERNEL_OPTIONS) as (keyof typeof SDP_KERNEL_OPTIONS)[])
+    .filter((k) => checkBool("sdpKernel", k, o[k], true))
+    .map((k) => BACKEND_OF[k]);
   warnOnce(
     "deprecated:sdpKernel",
     "backends.cuda.sdpKernel() is deprecated; use nn.attention.sdpaKernel([SDPBackend...]) instead",
   );
-  return openChangeScope({ values });
+  return openChangeScope(exclusive(enabled, false));
 }
 
 /** torch.backends.cuda's SDP switches: a getter and a setter per family. */
