@@ -52,13 +52,16 @@ const rows: string[][] = [];
 const flagRow = (torch: string, key: string) => {
   const spec = flagSpec(key)!;
   const readers = flagReaders(key);
-  // A flag whose namespace member is a function (cuda.preferredBlasLibrary(b), mkl.verbose(l),
-  // cpu.calibrate()): read and set by calling it, or in flags()/withFlags() scopes.
+  // A flag whose namespace member is a function: cuda.preferredBlasLibrary(b) and
+  // mkl.verbose(l) read and set it, but cpu.calibrate() runs a calibration. The flag itself
+  // is set in flags()/withFlags() scopes (or its environment variable) in every case.
   const fn = typeof resolve(`backends.${key}`) === "function";
   rows.push([
     code(torch),
     code(fn ? `backends.${key}(…)` : `backends.${key}`),
-    cell(fn ? `function over a flag: ${typeText(spec)}` : typeText(spec)),
+    cell(
+      fn ? `function over a flag: ${typeText(spec)} (set the flag with flags())` : typeText(spec),
+    ),
     code(JSON.stringify(spec.default)),
     envNames(spec).map(code).join(", ") || "—",
     readers.length ? readers.join(", ") : "nothing yet (inert)",

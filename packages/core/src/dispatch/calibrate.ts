@@ -9,7 +9,9 @@
  * and the ranker (policy sizeClass) reorders the backends by them. The figures are cached in the
  * user's cache directory under a fingerprint of everything they depend on (CPU model and
  * features, runtime, thread count, each backend's version and library), so a warm start
- * only reads a file. `cpu.calibrate = false` (BACKPLANE_CALIBRATE=0) turns it off; a
+ * only reads a file. The flag cpu.calibrate false turns it off (`backends.cpu.flags({
+ * calibrate: false })`, withFlags, or BACKPLANE_CALIBRATE=0: backends.cpu.calibrate is the
+ * function that runs a calibration, not the flag); a
  * user's kernel priority and deterministic mode always use the authors' order.
  */
 import { getFlag } from "../flags/state.ts";
