@@ -25,6 +25,7 @@ import {
   type ParallelTask,
   validateTask,
   type WasmMemory,
+  type WasmModule,
   type WasmModuleEntry,
   wasmModules,
 } from "@backplane/core/cpu";
@@ -110,6 +111,29 @@ function resolveKind(pref: PoolOptions["workers"]): WorkerKind {
   return "web";
 }
 
+/**
+ * Whether workers can run `module`'s exports: a worker instantiates it with
+ * `{ env: { memory, abort } }` on the shared CPU memory, so every import must be one of
+ * those two, the memory among them. A module with a memory of its own would write into the
+ * worker's private copy (items silently missing from the result); one with other imports
+ * cannot be instantiated there at all. Such modules run on the calling thread only.
+ */
+export function runsOnWorkers(module: WasmModule): boolean {
+  let imports: WebAssembly.ModuleImportDescriptor[];
+  try {
+    imports = WebAssembly.Module.imports(module as WebAssembly.Module);
+  } catch {
+    return false; // not a WebAssembly.Module: nothing a worker could instantiate
+  }
+  let memory = false;
+  for (const i of imports) {
+    if (i.module !== "env") return false;
+    if (i.name === "memory" && i.kind === "memory") memory = true;
+    else if (i.name !== "abort" || i.kind !== "function") return false;
+  }
+  return memory;
+}
+
 /** Whether this thread may block in Atomics.wait (a browser's main thread may not). */
 function threadCanBlock(): boolean {
   try {
@@ -133,6 +157,8 @@ export class WorkerPool implements ParallelService {
   private readonly byId = new Map<number, Slot>();
   private nextId = 1;
   private readonly modules = new Map<string, WasmModuleEntry>();
+  /** Modules workers can run (runsOnWorkers); tasks of the others stay on this thread. */
+  private readonly workerModules = new Set<string>();
   private readonly genOf = new Map<string, number>();
   private gen = 0;
   private readonly fnIds = new Map<string, number>();
@@ -252,9 +278,15 @@ export class WorkerPool implements ParallelService {
 
   private addModule(e: WasmModuleEntry): void {
     this.modules.set(e.id, e);
+    this.callerFns = new Map();
+    if (!runsOnWorkers(e.module)) {
+      // (workers keep a former module of this id, but no task of it reaches them now)
+      this.workerModules.delete(e.id);
+      return;
+    }
+    this.workerModules.add(e.id);
     const gen = ++this.gen;
     this.genOf.set(e.id, gen);
-    this.callerFns = new Map();
     for (const s of this.slots) {
       if (!s.retired && s.handle)
         s.handle.post({ type: "module", id: e.id, module: e.module, gen });
@@ -439,18 +471,29 @@ export class WorkerPool implements ParallelService {
       ctl: this.ctlBuffer,
       slot: slotBuffer,
       memory: this.memory,
-      modules: [...this.modules.values()].map((e) => ({ id: e.id, module: e.module })),
+      modules: [...this.modules.values()]
+        .filter((e) => this.workerModules.has(e.id))
+        .map((e) => ({ id: e.id, module: e.module })),
       gen: this.gen,
     };
     try {
       slot.handle = spawnWorker(this.kind, init, {
         message: (m) => {
-          const msg = m as { type?: string; failed?: [string, string][] };
+          const msg = m as {
+            type?: string;
+            failed?: [string, string][];
+            id?: string;
+            error?: string;
+          };
           if (msg?.type === "ready") {
             slot.wasReady = true;
             slot.failedModules = msg.failed ?? [];
             this.startFailures = 0;
             slot.settle();
+          } else if (msg?.type === "loaded" && typeof msg.id === "string") {
+            const id = msg.id;
+            slot.failedModules = slot.failedModules.filter(([failed]) => failed !== id);
+            if (typeof msg.error === "string") slot.failedModules.push([id, msg.error]);
           }
         },
         error: (message) => this.retire(slot, `worker ${id} failed: ${message}`),
@@ -561,7 +604,7 @@ export class WorkerPool implements ParallelService {
     const fn = this.callerFn(task, fnId);
     this.counters.runs++;
     const helpers =
-      n > 1 && total > 1 && total < 2 ** 30 && !this.running && this.fits(task)
+      n > 1 && total > 1 && total < 2 ** 30 && !this.running && this.fitsWorkers(task)
         ? this.pickHelpers(n - 1, total - 1)
         : [];
     if (helpers.length === 0) {
@@ -579,7 +622,8 @@ export class WorkerPool implements ParallelService {
     }
   }
 
-  private fits(task: ParallelTask): boolean {
+  /** Whether workers can take part: the task fits the control block, the module runs there. */
+  private fitsWorkers(task: ParallelTask): boolean {
     const targs = task.threadArgs ?? [];
     for (const t of targs) {
       if (!(t.index >= 0 && t.index < task.args.length))
@@ -590,7 +634,8 @@ export class WorkerPool implements ParallelService {
     return (
       task.args.length <= L.MAX_ARGS &&
       targs.length <= L.MAX_THREAD_ARGS &&
-      task.module.length + task.fn.length <= L.STR_MAX
+      task.module.length + task.fn.length <= L.STR_MAX &&
+      (task.module === DEBUG_MODULE || this.workerModules.has(task.module))
     );
   }
 

@@ -106,7 +106,8 @@ const VALUED = new Set([
 ]);
 
 function positiveInt(name: string, text: string, min = 1): number {
-  if (!/^\d+$/.test(text) || Number(text) < min)
+  // (beyond 2^53 the number is not the one written: "--instance-idx 1e+23 is out of range")
+  if (!/^\d+$/.test(text) || Number(text) < min || !Number.isSafeInteger(Number(text)))
     throw new RunCpuUsageError(
       name,
       `${name} must be an integer >= ${min}, got ${JSON.stringify(text)}`,
@@ -141,6 +142,34 @@ export function parseCoreList(text: string, name = "--core-list"): number[] {
     for (let c = a; c <= b; c++) out.add(c);
   }
   return [...out].sort((x, y) => x - y);
+}
+
+/** A value as an error message shows it (strings quoted, so "4" does not read as 4). */
+function show(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(v);
+  if (Array.isArray(v))
+    return `[${v.slice(0, 8).map(show).join(", ")}${v.length > 8 ? ", ..." : ""}]`;
+  try {
+    return String(v);
+  } catch {
+    return typeof v; // (an object without toString)
+  }
+}
+
+/**
+ * options.cores, checked: core numbers (integers in [0, MAX_CORE]), sorted and distinct as
+ * parseCoreList() gives them. Unchecked, a number made cores.slice() a TypeError, and
+ * strings, fractions or repeats went into "taskset -c" and OMP_NUM_THREADS.
+ */
+function checkCores(cores: unknown): number[] {
+  const isCore = (c: unknown) =>
+    Number.isInteger(c) && (c as number) >= 0 && (c as number) <= MAX_CORE;
+  if (!Array.isArray(cores) || !cores.every(isCore))
+    throw new RunCpuUsageError(
+      "cores",
+      `options.cores must be an array of core numbers (integers in [0, ${MAX_CORE}]), got ${show(cores)}`,
+    );
+  return [...new Set(cores as number[])].sort((x, y) => x - y);
 }
 
 /** "0,1,2,3,8" -> "0-3,8". */
@@ -342,17 +371,27 @@ function checkAllowed(cores: number[], mask: number[]): void {
     );
 }
 
+type PlanOptions = { env?: Record<string, string | undefined>; cores?: number[] };
+
+/** planRunCpu's arguments, checked: the environment and the cores allowed (if given). */
+function checkPlanArgs(argv: unknown, options: PlanOptions | null) {
+  if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string"))
+    throw new RunCpuUsageError("argv", "the arguments must be an array of strings");
+  const o = options ?? {};
+  if (typeof o !== "object")
+    throw new RunCpuUsageError("options", `the options must be an object, got ${show(o)}`);
+  return {
+    env: o.env ?? processEnv(),
+    allowed: o.cores === undefined ? undefined : checkCores(o.cores),
+  };
+}
+
 /**
  * Parses the command line into a plan (nothing is started). Throws a RunCpuUsageError
  * naming the argument when the command line is wrong.
  */
-export function planRunCpu(
-  argv: string[],
-  options: { env?: Record<string, string | undefined>; cores?: number[] } = {},
-): RunCpuPlan {
-  if (!Array.isArray(argv) || !argv.every((a) => typeof a === "string"))
-    throw new RunCpuUsageError("argv", "the arguments must be an array of strings");
-  const env = options.env ?? processEnv();
+export function planRunCpu(argv: string[], options: PlanOptions | null = {}): RunCpuPlan {
+  const { env, allowed } = checkPlanArgs(argv, options);
   const { values, flags, scriptAt } = parseOptions(argv);
   const help = flags.has("--help");
   const script = argv[scriptAt];
@@ -384,11 +423,15 @@ export function planRunCpu(
   const cores =
     values["--core-list"] !== undefined
       ? parseCoreList(values["--core-list"])
-      : (options.cores ?? availableCores());
-  if (cores.length === 0) throw new RunCpuUsageError("--core-list", "--core-list names no core");
+      : (allowed ?? availableCores());
+  if (cores.length === 0)
+    throw new RunCpuUsageError(
+      values["--core-list"] !== undefined ? "--core-list" : "cores",
+      values["--core-list"] !== undefined ? "--core-list names no core" : "options.cores is empty",
+    );
   const { taskset, note } = pinning(flags, env);
   if (taskset && values["--core-list"] !== undefined)
-    checkAllowed(cores, options.cores ?? availableCores());
+    checkAllowed(cores, allowed ?? availableCores());
   const { ninstances, ncores } = splitCores(values, flags, cores);
   let only: number | undefined;
   if (values["--instance-idx"] !== undefined) {
@@ -561,11 +604,28 @@ function startInstance(
   });
 }
 
+/** runCpu's own options (planRunCpu checks env and cores): an ArgumentError names a bad one. */
+function checkRunOptions(options: RunCpuOptions): RunCpuOptions {
+  const bad = (what: string, v: unknown): never => {
+    throw new ArgumentError(`run-cpu: ${what}, got ${show(v)}`);
+  };
+  if (typeof options !== "object") bad("the options must be an object", options);
+  for (const k of ["log", "error"] as const)
+    if (options[k] !== undefined && typeof options[k] !== "function")
+      bad(`options.${k} must be a function taking a line`, options[k]);
+  if (options.output !== undefined && options.output !== "inherit" && options.output !== "capture")
+    bad('options.output must be "inherit" or "capture"', options.output);
+  if (options.cwd !== undefined && typeof options.cwd !== "string")
+    bad("options.cwd must be a directory path (a string)", options.cwd);
+  return options;
+}
+
 /**
  * torch.backends.xeon.run_cpu: prints the plan, starts the instances, waits for them all.
  * Resolves to the exit code (0; the first failing instance's code; 2 for bad arguments).
  */
-export async function runCpu(argv: string[], options: RunCpuOptions = {}): Promise<number> {
+export async function runCpu(argv: string[], options: RunCpuOptions | null = {}): Promise<number> {
+  options = checkRunOptions(options ?? {});
   const log = options.log ?? ((l: string) => console.log(l));
   const error = options.error ?? ((l: string) => console.error(l));
   let plan: RunCpuPlan;

@@ -242,6 +242,8 @@ function onMessage(m) {
     instantiate(m.id, m.module);
     if (m.gen > loadedGen) loadedGen = m.gen;
     Atomics.store(s, L.S_MODGEN, loadedGen);
+    // (so the pool's moduleFailures() also knows of modules that came after "ready")
+    post({ type: "loaded", id: m.id, error: failedModules.get(m.id) });
   }
 }
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { backends } from "@backplane/core";
+import { ArgumentError, backends } from "@backplane/core";
 import { describe, expect, it } from "vitest";
 import {
   formatCoreList,
@@ -168,6 +168,45 @@ describe("run-cpu (backends.xeon.runCpu)", () => {
     }
     // Not pinned: the list is only a thread count, so it is accepted.
     expect(plan(["--disable-taskset", "--core-list", "0-3", "x.js"]).cores).toEqual([0, 1, 2, 3]);
+  });
+
+  it("bad options are typed errors naming them; null options are the defaults", async () => {
+    const plan = (cores: unknown) =>
+      planRunCpu(["--disable-taskset", "x.js"], { cores: cores as number[] });
+    // (a number used to be a TypeError; the others went into taskset -c and OMP_NUM_THREADS)
+    for (const cores of [5, ["0", "1"], [-1], [0.5, 1], [Number.NaN], [8192], null]) {
+      let thrown: unknown;
+      try {
+        plan(cores);
+      } catch (e) {
+        thrown = e;
+      }
+      expect(thrown, String(cores)).toBeInstanceOf(RunCpuUsageError);
+      expect((thrown as RunCpuUsageError).argument).toBe("cores");
+      expect((thrown as Error).message).toMatch(/options\.cores must be an array of core numbers/);
+    }
+    expect(() => plan([])).toThrow(/options\.cores is empty/);
+    // Repeats and order do not matter, as in --core-list.
+    expect(plan([3, 1, 1, 2]).instances[0].env.OMP_NUM_THREADS).toBe("3");
+    expect(plan([3, 1, 1, 2]).cores).toEqual([1, 2, 3]);
+    // 2^53 and more is not the number written.
+    expect(() => planRunCpu(["--instance-idx", "99999999999999999999", "x.js"])).toThrow(
+      /--instance-idx must be an integer >= 0, got "99999999999999999999"/,
+    );
+    expect(() => planRunCpu(["x.js"], null)).not.toThrow();
+    const c = capture();
+    expect(await runCpu(["--dry-run", "x.js"], { ...c.options, cores: [0] })).toBe(0);
+    const badRun: [object, RegExp][] = [
+      [{ log: 5 }, /options\.log must be a function/],
+      [{ error: "stderr" }, /options\.error must be a function/],
+      [{ output: "pipe" }, /options\.output must be "inherit" or "capture", got "pipe"/],
+      [{ cwd: 7 }, /options\.cwd must be a directory path/],
+    ];
+    for (const [options, message] of badRun) {
+      const run = runCpu(["--dry-run", "x.js"], { ...c.options, ...options } as never);
+      await expect(run).rejects.toThrow(ArgumentError);
+      await expect(runCpu(["--dry-run", "x.js"], options as never)).rejects.toThrow(message);
+    }
   });
 
   it("core lists", () => {

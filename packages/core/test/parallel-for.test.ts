@@ -29,6 +29,31 @@ describe("parallelFor's checks (no parallel service installed)", () => {
     }
   });
 
+  it("shows a bad value as given, never failing to show it, and counts a hole in args", () => {
+    const noString = Object.create(null);
+    const holed: number[] = new Array(3); // [1, <hole>, 2]
+    holed[0] = 1;
+    holed[2] = 2;
+    const bad: [object, number, RegExp][] = [
+      // (a string count read as the number: "items must be an integer ..., got 3")
+      [{ ...task, items: "3" }, 1, /items must be an integer in \[0, 2\^31\), got "3"/],
+      [task, "2" as never, /threads must be an integer >= 1, got "2"/],
+      // (String() of an object without toString was a raw TypeError)
+      [{ ...task, items: noString }, 1, /items must be an integer in \[0, 2\^31\), got object/],
+      [
+        { ...task, countArg: noString },
+        1,
+        /countArg must be an argument index in \[0, 2\), got object/,
+      ],
+      // (every() skips a hole, which then went to WASM as NaN: 0, a pointer to address 0)
+      [{ ...task, args: holed }, 1, /args must be an array of numbers/],
+    ];
+    for (const [t, threads, text] of bad) {
+      expect(() => parallelFor(t as never, threads)).toThrow(ArgumentError);
+      expect(() => parallelFor(t as never, threads)).toThrow(text);
+    }
+  });
+
   it("an empty task does nothing; a well-formed one names a missing module", () => {
     expect(() => parallelFor({ ...task, items: 0 }, 1)).not.toThrow();
     expect(() => parallelFor(task, 1)).toThrow(/no WASM module "no-such-module" is registered/);

@@ -70,6 +70,25 @@ export function cpuThreads(): number {
   return Math.max(1, service ? Math.min(n, service.threads()) : 1);
 }
 
+/**
+ * A value as an error shows it: strings quoted ("3" is not 3), and never a TypeError of its
+ * own (String() throws on an object without toString).
+ */
+function show(v: unknown): string {
+  if (typeof v === "string") return JSON.stringify(v);
+  try {
+    return String(v);
+  } catch {
+    return typeof v;
+  }
+}
+
+/** Whether every element is a number; a hole counts as none (every() would skip it). */
+function allNumbers(a: readonly unknown[]): boolean {
+  for (let i = 0; i < a.length; i++) if (typeof a[i] !== "number") return false;
+  return true;
+}
+
 const isIndex = (v: unknown, below: number): v is number =>
   Number.isInteger(v) && (v as number) >= 0 && (v as number) < below;
 
@@ -86,29 +105,29 @@ export function validateTask(task: ParallelTask, threads: number): void {
     bad(`the task must be an object, got ${task === null ? "null" : typeof task}`);
   if (typeof task.module !== "string" || typeof task.fn !== "string")
     bad("the task needs a string module and fn");
-  if (!Array.isArray(task.args) || !task.args.every((a) => typeof a === "number"))
+  if (!Array.isArray(task.args) || !allNumbers(task.args))
     bad(`task ${task.module}.${task.fn}: args must be an array of numbers`);
   const nargs = task.args.length;
   if (!Number.isInteger(threads) || threads < 1)
-    bad(`threads must be an integer >= 1, got ${String(threads)}`);
+    bad(`threads must be an integer >= 1, got ${show(threads)}`);
   if (!Number.isInteger(task.items) || task.items < 0 || task.items > 0x7fffffff)
-    bad(`items must be an integer in [0, 2^31), got ${String(task.items)}`);
+    bad(`items must be an integer in [0, 2^31), got ${show(task.items)}`);
   if (task.schedule !== undefined && task.schedule !== "static" && task.schedule !== "dynamic")
-    bad(`schedule must be "static" or "dynamic", got ${String(task.schedule)}`);
+    bad(`schedule must be "static" or "dynamic", got ${show(task.schedule)}`);
   if (task.chunk !== undefined && (!Number.isInteger(task.chunk) || task.chunk < 1))
-    bad(`chunk must be an integer >= 1, got ${String(task.chunk)}`);
+    bad(`chunk must be an integer >= 1, got ${show(task.chunk)}`);
   if (task.step !== undefined) {
     if (!Array.isArray(task.step) || task.step.length > nargs)
       bad(`step must be an array of at most ${nargs} numbers (one per argument)`);
     if (!task.step.every((v) => Number.isFinite(v))) bad("step values must be finite numbers");
   }
   if (task.countArg !== undefined && !isIndex(task.countArg, nargs))
-    bad(`countArg must be an argument index in [0, ${nargs}), got ${String(task.countArg)}`);
+    bad(`countArg must be an argument index in [0, ${nargs}), got ${show(task.countArg)}`);
   if (task.threadArgs !== undefined) {
     if (!Array.isArray(task.threadArgs)) bad("threadArgs must be an array");
     for (const t of task.threadArgs) {
       if (t === null || typeof t !== "object" || !isIndex(t.index, nargs))
-        bad(`threadArgs index ${String(t?.index)} is outside the ${nargs} arguments`);
+        bad(`threadArgs index ${show(t?.index)} is outside the ${nargs} arguments`);
       if (!Number.isFinite(t.stride)) bad(`threadArgs stride must be a finite number`);
     }
   }
