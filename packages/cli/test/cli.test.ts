@@ -2,6 +2,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { fileURLToPath } from "node:url";
+import { CASES } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 
 const cli = fileURLToPath(new URL("../dist/cli.js", import.meta.url));
@@ -26,7 +27,11 @@ describe("backplane CLI", () => {
       /mps\s+built, not available.*\n\s+reason: MPS needs macOS 12\.3\+ on Apple silicon or an AMD GPU; this is linux-x64/,
     );
     expect(r.stdout).toMatch(/matmul\s+\S+ \(\S+\)\s+64x64 @ 64x64\s+[\d.]+\s+[\d.]+e-\d+\s+pass/);
-    expect(r.stdout).toMatch(/All 21 ops ran and matched the reference\./);
+    // Every op the conformance cases cover (multiHeadAttention among them) ran.
+    expect(r.stdout).toMatch(/multiHeadAttention\s+\S+ \(\S+\).*\s+pass/);
+    expect(r.stdout).toContain(
+      `All ${Object.keys(CASES).length} ops ran and matched the reference.`,
+    );
     // The quantized ops on the dispatcher's kernels against PyTorch's integers.
     expect(r.stdout).toMatch(/Quantized \(engine none; .* PyTorch 2\.13[^']*'s integers\):/);
     expect(r.stdout).toMatch(/conv2d\s+\S.*\d+ of \d+ cases\s+pass/);
