@@ -57,12 +57,25 @@ const SIZE: Record<Exclude<KernelArg["type"], "bytes">, number> = {
   f64: 8,
 };
 
+const INT_RANGE = { i32: [-(2 ** 31), 2 ** 31 - 1], u32: [0, 2 ** 32 - 1] } as const;
+
+/** A 32-bit argument out of its type's range would be wrapped by DataView: refused instead. */
+function checkKernelArg(a: KernelArg, i: number): void {
+  if (a.type !== "i32" && a.type !== "u32") return;
+  const [lo, hi] = INT_RANGE[a.type];
+  if (!(Number.isInteger(a.value) && a.value >= lo && a.value <= hi))
+    throw new ArgumentError(
+      `kernel argument ${i} is ${a.type} and must be an integer in [${lo}, ${hi}]; got ${a.value}`,
+    );
+}
+
 /**
  * Lays the arguments out for cuLaunchKernel's kernelParams: an array of n pointers, then each
  * value at its natural alignment. The pointers are filled in by {@link fillParamPointers} once
  * the buffer's address is known.
  */
 export function packKernelParams(args: readonly KernelArg[]): PackedParams {
+  args.forEach(checkKernelArg);
   let off = args.length * 8;
   const offsets: number[] = [];
   for (const a of args) {

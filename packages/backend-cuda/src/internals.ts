@@ -49,6 +49,7 @@ export {
   gemmMode,
 } from "./kernels/blas/modes.ts";
 export { PlanCache, planCacheRegistry } from "./kernels/fft/plan-cache.ts";
+export { solverSizeProblem } from "./kernels/linalg/solver.ts";
 export type { CudaLayer, MathLibraries } from "./layer.ts";
 export { CU, CUDART_DECL, DRIVER_DECL } from "./native/driver-api.ts";
 export {
@@ -70,5 +71,5 @@ export {
   type RecordingOptions,
 } from "./recording.ts";
 export { CudaRuntime } from "./runtime.ts";
-export { type CudaStatus, cudaStatus, installLayer, reprobe } from "./state.ts";
+export { type CudaStatus, cudaStatus, installLayer, maybeRuntime, reprobe } from "./state.ts";
 export { VERSION } from "./version.ts";

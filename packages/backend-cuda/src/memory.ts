@@ -31,11 +31,15 @@ export function deviceIndex(device: string): number {
   return m[1] === undefined ? 0 : Number(m[1]);
 }
 
-/** Throws unless the handle's block is still its own (not freed). */
+/** Throws unless the handle's block is still its own (not freed, its runtime not released). */
 function live(h: CudaHandle, what: string): void {
   if (h.freed)
     throw new DeviceError(
       `cuda memory ${what}: the storage was freed (its block at 0x${h.block.ptr.toString(16)} on cuda:${h.device} may serve another storage)`,
+    );
+  if (h.runtime.released)
+    throw new DeviceError(
+      `cuda memory ${what}: the storage belongs to a CUDA runtime that was released (backends.cuda.reprobe()); its device memory went with its context: move tensors to the CPU before reprobing`,
     );
 }
 
@@ -123,9 +127,10 @@ export function createCudaMemory(current: () => CudaRuntime): DeviceMemory<CudaH
       };
     },
     free(h) {
-      live(h, "free (a double free)");
+      if (h.freed) live(h, "free (a double free)");
       h.freed = true;
-      h.runtime.allocator(h.device).free(h.block);
+      // A released runtime's memory went with its context: nothing to give back.
+      if (!h.runtime.released) h.runtime.allocator(h.device).free(h.block);
     },
     upload(h, offset, src) {
       const ptr = range(h, offset, src.byteLength, "upload");

@@ -67,6 +67,8 @@ export class CudaRuntime {
   private readonly solverHandles = new Map<number, bigint>();
   private readonly planCaches = new Map<number, PlanCache<FftPlan>>();
   private readonly out64 = new BigUint64Array(1);
+  /** Set by release(): its contexts, and with them every device pointer it handed out, are gone. */
+  released = false;
 
   constructor(
     readonly layer: CudaLayer,
@@ -280,6 +282,7 @@ export class CudaRuntime {
 
   /** Frees library handles, cached plans and memory, then the driver's resources. */
   release(): void {
+    this.released = true;
     for (const c of this.planCaches.values()) {
       try {
         c.clear();

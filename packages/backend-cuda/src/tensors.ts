@@ -3,12 +3,26 @@ import { bytesPerElement, DeviceError, getFlag, type Tensor } from "@backplane/c
 import { readEnv } from "@backplane/core/cpu";
 import { checkCublasDeterminism, type GemmFlags } from "./kernels/blas/modes.ts";
 import { type CudaHandle, deviceIndex } from "./memory.ts";
+import { currentRuntime } from "./state.ts";
 
-/** The device address of a tensor's storage (element [0...] is at + offset * itemsize). */
+/**
+ * The device address of a tensor's storage (element [0...] is at + offset * itemsize). Kernels
+ * hand it to the current runtime's libraries, so memory of a freed storage or of another
+ * runtime (one replaced by backends.cuda.reprobe(), whose contexts and memory are gone) is
+ * refused here, before any FFI call sees a dangling address.
+ */
 export function storagePtr(t: Tensor): bigint {
   const h = t.storage.handle as CudaHandle | undefined;
   if (!h || typeof h.block?.ptr !== "bigint")
     throw new DeviceError(`tensor on ${t.device} is not in CUDA memory`);
+  if (h.freed)
+    throw new DeviceError(
+      `tensor on ${t.device}: its storage was freed; it cannot be used any more`,
+    );
+  if (h.runtime !== currentRuntime())
+    throw new DeviceError(
+      `tensor on ${t.device} was allocated by a CUDA runtime that has been replaced (backends.cuda.reprobe()); its device memory went with it: move tensors to the CPU before reprobing`,
+    );
   return h.block.ptr;
 }
 

@@ -106,6 +106,20 @@ describe("supports() reasons (pure)", () => {
     );
   });
 
+  it("sizes past the kernels' int arguments are refused with the reason, not wrapped", () => {
+    // L = 2^31 rows of one key: 12 GiB of math-path scores, which fit half of a 40 GiB device.
+    const p = { ...params([1, 1, 8, 64], "float16"), L: 2 ** 31, S: 1 };
+    const why = /take int sizes \(at most 2147483647\); got L=2147483648/;
+    expect(mathSupport(p, SM80, undefined)).toMatch(why);
+    expect(efficientSupport(p, SM80)).toMatch(why);
+    expect(flashSupport(p, SM80)).toMatch(why);
+    expect(flashSupport(p, SM80, true)).toMatch(why);
+    // cuBLAS's batchCount is an int too (the fused kernels stop at 65535 grid rows before it).
+    const wide = { ...params([1, 1, 1, 8], "float16"), batchShape: [2 ** 31] };
+    expect(mathSupport(wide, SM80, undefined)).toMatch(/got batch=2147483648/);
+    expect(mathSupport({ ...p, L: 2 ** 31 - 1 }, SM80, undefined)).toBe(true);
+  });
+
   it("maps GQA query heads to their key/value heads in the offset tables", () => {
     const q = randn([1, 4, 3, 8], { seed: 4 });
     const kv = randn([1, 2, 5, 8], { seed: 5 });

@@ -42,6 +42,29 @@ describe("kernel parameters", () => {
       ArgumentError,
     );
   });
+
+  it("refuses 32-bit arguments out of range instead of wrapping them (an int L of 2^31 would read as -2^31)", () => {
+    for (const a of [
+      { type: "i32", value: 2 ** 31 },
+      { type: "i32", value: -(2 ** 31) - 1 },
+      { type: "i32", value: 1.5 },
+      { type: "u32", value: -1 },
+      { type: "u32", value: 2 ** 32 },
+    ] as const)
+      expect(
+        () => packKernelParams([{ type: "ptr", value: 0n }, a]),
+        `${a.type} ${a.value}`,
+      ).toThrow(/kernel argument 1 is (i|u)32 and must be an integer in/);
+    const edge = packKernelParams([
+      { type: "i32", value: 2 ** 31 - 1 },
+      { type: "i32", value: -(2 ** 31) },
+      { type: "u32", value: 2 ** 32 - 1 },
+    ]);
+    const dv = new DataView(edge.buffer);
+    expect(dv.getInt32(edge.offsets[0]!, true)).toBe(2 ** 31 - 1);
+    expect(dv.getInt32(edge.offsets[1]!, true)).toBe(-(2 ** 31));
+    expect(dv.getUint32(edge.offsets[2]!, true)).toBe(2 ** 32 - 1);
+  });
 });
 
 describe("CudaDriver over a RecordingLayer", () => {

@@ -10,6 +10,7 @@ import {
   cublasSizeProblem,
   RecordingLayer,
   readyProblem,
+  solverSizeProblem,
   LIBRARY_ENUMS as X,
 } from "../src/internals.ts";
 
@@ -50,5 +51,24 @@ describe("cuBLAS int limits", () => {
       `cuBLAS takes int sizes (at most ${INT_MAX}); got n=2147483648`,
     );
     expect(cublasSizeProblem(1, 1, 1, 2 ** 32)).toMatch(/batch=4294967296/);
+  });
+});
+
+describe("cuSOLVER int limits", () => {
+  // The params solverSizeProblem reads; the tensors' shapes only (no memory behind them).
+  const params = (m: number, n: number, b?: { shape: number[] }, bVector = false) =>
+    ({ m, n, b: b ? { ...b, rank: b.shape.length } : null, bVector }) as never;
+
+  it("matrices and right-hand sides of 2^31 elements or more are refused with the reason", () => {
+    expect(solverSizeProblem(params(46340, 46340))).toBeUndefined(); // 2147395600 elements
+    expect(solverSizeProblem(params(2 ** 31, 1))).toMatch(
+      /32-bit API takes int sizes: a 2147483648x1 matrix has 2147483648 elements/,
+    );
+    expect(solverSizeProblem(params(46341, 46341))).toMatch(/more than 2\^31 - 1/);
+    // solve: n x nrhs past the limit while A itself fits
+    expect(solverSizeProblem(params(4, 4, { shape: [4, 2 ** 30] }))).toMatch(
+      /with 1073741824 right-hand sides/,
+    );
+    expect(solverSizeProblem(params(4, 4, { shape: [4] }, true))).toBeUndefined();
   });
 });

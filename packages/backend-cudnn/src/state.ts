@@ -29,6 +29,11 @@ export function versionText(v: number): string {
 
 const INSTALL = `pip install nvidia-cudnn-cu13 (or -cu12), or set ${CUDNN_ENV} to libcudnn.so.9`;
 
+/** size_t cublasLtGetVersion(void): the one cuBLASLt symbol opened here (test/headers.test.ts checks it). */
+export const CUBLASLT_VERSION_DECL = {
+  cublasLtGetVersion: { args: [], returns: "usize" },
+} as const;
+
 /** libcublasLt where cuDNN's RUNPATH finds it (pip's layout beside nvidia/cudnn), pip, or the system. */
 async function findCublasLt(cudnnPath: string): Promise<{ path?: string; reason?: string }> {
   const root = cudnnPath.replace(/\/cudnn\/lib\/[^/]*$/, "");
@@ -41,7 +46,7 @@ async function findCublasLt(cudnnPath: string): Promise<{ path?: string; reason?
       env: "BACKPLANE_CUBLASLT_PATH",
       pip: ["nvidia/cu13/lib", "nvidia/cublas/lib"],
     },
-    { cublasLtGetVersion: { args: [], returns: "usize" } },
+    CUBLASLT_VERSION_DECL,
     { searchPaths: [...beside, ...defaultSearchDirs(hostInfo())] },
   );
   // The loader's report names every path tried.

@@ -13,6 +13,7 @@ import { GraphBuilder } from "../src/graph/builder.ts";
 import { buildConvGraph } from "../src/graph/conv.ts";
 import { buildSdpaGraph } from "../src/graph/sdpa.ts";
 import { layoutOf } from "../src/graph/tensors.ts";
+import { convSupport } from "../src/kernels/conv2d.ts";
 import { NUMERICAL_NOTE } from "../src/native/api.ts";
 import { destroyCandidate, enumeratedConfigs } from "../src/plan/engines.ts";
 import { screen } from "../src/plan/select.ts";
@@ -156,6 +157,23 @@ describe("conv2d graphs on the real cuDNN", () => {
     for (const e of engines) destroyCandidate(e);
     b.dispose();
   });
+
+  itReal(
+    "zero input channels: cuDNN refuses the graph, and convSupport screens them out first",
+    () => {
+      const x = randn([1, 0, 5, 5]);
+      const p = ops.conv2d.prepare(x, randn([2, 0, 3, 3]), {});
+      const b = new GraphBuilder(lib());
+      try {
+        expect(() => buildConvGraph(b, p, layoutOf(x)!, { x: 16, w: 16 })).toThrow(
+          /CUDNN_STATUS_BAD_PARAM/,
+        );
+      } finally {
+        b.dispose();
+      }
+      expect(convSupport(p)).toMatch(/no empty input-channel dimension/);
+    },
+  );
 
   itReal("a graph cuDNN refuses comes back with cuDNN's own reason", () => {
     const b = new GraphBuilder(lib());

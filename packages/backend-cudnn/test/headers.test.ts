@@ -8,6 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { declarationProblems, enumerators, typedefs } from "@backplane/testkit/c-header";
 import { describe, expect, it } from "vitest";
 import { CUDNN_DECL, ENUMS } from "../src/native/api.ts";
+import { CUBLASLT_VERSION_DECL } from "../src/state.ts";
 import { includeDir, skipLine } from "./helpers.ts";
 
 const header =
@@ -35,6 +36,25 @@ describe("cuDNN declarations against the installed cudnn_graph.h", () => {
       const problems = Object.entries(CUDNN_DECL).flatMap(([name, d]) => problemsOf(name, d));
       expect(problems).toEqual([]);
       expect(Object.keys(CUDNN_DECL).length).toBeGreaterThanOrEqual(14);
+    },
+  );
+
+  itHeader(
+    "the cuBLASLt version query opened beside cuDNN matches cublasLt.h (pip's nvidia/cu13)",
+    () => {
+      const lt = `${includeDir}/../../cu13/include/cublasLt.h`;
+      expect(existsSync(lt), lt).toBe(true);
+      const text = readFileSync(lt, "utf8");
+      const problems = Object.entries(CUBLASLT_VERSION_DECL).flatMap(([name, d]) =>
+        declarationProblems(text, typedefs(text), name, d),
+      );
+      expect(problems).toEqual([]);
+      expect(
+        declarationProblems(text, typedefs(text), "cublasLtGetVersion", {
+          args: [],
+          returns: "i32",
+        }),
+      ).not.toEqual([]);
     },
   );
 

@@ -236,6 +236,12 @@ describe("with a device (recording layer, fake context)", () => {
     expect(() => conv2d(f64, randn([4, 8, 3, 3], { dtype: "float64" }).to("cuda"))).toThrow(
       NoKernelError,
     );
+    // Zero input channels: cuDNN's finalize refuses them (BAD_PARAM), so supports() does.
+    const empty = [cuda([1, 0, 5, 5]), cuda([2, 0, 3, 3])] as const;
+    expect(
+      explain("conv2d", ...empty).candidates.find((k) => k.kernel === "cudnn-conv2d")!.reason,
+    ).toMatch(/no empty input-channel dimension; input is \[1,0,5,5\]/);
+    expect(() => conv2d(...empty)).toThrow(NoKernelError);
     expect(layer.calls.length + layer.executions.length).toBe(before);
   });
 });

@@ -21,6 +21,9 @@ import {
 
 /** Why cuDNN cannot take these inputs, or true. Static: no cuDNN call. */
 export function convSupport(p: Conv2dParams, cc?: number): true | string {
+  // cuDNN's finalize fails with BAD_PARAM on a zero channel dim (0 == xDimA[1]).
+  if (p.c === 0)
+    return `cuDNN conv2d takes no empty input-channel dimension; input is [${p.input.shape}]`;
   const layout = layoutOf(p.input);
   if (!layout)
     return `cuDNN conv2d takes packed NCHW or channels-last (NHWC) input; input has strides [${p.input.strides}] (make it contiguous)`;

@@ -67,6 +67,19 @@ export function flashLaunch(p: SdpaParams, suffix: string, tensorCores: boolean)
 /** Memory-efficient kernel: one warp per query row, 4 warps per block. */
 export const EFFICIENT = { warps: 4 } as const;
 
+/** The kernels take L, S, E and Ev as C int (BP_ATTENTION_PARAMS, attn_softmax, cuBLAS's m, n, k). */
+export const ATTENTION_INT_MAX = 2 ** 31 - 1;
+
+/** Why a size does not fit the kernels' int arguments (`batch`: cuBLAS's batchCount too), or undefined. */
+export function intSizeProblem(p: SdpaParams, batch?: number): string | undefined {
+  const sizes: Record<string, number> = { L: p.L, S: p.S, E: p.E, Ev: p.Ev };
+  if (batch !== undefined) sizes.batch = batch;
+  const big = Object.entries(sizes).filter(([, v]) => v > ATTENTION_INT_MAX);
+  if (big.length === 0) return undefined;
+  const list = big.map(([name, v]) => `${name}=${v}`).join(", ");
+  return `the CUDA attention kernels take int sizes (at most ${ATTENTION_INT_MAX}); got ${list}`;
+}
+
 const cc = (d: DeviceFacts) => d.major * 10 + d.minor;
 const ccText = (d: DeviceFacts) => `${d.major}.${d.minor}`;
 
@@ -111,6 +124,8 @@ export function flashSupport(p: SdpaParams, d: DeviceFacts, tensorCores = false)
   // Its probabilities go to the tensor cores in the input dtype, dropout's 1 / (1 - p) included.
   if (tensorCores && p.dtype === "float16" && p.dropoutP > 0 && 1 / (1 - p.dropoutP) > 65504)
     return `the tensor-core flash kernel scales kept float16 probabilities by 1 / (1 - dropoutP), which overflows float16 above dropoutP = ${1 - 1 / 65504}; got ${p.dropoutP} (cuda-flash-simt runs it)`;
+  const tooBig = intSizeProblem(p);
+  if (tooBig) return tooBig;
   const n = batchCount(p);
   if (n > MAX_GRID_Y)
     return `flash attention runs one grid row per batch x head; ${n} exceeds ${MAX_GRID_Y}`;
@@ -128,6 +143,8 @@ export function efficientSupport(p: SdpaParams, d: DeviceFacts): true | string {
     return `memory-efficient attention supports bfloat16 on compute capability 8.0+ only; ${d.name} is ${ccText(d)}`;
   if (p.E > MAX_HEAD_DIM || p.Ev > MAX_HEAD_DIM)
     return `memory-efficient attention supports head dims up to ${MAX_HEAD_DIM}; got E=${p.E}, Ev=${p.Ev}`;
+  const tooBig = intSizeProblem(p);
+  if (tooBig) return tooBig;
   const n = batchCount(p);
   if (n > MAX_GRID_Y)
     return `memory-efficient attention runs one grid row per batch x head; ${n} exceeds ${MAX_GRID_Y}`;
@@ -145,6 +162,8 @@ export function mathSupport(
   if (cublasReason) return `the math path needs cuBLAS: ${cublasReason}`;
   if (p.dtype === "bfloat16" && cc(d) < 80)
     return `bfloat16 GEMM needs compute capability 8.0+; ${d.name} is ${ccText(d)}`;
+  const tooBig = intSizeProblem(p, batchCount(p));
+  if (tooBig) return tooBig;
   const bytes = mathScratchBytes(p);
   if (d.totalMemory !== undefined && bytes > d.totalMemory * MATH_MEMORY_SHARE)
     return `the math path's score matrices need ${(bytes / 2 ** 30).toFixed(1)} GiB, more than half of ${d.name}'s ${(d.totalMemory / 2 ** 30).toFixed(0)} GiB (the fused kernels need none)`;

@@ -656,11 +656,25 @@ export function linalgEnabled(flag: (key: string) => unknown): true | string {
   return `cuda.preferredLinalgLibrary is "magma", which is unavailable: ${magma.reason ?? "libmagma not found"}`;
 }
 
-function supports(): true | string {
+const INT_MAX = 2 ** 31 - 1;
+
+/**
+ * Why cuSOLVER's 32-bit API cannot take these sizes: m, n, lda, the right-hand sides and
+ * the workspace lengths are C ints, and a matrix of 2^31 elements or more makes them wrap.
+ */
+export function solverSizeProblem(p: LinalgParams): string | undefined {
+  const nrhs = p.b && !p.bVector ? (p.b.shape[p.b.rank - 1] ?? 1) : 1;
+  const worst = Math.max(p.m * p.n, p.n * nrhs);
+  if (worst > INT_MAX)
+    return `cuSOLVER's 32-bit API takes int sizes: a ${p.m}x${p.n} matrix${nrhs > 1 ? ` with ${nrhs} right-hand sides` : ""} has ${worst} elements, more than 2^31 - 1`;
+  return undefined;
+}
+
+function supports(p: LinalgParams): true | string {
   const rt = currentRuntime();
-  return rt.layer.libs.cusolver
-    ? true
-    : `cuSOLVER is not loaded: ${rt.layer.info.cusolver?.reason ?? "await backends.ready()"}`;
+  if (!rt.layer.libs.cusolver)
+    return `cuSOLVER is not loaded: ${rt.layer.info.cusolver?.reason ?? "await backends.ready()"}`;
+  return solverSizeProblem(p) ?? true;
 }
 
 export function linalgKernels(): KernelDefinition<LinalgParams>[] {
