@@ -203,3 +203,12 @@ describe("random seeds", () => {
     expect(r()).toBe(((t ^ (t >>> 14)) >>> 0) / 4294967296);
   });
 });
+
+describe("dtype null", () => {
+  it("is torch's dtype=None for tensor() as for empty(): the dtype is inferred", () => {
+    expect(tensor([1, 2], { dtype: null as never }).dtype).toBe("float32");
+    expect(tensor(new Float64Array([1]), { dtype: null as never }).dtype).toBe("float64");
+    expect(tensor([true], { dtype: null as never }).dtype).toBe("bool");
+    expect(empty([2], { dtype: null as never }).dtype).toBe("float32");
+  });
+});

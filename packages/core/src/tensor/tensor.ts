@@ -763,6 +763,8 @@ export function tensor(
   opts: CreateOptions & { shape?: readonly number[] } = {},
 ): Tensor {
   opts = checkCreateOptions("tensor", opts);
+  // dtype null is torch's dtype=None: inferred, as empty() and the others take it.
+  if (opts.dtype === null) opts = { ...opts, dtype: undefined };
   if (opts.dtype !== undefined && !isDType(opts.dtype)) checkDType("dtype", opts.dtype);
   if (opts.device !== undefined) normalizeDevice(opts.device);
   const shapeOpt =
