@@ -48,9 +48,9 @@ describe("eigh reference on rank-1 matrices", () => {
     [100, undefined],
     ...[57, 80, 107, 109, 115, 118].map((n): [number, number] => [n, n]),
   ];
-  it.each(cases)(
-    "n = %i, v seed %s: orthonormal eigenvectors, closed-form eigenvalues",
-    (n, seed) => {
+  // A loop of it(), not it.each: Deno's vitest shim has no .each.
+  for (const [n, seed] of cases)
+    it(`n = ${n}, v seed ${seed}: orthonormal eigenvectors, closed-form eigenvalues`, () => {
       const { a, normSq } = rankOne(n, seed);
       const out = withKernelPriority("eigh", ["reference"], () =>
         eigh(fromFloat64(a, [n, n], "float64")),
@@ -63,6 +63,5 @@ describe("eigh reference on rank-1 matrices", () => {
       const { orthogonality, residual } = eigenpairErrors(a, w, v, n);
       expect(orthogonality).toBeLessThan(tol);
       expect(residual).toBeLessThan(tol);
-    },
-  );
+    });
 });
