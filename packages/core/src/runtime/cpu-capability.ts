@@ -4,11 +4,15 @@
  * where there is no native access (browsers).
  */
 
-import { runtime } from "./detect.ts";
+import { warnOnce } from "../util/log.ts";
+import { readEnv, runtime } from "./detect.ts";
 import { builtinModule, host } from "./host.ts";
 
 export interface CpuCapability {
-  /** torch's string: "AVX512", "AVX2", "DEFAULT", "NO AVX", "VSX", "Z VECTOR", or a WASM level. */
+  /**
+   * torch's string: "AVX512", "AVX2", "DEFAULT", "VSX", "Z VECTOR" (ATEN_CPU_CAPABILITY may
+   * name "SVE256" too), or a WASM level.
+   */
   capability: string;
   arch: string;
   /** The processor's name as the OS reports it ("AMD EPYC 9B45"), empty when unknown. */
@@ -55,23 +59,45 @@ export function cpuCapabilityInfo(): CpuCapability {
   const text = rt.platform === "linux" ? readCpuinfo() : undefined;
   const { features, ...identity } = cpuinfoFields(text ?? "");
   const has = (f: string) => features.includes(f);
+  // As torch 2.13's x86 wheels: AVX512, AVX2, else DEFAULT (their "NO AVX" is a build
+  // without vector kernels, never a CPU's answer).
   let capability = "DEFAULT";
   if (arch === "x64" || arch === "x86_64") {
-    if (features.length === 0) capability = "DEFAULT";
-    else if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq"))
+    if (has("avx512f") && has("avx512bw") && has("avx512vl") && has("avx512dq"))
       capability = "AVX512";
     else if (has("avx2") && has("fma")) capability = "AVX2";
-    else if (!has("avx")) capability = "NO AVX";
   } else if (arch === "ppc64" || arch === "ppc64le") capability = "VSX";
   else if (arch === "s390x") capability = "Z VECTOR";
   return (cached = {
-    capability,
+    capability: capabilityFromEnv(readEnv("ATEN_CPU_CAPABILITY")) ?? capability,
     arch,
     ...identity,
     features,
     wasmSimd: rt.wasmSimd,
     source: features.length > 0 ? "cpuinfo" : "unknown",
   });
+}
+
+/** ATEN_CPU_CAPABILITY's values, as torch reads them (it does not check the CPU either). */
+const ENV_CAPABILITY: Record<string, string> = {
+  default: "DEFAULT",
+  avx2: "AVX2",
+  avx512: "AVX512",
+  vsx: "VSX",
+  zvector: "Z VECTOR",
+  sve256: "SVE256",
+};
+
+/** The capability ATEN_CPU_CAPABILITY asks for; an invalid value warns and is ignored, as torch's. */
+export function capabilityFromEnv(value: string | undefined): string | undefined {
+  if (value === undefined || value === "") return undefined;
+  const named = ENV_CAPABILITY[value];
+  if (named === undefined)
+    warnOnce(
+      `ATEN_CPU_CAPABILITY:${value}`,
+      `ignoring invalid value for ATEN_CPU_CAPABILITY: ${value} (use one of ${Object.keys(ENV_CAPABILITY).join(", ")})`,
+    );
+  return named;
 }
 
 /** The fields of a /proc/cpuinfo text, each its first occurrence (x86 and Arm spellings). */
