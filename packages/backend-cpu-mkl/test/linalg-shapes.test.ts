@@ -23,6 +23,7 @@ import type { LinalgParams } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 import { NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
 import { modules, wasmKernels } from "../src/kernels/wasm.ts";
+import { maxAbsDiff } from "./linalg-helpers.ts";
 import { itNative, nativeRuns } from "./native-helpers.ts";
 
 await ready(WASM_BACKEND);
@@ -31,15 +32,6 @@ await ready(NATIVE_BACKEND).catch(() => {});
 /** Float64 results: the reference kernels compute in float64, the others are held to it. */
 const TOL_F64 = 1e-10;
 const TOL_F32 = 2e-5;
-
-function maxAbsDiff(a: Tensor, b: Tensor): number {
-  expect(a.shape).toEqual(b.shape);
-  const x = a.toFloat64();
-  const y = b.toFloat64();
-  let d = 0;
-  for (let i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i] - y[i]));
-  return Number.isNaN(d) ? Number.POSITIVE_INFINITY : d;
-}
 
 /** Runs fn with only `kernel` for op, and checks that kernel ran. */
 function only<R>(op: string, kernel: string, fn: () => R): R {

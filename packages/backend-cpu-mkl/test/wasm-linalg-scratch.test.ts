@@ -11,12 +11,12 @@ import {
   ready,
   record,
   solve,
-  type Tensor,
   withKernelPriority,
 } from "@backplane/core";
 import { cpuMemory } from "@backplane/core/cpu";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
+import { maxAbsDiff } from "./linalg-helpers.ts";
 
 await ready(WASM_BACKEND);
 
@@ -24,15 +24,6 @@ function only<R>(op: string, kernel: string, fn: () => R): R {
   const { result, calls } = record(() => withKernelPriority(op, [kernel], fn)) as Recorded<R>;
   expect(calls.map((c) => c.kernel)).toEqual([kernel]);
   return result;
-}
-
-function maxAbsDiff(a: Tensor, b: Tensor): number {
-  expect(a.shape).toEqual(b.shape);
-  const x = a.toFloat64();
-  const y = b.toFloat64();
-  let d = 0;
-  for (let i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i] - y[i]));
-  return Number.isNaN(d) ? Number.POSITIVE_INFINITY : d;
 }
 
 const heapTop = () => cpuMemory().stats().heapTop;

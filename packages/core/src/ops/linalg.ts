@@ -281,7 +281,8 @@ export interface SolveOptions {
  * refuses it. The system is Aᵀ Xᵀ = Bᵀ, made of transposed views.
  */
 function solveRightParams(a: Tensor, b: Tensor): LinalgParams {
-  const n = base("solve", a, true).n; // A's own checks, named in its own shape
+  // A's checks named in its own shape; its finite scan runs once, in prepare() below.
+  const n = base("solve", a, true, {}, false).n;
   checkTensor("solve", "B", b);
   const vectors =
     b.rank < 2 || (b.rank === a.rank - 1 && b.shape.every((d, i) => d === a.shape[i]));
