@@ -115,13 +115,7 @@ function answerOf<T>(query: () => T): T | undefined {
 /** A backend's isBuilt(): true when it has none; one that throws or answers no object is a reason. */
 function builtOf(def: BackendDefinition): Availability {
   try {
-    const a: unknown = def.isBuilt?.() ?? { available: true };
-    if (a === null || typeof (a as Availability)?.available !== "boolean")
-      return {
-        available: false,
-        reason: `isBuilt() returned ${show(a)} instead of { available, reason? }`,
-      };
-    return availabilityAnswer("isBuilt", a);
+    return availabilityAnswer("isBuilt", def.isBuilt?.() ?? { available: true });
   } catch (e) {
     return { available: false, reason: `isBuilt() threw: ${thrownText(e)}` };
   }

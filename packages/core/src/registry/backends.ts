@@ -143,7 +143,10 @@ export function availabilityAnswer(hook: string, a: unknown): Availability {
     };
   }
   if (given === null || typeof given !== "object" || typeof given.available !== "boolean")
-    return { available: false, reason: `${hook}() returned no answer` };
+    return {
+      available: false,
+      reason: `${hook}() returned ${show(a)} instead of { available, reason? }`,
+    };
   const { available, reason, detail } = given;
   const more = typeof detail === "string" && detail !== "" ? { detail } : {};
   if (available) return { available, ...more };
