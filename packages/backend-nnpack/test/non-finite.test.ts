@@ -14,6 +14,13 @@ function nanMask(t: Tensor): string {
   return Array.from(t.toFloat64(), (v) => (Number.isNaN(v) ? "1" : "0")).join("");
 }
 
+/** x times a scalar, in float32 (the product of a random tensor and a large magnitude). */
+function scaled(x: Tensor, by: number): Tensor {
+  const data = x.hostData() as Float32Array;
+  for (let i = 0; i < data.length; i++) data[i] *= by;
+  return x;
+}
+
 function reference(x: Tensor, w: Tensor, padding: number): Tensor {
   return withKernelPriority("conv2d", ["reference"], () => conv2d(x, w, { padding }));
 }
@@ -64,6 +71,24 @@ describe("non-finite values under auto", () => {
         expect(nanMask(y), `${dtype} ${kernel}`).toBe(nanMask(want));
         expect(nanMask(want)).toBe(`${"1".repeat(9)}${"0".repeat(9)}`);
       }
+    }
+  });
+
+  it("transforms that overflow float32 on finite data run again exactly (|x|, |w| near 1e18)", async () => {
+    await ready(NNPACK_BACKEND);
+    // True outputs reach 3e37, below float32's 3.4e38; wt8x8's scaled tiles overflowed
+    // (133 of 3,200 outputs infinite) before the output check.
+    const x = scaled(randn([1, 8, 20, 20], { seed: 8 }), 1e18);
+    const w = scaled(randn([8, 8, 3, 3], { seed: 9 }), 1e18);
+    const want = reference(x, w, 1).toFloat64();
+    const peak = Math.max(...want.map(Math.abs));
+    expect(peak).toBeGreaterThan(1e37);
+    expect(peak).toBeLessThan(3.4e38);
+    for (const kernel of ["auto", "wt8x8", "wt6x6", "ft8x8", "ft16x16"]) {
+      const y = withKernelPriority("conv2d", [kernel], () => conv2d(x, w, { padding: 1 }));
+      const got = y.toFloat64();
+      const worst = Math.max(...got.map((v, i) => Math.abs(v - want[i]) / peak));
+      expect(worst, kernel).toBeLessThan(1e-5); // NaN (from inf) fails this too
     }
   });
 

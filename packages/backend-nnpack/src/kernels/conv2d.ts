@@ -8,7 +8,7 @@ import type { Conv2dParams, KernelDefinition, NnpackAlgorithm } from "@backplane
 import { allFinite, inWasmMemory } from "@backplane/core/cpu";
 import { DEPTHWISE_WORK_LIMIT, depthwise, depthwiseWorkBytes } from "../algorithms/depthwise.ts";
 import { implicitGemm, pointwise } from "../algorithms/gemm.ts";
-import { transformConv } from "../algorithms/transform.ts";
+import { type TransformAlgorithm, transformConv } from "../algorithms/transform.ts";
 
 /** The algorithms (the core's NnpackAlgorithm: backends.nnpack.algorithmFor's answers). */
 export type Algorithm = NnpackAlgorithm;
@@ -144,11 +144,25 @@ function finite(p: Conv2dParams, ok: true | string): true | string {
     : "a Winograd or FFT transform would spread the NaN or infinity in the input or weight over its whole tile; implicit-gemm and direct keep it local";
 }
 
+/**
+ * A transform convolution, run again on the implicit GEMM when its output is not finite.
+ * Inputs are finite here (supports() and autoAlgorithm see to it), but the transforms
+ * scale a tile up before the products: at magnitudes near 1e18 (|x| and |w|) wt8x8 made
+ * 133 of 3,200 outputs infinite whose true values were below 3e37. The scan is one pass
+ * over the output; the second run happens only where float32 nearly overflowed.
+ */
+function transformOrExact(p: Conv2dParams, alg: TransformAlgorithm): Tensor {
+  const out = transformConv(p, alg);
+  if (allFinite(out)) return out;
+  out.dispose();
+  return implicitGemm(p);
+}
+
 const RUN: Record<Algorithm, (p: Conv2dParams) => Tensor> = {
-  wt8x8: (p) => transformConv(p, "wt8x8"),
-  wt6x6: (p) => transformConv(p, "wt6x6"),
-  ft8x8: (p) => transformConv(p, "ft8x8"),
-  ft16x16: (p) => transformConv(p, "ft16x16"),
+  wt8x8: (p) => transformOrExact(p, "wt8x8"),
+  wt6x6: (p) => transformOrExact(p, "wt6x6"),
+  ft8x8: (p) => transformOrExact(p, "ft8x8"),
+  ft16x16: (p) => transformOrExact(p, "ft16x16"),
   "implicit-gemm": implicitGemm,
   direct: runDirect,
 };
