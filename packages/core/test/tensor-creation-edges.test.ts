@@ -157,6 +157,12 @@ describe("bad inputs are typed errors", () => {
     expect(() => empty([2, Number.NaN])).toThrow(/got \[2,NaN\]/);
     expect(() => zeros([Infinity])).toThrow(/got \[Infinity\]/);
   });
+
+  it("a size past 2^53 - 1 says so (torch takes [0, 2**53]; a JS number cannot count it)", () => {
+    expect(() => zeros([0, 2 ** 53])).toThrow(ShapeError);
+    expect(() => zeros([0, 2 ** 53])).toThrow(/up to 2\^53 - 1/);
+    expect(zeros([0, 2 ** 53 - 1]).shape).toEqual([0, 2 ** 53 - 1]);
+  });
 });
 
 describe("cpu:N is the CPU, as torch.device('cpu:0')", () => {

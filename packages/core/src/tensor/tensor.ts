@@ -947,6 +947,8 @@ function copyOf<T>(a: T): T {
 }
 
 const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as number) >= 0;
+/** Sizes past 2^53 - 1 cannot be told apart in a JS number, even of an empty tensor's dim. */
+const SAFE = " up to 2^53 - 1 (Number.MAX_SAFE_INTEGER)";
 
 /**
  * A view is checked once, where it is made (as torch's as_strided): integer, non-negative
@@ -962,13 +964,13 @@ function checkView(
 ): void {
   const where = () => `view [${shape}] strides [${strides}] offset ${offset}`;
   if (!Array.isArray(shape) || !shape.every(isIndex))
-    throw new ShapeError(`tensor shape must be non-negative integers; got ${where()}`);
+    throw new ShapeError(`tensor shape must be non-negative integers${SAFE}; got ${where()}`);
   if (!Array.isArray(strides) || strides.length !== shape.length || !strides.every(isIndex))
     throw new ShapeError(
-      `tensor strides must be ${shape.length} non-negative integers (one per dim); got ${where()}`,
+      `tensor strides must be ${shape.length} non-negative integers${SAFE} (one per dim); got ${where()}`,
     );
   if (!isIndex(offset))
-    throw new ShapeError(`tensor offset must be a non-negative integer; got ${where()}`);
+    throw new ShapeError(`tensor offset must be a non-negative integer${SAFE}; got ${where()}`);
   // Checked by shape, not instanceof: a second copy of the core has its own Storage class.
   if (typeof (storage as Partial<Storage> | undefined)?.byteLength !== "number")
     throw new ArgumentError(
