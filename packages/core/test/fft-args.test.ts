@@ -3,7 +3,17 @@
  * what to do. torch.fft raises on the same inputs (irfft of one bin: "Invalid number of data
  * points (0) specified"; a dim out of range: IndexError).
  */
-import { ArgumentError, fft, ifft, irfft, randn, rfft, ShapeError } from "@backplane/core";
+import {
+  ArgumentError,
+  DTypeError,
+  fft,
+  ifft,
+  irfft,
+  randn,
+  rfft,
+  ShapeError,
+  tensor,
+} from "@backplane/core";
 import { describe, expect, it } from "vitest";
 
 describe("fft ops: bad arguments", () => {
@@ -44,5 +54,42 @@ describe("fft ops: bad arguments", () => {
     expect(() => rfft(randn([6], { seed: 6 }), { norm: "unitary" as "ortho" })).toThrow(
       /norm must be "backward", "ortho" or "forward"/,
     );
+  });
+
+  it("integer and bool input name the cast that gives torch's result (it promotes to float32)", () => {
+    // It said only "expected a floating dtype", not what to do.
+    const real = [3, -1, 4, 1, -5];
+    for (const dtype of ["int32", "int64", "int8", "uint8", "bool"] as const) {
+      const r = tensor(dtype === "bool" ? [1, 0, 1] : dtype === "uint8" ? [3, 1, 4] : real, {
+        dtype,
+      });
+      const c = tensor(
+        [
+          [1, 0],
+          [0, 1],
+          [1, 1],
+        ],
+        { dtype },
+      );
+      for (const [op, x] of [
+        [rfft, r],
+        [fft, c],
+        [ifft, c],
+        [irfft, c],
+      ] as const) {
+        expect(() => op(x), `${op.name} ${dtype}`).toThrow(DTypeError);
+        expect(() => op(x), `${op.name} ${dtype}`).toThrow(
+          new RegExp(`has dtype ${dtype}; .*x\\.astype\\("float32"\\)`),
+        );
+      }
+    }
+    // The cast gives torch's numbers: torch.fft.rfft(torch.tensor([3, -1, 4, 1, -5], dtype=torch.int32)).
+    const torch = [
+      2, 0, -2.8991870880126953, -5.567582130432129, 9.399187088012695, 0.5020287036895752,
+    ];
+    const got = rfft(tensor(real, { dtype: "int32" }).astype("float32"));
+    expect(got.dtype).toBe("float32");
+    const values = got.toFloat64();
+    for (let i = 0; i < torch.length; i++) expect(values[i]).toBeCloseTo(torch[i]!, 5);
   });
 });

@@ -249,7 +249,6 @@ function fftKernel(kind: FftParams["kind"]) {
       const outLen = kind === "irfft" ? n : kind === "rfft" ? 2 * bins : 2 * n;
       const signals = out.numel / Math.max(outLen, 1);
       const src = x.toFloat64();
-      const dst = out.hostData();
       const scratch = new Scratch();
       try {
         const bytes = m.fftWorkspaceBytes(n);
@@ -257,6 +256,9 @@ function fftKernel(kind: FftParams["kind"]) {
         const work = scratch.alloc(bytes);
         const ip = scratch.alloc(inLen * 8);
         const op = scratch.alloc(outLen * 8);
+        // Only after the allocations: growing a plain (unshared) WASM memory detaches views
+        // taken before, and writes through one are silently lost (the output stayed zeros).
+        const dst = out.hostData();
         for (let s = 0; s < signals; s++) {
           f64View(ip, inLen).set(src.subarray(s * inLen, (s + 1) * inLen));
           if (kind === "rfft") m.rfft_r2c(ip, op, n, work);

@@ -4,11 +4,12 @@
  */
 
 import { dispatch } from "../dispatch/dispatcher.ts";
-import { ArgumentError, ShapeError } from "../errors.ts";
+import { ArgumentError, DTypeError, ShapeError } from "../errors.ts";
 import { defineOp, type OpParams, type OpRecord } from "../registry/kernels.ts";
+import { isFloat } from "../tensor/dtype.ts";
 import { normalizeDim, type Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
-import { checkFloat, checkOptions, checkTensor } from "./validate.ts";
+import { checkOptions, checkTensor } from "./validate.ts";
 
 export type FftNorm = "backward" | "ortho" | "forward";
 export interface FftOptions {
@@ -45,11 +46,22 @@ function badLength(kind: FftParams["kind"], given: unknown, n: number, len: numb
   );
 }
 
+/**
+ * torch.fft promotes integer and bool input to float32 (complex64 out); there is no implicit
+ * promotion here, so name the cast that gives torch's result.
+ */
+function checkFftDtype(kind: FftParams["kind"], x: Tensor): void {
+  if (isFloat(x.dtype)) return;
+  throw new DTypeError(
+    `${kind}: x has dtype ${x.dtype}; expected a floating dtype (float32, float64, float16, bfloat16). Cast it first, x.astype("float32"), for torch.fft's result (it promotes ${x.dtype} to float32)`,
+  );
+}
+
 function define(kind: FftParams["kind"]): FftOp {
   const complexInput = kind !== "rfft";
   const prepare = (x: Tensor, opts?: FftOptions): FftParams => {
     checkTensor(kind, "x", x);
-    checkFloat(kind, "x", x);
+    checkFftDtype(kind, x);
     const o = checkOptions(kind, opts, ["n", "dim", "norm"]) as FftOptions;
     if (complexInput && (x.rank < 2 || x.shape[x.rank - 1] !== 2)) {
       throw new ShapeError(
