@@ -81,7 +81,7 @@ export function parseEinsum(
   let ellipsisRank = 0;
   let offset = 0;
   const parsed = parts.map((p) => {
-    const t = terms(equation, offset, p);
+    const t = { ...terms(equation, offset, p), start: offset };
     offset += p.length + 1;
     return t;
   });
@@ -92,7 +92,7 @@ export function parseEinsum(
     if (hasEllipsis ? named > rank : named !== rank) {
       fail(
         equation,
-        t.at[0] ?? offset,
+        t.at[0] ?? t.start, // an empty term: point where it would be
         `operand ${oi} has ${rank} dimension(s) [${shapes[oi]}] but its term names ${named}`,
       );
     }

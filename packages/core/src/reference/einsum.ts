@@ -1,27 +1,92 @@
-/** Reference einsum: one loop nest over every index, float64 accumulation. */
+/**
+ * Reference einsum: one loop nest over every index, float64 accumulation. As torch does,
+ * an index only one operand holds (and the output does not) is summed within that operand
+ * first: sum_j a_i b_j c_k is a_i (sum_j b_j) c_k, so an inf in a stays inf where the
+ * loop nest alone would add inf * b_j of both signs into NaN. With infs in two or more
+ * operands the result depends on the contraction order (torch's left-to-right order, an
+ * opt_einsum path), which this one loop nest does not follow.
+ */
 import type { EinsumParams } from "../ops/einsum.ts";
-import type { Tensor } from "../tensor/tensor.ts";
-import { output, reader, writer } from "./access.ts";
+import { sizeOf, type Tensor } from "../tensor/tensor.ts";
+import { batchOffsets, output, type Read, reader, writer } from "./access.ts";
+
+/** An operand as its distinct indices: size-1 dimensions dropped, a repeated index's strides added (a diagonal). */
+interface Factor {
+  read: Read;
+  labels: string[];
+  shape: number[];
+  strides: number[];
+}
+
+function factorOf(t: Tensor, labels: readonly string[]): Factor {
+  const f: Factor = { read: reader(t), labels: [], shape: [], strides: [] };
+  labels.forEach((l, d) => {
+    if (t.shape[d] === 1) return; // summing or broadcasting a size-1 dimension changes nothing
+    const at = f.labels.indexOf(l);
+    if (at >= 0) f.strides[at] += t.strides[d];
+    else {
+      f.labels.push(l);
+      f.shape.push(t.shape[d]);
+      f.strides.push(t.strides[d]);
+    }
+  });
+  return f;
+}
+
+/** f with the indices in `sum` summed out, as a dense row-major factor. */
+function sumOut(f: Factor, sum: ReadonlySet<string>): Factor {
+  const keep = f.labels.flatMap((l, d) => (sum.has(l) ? [] : [d]));
+  const drop = f.labels.flatMap((l, d) => (sum.has(l) ? [d] : []));
+  const shape = keep.map((d) => f.shape[d]);
+  const [at] = batchOffsets(shape, [keep.map((d) => f.strides[d])]);
+  const [within] = batchOffsets(
+    drop.map((d) => f.shape[d]),
+    [drop.map((d) => f.strides[d])],
+  );
+  const sums = new Float64Array(at.length);
+  for (let i = 0; i < at.length; i++) {
+    let acc = 0;
+    for (let j = 0; j < within.length; j++) acc += f.read(at[i] + within[j]);
+    sums[i] = acc;
+  }
+  const strides = shape.map((_, d) => sizeOf(shape.slice(d + 1)));
+  return { read: (pos) => sums[pos], labels: keep.map((d) => f.labels[d]), shape, strides };
+}
+
+/** The factors with each one's own indices (held by no other factor, not in the output) summed out. */
+function sumOwnIndices(factors: Factor[], outLabels: readonly string[]): Factor[] {
+  return factors.map((f, i) => {
+    const own = f.labels.filter(
+      (l) => !outLabels.includes(l) && factors.every((g, j) => j === i || !g.labels.includes(l)),
+    );
+    return own.length > 0 ? sumOut(f, new Set(own)) : f;
+  });
+}
 
 export function einsumReference(p: EinsumParams): Tensor {
   const { inputs, output: outLabels, sizes, operands } = p;
-  const all = [...outLabels, ...Object.keys(sizes).filter((l) => !outLabels.includes(l))];
+  const factors = sumOwnIndices(
+    operands.map((t, i) => factorOf(t, inputs[i])),
+    outLabels,
+  );
+  const summed = new Set(factors.flatMap((f) => f.labels).filter((l) => !outLabels.includes(l)));
+  const all = [...outLabels, ...summed];
   const dims = all.map((l) => sizes[l]);
   const out = output(
     outLabels.map((l) => sizes[l]),
     p.dtype,
   );
   const W = writer(out);
-  const readers = operands.map(reader);
-  // Stride of each loop index in each operand (repeated labels add up: a diagonal).
-  const strides = operands.map((t, oi) =>
-    all.map((l) =>
-      inputs[oi].reduce((s, x, d) => (x === l && t.shape[d] !== 1 ? s + t.strides[d] : s), 0),
-    ),
+  // Stride of each loop index in each factor (0 where it broadcasts).
+  const strides = factors.map((f) =>
+    all.map((l) => (f.labels.includes(l) ? f.strides[f.labels.indexOf(l)] : 0)),
   );
   const nOut = outLabels.length;
-  const outCount = dims.slice(0, nOut).reduce((a, b) => a * b, 1);
-  const sumCount = dims.slice(nOut).reduce((a, b) => a * b, 1);
+  const outCount = sizeOf(dims.slice(0, nOut));
+  const sumCount = sizeOf(dims.slice(nOut));
+  // With nothing summed (a permutation, diagonal or outer product) the product is written
+  // as is, so -0 stays -0 as in torch; a sum starts from +0, as torch's reductions do.
+  const sumsNothing = inputs.every((labels) => labels.every((l) => outLabels.includes(l)));
   const idx = new Array<number>(all.length).fill(0);
   for (let o = 0; o < outCount; o++) {
     // Decode the output index into the leading loop counters.
@@ -30,7 +95,7 @@ export function einsumReference(p: EinsumParams): Tensor {
       idx[d] = rem % dims[d];
       rem = Math.floor(rem / dims[d]);
     }
-    let acc = 0;
+    let acc = sumsNothing ? -0 : 0;
     for (let s = 0; s < sumCount; s++) {
       let r = s;
       for (let d = all.length - 1; d >= nOut; d--) {
@@ -38,11 +103,11 @@ export function einsumReference(p: EinsumParams): Tensor {
         r = Math.floor(r / dims[d]);
       }
       let prod = 1;
-      for (let oi = 0; oi < readers.length; oi++) {
+      for (let fi = 0; fi < factors.length; fi++) {
         let pos = 0;
-        const st = strides[oi];
+        const st = strides[fi];
         for (let d = 0; d < all.length; d++) pos += idx[d] * st[d];
-        prod *= readers[oi](pos);
+        prod *= factors[fi].read(pos);
       }
       acc += prod;
     }
