@@ -61,7 +61,15 @@ describe("quantized engine onednn", () => {
       kernels: { quantizedLinear: "onednn-qlinear", quantizedConv2d: "onednn-qconv2d" },
     });
     console.log(`[backend-cpu-mkl] ${report}`);
-    report.assertPassed();
+    // Grouped layers with an activation zero point go to another kernel where oneDNN chose
+    // its GEMM convolution (its zero-point compensation is wrong on some of them): there
+    // the integers must still be PyTorch's.
+    const steppedAside = (r: (typeof report.results)[number]) =>
+      r.what === "conv2d" &&
+      /groups [2-9]/.test(r.case) &&
+      r.message === `ran ${r.kernel}, not onednn-qconv2d` &&
+      r.mismatches === 0;
+    expect(report.failed.filter((r) => !steppedAside(r))).toEqual([]);
     expect(report.results.some((r) => r.kernel === "onednn-qlinear")).toBe(true);
     expect(report.results.filter((r) => r.kernel === "onednn-qconv2d").length).toBeGreaterThan(6);
   });
@@ -286,6 +294,39 @@ describe("quantized engine onednn", () => {
     );
     expect(c?.reason).toMatch(/zero point is not 0|VNNI/);
   });
+
+  itDnnl(
+    "grouped conv2d with an activation zero point gives the reference's integers",
+    async () => {
+      await ready(DNNL_BACKEND);
+      if (vnniRefusal()) return; // logged by the conformance test
+      // oneDNN 2.6's GEMM convolution compensated the zero point wrongly on these grouped
+      // layers (every output off by tens); without the zero point it was right.
+      const specs: [number[], number[], number][] = [
+        [[1, 2, 6, 6], [8, 1, 4, 2], 2],
+        [[2, 4, 7, 9], [8, 1, 2, 4], 4],
+        [[1, 3, 10, 19], [18, 1, 8, 8], 3],
+      ];
+      using _e = backends.quantized.flags({ engine: "onednn" as never });
+      for (const [xs, ws, groups] of specs)
+        for (const xZp of [128, 0]) {
+          const w = quantizePerChannel(
+            randn(ws, { seed: ws[2] }),
+            Array.from({ length: ws[0] }, (_, i) => 0.01 + i * 0.003),
+            Array(ws[0]).fill(0),
+            0,
+            "qint8",
+          );
+          const x = quantizePerTensor(randn(xs, { seed: xs[1] }), 0.03, xZp, "quint8");
+          const layer = conv2dPrepack(w, randn([ws[0]], { seed: 2 }), { groups });
+          const r = againstReference("onednn-qconv2d", x, layer, 0.2, 100);
+          const tag = `x [${xs}] w [${ws}] groups ${groups}, x zero point ${xZp}`;
+          expect(r.got, tag).toEqual(r.want);
+          if (xZp === 0) expect(r.ran, tag).toBe("onednn-qconv2d");
+          layer.dispose();
+        }
+    },
+  );
 
   itDnnl("is a supported engine, and the engine setting decides what runs", async () => {
     await ready(DNNL_BACKEND);

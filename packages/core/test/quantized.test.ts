@@ -17,6 +17,7 @@ import {
   FlagError,
   linearPrepack,
   makeQuantized,
+  memoryStats,
   QTensor,
   quantizedAdd,
   quantizedConv2d,
@@ -27,6 +28,7 @@ import {
   quantizePerTensor,
   randn,
   ShapeError,
+  Tensor,
   tensor,
 } from "@backplane/core";
 import { int32SumProblem, ops } from "@backplane/core/backend";
@@ -97,6 +99,15 @@ describe("quantized tensors", () => {
       /axis must be an integer in \[-2, 1\]/,
     );
     expect(() => quantizePerChannel(x, [0.1, -1], [0, 0], 0, "qint8")).toThrow(/scales\[1\]/);
+    // Scales and zero points given as tensors must be 1-D (torch: "must have dimension 1").
+    expect(() => quantizePerChannel(x, tensor([[0.1, 0.2]]), [0, 0], 0, "qint8")).toThrow(
+      /scales must be 1-D, got a tensor of shape \[1,2\]/,
+    );
+    const gone = tensor([0, 0]);
+    gone.dispose();
+    expect(() => quantizePerChannel(x, [0.1, 0.2], gone, 0, "qint8")).toThrow(
+      /quantizePerChannel: zeroPoints was disposed/,
+    );
     const q = quantizePerTensor(x, 0.1, 0, "qint8");
     expect(() => q.qPerChannelScales()).toThrow(/quantized per tensor/);
     expect(() => makeQuantized(tensor([1, 2, 3]), "qint8", { scale: 0.1, zeroPoint: 0 })).toThrow(
@@ -110,6 +121,8 @@ describe("quantized tensors", () => {
     );
     q.dispose();
     expect(() => q.intRepr()).toThrow(DisposedError);
+    expect(() => linearPrepack(q)).toThrow(/linearPrepack: this quantized tensor was disposed/);
+    expect(() => conv2dPrepack(q)).toThrow(/conv2dPrepack: this quantized tensor was disposed/);
     x.dispose();
     expect(() => quantizePerTensor(x, 0.1, 0, "qint8")).toThrow(DisposedError);
   });
@@ -129,6 +142,34 @@ describe("quantized tensors", () => {
     expect(() => q.qScale()).toThrow(/quantized per channel \(axis 0\)/);
     expect(q.qPerChannelZeroPoints().toFloat64()).toEqual(Float64Array.from([1, 2, 3]));
   });
+
+  it("new QTensor refuses integers it would misread: a strided view, a wrong dtype or params", () => {
+    // Random integers in a [4, 6] storage; the transposed view [6, 4] has strides [1, 6].
+    const base = quantizePerTensor(randn([4, 6], { seed: 11 }), 0.02, 3, "qint8").intRepr();
+    const view = base.transpose(0, 1);
+    const params = { scheme: "per_tensor_affine", scale: 0.02, zeroPoint: 3 } as const;
+    // Each kernel reads the integers in storage order: a view gave the untransposed values.
+    expect(() => new QTensor(view, "qint8", params)).toThrow(ArgumentError);
+    expect(() => new QTensor(view, "qint8", params)).toThrow(/must be contiguous.*makeQuantized/);
+    // makeQuantized copies the view: its values are the view's (x - 3) * 0.02, in order.
+    const copied = dequantize(makeQuantized(view, "qint8", { scale: 0.02, zeroPoint: 3 }));
+    const want = Array.from(view.toFloat64(), (v) => Math.fround(v - 3) * Math.fround(0.02));
+    expect(Array.from(copied.toFloat64())).toEqual(want.map(Math.fround));
+    // A row slice (offset, contiguous) is read right and kept.
+    const rows = new Tensor(base.storage, "int8", [2, 6], [6, 1], 6);
+    const q = new QTensor(rows, "qint8", params);
+    expect(Array.from(q.intRepr().toFloat64())).toEqual(Array.from(rows.toFloat64()));
+    expect(() => new QTensor(tensor([1, 2]), "qint8", params)).toThrow(DTypeError);
+    expect(() => new QTensor(base, "qint8", { ...params, scale: 0 })).toThrow(/scale/);
+    const pc = { scheme: "per_channel_affine", axis: 0 } as const;
+    const scales = Float64Array.of(0.1, 0.2);
+    const zeroPoints = Int32Array.of(0, 0);
+    expect(() => new QTensor(base, "qint8", { ...pc, scales, zeroPoints })).toThrow(ShapeError);
+    expect(() => new QTensor(base, "qint8", { ...pc, axis: 2, scales, zeroPoints })).toThrow(
+      /axis/,
+    );
+    expect(() => new QTensor(base, "qint8", null as never)).toThrow(ArgumentError);
+  });
 });
 
 describe("quantizedLinear", () => {
@@ -138,6 +179,38 @@ describe("quantizedLinear", () => {
     w.dispose(); // the packed layer owns a copy
     return packed;
   };
+
+  it("prepacking copies the bias (a strided view too) and keeps no hold on the caller's", () => {
+    const w = quantizePerTensor(randn([4, 6], { seed: 12 }), 0.02, 0, "qint8");
+    const cw = quantizePerTensor(randn([4, 6, 1, 1], { seed: 13 }), 0.02, 0, "qint8");
+    const x = quantizePerTensor(randn([3, 6], { seed: 14 }), 0.02, 128, "quint8");
+    const cx = quantizePerTensor(randn([1, 6, 2, 3], { seed: 15 }), 0.02, 128, "quint8");
+    const before = memoryStats("cpu").liveBuffers;
+    // Every other value of a random [8]: a 1-D view with stride 2.
+    const wide = randn([8], { seed: 16 });
+    const strided = new Tensor(wide.storage, "float32", [4], [2], 0);
+    const dense = strided.clone();
+    const run = (bias: Tensor) => {
+      const l = linearPrepack(w, bias);
+      const c = conv2dPrepack(cw, bias);
+      const out = [quantizedLinear(x, l, 0.05, 100), quantizedConv2d(cx, c, 0.05, 100)];
+      const ints = out.map((q) => {
+        const r = q.intRepr();
+        const v = Array.from(r.toFloat64());
+        r.dispose();
+        return v;
+      });
+      for (const t of [l, c, ...out]) t.dispose();
+      return ints;
+    };
+    expect(run(strided)).toEqual(run(dense));
+    // The layers are gone: the caller's bias storage is freed with its last tensor.
+    wide.dispose();
+    strided.dispose();
+    dense.dispose();
+    expect(memoryStats("cpu").liveBuffers).toBe(before);
+    for (const t of [w, cw, x, cx]) t.dispose();
+  });
 
   it("checks its arguments before any kernel runs", () => {
     const packed = layer();

@@ -85,6 +85,7 @@ export function conv2dPrepack(
     throw new ArgumentError(
       `${op}: weight must be a QTensor (quantizePerTensor/PerChannel), got ${show(weight)}`,
     );
+  weight.storage(op); // a disposed weight is an error naming this op
   if (weight.dtype !== "qint8")
     throw new DTypeError(`${op}: weight must be qint8, got ${weight.dtype}`);
   if (weight.rank !== 4)
@@ -117,7 +118,7 @@ export function conv2dPrepack(
       throw new DTypeError(`${op}: bias must be float32, got ${bias.dtype}`);
     if (bias.rank !== 1 || bias.shape[0] !== weight.shape[0])
       throw new ShapeError(`${op}: bias must be [${weight.shape[0]}], got [${bias.shape}]`);
-    b = bias.contiguous().clone();
+    b = bias.clone(); // contiguous for any view; contiguous() first would keep a hold on it
   }
   return new PackedConv2d(weight.clone(), b, geometry);
 }

@@ -48,8 +48,12 @@ export class QTensor implements Disposable {
   readonly #repr: Tensor;
   readonly #params: QParams;
 
-  /** Use quantizePerTensor / quantizePerChannel / makeQuantized: they check their arguments. */
+  /**
+   * Takes `repr` (contiguous, of dtype's storage) as its own. quantizePerTensor,
+   * quantizePerChannel and makeQuantized (which copies any view) are the usual ways in.
+   */
   constructor(repr: Tensor, dtype: QDType, params: QParams) {
+    checkParts(repr, dtype, params);
     this.#repr = repr;
     this.dtype = dtype;
     this.#params = params;
@@ -160,6 +164,51 @@ export class QTensor implements Disposable {
       );
     return this.#params;
   }
+}
+
+/**
+ * The constructor's checks: every kernel reads the integers in order from the first, so
+ * a strided view (a transpose) would be read wrongly, and parameters that do not fit the
+ * shape would give NaN.
+ */
+function checkParts(repr: Tensor, dtype: QDType, params: QParams): void {
+  const op = "QTensor";
+  checkTensor(op, "repr", repr);
+  const d = checkQDType(op, dtype);
+  if (repr.dtype !== Q_STORAGE[d].dtype)
+    throw new DTypeError(`${op}: ${d} is stored as ${Q_STORAGE[d].dtype}; repr is ${repr.dtype}`);
+  if (repr.deviceType !== "cpu")
+    throw new DeviceError(`${op}: quantized tensors live on the CPU; repr is on ${repr.device}`);
+  if (!repr.isContiguous)
+    throw new ArgumentError(
+      `${op}: repr must be contiguous, got strides [${repr.strides}] for shape [${repr.shape}]; use makeQuantized(), which copies a view`,
+    );
+  if (params === null || typeof params !== "object")
+    throw new ArgumentError(`${op}: params must be a QParams object, got ${show(params)}`);
+  if (params.scheme === "per_tensor_affine") {
+    checkScale(op, "scale", params.scale);
+    checkZeroPoint(op, "zeroPoint", params.zeroPoint, d);
+  } else if (params.scheme === "per_channel_affine") {
+    const ax = checkAxis(op, params.axis, repr.rank);
+    if (ax !== params.axis)
+      throw new ArgumentError(`${op}: axis must be in [0, ${repr.rank - 1}], got ${params.axis}`);
+    if (!(params.scales instanceof Float64Array) || !(params.zeroPoints instanceof Int32Array))
+      throw new ArgumentError(
+        `${op}: per-channel scales must be a Float64Array and zeroPoints an Int32Array`,
+      );
+    const n = repr.shape[ax];
+    if (params.scales.length !== n || params.zeroPoints.length !== n)
+      throw new ShapeError(
+        `${op}: ${params.scales.length} scales and ${params.zeroPoints.length} zero points for the ${n} indices along axis ${ax}`,
+      );
+    for (let c = 0; c < n; c++) {
+      checkScale(op, `scales[${c}]`, params.scales[c]);
+      checkZeroPoint(op, `zeroPoints[${c}]`, params.zeroPoints[c], d);
+    }
+  } else
+    throw new ArgumentError(
+      `${op}: params.scheme must be "per_tensor_affine" or "per_channel_affine", got ${show((params as { scheme: unknown }).scheme)}`,
+    );
 }
 
 export function isQDType(x: unknown): x is QDType {
@@ -298,12 +347,20 @@ export function quantizePerTensor(
   return new QTensor(repr, d, { scheme: "per_tensor_affine", scale, zeroPoint });
 }
 
+/** A Tensor of scales or zero points: alive and 1-D, as torch requires. */
+function vectorOf(op: string, name: string, v: Tensor): number[] {
+  checkTensor(op, name, v);
+  if (v.rank !== 1)
+    throw new ShapeError(`${op}: ${name} must be 1-D, got a tensor of shape [${v.shape}]`);
+  return Array.from(v.toFloat64());
+}
+
 function numbersOf(op: string, name: string, v: unknown, n: number): number[] {
   const arr =
     Array.isArray(v) || ArrayBuffer.isView(v)
       ? Array.from(v as ArrayLike<number>)
       : v && typeof (v as Tensor).toFloat64 === "function"
-        ? Array.from((v as Tensor).toFloat64())
+        ? vectorOf(op, name, v as Tensor)
         : undefined;
   if (!arr) throw new ArgumentError(`${op}: ${name} must be numbers or a Tensor, got ${show(v)}`);
   if (arr.length !== n)
