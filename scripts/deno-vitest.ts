@@ -36,7 +36,11 @@ function withEach(register: Register) {
       }
     };
   const call: Register = (name, fn, ...rest) => register(name, fn, ...rest);
-  return Object.assign(call, register, { each });
+  const skip = (register as Register & { skip: Register }).skip;
+  // vitest's skipIf(condition) / runIf(condition): the skipping or the plain form.
+  const skipIf = (condition: unknown) => (condition ? skip : call);
+  const runIf = (condition: unknown) => (condition ? call : skip);
+  return Object.assign(call, register, { each, skipIf, runIf });
 }
 
 export const it = withEach(nodeIt as unknown as Register);

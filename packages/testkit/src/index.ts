@@ -30,6 +30,7 @@ export {
   type DeterminismResult,
   runDeterminism,
 } from "./determinism.ts";
+export { type GrowingRun, withGrowingMemory } from "./growing-memory.ts";
 export { registerHostBackedDevice } from "./host-device.ts";
 export {
   type AgainstReference,

@@ -122,9 +122,11 @@ class WeightCache {
   private remember(weight: Tensor, call?: object): KnownWeights | undefined {
     if (!dnnlState.libc) return undefined;
     this.compared = call ? { weight, call } : undefined;
-    const data = viewBytes(weight);
-    const copy = empty([data.byteLength], { dtype: "uint8" });
-    (copy.hostData() as Uint8Array).set(data);
+    const copy = empty([viewBytes(weight).byteLength], { dtype: "uint8" });
+    // The weight's view is taken after the copy is allocated: an allocation that grows a
+    // plain (unshared) CPU memory detaches the views taken before it (set() then threw a
+    // TypeError inside supports(), and onednn-conv refused every layer).
+    (copy.hostData() as Uint8Array).set(viewBytes(weight));
     const entry: KnownWeights = { copy };
     this.entries.set(weight, entry);
     while (this.entries.size > this.limit) {

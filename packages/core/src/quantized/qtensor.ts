@@ -493,8 +493,9 @@ export function dequantize(q: QTensor): Tensor {
   if (!(q instanceof QTensor))
     throw new ArgumentError(`dequantize: expected a QTensor, got ${show(q)}`);
   const repr = q.storage("dequantize");
-  const src = repr.hostData() as Int8Array | Uint8Array | Int32Array;
   const out = empty(repr.shape, { dtype: "float32" });
+  // Both views after the allocation: growing a plain (unshared) memory detaches older ones.
+  const src = repr.hostData() as Int8Array | Uint8Array | Int32Array;
   const dst = out.hostData() as Float32Array;
   const p = q.qparams;
   if (p.scheme === "per_tensor_affine") {

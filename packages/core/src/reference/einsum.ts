@@ -65,6 +65,12 @@ function sumOwnIndices(factors: Factor[], outLabels: readonly string[]): Factor[
 
 export function einsumReference(p: EinsumParams): Tensor {
   const { inputs, output: outLabels, sizes, operands } = p;
+  // The output first: the factors' readers are views of the CPU memory, which allocating
+  // could grow (a plain memory's growth detaches older views).
+  const out = output(
+    outLabels.map((l) => sizes[l]),
+    p.dtype,
+  );
   const factors = sumOwnIndices(
     operands.map((t, i) => factorOf(t, inputs[i])),
     outLabels,
@@ -72,10 +78,6 @@ export function einsumReference(p: EinsumParams): Tensor {
   const summed = new Set(factors.flatMap((f) => f.labels).filter((l) => !outLabels.includes(l)));
   const all = [...outLabels, ...summed];
   const dims = all.map((l) => sizes[l]);
-  const out = output(
-    outLabels.map((l) => sizes[l]),
-    p.dtype,
-  );
   const W = writer(out);
   // Stride of each loop index in each factor (0 where it broadcasts).
   const strides = factors.map((f) =>

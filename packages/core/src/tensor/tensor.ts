@@ -785,16 +785,18 @@ export function tensor(
       throw new ShapeError(
         `tensor: shape ${show(shape)} needs ${sizeOf(shape)} elements, got ${n}`,
       );
+    const at = { byteOffset: data.byteOffset, length: n };
     const t = filled(empty(shape, { dtype, device: "cpu" }), (dst) => {
+      const from = afterAllocation(data, at, dst);
       if (
         dtype === inferred ||
-        ((dtype === "float16" || dtype === "bfloat16") && data instanceof Uint16Array)
+        ((dtype === "float16" || dtype === "bfloat16") && from instanceof Uint16Array)
       ) {
-        dst.set(data as never);
+        dst.set(from as never);
         // A Uint8Array read as bool: any nonzero byte is true, stored as 1 (as torch's bool).
         if (dtype === "bool") for (let i = 0; i < n; i++) if (dst[i]) dst[i] = 1;
       } else {
-        const src = data as unknown as ArrayLike<number | bigint>;
+        const src = from as unknown as ArrayLike<number | bigint>;
         // A typed array is cast as torch casts a numpy array (wrapping), not checked.
         for (let i = 0; i < n; i++) writeValue(dtype, dst, i, src[i], false);
       }
@@ -935,10 +937,28 @@ export function fromFloat64(values: Float64Array, shape: readonly number[], dtyp
     throw new ShapeError(
       `fromFloat64: shape ${show(s)} needs ${sizeOf(s)} values, got ${values.length}`,
     );
+  const at = { byteOffset: values.byteOffset, length: values.length };
   return filled(empty(s, { dtype }), (dst) => {
-    if (dtype === "float64" || dtype === "float32") dst.set(values as never);
-    else for (let i = 0; i < values.length; i++) writeNumber(dtype, dst, i, values[i]);
+    const from = afterAllocation(values, at, dst);
+    if (dtype === "float64" || dtype === "float32") dst.set(from as never);
+    else for (let i = 0; i < from.length; i++) writeNumber(dtype, dst, i, from[i]);
   });
+}
+
+/**
+ * `data` once `dst` was allocated for its copy. When `data` views the CPU memory (a
+ * tensor's hostData()) and that allocation grew a plain (unshared) memory, the growth
+ * detached it (length 0: set() threw a TypeError, reads gave undefined): it is taken again
+ * at the same place over the memory's new buffer, which `dst` views. `at` is where it was.
+ */
+function afterAllocation<T extends ArrayBufferView>(
+  data: T,
+  at: { byteOffset: number; length: number },
+  dst: StorageArray,
+): T {
+  if ((data as unknown as ArrayLike<unknown>).length === at.length) return data;
+  const View = data.constructor as new (b: ArrayBufferLike, offset: number, n: number) => T;
+  return new View(dst.buffer, at.byteOffset, at.length);
 }
 
 /** A copy of an array (anything else as it is, for checkView to refuse). */

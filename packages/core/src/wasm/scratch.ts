@@ -19,8 +19,13 @@ export class Scratch {
   }
   /** Copies `data` into a new block; returns its pointer. */
   f64(data: Float64Array): number {
+    const { byteOffset, length } = data;
     const p = this.alloc(data.byteLength);
-    new Float64Array(cpuMemory().memory.buffer, p, data.length).set(data);
+    const buffer = cpuMemory().memory.buffer;
+    // `data` may view the CPU memory (a tensor's hostData()): growing a plain (unshared)
+    // memory for the block detached it (length 0), so it is read again at its place.
+    const src = data.length === length ? data : new Float64Array(buffer, byteOffset, length);
+    new Float64Array(buffer, p, length).set(src);
     return p;
   }
   release(): void {
