@@ -78,6 +78,11 @@ export interface WebGPUCapability {
   powerPreference: string;
   features: { shaderF16: boolean; timestampQuery: boolean; all: string[] };
   limits: DeviceLimits;
+  /**
+   * Loop iterations a shader invocation may run before the driver cuts its loops short
+   * (65535 on llvmpipe), or null where none was seen; kernels past it refuse.
+   */
+  loopBudget: number | null;
   pipelines: number;
   pool: WebGPUPoolStats;
   /** Validation and out-of-memory errors the device reported outside any error scope (the last 100). */
@@ -98,6 +103,7 @@ export function webgpuCapability(): WebGPUCapability | undefined {
       all: [...s.features].sort(),
     },
     limits: { ...s.limits },
+    loopBudget: Number.isFinite(s.loopBudget) ? s.loopBudget : null,
     pipelines: pipelineCount(),
     pool: poolStats(),
     errors: [...s.errors],

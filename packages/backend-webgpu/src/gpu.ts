@@ -10,6 +10,7 @@ import { getFlag, refreshAvailability, runtime } from "@backplane/core";
 import type { Availability } from "@backplane/core/backend";
 import { builtinModule, host } from "@backplane/core/cpu";
 import { preferVulkanOnDeno } from "./deno-vulkan.ts";
+import { measureLoopBudget } from "./loop-budget.ts";
 import { driverOutput, withNativeStderrCaptured } from "./native-stderr.ts";
 
 /** Device-level facts every kernel reads (limits are the device's, after requestDevice). */
@@ -28,6 +29,11 @@ export interface GpuState {
   readonly f16: boolean;
   readonly timestamps: boolean;
   readonly powerPreference: GPUPowerPreference;
+  /**
+   * Loop iterations one invocation may run before the driver cuts its loops short
+   * (65,535 on llvmpipe); Infinity where none was seen (loop-budget.ts).
+   */
+  readonly loopBudget: number;
   /** Set when the device was lost; kernels refuse with it. */
   lost?: string;
   /** Validation / out-of-memory errors the device reported that nobody caught. */
@@ -265,6 +271,7 @@ async function open(): Promise<GpuState> {
     f16: features.has("shader-f16"),
     timestamps: features.has("timestamp-query"),
     powerPreference,
+    loopBudget: await measureLoopBudget(device).catch(() => Number.POSITIVE_INFINITY),
     errors: [],
   };
   // (typed loosely: Deno's and the DOM's GPUUncapturedErrorEvent types differ)

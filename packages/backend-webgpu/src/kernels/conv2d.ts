@@ -7,12 +7,21 @@
  */
 import type { Conv2dParams, KernelDefinition } from "@backplane/core/backend";
 import { launchGrid, Meta, pipelineFor } from "../exec.ts";
+import { loopProblem } from "../loop-budget.ts";
 import { baseChecks, binding, bytesOf, FLOAT_DTYPES, output, VERBOSE, wgslType } from "./common.ts";
 import { MATMUL_INVOCATIONS, MATMUL_WORKGROUP_BYTES } from "./matmul.ts";
 
 const BM = 64;
 const BN = 64;
 const BK = 16;
+
+/**
+ * Loop iterations one invocation may run (llvmpipe's budget: loop-budget.ts), counting the
+ * loops of constant length too, in case a compiler keeps them: per slice of BK, the slice
+ * loop, its two loads and its depth; the bias and output loops around them.
+ */
+const loopIterations = (K: number): number =>
+  32 + Math.ceil(K / BK) * (1 + (2 * (BM * BK)) / (TX * TY) + BK);
 const TX = 16;
 const TY = 16;
 /** Where the parameter block has the dispatch's first workgroup id (launchGrid()). */
@@ -146,7 +155,8 @@ export const conv2dKernel: KernelDefinition<Conv2dParams> = {
     if (L.maxComputeWorkgroupStorageSize < MATMUL_WORKGROUP_BYTES)
       return `needs ${MATMUL_WORKGROUP_BYTES} bytes of workgroup memory, maxComputeWorkgroupStorageSize is ${L.maxComputeWorkgroupStorageSize}`;
     // (grids past maxComputeWorkgroupsPerDimension go in several dispatches: launchGrid())
-    return true;
+    const K = (p.c / p.groups) * p.kh * p.kw;
+    return loopProblem(s, loopIterations(K), `a convolution over ${K} inputs per output`) ?? true;
   },
   run(p) {
     const out = output([p.n, p.outChannels, p.outH, p.outW], p.dtype);

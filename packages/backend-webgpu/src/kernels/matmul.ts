@@ -7,6 +7,7 @@
  */
 import type { KernelDefinition, MatmulParams } from "@backplane/core/backend";
 import { launchGrid, Meta, pipelineFor } from "../exec.ts";
+import { loopProblem } from "../loop-budget.ts";
 import {
   baseChecks,
   binding,
@@ -106,14 +107,9 @@ fn main(@builtin(workgroup_id) wg0: vec3u, @builtin(local_invocation_id) lid: ve
       loadB(bBase, k, j + 2u, K, N, brs, bcs),
       loadB(bBase, k, j + 3u, K, N, brs, bcs));
     workgroupBarrier();
-    for (var kk = 0u; kk < ${BK}u; kk++) {
-      let a = As[kk * ${BM / 4}u + lid.y];
-      let b = Bs[kk * ${BN / 4}u + lid.x];
-      acc0 = fma(vec4<f32>(a.x), b, acc0);
-      acc1 = fma(vec4<f32>(a.y), b, acc1);
-      acc2 = fma(vec4<f32>(a.z), b, acc2);
-      acc3 = fma(vec4<f32>(a.w), b, acc3);
-    }
+    // Written out (no loop over kk): llvmpipe stops an invocation's loops after 65,535
+    // iterations in all (loop-budget.ts), which 17 per slice of 16 reached at K = 61,680.
+${Array.from({ length: BK }, (_, kk) => innerStep(kk)).join("\n")}
     workgroupBarrier();
   }
   let cBase = wg.z * M * N;
@@ -141,6 +137,25 @@ fn store(base: u32, i: u32, j: u32, M: u32, N: u32, v: vec4<f32>) {
  * barriers are what software rasterisers (SwiftShader) pay most for.
  */
 const SMALL = 1024;
+/** The most K a small product loops over; longer ones tile (K / 16 iterations). */
+const SMALL_MAX_K = 4096;
+
+/** One k of a tile slice: the four rows of A times the row of B, into the four sums. */
+const innerStep = (kk: number): string => `    {
+      let a = As[${kk * (BM / 4)}u + lid.y];
+      let b = Bs[${kk * (BN / 4)}u + lid.x];
+      acc0 = fma(vec4<f32>(a.x), b, acc0);
+      acc1 = fma(vec4<f32>(a.y), b, acc1);
+      acc2 = fma(vec4<f32>(a.z), b, acc2);
+      acc3 = fma(vec4<f32>(a.w), b, acc3);
+    }`;
+
+/** Whether a product runs the small shader (few outputs, a short K). */
+const isSmall = (p: MatmulParams): boolean => p.m * p.n <= SMALL && p.k <= SMALL_MAX_K;
+
+/** Loop iterations one invocation runs: the batch index walk and K's (per slice of BK when tiled). */
+const loopIterations = (p: MatmulParams): number =>
+  MAX_BATCH_RANK + (isSmall(p) ? p.k : Math.ceil(p.k / BK));
 
 function smallCode(dtype: string): string {
   const { T, enable } = wgslType(dtype);
@@ -203,7 +218,7 @@ export const matmulKernel: KernelDefinition<MatmulParams> = {
     const rank = collapsedBatch(p).shape.length;
     if (rank > MAX_BATCH_RANK)
       return `${rank} batch dimensions that do not merge; at most ${MAX_BATCH_RANK}`;
-    return true;
+    return loopProblem(s, loopIterations(p), `a product over K = ${p.k}`) ?? true;
   },
   run(p) {
     const out = output(p.outShape, p.dtype);
@@ -219,7 +234,7 @@ export const matmulKernel: KernelDefinition<MatmulParams> = {
       .list(c.strides[1], MAX_BATCH_RANK)
       .build();
     const batch = Math.max(1, product(p.batchShape));
-    const small = p.m * p.n <= SMALL;
+    const small = isSmall(p);
     launchGrid(
       {
         kernel: "wgsl-matmul-tiled",

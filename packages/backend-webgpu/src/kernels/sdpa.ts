@@ -10,6 +10,7 @@
 import type { KernelDefinition, SdpaParams } from "@backplane/core/backend";
 import { launchGrid, Meta, pipelineFor } from "../exec.ts";
 import type { GpuState } from "../gpu.ts";
+import { loopProblem } from "../loop-budget.ts";
 import {
   baseChecks,
   binding,
@@ -39,6 +40,52 @@ function tileKeys(s: GpuState, de: number, dv: number): number {
   return 0;
 }
 
+/**
+ * The per-key loops of the shader: over the head dims and the tile loads. Where the driver
+ * has a loop budget (llvmpipe stops an invocation's loops after 65,535 iterations in all:
+ * loop-budget.ts; 600 keys of 64 dims passed it) they are written out, statement by
+ * statement, so the only loops per key are the tile's. Elsewhere they stay loops: written
+ * out, SwiftShader's compiler took 24 GB and was killed on a 64-dim shader.
+ */
+interface InnerLoops {
+  loadK: string;
+  loadV: string;
+  dot: string;
+  acc: string;
+}
+
+const unrolled = (n: number, line: (i: number) => string): string =>
+  Array.from({ length: n }, (_, i) => line(i)).join("\n");
+
+function innerLoops(DE: number, DV: number, BC: number, unroll: boolean): InnerLoops {
+  if (!unroll)
+    return {
+      loadK: `    for (var t = li; t < ${BC * DE}u; t += ${BR}u) { loadK(t, s0, S, E, ko); }`,
+      loadV: `    for (var t = li; t < ${BC * DV}u; t += ${BR}u) { loadV(t, s0, S, Ev, vo); }`,
+      dot: `        for (var e = 0u; e < E; e++) { dot = fma(q[e], Ks[c * ${DE}u + e], dot); }`,
+      acc: `        for (var e = 0u; e < Ev; e++) { acc[e] = fma(p, Vs[c * ${DV}u + e], acc[e] * corr); }`,
+    };
+  // Past E and Ev, q, Ks and Vs hold zeros: the written-out sums need no bounds.
+  return {
+    loadK: unrolled((BC * DE) / BR, (r) => `    loadK(li + ${r * BR}u, s0, S, E, ko);`),
+    loadV: unrolled((BC * DV) / BR, (r) => `    loadV(li + ${r * BR}u, s0, S, Ev, vo);`),
+    dot: unrolled(DE, (e) => `        dot = fma(q[${e}], Ks[c * ${DE}u + ${e}u], dot);`),
+    acc: unrolled(
+      DV,
+      (e) => `        acc[${e}] = fma(p, Vs[c * ${DV}u + ${e}u], acc[${e}] * corr);`,
+    ),
+  };
+}
+
+/**
+ * Loop iterations one invocation runs where the per-key loops are written out (a driver
+ * with a loop budget): the batch index walk, q's load, each tile and each key of it, and
+ * the output row.
+ */
+function loopIterations(p: SdpaParams, BC: number): number {
+  return MAX_BATCH_RANK + p.E + Math.ceil(p.S / BC) * (BC + 1) + p.Ev;
+}
+
 // Long: a WGSL shader as a template string.
 function code(
   dtype: string,
@@ -46,9 +93,11 @@ function code(
   DE: number,
   DV: number,
   BC: number,
+  unroll: boolean,
 ): string {
   const { T, enable } = wgslType(dtype);
   const R = MAX_BATCH_RANK;
+  const inner = innerLoops(DE, DV, BC, unroll);
   const maskDecl =
     maskKind === "bool"
       ? "array<u32>" // bytes, four to a word
@@ -74,6 +123,23 @@ function code(
 
 var<workgroup> Ks: array<f32, ${BC * DE}>;
 var<workgroup> Vs: array<f32, ${BC * DV}>;
+
+// A key's and a value's element t of the tile from key s0 on (0 past S or the head dim).
+fn loadK(t: u32, s0: u32, S: u32, E: u32, ko: u32) {
+  let c = t / ${DE}u;
+  let e = t % ${DE}u;
+  var v = 0.0;
+  if (s0 + c < S && e < E) { v = f32(Kt[ko + (s0 + c) * prm[15] + e * prm[16]]); }
+  Ks[t] = v;
+}
+
+fn loadV(t: u32, s0: u32, S: u32, Ev: u32, vo: u32) {
+  let c = t / ${DV}u;
+  let e = t % ${DV}u;
+  var v = 0.0;
+  if (s0 + c < S && e < Ev) { v = f32(V[vo + (s0 + c) * prm[17] + e * prm[18]]); }
+  Vs[t] = v;
+}
 
 @compute @workgroup_size(${BR})
 fn main(@builtin(workgroup_id) wg0: vec3u, @builtin(local_invocation_index) li: u32) {
@@ -120,20 +186,8 @@ fn main(@builtin(workgroup_id) wg0: vec3u, @builtin(local_invocation_index) li: 
   var seen = false;
   var poisoned = false;
   for (var s0 = 0u; s0 < S; s0 += ${BC}u) {
-    for (var t = li; t < ${BC * DE}u; t += ${BR}u) {
-      let c = t / ${DE}u;
-      let e = t % ${DE}u;
-      var v = 0.0;
-      if (s0 + c < S && e < E) { v = f32(Kt[ko + (s0 + c) * prm[15] + e * prm[16]]); }
-      Ks[t] = v;
-    }
-    for (var t = li; t < ${BC * DV}u; t += ${BR}u) {
-      let c = t / ${DV}u;
-      let e = t % ${DV}u;
-      var v = 0.0;
-      if (s0 + c < S && e < Ev) { v = f32(V[vo + (s0 + c) * prm[17] + e * prm[18]]); }
-      Vs[t] = v;
-    }
+${inner.loadK}
+${inner.loadV}
     workgroupBarrier();
     if (valid) {
       let count = min(${BC}u, S - s0);
@@ -141,7 +195,7 @@ fn main(@builtin(workgroup_id) wg0: vec3u, @builtin(local_invocation_index) li: 
         let j = s0 + c;
         if (causal && j > i) { break; }
         var dot = 0.0;
-        for (var e = 0u; e < E; e++) { dot = fma(q[e], Ks[c * ${DE}u + e], dot); }
+${inner.dot}
         // An empty dot product (E = 0) is 0 whatever the scale (1 / sqrt(0) = inf), as in
         // torch, which scales q and k: the row averages v rather than turning NaN.
         var sc = 0.0;
@@ -155,7 +209,7 @@ fn main(@builtin(workgroup_id) wg0: vec3u, @builtin(local_invocation_index) li: 
         let corr = exp(m - mn);
         let p = exp(sc - mn);
         l = l * corr + p;
-        for (var e = 0u; e < Ev; e++) { acc[e] = fma(p, Vs[c * ${DV}u + e], acc[e] * corr); }
+${inner.acc}
         m = mn;
       }
     }
@@ -203,8 +257,11 @@ export const sdpaKernel: KernelDefinition<SdpaParams> = {
       return `needs ${BR} invocations per workgroup, maxComputeInvocationsPerWorkgroup is ${L.maxComputeInvocationsPerWorkgroup}`;
     const de = padDim(p.E);
     const dv = padDim(p.Ev);
-    if (tileKeys(s, de, dv) === 0)
+    const bc = tileKeys(s, de, dv);
+    if (bc === 0)
       return `a tile of 4 keys (${4 * (de + dv) * 4} bytes) does not fit maxComputeWorkgroupStorageSize (${L.maxComputeWorkgroupStorageSize})`;
+    const loops = loopProblem(s, loopIterations(p, bc), `attention over ${p.S} keys`);
+    if (loops) return loops;
     // (grids past maxComputeWorkgroupsPerDimension go in several dispatches: launchGrid())
     return true;
   },
@@ -244,13 +301,14 @@ export const sdpaKernel: KernelDefinition<SdpaParams> = {
       .list(lead(v), MAX_BATCH_RANK)
       .list(mB, MAX_BATCH_RANK)
       .build();
-    const key = `wgsl-sdpa-tiled:${p.dtype}:${p.maskKind}:${DE}:${DV}:${BC}`;
+    const unroll = Number.isFinite(s.loopBudget);
+    const key = `wgsl-sdpa-tiled:${p.dtype}:${p.maskKind}:${DE}:${DV}:${BC}:${unroll}`;
     launchGrid(
       {
         kernel: "wgsl-sdpa-tiled",
         op: "scaledDotProductAttention",
         params: p,
-        pipeline: pipelineFor(key, 4, 1, () => code(p.dtype, p.maskKind, DE, DV, BC)),
+        pipeline: pipelineFor(key, 4, 1, () => code(p.dtype, p.maskKind, DE, DV, BC, unroll)),
         reads: [binding(q), binding(k), binding(v), binding(mask ?? q)],
         writes: [binding(out)],
         meta,

@@ -10,6 +10,7 @@ import {
   type SoftmaxParams,
 } from "@backplane/core/backend";
 import { grid, gridRefusal, groupLimit, launch, Meta, pipelineFor } from "../exec.ts";
+import { loopProblem } from "../loop-budget.ts";
 import {
   baseChecks,
   binding,
@@ -136,7 +137,14 @@ function kernel(op: "softmax" | "logSoftmax"): KernelDefinition<SoftmaxParams> {
         return `${rank} dims besides dim (after merging) are more than ${MAX_RANK}`;
       const D = p.x.rank === 0 ? 1 : p.x.shape[p.dim];
       const rows = D === 0 ? 0 : p.x.numel / D;
-      return gridRefusal(rows, s.limits.maxComputeWorkgroupsPerDimension) ?? true;
+      // Loops an invocation runs (llvmpipe's budget: loop-budget.ts): the row walk, three
+      // strided passes over the row and two tree reductions.
+      const loops = MAX_RANK + 3 * Math.ceil(D / WG) + 2 * Math.log2(WG);
+      return (
+        gridRefusal(rows, s.limits.maxComputeWorkgroupsPerDimension) ??
+        loopProblem(s, loops, `a ${op} over ${D} elements`) ??
+        true
+      );
     },
     run(p) {
       const { x } = p;
