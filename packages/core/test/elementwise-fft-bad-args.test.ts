@@ -65,6 +65,43 @@ describe("add and mul of mixed dtypes", () => {
     }
   });
 
+  // torch 2.13: (torch.ones(3, dtype=a) + torch.ones((), dtype=b)).dtype, rows a (with
+  // dimensions), columns b (0-d); the same with the operands swapped. A 0-d operand only
+  // counts where it is a float beside an integer.
+  const TORCH_PROMOTES_0D: Record<D, readonly D[]> = {
+    int32: ["int32", "bfloat16", "float16", "float32", "float64"],
+    bfloat16: ["bfloat16", "bfloat16", "bfloat16", "bfloat16", "bfloat16"],
+    float16: ["float16", "float16", "float16", "float16", "float16"],
+    float32: ["float32", "float32", "float32", "float32", "float32"],
+    float64: ["float64", "float64", "float64", "float64", "float64"],
+  };
+  const scalarOf = (dtype: D, seed: number): Tensor =>
+    fromFloat64(Float64Array.of(Math.round(randn([1], { seed }).toFloat64()[0] * 8)), [], dtype);
+
+  it("beside a 0-d tensor, the cast named gives torch's dtype (float16 [3] + float32 0-d is float16)", () => {
+    for (const [i, x] of DTYPES.entries()) {
+      for (const [j, y] of DTYPES.entries()) {
+        if (x === y) continue;
+        const want = TORCH_PROMOTES_0D[x][j];
+        const pairs: [Tensor, Tensor][] = [
+          [ofDtype(x, i), scalarOf(y, j)],
+          [scalarOf(y, j), ofDtype(x, i)],
+        ];
+        for (const [a, b] of pairs) {
+          const e = thrown(() => add(a, b));
+          const what = `${a.dtype} [${a.shape}] with ${b.dtype} [${b.shape}]`;
+          expect(e, what).toBeInstanceOf(DTypeError);
+          expect(e.message, what).toContain(`.to("${want}")`);
+          // The operand the message names, cast as it says, gives torch's dtype.
+          const which = /cast (a|b|both) with/.exec(e.message)?.[1];
+          const ca = which === "b" ? a : a.astype(want);
+          const cb = which === "a" ? b : b.astype(want);
+          expect(add(ca, cb).dtype, what).toBe(want);
+        }
+      }
+    }
+  });
+
   it("a b of a dtype add never takes is named as such, not as a mismatch", () => {
     const b = fromFloat64(Float64Array.from([1, 0, 1]), [3], "int64");
     const e = thrown(() => add(randn([2, 3]), b));

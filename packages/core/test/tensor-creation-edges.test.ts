@@ -27,7 +27,7 @@ function liveAfterThrow(f: () => unknown, kind: new (...a: never[]) => Error): n
 
 describe("full() refuses a value its float dtype cannot hold, as torch.full", () => {
   // torch.full((2,), v, dtype=...) raises "value cannot be converted to type ... without
-  // overflow" for each of these; this filled the tensor with infinity.
+  // overflow" for each of these (for any size but 1: see below); this filled with infinity.
   const overflowing: [string, number][] = [
     ["float16", 65504.5],
     ["float16", -65505],
@@ -43,6 +43,19 @@ describe("full() refuses a value its float dtype cannot hold, as torch.full", ()
       expect(liveAfterThrow(() => full([2], v, { dtype: dtype as "float16" }), DTypeError)).toBe(0);
       expect(() => full([0], v, { dtype: dtype as "float16" })).toThrow(/overflow/);
     });
+
+  it("one element of float16 or bfloat16 overflows to inf, as torch 2.13", () => {
+    // torch.full([1], 70000., dtype=torch.float16) and full([1], 1e39, dtype=torch.bfloat16)
+    // are inf (a one-element fill skips the range check); float32's full([1], 1e40) raises.
+    expect(full([1], 70000, { dtype: "float16" }).toArray()).toEqual([Number.POSITIVE_INFINITY]);
+    expect(full([1, 1], -65520, { dtype: "float16" }).toArray()).toEqual([
+      [Number.NEGATIVE_INFINITY],
+    ]);
+    expect(full([], 1e38 * 3.4, { dtype: "bfloat16" }).toArray()).toEqual(Number.POSITIVE_INFINITY);
+    expect(full([1], 1e39, { dtype: "bfloat16" }).toArray()).toEqual([Number.POSITIVE_INFINITY]);
+    expect(() => full([1], 1e40)).toThrow(DTypeError);
+    expect(() => full([2], 70000, { dtype: "float16" })).toThrow(DTypeError);
+  });
 
   it("the largest finite values and infinities still fill (torch's values)", () => {
     expect(full([2], 65504, { dtype: "float16" }).toArray()).toEqual([65504, 65504]);

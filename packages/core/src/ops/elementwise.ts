@@ -33,13 +33,29 @@ const BINARY_DTYPES: readonly DType[] = ["float32", "float64", "float16", "bfloa
  */
 function checkNoPromotion(op: string, a: Tensor, b: Tensor): void {
   if (a.dtype === b.dtype || a.device !== b.device) return;
-  const wider = promoted(a.dtype, b.dtype);
+  const wider = promotedOf(a, b);
+  const which = a.dtype === wider ? "b" : b.dtype === wider ? "a" : "both";
   throw new DTypeError(
-    `${op}: a has dtype ${a.dtype} but b has ${b.dtype}; they must match (no implicit promotion): cast with .to("${wider}") first, the dtype torch would promote them to`,
+    `${op}: a has dtype ${a.dtype} but b has ${b.dtype}; they must match (no implicit promotion): cast ${which} with .to("${wider}") first, the dtype torch would promote them to`,
   );
 }
 
-/** torch's result dtype for two of BINARY_DTYPES. */
+const isInteger = (d: DType): boolean => d === "int32";
+
+/**
+ * torch's result dtype for a and b. A 0-d tensor beside one with dimensions counts only
+ * where it is of a higher kind (a float beside an integer): float16 [3] + float32 0-d is
+ * float16 in torch (casting to float32 gave another dtype than torch's).
+ */
+function promotedOf(a: Tensor, b: Tensor): DType {
+  if ((a.rank === 0) === (b.rank === 0)) return promoted(a.dtype, b.dtype);
+  const [dimensioned, scalar] = a.rank === 0 ? [b, a] : [a, b];
+  return isInteger(dimensioned.dtype) && !isInteger(scalar.dtype)
+    ? scalar.dtype
+    : dimensioned.dtype;
+}
+
+/** torch's result dtype for two of BINARY_DTYPES, both with dimensions (or both 0-d). */
 function promoted(x: DType, y: DType): DType {
   // float16 with bfloat16 meets at float32 in torch; otherwise the later in this order wins.
   if ((x === "float16" && y === "bfloat16") || (x === "bfloat16" && y === "float16"))

@@ -842,7 +842,13 @@ export function full(shape: readonly number[], value: number, opts?: CreateOptio
   if (typeof value !== "number" && typeof value !== "boolean")
     throw new ArgumentError(`full: value must be a number, got ${show(value)}`);
   opts = checkCreateOptions("full", opts);
-  checkFloatFill("full", checkDType("dtype", opts.dtype ?? "float32"), Number(value));
+  const dtype = checkDType("dtype", opts.dtype ?? "float32");
+  // torch 2.13 fills a one-element float16 or bfloat16 tensor without the range check: a
+  // value past the type's range gives inf there (torch.full([1], 1e39,
+  // dtype=torch.bfloat16)), and raises for any other size (and for float32 of any size).
+  const single = Array.isArray(shape) && shape.every((d) => d === 1);
+  const half = dtype === "float16" || dtype === "bfloat16";
+  if (!(single && half)) checkFloatFill("full", dtype, Number(value));
   const t = filled(empty(shape, { ...opts, device: "cpu" }), (dst, t) => {
     // Refused where the dtype cannot hold it, as torch.full does (300 into uint8).
     writeValue(t.dtype, dst, 0, value);
