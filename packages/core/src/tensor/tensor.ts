@@ -1,6 +1,6 @@
 /**
  * Tensor: dtype, shape, strides and an offset over a Storage that a device memory owns.
- * transpose/permute (and reshape of contiguous tensors) are views; views share the
+ * transpose/permute (and reshape, wherever the strides allow) are views; views share the
  * storage, which is freed when the last holder is disposed or garbage-collected.
  */
 
@@ -40,12 +40,13 @@ export function leadingBroadcastStrides(
   return target.map((_, i) => (i < off || shape[i - off] === 1 ? 0 : strides[i - off]));
 }
 
+/** Row-major strides; a size-0 dim counts as 1, as torch's (empty([2, 0, 3]) has [3, 3, 1]). */
 export function contiguousStrides(shape: readonly number[]): number[] {
   const strides = new Array<number>(shape.length);
   let s = 1;
   for (let i = shape.length - 1; i >= 0; i--) {
     strides[i] = s;
-    s *= shape[i];
+    s *= Math.max(shape[i]!, 1);
   }
   return strides;
 }
@@ -62,9 +63,14 @@ export function checkShape(name: string, shape: unknown): number[] {
       `${name}: shape must be an array of non-negative integers, got ${show(shape)}`,
     );
   }
+  checkCopyable(name, shape);
+  return shape as number[];
+}
+
+/** The most elements a new tensor (or a copy of a view) may have. */
+function checkCopyable(name: string, shape: readonly number[]): void {
   if (sizeOf(shape) > 2 ** 31)
     throw new ShapeError(`${name}: shape ${show(shape)} has more than 2^31 elements`);
-  return shape as number[];
 }
 
 /**
@@ -109,10 +115,14 @@ export class Tensor implements Disposable {
     this.dtype = dtype;
     // Copies: the caller's arrays, changed after the check, made a view reach past its storage.
     this.shape = copyOf(shape);
-    this.numel = sizeOf(this.shape);
+    // Checked before anything reads it: a null shape or a bigint size threw a TypeError here.
+    this.numel = checkedNumel(this.shape);
     this.strides = strides === undefined ? contiguousStrides(this.shape) : copyOf(strides);
     this.offset = offset;
     checkView(storage, dtype, this.shape, this.strides, offset);
+    // Frozen, as torch's size() tuple: `t.shape[0] = 1000` made kernels read past the storage.
+    Object.freeze(this.shape);
+    Object.freeze(this.strides);
     this.device = storage.device;
     this.deviceType = deviceTypeOf(storage.device);
     finalizer?.register(this, storage, this);
@@ -125,6 +135,8 @@ export class Tensor implements Disposable {
     return this._disposed;
   }
   get isContiguous(): boolean {
+    // Empty: no element to lay out, so any strides are contiguous (as torch's is_contiguous).
+    if (this.numel === 0) return true;
     let s = 1;
     for (let i = this.shape.length - 1; i >= 0; i--) {
       if (this.shape[i] !== 1 && this.strides[i] !== s) return false;
@@ -215,6 +227,8 @@ export class Tensor implements Disposable {
   /** Logical elements in row-major order, as float64 (strides and dtype handled). Host only. */
   toFloat64(): Float64Array {
     this.assertAlive();
+    // A stride-0 view can hold more elements than any copy (new Float64Array threw a RangeError).
+    checkCopyable("toFloat64", this.shape);
     const out = new Float64Array(this.numel);
     if (out.length === 0) return out;
     const src = this.hostData();
@@ -318,18 +332,23 @@ export class Tensor implements Disposable {
     );
   }
 
-  /** Same elements, new shape (-1 infers one size). A view when contiguous, else a copy. */
+  /**
+   * Same elements, new shape (-1 infers one size). A view wherever the strides allow one
+   * (as torch's reshape: contiguous, or a transposed or expanded tensor whose merged dims
+   * stay evenly strided), else a contiguous copy.
+   */
   reshape(shape: readonly number[]): Tensor {
     this.assertAlive();
     const s = inferShape(shape, this.numel);
-    if (!this.isContiguous) {
-      const c = this.contiguous();
+    const strides = viewStrides(this.shape, this.strides, s);
+    if (strides === undefined) {
+      const c = copyStrided(this);
       const r = c.reshape(s);
       c.dispose();
       return r;
     }
     this.storage.retain();
-    return new Tensor(this.storage, this.dtype, s, undefined, this.offset);
+    return new Tensor(this.storage, this.dtype, s, strides, this.offset);
   }
 
   /** This tensor if contiguous (a new reference), else a contiguous copy on the same device. */
@@ -459,6 +478,47 @@ function inferShape(shape: readonly number[], numel: number): number[] {
   }
   return s;
 }
+
+/**
+ * The strides that view a tensor of `shape` and `strides` as `newShape` over the same
+ * elements, or undefined when no strides can (the copy case). torch's computeStride: the
+ * old dims split into chunks that are contiguous among themselves, and each chunk must be
+ * covered by whole new dims; size-1 dims go anywhere.
+ */
+function viewStrides(
+  shape: readonly number[],
+  strides: readonly number[],
+  newShape: readonly number[],
+): number[] | undefined {
+  if (shape.length === 0) return newShape.map(() => 1);
+  if (sizeOf(shape) === 0)
+    return sameShape(shape, newShape) ? [...strides] : contiguousStrides(newShape);
+  const out = new Array<number>(newShape.length);
+  let viewD = newShape.length - 1;
+  let base = strides[shape.length - 1]!;
+  let chunk = 1;
+  let viewed = 1;
+  for (let d = shape.length - 1; d >= 0; d--) {
+    chunk *= shape[d]!;
+    const chunkEnds = d === 0 || (shape[d - 1] !== 1 && strides[d - 1] !== chunk * base);
+    if (!chunkEnds) continue;
+    while (viewD >= 0 && (viewed < chunk || newShape[viewD] === 1)) {
+      out[viewD] = viewed * base;
+      viewed *= newShape[viewD]!;
+      viewD--;
+    }
+    if (viewed !== chunk) return undefined;
+    if (d > 0) {
+      base = strides[d - 1]!;
+      chunk = 1;
+      viewed = 1;
+    }
+  }
+  return viewD === -1 ? out : undefined;
+}
+
+const sameShape = (a: readonly number[], b: readonly number[]): boolean =>
+  a.length === b.length && a.every((d, i) => d === b[i]);
 
 /** Calls fn(storagePosition, rowMajorIndex) for every element. */
 export function forEachIndex(
@@ -977,6 +1037,21 @@ const isIndex = (v: unknown): v is number => Number.isSafeInteger(v) && (v as nu
 const SAFE = " up to 2^53 - 1 (Number.MAX_SAFE_INTEGER)";
 
 /**
+ * The elements of a view's shape, once the shape is checked: sizes that are non-negative
+ * integers, and a count a JS number holds exactly (torch refuses a numel past int64 too).
+ */
+function checkedNumel(shape: readonly number[]): number {
+  if (!Array.isArray(shape) || !shape.every(isIndex))
+    throw new ShapeError(`tensor shape must be non-negative integers${SAFE}; got ${show(shape)}`);
+  const numel = sizeOf(shape);
+  if (!Number.isSafeInteger(numel))
+    throw new ShapeError(
+      `tensor shape ${show(shape)} has ${numel} elements, more than a JS number counts exactly (2^53 - 1); use smaller sizes`,
+    );
+  return numel;
+}
+
+/**
  * A view is checked once, where it is made (as torch's as_strided): integer, non-negative
  * sizes, strides and offset, and every element inside the storage. No kernel then meets a
  * view that reads outside its memory (native BLAS segfaulted on one, WASM trapped).
@@ -989,8 +1064,6 @@ function checkView(
   offset: number,
 ): void {
   const where = () => `view [${shape}] strides [${strides}] offset ${offset}`;
-  if (!Array.isArray(shape) || !shape.every(isIndex))
-    throw new ShapeError(`tensor shape must be non-negative integers${SAFE}; got ${where()}`);
   if (!Array.isArray(strides) || strides.length !== shape.length || !strides.every(isIndex))
     throw new ShapeError(
       `tensor strides must be ${shape.length} non-negative integers${SAFE} (one per dim); got ${where()}`,
