@@ -16,7 +16,7 @@
  * is permuted to the output order and copied once.
  */
 import { full, matmul, mul, Tensor } from "@backplane/core";
-import type { EinsumParams } from "@backplane/core/backend";
+import { type EinsumParams, labelledDims } from "@backplane/core/backend";
 
 interface Operand {
   /** The tensor whose memory this operand reads. */
@@ -41,18 +41,7 @@ function release(op: Operand): void {
 
 /** An input as an Operand: diagonals folded, size-1 dimensions dropped. */
 function prepare(t: Tensor, labels: readonly string[]): Operand {
-  const out: Operand = { base: t, owned: false, shape: [], strides: [], labels: [] };
-  labels.forEach((l, d) => {
-    if (t.shape[d] === 1) return;
-    const at = out.labels.indexOf(l);
-    if (at >= 0) out.strides[at] += t.strides[d];
-    else {
-      out.labels.push(l);
-      out.shape.push(t.shape[d]);
-      out.strides.push(t.strides[d]);
-    }
-  });
-  return out;
+  return { base: t, owned: false, ...labelledDims(t, labels) };
 }
 
 /** A fresh result tensor as an operand. */

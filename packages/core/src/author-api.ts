@@ -34,7 +34,7 @@ export {
 // Op handles (`ops.matmul.kernel({...})`) and the params kernels receive
 export { ops } from "./op-handles.ts";
 export type { Conv2dParams } from "./ops/conv2d.ts";
-export { type EinsumParams, parseEinsum } from "./ops/einsum.ts";
+export { type EinsumParams, type LabelledDims, labelledDims, parseEinsum } from "./ops/einsum.ts";
 export type { BinaryParams, UnaryParams } from "./ops/elementwise.ts";
 export type { FftParams } from "./ops/fft.ts";
 export type { LinalgParams } from "./ops/linalg.ts";

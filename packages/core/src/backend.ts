@@ -48,6 +48,7 @@ export const initBackends: typeof api.initBackends = shared.initBackends;
 export const int32SumProblem: typeof api.int32SumProblem = shared.int32SumProblem;
 export const int: typeof api.int = shared.int;
 export const jsCpuMemory: typeof api.jsCpuMemory = shared.jsCpuMemory;
+export const labelledDims: typeof api.labelledDims = shared.labelledDims;
 export const leadingBroadcastStrides: typeof api.leadingBroadcastStrides =
   shared.leadingBroadcastStrides;
 export const listBackends: typeof api.listBackends = shared.listBackends;

@@ -178,6 +178,33 @@ function prepare(equation: string, ...operands: Tensor[]): EinsumParams {
   return { ...parsed, operands, deviceType: operands[0].deviceType, dtype: operands[0].dtype };
 }
 
+/** An operand's dims by distinct label (see labelledDims). */
+export interface LabelledDims {
+  labels: string[];
+  shape: number[];
+  strides: number[];
+}
+
+/**
+ * An operand's dims as its distinct labels, for kernels that walk it by label: size-1 dims
+ * dropped (summing or broadcasting one changes nothing) and a repeated label's strides
+ * added (its diagonal).
+ */
+export function labelledDims(t: Tensor, labels: readonly string[]): LabelledDims {
+  const out: LabelledDims = { labels: [], shape: [], strides: [] };
+  labels.forEach((l, d) => {
+    if (t.shape[d] === 1) return;
+    const at = out.labels.indexOf(l);
+    if (at >= 0) out.strides[at] += t.strides[d];
+    else {
+      out.labels.push(l);
+      out.shape.push(t.shape[d]);
+      out.strides.push(t.strides[d]);
+    }
+  });
+  return out;
+}
+
 export const einsumOp: OpRecord<EinsumParams, [equation: string, ...operands: Tensor[]], Tensor> =
   defineOp({
     name: "einsum",

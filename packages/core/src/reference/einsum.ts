@@ -6,32 +6,19 @@
  * operands the result depends on the contraction order (torch's left-to-right order, an
  * opt_einsum path), which this one loop nest does not follow.
  */
-import type { EinsumParams } from "../ops/einsum.ts";
+import { type EinsumParams, type LabelledDims, labelledDims } from "../ops/einsum.ts";
 import { sizeOf, type Tensor } from "../tensor/tensor.ts";
 import { batchOffsets, output, type Read, reader, writer } from "./access.ts";
 
-/** An operand as its distinct indices: size-1 dimensions dropped, a repeated index's strides added (a diagonal). */
-interface Factor {
+/** An operand as its distinct indices (labelledDims) and a reader of its elements. */
+interface Factor extends LabelledDims {
   read: Read;
-  labels: string[];
-  shape: number[];
-  strides: number[];
 }
 
-function factorOf(t: Tensor, labels: readonly string[]): Factor {
-  const f: Factor = { read: reader(t), labels: [], shape: [], strides: [] };
-  labels.forEach((l, d) => {
-    if (t.shape[d] === 1) return; // summing or broadcasting a size-1 dimension changes nothing
-    const at = f.labels.indexOf(l);
-    if (at >= 0) f.strides[at] += t.strides[d];
-    else {
-      f.labels.push(l);
-      f.shape.push(t.shape[d]);
-      f.strides.push(t.strides[d]);
-    }
-  });
-  return f;
-}
+const factorOf = (t: Tensor, labels: readonly string[]): Factor => ({
+  read: reader(t),
+  ...labelledDims(t, labels),
+});
 
 /** f with the indices in `sum` summed out, as a dense row-major factor. */
 function sumOut(f: Factor, sum: ReadonlySet<string>): Factor {
