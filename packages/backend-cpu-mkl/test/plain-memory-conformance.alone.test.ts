@@ -17,19 +17,23 @@ import type { GrowingRun } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 
 // The core picks a shared memory where SharedArrayBuffer exists: hide it while the core and
-// the backends load, then put it back. Only under vitest, which loads each test file apart:
-// bun and deno load a package's files into one process, where this would change the memory
+// the backends load, then put it back. Only in a process of its own: vitest's, or
+// BACKPLANE_FILE_ALONE=1 (npm run test:alone runs this file alone on Bun and Deno). bun and
+// deno test load a package's files into one process, where this would change the memory
 // every other file runs on (or find the core loaded already, with a shared memory).
-const isolated = typeof process !== "undefined" && process.env.VITEST !== undefined;
+const isolated =
+  typeof process !== "undefined" &&
+  (process.env.VITEST !== undefined || process.env.BACKPLANE_FILE_ALONE === "1");
 const SharedBuffer = globalThis.SharedArrayBuffer;
 if (isolated) Reflect.deleteProperty(globalThis, "SharedArrayBuffer");
 const core = await import("@backplane/core");
 const { cpuMemory, Scratch } = await import("@backplane/core/cpu");
 const { dispatch, getOp } = await import("@backplane/core/backend");
 const testkit = await import("@backplane/testkit");
+/** Each case runs every kernel four times; the math attention at S = 2100 took 6.6 s under Bun. */
+const CASE_TIMEOUT = 120_000;
 await import("../src/index.ts");
 globalThis.SharedArrayBuffer = SharedBuffer;
-// (describe.skipIf is vitest's alone: deno's shim of vitest has describe.skip)
 const describeIsolated = isolated ? describe : describe.skip;
 
 type Outputs = Map<string, Float64Array>;
@@ -310,31 +314,39 @@ describeIsolated("CPU kernels on a plain WASM memory that grows mid-call", () =>
       for (const c of [...(testkit.CASES[op] ?? []), ...(LARGER[op] ?? [])])
         for (const dtype of (c as Case).only ? [(c as Case).only!] : dtypes)
           for (const deterministic of DETERMINISTIC_TOO.has(op) ? [false, true] : [false])
-            it(`${c.name} ${dtype}${deterministic ? " (deterministic)" : ""}`, async () => {
-              await core.ready();
-              const args = c.make(dtype, testkit.makeRng(dtype.length * 7919 + c.name.length));
-              try {
-                core.backends.withFlags({ core: { deterministic } }, () =>
-                  checkCase(op, args, dtype, c.sameRngOnly),
-                );
-              } finally {
-                for (const t of tensorsIn(args)) t.dispose();
-              }
-            });
+            it(
+              `${c.name} ${dtype}${deterministic ? " (deterministic)" : ""}`,
+              async () => {
+                await core.ready();
+                const args = c.make(dtype, testkit.makeRng(dtype.length * 7919 + c.name.length));
+                try {
+                  core.backends.withFlags({ core: { deterministic } }, () =>
+                    checkCase(op, args, dtype, c.sameRngOnly),
+                  );
+                } finally {
+                  for (const t of tensorsIn(args)) t.dispose();
+                }
+              },
+              CASE_TIMEOUT,
+            );
       const typical = testkit.sampleCase(op);
       for (const view of testkit.VIEW_KINDS)
-        it(`${typical?.name} as ${view} views, float32`, async () => {
-          await core.ready();
-          const made = typical!.make("float32", testkit.makeRng(31));
-          const args = made.map((a) =>
-            a instanceof core.Tensor ? (testkit.viewOf(op, a, view) ?? a) : a,
-          );
-          try {
-            checkCase(op, args, "float32", typical!.sameRngOnly);
-          } finally {
-            for (const t of new Set([...tensorsIn(made), ...tensorsIn(args)])) t.dispose();
-          }
-        });
+        it(
+          `${typical?.name} as ${view} views, float32`,
+          async () => {
+            await core.ready();
+            const made = typical!.make("float32", testkit.makeRng(31));
+            const args = made.map((a) =>
+              a instanceof core.Tensor ? (testkit.viewOf(op, a, view) ?? a) : a,
+            );
+            try {
+              checkCase(op, args, "float32", typical!.sameRngOnly);
+            } finally {
+              for (const t of new Set([...tensorsIn(made), ...tensorsIn(args)])) t.dispose();
+            }
+          },
+          CASE_TIMEOUT,
+        );
     });
   }
 });

@@ -7,10 +7,13 @@
 import { describe, expect, it } from "vitest";
 
 // The core picks a shared memory where SharedArrayBuffer exists: hide it while the core and
-// the backend load, then put it back. Only under vitest, which loads each test file apart:
-// bun and deno load a package's files into one process, where this would change the memory
+// the backend load, then put it back. Only in a process of its own: vitest's, or
+// BACKPLANE_FILE_ALONE=1 (npm run test:alone runs this file alone on Bun and Deno). bun and
+// deno test load a package's files into one process, where this would change the memory
 // every other file runs on (or find the core loaded already, with a shared memory).
-const isolated = typeof process !== "undefined" && process.env.VITEST !== undefined;
+const isolated =
+  typeof process !== "undefined" &&
+  (process.env.VITEST !== undefined || process.env.BACKPLANE_FILE_ALONE === "1");
 const SharedBuffer = globalThis.SharedArrayBuffer;
 if (isolated) Reflect.deleteProperty(globalThis, "SharedArrayBuffer");
 const core = await import("@backplane/core");
