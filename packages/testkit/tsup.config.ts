@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/index.ts", "src/c-header.ts"],
+  entry: ["src/index.ts", "src/c-header.ts", "src/plain-memory.ts"],
   format: ["esm"],
   tsconfig: "tsconfig.build.json",
   target: "es2022",

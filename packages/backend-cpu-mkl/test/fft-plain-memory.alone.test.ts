@@ -4,22 +4,16 @@
  * took the output's view before allocating their workspace, so when that allocation grew the
  * memory every result was silently lost: rfft of 2^18 + 1 samples gave all zeros.
  */
+import { loadOnPlainMemory, ownProcess } from "@backplane/testkit/plain-memory";
 import { describe, expect, it } from "vitest";
 
-// The core picks a shared memory where SharedArrayBuffer exists: hide it while the core and
-// the backend load, then put it back. Only in a process of its own: vitest's, or
-// BACKPLANE_FILE_ALONE=1 (npm run test:alone runs this file alone on Bun and Deno). bun and
-// deno test load a package's files into one process, where this would change the memory
-// every other file runs on (or find the core loaded already, with a shared memory).
-const isolated =
-  typeof process !== "undefined" &&
-  (process.env.VITEST !== undefined || process.env.BACKPLANE_FILE_ALONE === "1");
-const SharedBuffer = globalThis.SharedArrayBuffer;
-if (isolated) Reflect.deleteProperty(globalThis, "SharedArrayBuffer");
-const core = await import("@backplane/core");
-const { cpuMemory } = await import("@backplane/core/cpu");
-await import("../src/index.ts");
-globalThis.SharedArrayBuffer = SharedBuffer;
+// The core and this backend load on a plain memory (in a process of this file's own).
+const { core, cpuMemory } = await loadOnPlainMemory(async () => {
+  const core = await import("@backplane/core");
+  const { cpuMemory } = await import("@backplane/core/cpu");
+  await import("../src/index.ts");
+  return { core, cpuMemory };
+});
 
 const OPS = { fft: core.fft, ifft: core.ifft, rfft: core.rfft, irfft: core.irfft } as const;
 type Kind = keyof typeof OPS;
@@ -40,7 +34,7 @@ function run(kind: Kind, kernel: string, x: ReturnType<typeof input>): Float64Ar
   });
 }
 
-describe.skipIf(!isolated)("WASM FFT kernels on a plain WASM memory", () => {
+describe.skipIf(!ownProcess)("WASM FFT kernels on a plain WASM memory", () => {
   it("the memory is plain here (else this file tests nothing)", async () => {
     await core.ready();
     expect(cpuMemory().shared).toBe(false);

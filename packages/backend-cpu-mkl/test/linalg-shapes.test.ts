@@ -20,10 +20,10 @@ import {
   withKernelPriority,
 } from "@backplane/core";
 import type { LinalgParams } from "@backplane/core/backend";
+import { maxAbsDiff } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { NATIVE_BACKEND, WASM_BACKEND } from "../src/index.ts";
 import { modules, wasmKernels } from "../src/kernels/wasm.ts";
-import { maxAbsDiff } from "./linalg-helpers.ts";
 import { itNative, nativeRuns } from "./native-helpers.ts";
 
 await ready(WASM_BACKEND);

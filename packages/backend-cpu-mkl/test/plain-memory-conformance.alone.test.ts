@@ -14,27 +14,21 @@
  */
 import type { DType, Tensor } from "@backplane/core";
 import type { GrowingRun } from "@backplane/testkit";
+import { loadOnPlainMemory, ownProcess } from "@backplane/testkit/plain-memory";
 import { describe, expect, it } from "vitest";
 
-// The core picks a shared memory where SharedArrayBuffer exists: hide it while the core and
-// the backends load, then put it back. Only in a process of its own: vitest's, or
-// BACKPLANE_FILE_ALONE=1 (npm run test:alone runs this file alone on Bun and Deno). bun and
-// deno test load a package's files into one process, where this would change the memory
-// every other file runs on (or find the core loaded already, with a shared memory).
-const isolated =
-  typeof process !== "undefined" &&
-  (process.env.VITEST !== undefined || process.env.BACKPLANE_FILE_ALONE === "1");
-const SharedBuffer = globalThis.SharedArrayBuffer;
-if (isolated) Reflect.deleteProperty(globalThis, "SharedArrayBuffer");
-const core = await import("@backplane/core");
-const { cpuMemory, Scratch } = await import("@backplane/core/cpu");
-const { dispatch, getOp } = await import("@backplane/core/backend");
-const testkit = await import("@backplane/testkit");
+// The core and the backends load on a plain memory (in a process of this file's own).
+const { core, cpuMemory, Scratch, dispatch, getOp, testkit } = await loadOnPlainMemory(async () => {
+  const core = await import("@backplane/core");
+  const { cpuMemory, Scratch } = await import("@backplane/core/cpu");
+  const { dispatch, getOp } = await import("@backplane/core/backend");
+  const testkit = await import("@backplane/testkit");
+  await import("../src/index.ts");
+  return { core, cpuMemory, Scratch, dispatch, getOp, testkit };
+});
 /** Each case runs every kernel four times; the math attention at S = 2100 took 6.6 s under Bun. */
 const CASE_TIMEOUT = 120_000;
-await import("../src/index.ts");
-globalThis.SharedArrayBuffer = SharedBuffer;
-const describeIsolated = isolated ? describe : describe.skip;
+const describeIsolated = ownProcess ? describe : describe.skip;
 
 type Outputs = Map<string, Float64Array>;
 

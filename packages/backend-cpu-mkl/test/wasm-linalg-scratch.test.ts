@@ -14,9 +14,9 @@ import {
   withKernelPriority,
 } from "@backplane/core";
 import { cpuMemory } from "@backplane/core/cpu";
+import { maxAbsDiff } from "@backplane/testkit";
 import { describe, expect, it } from "vitest";
 import { WASM_BACKEND } from "../src/index.ts";
-import { maxAbsDiff } from "./linalg-helpers.ts";
 
 await ready(WASM_BACKEND);
 

@@ -12,24 +12,18 @@
  * float64 reference gives.
  */
 import type { Conv2dOptions, DType, Tensor } from "@backplane/core";
+import { loadOnPlainMemory, ownProcess } from "@backplane/testkit/plain-memory";
 import { describe, expect, it } from "vitest";
 
-// The core picks a shared memory where SharedArrayBuffer exists: hide it while the core and
-// the backends load, then put it back. Only in a process of its own: vitest's, or
-// BACKPLANE_FILE_ALONE=1 (npm run test:alone runs this file alone on Bun and Deno). bun and
-// deno test load a package's files into one process, where this would change the memory
-// every other file runs on (or find the core loaded already, with a shared memory).
-const isolated =
-  typeof process !== "undefined" &&
-  (process.env.VITEST !== undefined || process.env.BACKPLANE_FILE_ALONE === "1");
-const SharedBuffer = globalThis.SharedArrayBuffer;
-if (isolated) Reflect.deleteProperty(globalThis, "SharedArrayBuffer");
-const core = await import("@backplane/core");
-const { cpuMemory } = await import("@backplane/core/cpu");
-const testkit = await import("@backplane/testkit");
-const { TOLERANCE } = await import("./helpers.ts"); // loads backend-cpu-mkl and this backend
-globalThis.SharedArrayBuffer = SharedBuffer;
-const describeIsolated = isolated ? describe : describe.skip;
+// The core and the backends load on a plain memory (in a process of this file's own).
+const { core, cpuMemory, testkit, TOLERANCE } = await loadOnPlainMemory(async () => {
+  const core = await import("@backplane/core");
+  const { cpuMemory } = await import("@backplane/core/cpu");
+  const testkit = await import("@backplane/testkit");
+  const { TOLERANCE } = await import("./helpers.ts"); // loads backend-cpu-mkl and this backend
+  return { core, cpuMemory, testkit, TOLERANCE };
+});
+const describeIsolated = ownProcess ? describe : describe.skip;
 
 type Args = [Tensor, Tensor, Conv2dOptions?];
 

@@ -3,7 +3,7 @@
  * reference's largest magnitude), or, for decompositions that are unique only up to
  * signs (QR, eigh, SVD), by reconstruction and orthogonality.
  */
-import type { DType } from "@backplane/core";
+import type { DType, Tensor } from "@backplane/core";
 
 /** Tolerances per dtype: the worst relative error allowed. */
 export type Tolerances = Partial<Record<DType, number>>;
@@ -102,4 +102,15 @@ export function orthogonalityError(q: Float64Array, m: number, k: number): numbe
 
 export function worst(...js: Judgement[]): Judgement {
   return js.reduce((a, b) => (b.error > a.error ? b : a), { error: 0, where: "-" });
+}
+
+/** Largest |a - b| over two tensors of one shape; a NaN anywhere is an infinite difference. */
+export function maxAbsDiff(a: Tensor, b: Tensor): number {
+  if (a.shape.length !== b.shape.length || a.shape.some((d, i) => d !== b.shape[i]))
+    throw new Error(`maxAbsDiff: shapes [${a.shape}] and [${b.shape}] differ`);
+  const x = a.toFloat64();
+  const y = b.toFloat64();
+  let d = 0;
+  for (let i = 0; i < x.length; i++) d = Math.max(d, Math.abs(x[i] - y[i]));
+  return Number.isNaN(d) ? Number.POSITIVE_INFINITY : d;
 }

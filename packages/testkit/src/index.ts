@@ -10,6 +10,7 @@ export { CASES, type OpCase, sampleCase } from "./cases.ts";
 export {
   DEFAULT_TOLERANCES,
   type Judgement,
+  maxAbsDiff,
   OP_TOLERANCE_FACTOR,
   orthogonalityError,
   relativeError,
