@@ -6,6 +6,7 @@
 
 import { ArgumentError, DeviceError, DisposedError, DTypeError, ShapeError } from "../errors.ts";
 import { show } from "../util/format.ts";
+import { placeOf, retaken } from "../util/views.ts";
 import { version } from "../version.ts";
 import {
   bytesPerElement,
@@ -845,9 +846,9 @@ export function tensor(
       throw new ShapeError(
         `tensor: shape ${show(shape)} needs ${sizeOf(shape)} elements, got ${n}`,
       );
-    const at = { byteOffset: data.byteOffset, length: n };
+    const at = placeOf(data as ArrayBufferView & { length: number }); // empty() may detach it
     const t = filled(empty(shape, { dtype, device: "cpu" }), (dst) => {
-      const from = afterAllocation(data, at, dst);
+      const from = retaken(data, at, dst.buffer);
       if (
         dtype === inferred ||
         ((dtype === "float16" || dtype === "bfloat16") && from instanceof Uint16Array)
@@ -1003,28 +1004,12 @@ export function fromFloat64(values: Float64Array, shape: readonly number[], dtyp
     throw new ShapeError(
       `fromFloat64: shape ${show(s)} needs ${sizeOf(s)} values, got ${values.length}`,
     );
-  const at = { byteOffset: values.byteOffset, length: values.length };
+  const at = placeOf(values); // empty() may detach it
   return filled(empty(s, { dtype }), (dst) => {
-    const from = afterAllocation(values, at, dst);
+    const from = retaken(values, at, dst.buffer);
     if (dtype === "float64" || dtype === "float32") dst.set(from as never);
     else for (let i = 0; i < from.length; i++) writeNumber(dtype, dst, i, from[i]);
   });
-}
-
-/**
- * `data` once `dst` was allocated for its copy. When `data` views the CPU memory (a
- * tensor's hostData()) and that allocation grew a plain (unshared) memory, the growth
- * detached it (length 0: set() threw a TypeError, reads gave undefined): it is taken again
- * at the same place over the memory's new buffer, which `dst` views. `at` is where it was.
- */
-function afterAllocation<T extends ArrayBufferView>(
-  data: T,
-  at: { byteOffset: number; length: number },
-  dst: StorageArray,
-): T {
-  if ((data as unknown as ArrayLike<unknown>).length === at.length) return data;
-  const View = data.constructor as new (b: ArrayBufferLike, offset: number, n: number) => T;
-  return new View(dst.buffer, at.byteOffset, at.length);
 }
 
 /** A copy of an array (anything else as it is, for checkView to refuse). */

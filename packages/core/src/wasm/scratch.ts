@@ -7,6 +7,7 @@ import type { Availability } from "../registry/backends.ts";
 import { runtime } from "../runtime/detect.ts";
 import { bytesPerElement } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
+import { placeOf, retaken } from "../util/views.ts";
 import { cpuMemory } from "./memory.ts";
 
 export class Scratch {
@@ -19,13 +20,10 @@ export class Scratch {
   }
   /** Copies `data` into a new block; returns its pointer. */
   f64(data: Float64Array): number {
-    const { byteOffset, length } = data;
+    const at = placeOf(data); // a view of the CPU memory, which alloc() may detach
     const p = this.alloc(data.byteLength);
     const buffer = cpuMemory().memory.buffer;
-    // `data` may view the CPU memory (a tensor's hostData()): growing a plain (unshared)
-    // memory for the block detached it (length 0), so it is read again at its place.
-    const src = data.length === length ? data : new Float64Array(buffer, byteOffset, length);
-    new Float64Array(buffer, p, length).set(src);
+    new Float64Array(buffer, p, at.length).set(retaken(data, at, buffer));
     return p;
   }
   release(): void {
