@@ -75,7 +75,6 @@ export {
 } from "./registry/device-context.ts";
 export {
   type AnyKernelDefinition,
-  addKernels,
   defineOp,
   getOp,
   type Kernel,
@@ -86,7 +85,7 @@ export {
   type OpRecord,
   type ResultSpec,
 } from "./registry/kernels.ts";
-export { defineBackend, registerBackend } from "./registry/register.ts";
+export { addKernels, defineBackend, registerBackend } from "./registry/register.ts";
 export { checkDType, type StorageArray, viewOf } from "./tensor/dtype.ts";
 export {
   allocateStorage,

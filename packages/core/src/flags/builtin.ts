@@ -359,3 +359,28 @@ export const NAMESPACE_PACKAGES: Record<string, string | null> = {
   webgpu: "@backplane/backend-webgpu",
   nn: null,
 };
+
+/** The switch of each SDP backend family (torch.backends.cuda's enable_*_sdp flags). */
+export const SDP_FAMILY_FLAGS = {
+  MATH: "cuda.mathSdp",
+  FLASH_ATTENTION: "cuda.flashSdp",
+  EFFICIENT_ATTENTION: "cuda.memEfficientSdp",
+  CUDNN_ATTENTION: "cuda.cudnnSdp",
+  OVERRIDEABLE: "cuda.overrideableSdp",
+} as const;
+
+/** The switch of each kernel family of an op, and the one for kernels of no listed family. */
+export interface FamilySwitches {
+  readonly families: Readonly<Record<string, string>>;
+  readonly other: string;
+}
+
+/**
+ * Ops whose kernel families are switched by flags, as torch's SDP backends are: a kernel
+ * of a family runs only while its switch is true, whether or not its own `flags` name it
+ * (sdpaKernel([MATH]) must stop a FLASH_ATTENTION kernel that forgot cuda.flashSdp). A
+ * kernel of no listed family is a third party's: SDPBackend.OVERRIDEABLE.
+ */
+export const FAMILY_FLAGS: Readonly<Record<string, FamilySwitches>> = {
+  scaledDotProductAttention: { families: SDP_FAMILY_FLAGS, other: "cuda.overrideableSdp" },
+};

@@ -5,6 +5,7 @@
  */
 
 import { RegistrationError } from "../errors.ts";
+import { FAMILY_FLAGS } from "../flags/builtin.ts";
 import { DTYPES, type DType, isDType } from "../tensor/dtype.ts";
 import type { Tensor } from "../tensor/tensor.ts";
 import { show } from "../util/format.ts";
@@ -220,8 +221,24 @@ function checkOptionalFields(where: string, k: AnyKernelDefinition): void {
     throw fail("verboseFlags", 'a list of flag keys like ["mkl.verbose"]', vf);
 }
 
-/** Adds a backend's kernels; all are checked first, so a bad list adds nothing. */
-export function addKernels(
+/**
+ * A kernel's flags with its family's switch (FAMILY_FLAGS) among them: the switch gates every
+ * kernel of the family, also one whose author did not list it.
+ */
+function withFamilySwitch(k: AnyKernelDefinition): readonly string[] | undefined {
+  const gate = Object.hasOwn(FAMILY_FLAGS, k.op) ? FAMILY_FLAGS[k.op] : undefined;
+  if (gate === undefined) return k.flags;
+  const listed = k.family !== undefined && Object.hasOwn(gate.families, k.family);
+  const flag = listed ? gate.families[k.family as string] : gate.other;
+  return k.flags?.includes(flag) ? k.flags : [...(k.flags ?? []), flag];
+}
+
+/**
+ * Adds a backend's kernels as registerBackend does, before the backend is recorded (it has
+ * checked the kernels' flags against its own schema too); all are checked first, so a bad
+ * list adds nothing.
+ */
+export function addBackendKernels(
   backend: string,
   devices: readonly string[],
   list: readonly AnyKernelDefinition[],
@@ -255,7 +272,7 @@ export function addKernels(
   }
   for (const k of list) {
     const rec = ops.get(k.op) as OpRecord; // defined: checked above
-    rec.kernels.push({ ...k, backend });
+    rec.kernels.push({ ...k, backend, flags: withFamilySwitch(k) });
     rec.kernels.sort((a, b) => b.priority - a.priority);
   }
 }

@@ -22,10 +22,11 @@ import {
   type BackendDefinition,
   bumpGeneration,
   getBackend,
+  listBackends,
   namespaceOwnerOf,
   type RegisteredBackend,
 } from "./backends.ts";
-import { addKernels } from "./kernels.ts";
+import { type AnyKernelDefinition, addBackendKernels } from "./kernels.ts";
 
 // A value a backend adds to a flag (a quantized engine) is offered while that backend
 // can serve: available, and not failed to initialise (its library missing).
@@ -66,6 +67,11 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
     if (prior.def === def) return prior;
     const a = versionOf(prior.def);
     const b = versionOf(def);
+    const other = otherBackend(prior.def, def, a === b);
+    if (other !== undefined)
+      throw new RegistrationError(
+        `backend ${def.name} is already registered ${other}; backend names are unique, so rename one of them (nothing of the second was registered)`,
+      );
     if (a === b) return prior;
     throw new RegistrationError(
       `backend ${def.name} is already registered (version ${a ?? "?"}); a second copy (version ${b ?? "?"}) was imported. ` +
@@ -74,7 +80,7 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   }
   const entry: RegisteredBackend = { def, initState: def.init ? "pending" : "ready" };
   // Everything is checked before anything is recorded, so a failed registration leaves no
-  // trace (and the fixed definition registers afterwards). addKernels checks its whole
+  // trace (and the fixed definition registers afterwards). addBackendKernels checks its whole
   // list before adding any, so it comes first of what records.
   checkFields(def);
   checkApiMembers(def);
@@ -83,7 +89,7 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   checkKernelFlags(def);
   checkProvides(def);
   checkMemories(def);
-  addKernels(def.name, def.devices, def.kernels ?? []);
+  addBackendKernels(def.name, def.devices, def.kernels ?? []);
   addToRegistry(entry);
   const reader = def.packageName ?? def.name;
   for (const key of def.reads ?? []) addFlagReader(key, reader);
@@ -93,6 +99,35 @@ export function registerBackend(def: BackendDefinition): RegisteredBackend {
   for (const m of def.memories ?? []) registerDeviceMemory(m);
   bumpGeneration();
   return entry;
+}
+
+/** A definition's kernels as sorted "op/name" text (what a second copy of a package repeats). */
+function kernelSignature(def: BackendDefinition): string {
+  const list: unknown[] = Array.isArray(def.kernels) ? def.kernels : [];
+  const names = list.map((k) => {
+    const o = k as { op?: unknown; name?: unknown } | null;
+    return `${String(o?.op)}/${String(o?.name)}`;
+  });
+  return names.sort().join(",");
+}
+
+/**
+ * Why a second definition under a registered name is another backend rather than a second
+ * copy of the same package (which registers once, silently): another package, or other
+ * kernels under the same version. Without this, a third-party backend named like one already
+ * loaded was dropped without a word whenever neither gave a version().
+ */
+function otherBackend(
+  a: BackendDefinition,
+  b: BackendDefinition,
+  sameVersion: boolean,
+): string | undefined {
+  if (a.packageName !== b.packageName)
+    return `by ${show(a.packageName ?? "(no packageName)")}, and ${show(b.packageName ?? "(no packageName)")} registers another backend under that name`;
+  // Another version of the same package may change its kernels: the caller says "dedupe".
+  if (sameVersion && kernelSignature(a) !== kernelSignature(b))
+    return "with other kernels; a second definition under that name has a different kernel list";
+  return undefined;
 }
 
 /** A definition's version() for the duplicate check; one that throws is a RegistrationError. */
@@ -396,26 +431,66 @@ function checkKernelFlags(def: BackendDefinition): void {
       [...leaves(schema)].map(([key, spec]): [string, string] => [`${ns}.${key}`, spec.kind]),
     ),
   );
-  const known = new Set([...allFlagKeys(), ...kinds.keys()]);
-  for (const k of def.kernels ?? []) {
+  checkFlagsOfKernels(def.name, def.kernels ?? [], kinds);
+}
+
+/**
+ * Each flag a kernel lists is a defined boolean flag: a kernel runs only while its flags are
+ * all `true`. `ownKinds`: the kinds of flags the backend's schema brings (not defined yet).
+ */
+function checkFlagsOfKernels(
+  backend: string,
+  kernels: readonly AnyKernelDefinition[],
+  ownKinds: ReadonlyMap<string, string>,
+): void {
+  const known = new Set([...allFlagKeys(), ...ownKinds.keys()]);
+  for (const k of kernels) {
     const flags = (k as { flags?: unknown } | null)?.flags;
     if (flags !== undefined && !isStringList(flags))
       throw new RegistrationError(
-        `backend ${def.name}, kernel ${show(k?.name)}: flags must be a list of flag keys, got ${show(flags)}`,
+        `backend ${backend}, kernel ${show(k?.name)}: flags must be a list of flag keys, got ${show(flags)}`,
       );
     for (const key of flags ?? []) {
       if (!known.has(key)) {
         const guess = didYouMean(key, known);
         throw new RegistrationError(
-          `backend ${def.name}, kernel ${show(k?.name)}: flag ${show(key)} is not defined${guess ? `; did you mean ${guess}?` : ""} (a backend's own flags go in its flags schema)`,
+          `backend ${backend}, kernel ${show(k?.name)}: flag ${show(key)} is not defined${guess ? `; did you mean ${guess}?` : ""} (a backend's own flags go in its flags schema)`,
         );
       }
       // A kernel runs only while its flags are all `true`: another kind would never be.
-      const kind = kinds.get(key) ?? flagSpec(key)?.kind;
+      const kind = ownKinds.get(key) ?? flagSpec(key)?.kind;
       if (kind !== "bool")
         throw new RegistrationError(
-          `backend ${def.name}, kernel ${show(k?.name)}: flag ${key} is ${kind === "int" || kind === "enum" ? "an" : "a"} ${kind} flag; a kernel's flags must be boolean (use enabled(flag) for other conditions)`,
+          `backend ${backend}, kernel ${show(k?.name)}: flag ${key} is ${kind === "int" || kind === "enum" ? "an" : "a"} ${kind} flag; a kernel's flags must be boolean (use enabled(flag) for other conditions)`,
         );
     }
   }
+}
+
+/**
+ * Adds kernels to a backend registered before (a backend whose kernels load later): the
+ * backend must exist and declare the kernels' devices, and the kernels are checked as
+ * registerBackend checks its own. All are checked first, so a bad list adds nothing; the
+ * dispatcher's cached orders are dropped, so the next call sees them.
+ */
+export function addKernels(
+  backend: string,
+  devices: readonly string[],
+  list: readonly AnyKernelDefinition[],
+): void {
+  const b = typeof backend === "string" ? getBackend(backend) : undefined;
+  if (b === undefined)
+    throw new RegistrationError(
+      `addKernels: no backend is named ${show(backend)}; register it with registerBackend({ name, devices, isAvailable, kernels }) (registered: ${listBackends()
+        .map((x) => x.def.name)
+        .join(", ")})`,
+    );
+  const foreign = Array.isArray(devices) ? devices.filter((d) => !b.def.devices.includes(d)) : [];
+  if (foreign.length > 0)
+    throw new RegistrationError(
+      `addKernels: backend ${backend} does not declare device ${foreign.join(", ")} (its devices: ${b.def.devices.join(", ")})`,
+    );
+  if (Array.isArray(list)) checkFlagsOfKernels(backend, list, new Map());
+  addBackendKernels(backend, devices, list);
+  bumpGeneration();
 }

@@ -8,6 +8,7 @@
 
 import { explain } from "../dispatch/explain.ts";
 import { ArgumentError } from "../errors.ts";
+import { SDP_FAMILY_FLAGS } from "../flags/builtin.ts";
 import {
   changeOf,
   type FlagScope,
@@ -34,13 +35,8 @@ export const SDPBackend = {
 } as const;
 export type SDPBackend = Exclude<(typeof SDPBackend)[keyof typeof SDPBackend], "ERROR">;
 
-const FLAG: Record<SDPBackend, string> = {
-  MATH: "cuda.mathSdp",
-  FLASH_ATTENTION: "cuda.flashSdp",
-  EFFICIENT_ATTENTION: "cuda.memEfficientSdp",
-  CUDNN_ATTENTION: "cuda.cudnnSdp",
-  OVERRIDEABLE: "cuda.overrideableSdp",
-};
+/** Each family's switch: the registry gates every attention kernel of a family by it. */
+const FLAG: Record<SDPBackend, string> = SDP_FAMILY_FLAGS;
 const ALL = Object.keys(FLAG) as SDPBackend[];
 const OP = "scaledDotProductAttention";
 
