@@ -111,27 +111,63 @@ function erfcContinuedFraction(z: number): number {
     f *= delta;
     if (Math.abs(delta - 1) < 1e-16) break;
   }
-  return Math.exp(-z * z) / Math.sqrt(Math.PI) / f;
+  return expNegSquare(z) / Math.sqrt(Math.PI) / f;
 }
+
+/** The rounding error of the product a * b = p (Dekker's two-product: JS has no fma); |a|, |b| < 2^995. */
+function productError(a: number, b: number, p: number): number {
+  const SPLIT = 134217729; // 2^27 + 1
+  const ca = SPLIT * a;
+  const ah = ca - (ca - a);
+  const al = a - ah;
+  const cb = SPLIT * b;
+  const bh = cb - (cb - b);
+  const bl = b - bh;
+  return ah * bh - p + ah * bl + al * bh + al * bl;
+}
+
+/**
+ * exp(-z^2) with the rounding of z^2 taken back: exp's relative error is the absolute error
+ * of its argument, z^2 eps (7e-14 at z = 26, where gelu's tail ends).
+ */
+function expNegSquare(z: number): number {
+  const square = z * z;
+  if (!(square < 4096)) return Math.exp(-square); // 0 or NaN either way
+  return Math.exp(-square) * (1 - productError(z, z, square));
+}
+
+// 1 / sqrt 2 = SQRT1_2 + INV_SQRT2_LO, a double-double.
+const INV_SQRT2_LO = -4.833646656726457e-17;
 
 /**
  * 0.5 x (1 + erf(x / sqrt 2)). Where erf(x / sqrt 2) <= -erf(1) that is 0.5 x erfc(-x / sqrt 2),
  * taken straight from the continued fraction: 1 + erf cancelled there (2e-13 relative near
  * x = -3.5, all of it past x = -8.5 where 1 + erf rounds to 0 but gelu is ~1e-16 and smaller).
+ * erfc multiplies its argument's rounding error by 2 z^2 (2e-13 at x = -37), so x / sqrt 2 is
+ * carried as zh + zl and erfc corrected to first order: erfc(-zh - zl) = erfc(-zh) + zl erfc'.
  */
 function geluExact(x: number): number {
   const z = x / Math.SQRT2;
-  if (z <= -1) return 0.5 * x * erfcContinuedFraction(-z);
-  return 0.5 * x * (1 + erf(z));
+  if (z > -1) return 0.5 * x * (1 + erf(z));
+  if (!(x > -64)) return 0.5 * x * erfcContinuedFraction(-z); // gelu underflows to 0 there
+  const zh = x * Math.SQRT1_2;
+  const zl = productError(x, Math.SQRT1_2, zh) + x * INV_SQRT2_LO;
+  const slope = (2 / Math.sqrt(Math.PI)) * Math.exp(-zh * zh);
+  return 0.5 * x * (erfcContinuedFraction(-zh) + zl * slope);
+}
+
+/**
+ * 0.5 x (1 + tanh(u)), u = sqrt(2 / pi) (x + 0.044715 x^3), as x / (1 + exp(-2u)): the same
+ * value, but 1 + tanh(u) cancelled for negative x (5e-10 relative at x = -5, and 0 from
+ * x = -6.5 on, where gelu is still 1e-13 and far above float32's smallest).
+ */
+function geluTanh(x: number): number {
+  const u = Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x);
+  return x / (1 + Math.exp(-2 * u));
 }
 
 export const geluReference = (p: UnaryParams): Tensor =>
-  unary(
-    p,
-    p.approximate === "tanh"
-      ? (x) => 0.5 * x * (1 + Math.tanh(Math.sqrt(2 / Math.PI) * (x + 0.044715 * x * x * x)))
-      : geluExact,
-  );
+  unary(p, p.approximate === "tanh" ? geluTanh : geluExact);
 
 export function softmaxReference(p: SoftmaxParams): Tensor {
   const { x, dim, log } = p;

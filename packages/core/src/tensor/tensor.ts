@@ -960,9 +960,22 @@ export function foldSeed(seed: number): number {
   return ((seed >>> 0) ^ Math.imul(high | 0, 0x9e3779b1)) >>> 0;
 }
 
+/**
+ * A seed as torch.manual_seed takes one: an integer in [-2^63, 2^64). A string, NaN or
+ * nothing acted as seed 0 in seededRandom, silently, and a seed from 2^64 up folded onto
+ * a smaller one (1e300 drew seed 0's numbers), where torch refuses both.
+ */
+function checkSeed(name: string, seed: unknown): number {
+  if (typeof seed === "number" && Number.isInteger(seed) && seed >= -(2 ** 63) && seed < 2 ** 64)
+    return seed;
+  throw new ArgumentError(
+    `${name}: seed must be an integer in [-2^63, 2^64) (as torch.manual_seed takes), got ${show(seed)}`,
+  );
+}
+
 /** A small, fast, seedable PRNG (mulberry32) so random tensors are reproducible. */
 export function seededRandom(seed: number): () => number {
-  let a = foldSeed(seed);
+  let a = foldSeed(checkSeed("seededRandom", seed));
   return () => {
     a = (a + 0x6d2b79f5) >>> 0;
     let t = a;
@@ -980,8 +993,7 @@ function fillRandom(
   below = Number.POSITIVE_INFINITY,
 ): Tensor {
   opts = checkCreateOptions(name, opts);
-  if (opts.seed !== undefined && !Number.isInteger(opts.seed))
-    throw new ArgumentError(`seed must be an integer, got ${show(opts.seed)}`);
+  if (opts.seed !== undefined) checkSeed(name, opts.seed);
   const dtype = checkDType("dtype", opts.dtype ?? "float32");
   // As torch's: an integer or bool rand/randn was all zeros (or all true), silently.
   if (!isFloat(dtype))
