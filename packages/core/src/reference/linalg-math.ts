@@ -108,8 +108,7 @@ export function luFactor(
           lu[p * n + c] = t;
         }
       }
-      const pivot = lu[j * n + j];
-      for (let i = j + 1; i < n; i++) lu[i * n + j] /= pivot;
+      scaleBelowPivot(lu, n, j);
     } else if (info === 0) {
       // The column below the diagonal is already zero, so L's column is zero and we go on.
       info = j + 1;
@@ -122,6 +121,20 @@ export function luFactor(
     }
   }
   return { lu, pivots, info };
+}
+
+/**
+ * L's column j: the entries below the pivot divided by it, as getf2 does it: times the
+ * reciprocal (division only for a pivot under SAFE_MIN, whose reciprocal overflows). The
+ * rounding decides whether a singular A meets an exactly zero pivot later: dividing, torch
+ * raised for 1 in 20 rank-deficient integer matrices that we factored, or the reverse.
+ */
+function scaleBelowPivot(lu: Float64Array, n: number, j: number): void {
+  const pivot = lu[j * n + j];
+  if (Math.abs(pivot) >= SAFE_MIN) {
+    const r = 1 / pivot;
+    for (let i = j + 1; i < n; i++) lu[i * n + j] *= r;
+  } else for (let i = j + 1; i < n; i++) lu[i * n + j] /= pivot;
 }
 
 /**
@@ -586,6 +599,17 @@ export function svd(
 }
 
 /**
+ * Squared norm under which a column of g is zero to working precision: (eps ||g||_F)^2, the
+ * rounding error of any backward-stable SVD (LAPACK gesdd's included). Rotations keep
+ * ||g||_F, so it holds for every sweep; g's largest entry is 1, so nothing over- or underflows.
+ */
+function negligibleColumnNormSquared(g: Float64Array): number {
+  let ss = 0;
+  for (let i = 0; i < g.length; i++) ss += g[i] * g[i];
+  return EPS * EPS * ss;
+}
+
+/**
  * Rotates pairs of the q columns in g (each of length p, stored one after another) until all are
  * mutually orthogonal, and returns the accumulated rotation V (q x q, columns stored one after
  * another), so that original g = final g V^T.
@@ -597,6 +621,7 @@ function jacobiOrthogonalize(g: Float64Array, p: number, q: number): Float64Arra
   // typically carries a rounding error of order sqrt(p)*eps (LAPACK gesvj's default), so asking
   // for less would make the sweeps chase noise.
   const tol = Math.sqrt(Math.max(p, 16)) * EPS;
+  const negligible = negligibleColumnNormSquared(g);
   for (let sweep = 0; sweep < JACOBI_MAX_SWEEPS; sweep++) {
     let rotated = false;
     for (let i = 0; i < q - 1; i++) {
@@ -614,6 +639,12 @@ function jacobiOrthogonalize(g: Float64Array, p: number, q: number): Float64Arra
           gamma += x * y;
         }
         if (Math.abs(gamma) <= tol * Math.sqrt(alpha) * Math.sqrt(beta)) continue;
+        if (Math.min(alpha, beta) <= negligible) {
+          // Rounding noise of earlier rotations (A rank deficient): rotating it against a
+          // column ~1/eps larger leaves new noise as far from orthogonal, sweep after sweep.
+          g.fill(0, alpha <= beta ? oi : oj, (alpha <= beta ? oi : oj) + p);
+          continue;
+        }
         rotated = true;
         // The rotation that diagonalises the 2x2 Gram matrix [[alpha, gamma], [gamma, beta]],
         // taking the smaller angle (|t| <= 1) for stability.
