@@ -3,6 +3,9 @@
 // contiguous SIMD inner loops. Never throws: results come with LAPACK-style info codes.
 import { EPS, ldf, stf, ldi, sti, off, rowp, dot, axpy, scal, divs, rot, swapv, fillf } from "./util";
 
+/** The smallest normal float64: below it a reciprocal overflows. */
+const SAFE_MIN: f64 = 2.2250738585072014e-308;
+
 @inline function al16(b: i64): i64 {
   return (b + 15) & ~15;
 }
@@ -49,22 +52,44 @@ export function linalgWorkspaceBytes(m: i32, n: i32): i32 {
 // ---------------------------------------------------------------------------------------------
 // Cholesky
 
-/** Lower L with A = L L^T from the lower triangle of a. Returns 0 or k (1-based) where the leading minor of order k is not positive definite. l may equal a. */
-export function cholesky(a: usize, l: usize, n: i32): i32 {
+/**
+ * Lower L with A = L L^T from the lower triangle of a. Returns 0 or k (1-based) where the
+ * leading minor of order k is not positive definite. l may equal a. The sums are rounded in
+ * LAPACK potf2's order (scalar, in order; no SIMD lanes), as the core's reference: on a
+ * singular semidefinite A it decides whether we raise where torch does. upper != 0: a is the
+ * transpose of an upper triangle, and the off-diagonal sums follow potf2 uplo="U" (dot first).
+ */
+export function cholesky(a: usize, l: usize, n: i32, upper: i32): i32 {
   if (n <= 0) return 0;
   for (let i = 0; i < n - 1; i++) memory.fill(rowp(l, i, n) + off(i + 1), 0, off(n - i - 1));
   for (let j = 0; j < n; j++) {
     const lj = rowp(l, j, n);
-    const d = ldf(rowp(a, j, n), j) - dot(lj, lj, j);
+    const d = ldf(rowp(a, j, n), j) - orderedDot(lj, lj, j);
     if (!(d > 0)) return j + 1;
     const ljj = Math.sqrt(d);
     stf(lj, j, ljj);
+    const r = 1.0 / ljj;
     for (let i = j + 1; i < n; i++) {
       const li = rowp(l, i, n);
-      stf(li, j, (ldf(rowp(a, i, n), j) - dot(li, lj, j)) / ljj);
+      const x = ldf(rowp(a, i, n), j);
+      stf(li, j, (upper != 0 ? x - orderedDot(li, lj, j) : subtractTerms(x, li, lj, j)) * r);
     }
   }
   return 0;
+}
+
+/** sum x[k] y[k], added up in order (ddot's order). */
+function orderedDot(x: usize, y: usize, n: i32): f64 {
+  let s = 0.0;
+  for (let k = 0; k < n; k++) s += ldf(x, k) * ldf(y, k);
+  return s;
+}
+
+/** v - x[0] y[0] - x[1] y[1] - ..., each term subtracted in turn (dgemv "N"'s order). */
+function subtractTerms(v: f64, x: usize, y: usize, n: i32): f64 {
+  let s = v;
+  for (let k = 0; k < n; k++) s -= ldf(x, k) * ldf(y, k);
+  return s;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -89,11 +114,7 @@ export function luFactor(a: usize, lu: usize, pivots: usize, n: i32): i32 {
     const rj = rowp(lu, j, n);
     if (ldf(rowp(lu, p, n), j) != 0) {
       if (p != j) swapv(rj, rowp(lu, p, n), n);
-      const pivot = ldf(rj, j);
-      for (let i = j + 1; i < n; i++) {
-        const ri = rowp(lu, i, n);
-        stf(ri, j, ldf(ri, j) / pivot);
-      }
+      scaleBelowPivot(lu, n, j);
     } else if (info == 0) {
       info = j + 1;
     }
@@ -109,6 +130,23 @@ export function luFactor(a: usize, lu: usize, pivots: usize, n: i32): i32 {
     }
   }
   return info;
+}
+
+/**
+ * L's column j: the entries below the pivot times its reciprocal, as getf2 (division only for
+ * a pivot under SAFE_MIN, whose reciprocal overflows). The rounding decides whether a singular
+ * A meets an exactly zero pivot later, so whether inv/solve raise where torch does. As
+ * scaleBelowPivot in the core's reference.
+ */
+function scaleBelowPivot(lu: usize, n: i32, j: i32): void {
+  const pivot = ldf(rowp(lu, j, n), j);
+  const r = 1.0 / pivot;
+  const useReciprocal = abs<f64>(pivot) >= SAFE_MIN;
+  for (let i = j + 1; i < n; i++) {
+    const ri = rowp(lu, i, n);
+    const x = ldf(ri, j);
+    stf(ri, j, useReciprocal ? x * r : x / pivot);
+  }
 }
 
 /** Solves A X = B from luFactor's output; b (n x nrhs) is overwritten with X. Out-of-range pivots are ignored. */
@@ -209,8 +247,7 @@ function normStrided(x: usize, cnt: i32, strideBytes: usize): f64 {
   return amax * Math.sqrt(ss);
 }
 
-/** The smallest normal float64 (below it a reciprocal overflows), and 2^600, which lifts any subnormal into the normal range. */
-const QR_SAFE_MIN: f64 = 2.2250738585072014e-308;
+/** 2^600, which lifts any subnormal into the normal range. */
 const QR_SUBNORMAL_SCALE: f64 = 4.149515568880993e180;
 
 /** Householder QR (LAPACK signs). reduced: q m x k, r k x n; complete: q m x m, r m x n (k = min(m, n)). work: linalgWorkspaceBytes(m, n). */
@@ -234,7 +271,7 @@ export function qr(a: usize, m: i32, n: i32, complete: i32, q: usize, r: usize, 
     // exactly): else 1 / (alpha - beta) overflows and Q and R are NaN. v and tau do not
     // depend on the scale; beta is scaled back down.
     let up = 1.0;
-    if (Math.hypot(alpha, xnorm) < QR_SAFE_MIN) {
+    if (Math.hypot(alpha, xnorm) < SAFE_MIN) {
       up = QR_SUBNORMAL_SCALE;
       for (let i = j + 1; i < m; i++) {
         const wi = rowp(w, i, n);
@@ -398,7 +435,7 @@ function tred2T(zt: usize, d: usize, e: usize, n: i32): void {
 const QL_MAX_ITER = 60;
 
 /** Off-diagonals below this are zero whatever tst1 says (eigh scales A to a largest entry of 1): rotations built from subnormal entries carry a few bits and stop being orthogonal. As QL_TINY in the core's reference. */
-const QL_TINY: f64 = QR_SAFE_MIN / EPS;
+const QL_TINY: f64 = SAFE_MIN / EPS;
 
 @inline function qlNegligible(e: f64, tst1: f64): bool {
   const a = abs<f64>(e);
@@ -591,6 +628,9 @@ function jacobi(g: usize, p: i32, q: i32, v: usize): bool {
   memory.fill(v, 0, off(q) * <usize>q);
   for (let i = 0; i < q; i++) stf(rowp(v, i, q), i, 1.0);
   const tol = Math.sqrt(<f64>max<i32>(p, 16)) * EPS;
+  // (eps ||g||_F)^2: a column under it is rounding noise (rotations keep ||g||_F). As
+  // negligibleColumnNormSquared in the core's reference.
+  const negligible = EPS * EPS * dot(g, g, p * q);
   for (let sweep = 0; sweep < JACOBI_MAX_SWEEPS; sweep++) {
     let rotated = false;
     for (let i = 0; i < q - 1; i++) {
@@ -603,6 +643,12 @@ function jacobi(g: usize, p: i32, q: i32, v: usize): bool {
         const beta = gBeta;
         const gamma = gGamma;
         if (abs<f64>(gamma) <= tol * Math.sqrt(alpha) * Math.sqrt(beta)) continue;
+        if (min<f64>(alpha, beta) <= negligible) {
+          // Noise of earlier rotations (A rank deficient): rotated against a column ~1/eps
+          // larger it stays as far from orthogonal, sweep after sweep, and never converged.
+          memory.fill(alpha <= beta ? gi : gj, 0, off(p));
+          continue;
+        }
         rotated = true;
         const zeta = (beta - alpha) / (2.0 * gamma);
         const t = (zeta >= 0 ? 1.0 : -1.0) / (abs<f64>(zeta) + Math.hypot(1.0, zeta));

@@ -335,7 +335,7 @@ const linalgKernels = [
     const l = s.alloc(n * n * 8);
     const input = reusedInput(s, n * n);
     const parts = matricesOf(p.a, n, n).map((a) => {
-      const info = m.cholesky(input(a), l, n);
+      const info = m.cholesky(input(a), l, n, p.upper ? 1 : 0);
       if (info > 0) throw linalgFailure.notPositiveDefinite("cholesky", info);
       const r = f64View(l, n * n).slice();
       if (!p.upper) return r;

@@ -51,7 +51,7 @@ export interface KernelsModule {
   rfft_r2c(input: Ptr, output: Ptr, n: number, work: Ptr): void;
   irfft_c2r(input: Ptr, output: Ptr, n: number, work: Ptr): void;
   linalgWorkspaceBytes(m: number, n: number): number;
-  cholesky(a: Ptr, l: Ptr, n: number): number;
+  cholesky(a: Ptr, l: Ptr, n: number, upper: number): number;
   luFactor(a: Ptr, lu: Ptr, pivots: Ptr, n: number): number;
   solve(a: Ptr, n: number, b: Ptr, nrhs: number, x: Ptr, work: Ptr): number;
   inv(a: Ptr, n: number, out: Ptr, work: Ptr): number;

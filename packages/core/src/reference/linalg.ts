@@ -33,7 +33,7 @@ function transposed(a: Float64Array, n: number): Float64Array {
 
 export function choleskyReference(p: LinalgParams): Tensor {
   const ls = matricesOf(p.a, p.n, p.n).map((a) => {
-    const l = M.cholesky(a, p.n);
+    const l = M.cholesky(a, p.n, p.upper);
     return p.upper ? transposed(l, p.n) : l;
   });
   return stackMatrices(ls, [...p.a.shape], p.dtype);
