@@ -16,8 +16,8 @@ import {
   flashTileSupports,
   leadingDim,
   queryBlocks,
+  scoreProduct,
   type TileGemm,
-  tileAlpha,
   tileShapes,
 } from "../kernels/flash-blas.ts";
 import { needsProducts } from "../kernels/wasm-attention.ts";
@@ -61,9 +61,9 @@ const runThreads = (): number =>
  * makes, these row strides) on `threads`, or undefined.
  */
 function tileProblem(p: SdpaParams, ld: RowStrides, threads: number): string | undefined {
-  const alpha = tileAlpha(p);
+  const { alpha, lda } = scoreProduct(p, ld.q);
   for (const [rows, cols] of tileShapes(p)) {
-    const scores = sgemmStep(true, rows, cols, p.E, alpha, ld.q, ld.k, 0, cols, threads);
+    const scores = sgemmStep(true, rows, cols, p.E, alpha, lda, ld.k, 0, cols, threads);
     if (typeof scores === "string") return scores;
     const values = sgemmStep(false, rows, p.Ev, cols, 1, cols, ld.v, 1, p.Ev, threads);
     if (typeof values === "string") return values;

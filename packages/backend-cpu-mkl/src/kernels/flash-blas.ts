@@ -49,6 +49,45 @@ const TRANS = 112;
 export const tileAlpha = (p: SdpaParams): number => p.scale * Math.LOG2E;
 
 /**
+ * How the tiles make the scores alpha Q Kᵀ: the product's alpha and the query rows' stride.
+ * A GEMM applies alpha after the sum, so with |alpha| < 1 Q Kᵀ alone can overflow float32
+ * (|q|, |k| ~ 1e19 with a small scale: every row NaN) where the scaled scores fit, as the
+ * reference and torch's math kernel (which scale q and k first) give. Then the tiles copy
+ * the query block times alpha and multiply by 1; scaling first cannot overflow there. With
+ * |alpha| >= 1 scaling first could only overflow sooner: the product scales.
+ */
+export function scoreProduct(p: SdpaParams, ldq: number): ScoreProduct {
+  const alpha = tileAlpha(p);
+  return Math.abs(alpha) < 1
+    ? { alpha: 1, lda: p.E, prescaled: true }
+    : { alpha, lda: ldq, prescaled: false };
+}
+
+/** The scores' product: its alpha, the query rows' stride, and whether they are a scaled copy. */
+export interface ScoreProduct {
+  alpha: number;
+  lda: number;
+  prescaled: boolean;
+}
+
+/** dst row r (row stride e) = alpha * src row r (row stride ld), for r < rows; in float64, rounded once. */
+function scaleRowsInto(
+  f32: Float32Array,
+  src: number,
+  ld: number,
+  rows: number,
+  e: number,
+  alpha: number,
+  dst: number,
+): void {
+  for (let r = 0; r < rows; r++) {
+    const from = src + r * ld;
+    const to = dst + r * e;
+    for (let c = 0; c < e; c++) f32[to + c] = f32[from + c] * alpha;
+  }
+}
+
+/**
  * The row stride a BLAS takes for t's matrices (row-major: at least the row length). A
  * single row may carry any stride (a permuted [E, 1] view has stride 1): any valid value
  * does then.
@@ -264,29 +303,36 @@ function flashTiles(
   const mod = attentionModule.current!;
   const { L, S, E, Ev } = p;
   const lay = layoutOf(p);
-  // Workspace: the score block, then per query row m (f32) and l (f64), and the step's
-  // scratch.
-  const work = empty([BQ * BK + BQ * 6 + 16], { dtype: "float32" });
+  const ldq = leadingDim(p.query);
+  const product = scoreProduct(p, ldq);
+  const { prescaled } = product;
+  // Workspace: the score block, then per query row m (f32) and l (f64), the step's
+  // scratch, and the scaled query block when the product does not scale.
+  const work = empty([BQ * BK + BQ * 6 + 16 + (prescaled ? BQ * E : 0)], { dtype: "float32" });
   try {
     const mem = cpuMemory().memory.buffer;
     const f32 = new Float32Array(mem);
     const sAddr = addressOf(work);
     const mAddr = sAddr + BQ * BK * 4;
     const lAddr = mAddr + BQ * 4 + ((8 - ((mAddr + BQ * 4) % 8)) % 8);
+    const scratch = lAddr + BQ * 8;
+    const qScaled = (scratch + BQ * 12) / 4;
     const sView = f32.subarray(sAddr / 4, sAddr / 4 + BQ * BK);
     const mView = new Float32Array(mem, mAddr, BQ);
     const lView = new Float64Array(mem, lAddr, BQ);
-    const ldq = leadingDim(p.query);
     const ldk = leadingDim(p.key);
     const ldv = leadingDim(p.value);
     const q0 = addressOf(p.query) / 4;
     const k0 = addressOf(p.key) / 4;
     const v0 = addressOf(p.value) / 4;
     const o0 = addressOf(out) / 4;
-    const alpha = tileAlpha(p);
     const causal = p.isCausal;
     for (const { b, i0, rows } of subBlocks(blocks)) {
-      const q = q0 + lay.q[b];
+      let q = q0 + lay.q[b] + i0 * ldq;
+      if (prescaled) {
+        scaleRowsInto(f32, q, ldq, rows, E, tileAlpha(p), qScaled);
+        q = qScaled;
+      }
       const k = k0 + lay.k[b];
       const v = v0 + lay.v[b];
       const oBlk = o0 + b * L * Ev + i0 * Ev;
@@ -302,9 +348,9 @@ function flashTiles(
           rows,
           cols,
           E,
-          alpha,
-          f32.subarray(q + i0 * ldq),
-          ldq,
+          product.alpha,
+          f32.subarray(q),
+          product.lda,
           f32.subarray(k + j0 * ldk),
           ldk,
           0,
@@ -322,7 +368,7 @@ function flashTiles(
           ev: Ev,
           causal,
           diag: i0 - j0,
-          scratch: lAddr + BQ * 8,
+          scratch,
         };
         if (!gemm.softmax?.(step)) wasmSoftmax(step, gemm.kernel);
         gemm.sgemm(

@@ -75,11 +75,18 @@ function kvBatchDims(
       ["value", vb],
     ] as const) {
       const heads = b[b.length - 1];
-      if (headsQ % heads !== 0)
+      // No heads (0) divide only no query heads: torch gives the empty output there.
+      if (heads === 0 ? headsQ !== 0 : headsQ % heads !== 0)
         throw new ShapeError(
           `${op}: with enableGqa, query heads (${headsQ}) must be a multiple of ${name} heads (${heads})`,
         );
     }
+  const kh = kb[kb.length - 1];
+  const vh = vb[vb.length - 1];
+  if (enableGqa && kh !== vh && kh !== 1 && vh !== 1)
+    throw new ShapeError(
+      `${op}: with enableGqa, key heads (${kh}) and value heads (${vh}) must be equal (or one of them 1): the kernels map query heads to both through one group size; repeat the one with fewer heads (torch repeats each separately)`,
+    );
   return broadcastShapes(op, kb, vb, ["key's batch dims", "value's batch dims"]);
 }
 
@@ -125,6 +132,10 @@ function prepare(query: Tensor, key: Tensor, value: Tensor, opts?: SdpaOptions):
   const headsKV = kb.length > 0 ? kb[kb.length - 1] : 1;
   if (enableGqa && qb.length > 0 && kb.length > 0 && headsQ !== headsKV)
     kb = [...kb.slice(0, -1), headsQ];
+  if (!enableGqa && headsKV > 1 && headsQ > headsKV && headsQ % headsKV === 0 && kb.length > 0)
+    throw new ShapeError(
+      `${op}: query has ${headsQ} heads but key and value have ${headsKV}; for grouped-query attention pass enableGqa: true`,
+    );
   const batchShape = broadcastShapes(op, qb, kb, ["query's batch dims", "key's batch dims"]);
   const isCausal = checkBool(op, "isCausal", o.isCausal, false);
   // Checked by type, not truthiness: attnMask 0, false or "" is an ArgumentError, not "no mask".
