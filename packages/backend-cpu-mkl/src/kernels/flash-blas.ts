@@ -184,12 +184,6 @@ function wasmSoftmax(st: SoftmaxStep, kernel: string): void {
 const blasGemm: TileGemm = {
   kernel: "flash-cpu-blas",
   missing: () => (state.lib ? undefined : "no native BLAS is loaded"),
-  // A BLAS skips A B when alpha is 0, so a NaN or infinity in the query or key would not
-  // reach the output (0 x inf is NaN in the reference and the other kernels).
-  refuses: (p) =>
-    p.scale === 0
-      ? "scale 0: a BLAS skips the product when alpha is 0 (NaN would not propagate)"
-      : undefined,
   sgemm: (transB, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc) =>
     state.lib!.blas.cblas_sgemm(
       ROW_MAJOR,
