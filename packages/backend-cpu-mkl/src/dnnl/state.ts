@@ -121,6 +121,7 @@ class WeightCache {
   /** A new entry holding a copy of the weight's bytes (none without libc's memcmp). */
   private remember(weight: Tensor, call?: object): KnownWeights | undefined {
     if (!dnnlState.libc) return undefined;
+    this.dropDisposed();
     this.compared = call ? { weight, call } : undefined;
     const copy = empty([viewBytes(weight).byteLength], { dtype: "uint8" });
     // The weight's view is taken after the copy is allocated: an allocation that grows a
@@ -134,6 +135,14 @@ class WeightCache {
       this.drop(k, old);
     }
     return entry;
+  }
+
+  /**
+   * Forgets the weights disposed since: never looked up again, their copy and reorder were
+   * held until 32 newer weights pushed them out (a replaced model's layers stayed allocated).
+   */
+  private dropDisposed(): void {
+    for (const [k, e] of [...this.entries]) if (k.disposed) this.drop(k, e);
   }
 
   private drop(k: Tensor, e: KnownWeights): void {

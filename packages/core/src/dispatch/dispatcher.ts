@@ -14,7 +14,7 @@ import {
   NoKernelError,
   NondeterministicError,
 } from "../errors.ts";
-import { currentFrame, type KernelCall } from "../flags/context.ts";
+import { callListOpen, currentFrame, type KernelCall } from "../flags/context.ts";
 import { currentState } from "../flags/state.ts";
 import { bumpGeneration } from "../registry/backends.ts";
 import {
@@ -171,7 +171,7 @@ function traced(op: OpRecord, k: Kernel, params: OpParams, e: Entry): unknown {
       ...(e.initialising ? { initialising: [...e.initialising] } : {}),
     };
     // Every record() in progress: a nested one's calls are the outer one's too.
-    for (const calls of lists) calls.push(call);
+    for (const calls of lists) if (callListOpen(calls)) calls.push(call);
   }
   if (verbose) {
     emitVerbose(

@@ -1,12 +1,13 @@
 /** Which kernel ran: record(fn) collects every kernel call dispatched inside fn. */
 import { ArgumentError } from "../errors.ts";
-import type { KernelCall } from "../flags/context.ts";
+import { closeCallList, type KernelCall } from "../flags/context.ts";
 import { runWithState } from "../flags/state.ts";
 
 /**
  * Runs fn and returns, with its result, every kernel call dispatched inside it (op,
  * kernel, backend, device, dtype, shape, milliseconds). Holds across awaits; concurrent
- * record() calls each see only their own task's calls. The time is the kernel call's own
+ * record() calls each see only their own task's calls, and a task fn starts that outlives
+ * it (a timer) adds nothing once fn is done. The time is the kernel call's own
  * (a GPU kernel that returns before its work is done is timed to its return).
  */
 export function record<R>(
@@ -14,8 +15,19 @@ export function record<R>(
 ): R extends Promise<infer T> ? Promise<Recorded<T>> : Recorded<R> {
   if (typeof fn !== "function") throw new ArgumentError("record(fn): fn must be a function");
   const calls: KernelCall[] = [];
-  const result = runInFrameWithCalls(calls, fn);
-  if (result instanceof Promise) return result.then((r) => ({ result: r, calls })) as never;
+  // Closed when fn is done (returned, settled or threw): a task it started that outlives it
+  // (a timer, a request handler) keeps its frame, and would add to the list for ever.
+  const close = () => closeCallList(calls);
+  let result: R;
+  try {
+    result = runInFrameWithCalls(calls, fn);
+  } catch (e) {
+    close();
+    throw e;
+  }
+  if (result instanceof Promise)
+    return result.finally(close).then((r) => ({ result: r, calls })) as never;
+  close();
   return { result, calls } as never;
 }
 
@@ -29,9 +41,18 @@ function runInFrameWithCalls<R>(calls: KernelCall[], fn: () => R): R {
   return runWithState((s) => s, fn, calls);
 }
 
+const TEXT_FIELDS = ["op", "kernel", "backend", "device", "dtype", "shape"] as const;
+
+/** A call as record() makes it (an object missing its time threw a TypeError in the table). */
+function isKernelCall(c: unknown): c is KernelCall {
+  if (c === null || typeof c !== "object") return false;
+  const call = c as Record<string, unknown>;
+  return typeof call.ms === "number" && TEXT_FIELDS.every((f) => typeof call[f] === "string");
+}
+
 /** The calls of a record() as a table, one line per call. */
 export function formatCalls(calls: readonly KernelCall[]): string {
-  if (!Array.isArray(calls) || !calls.every((c) => c !== null && typeof c === "object"))
+  if (!Array.isArray(calls) || !calls.every(isKernelCall))
     throw new ArgumentError(
       "formatCalls(calls): calls must be the list record() returns ({ result, calls } = record(fn))",
     );

@@ -2,6 +2,7 @@
 
 import { ArgumentError } from "../errors.ts";
 import { show } from "../util/format.ts";
+import { warnOnce } from "../util/log.ts";
 
 let verboseSink: (line: string) => void = (line) => console.error(line);
 
@@ -19,5 +20,14 @@ export function setVerboseSink(sink: (line: string) => void): (line: string) => 
 
 /** Writes one line to the verbose sink (backends trace their library calls through it). */
 export function emitVerbose(line: string): void {
-  verboseSink(line);
+  try {
+    verboseSink(line);
+  } catch (err) {
+    // A sink that throws must not fail the op being traced: its result, already made,
+    // would never reach the caller and never be freed.
+    warnOnce(
+      "verbose-sink-threw",
+      `the verbose sink threw (${err instanceof Error ? err.message : String(err)}); its lines are dropped, the ops still run`,
+    );
+  }
 }

@@ -19,6 +19,23 @@ export interface Frame {
   calls?: readonly KernelCall[][];
 }
 
+/**
+ * The lists of record() calls that have returned: a task started inside one (a timer, a
+ * request handler) keeps its frame after it, and appending its calls there would grow the
+ * list without end and change a result the caller already holds.
+ */
+const closedLists = new WeakSet<readonly KernelCall[]>();
+
+/** Marks a record()'s list finished: later calls in its frame are not added to it. */
+export function closeCallList(calls: readonly KernelCall[]): void {
+  closedLists.add(calls);
+}
+
+/** Whether record() still collects into `calls`. */
+export function callListOpen(calls: readonly KernelCall[]): boolean {
+  return !closedLists.has(calls);
+}
+
 /** One kernel call, as record() reports it. */
 export interface KernelCall {
   op: string;

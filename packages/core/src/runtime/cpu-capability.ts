@@ -46,14 +46,14 @@ export function cpuCapabilityInfo(): CpuCapability {
   const rt = runtime();
   const wasmLevel = rt.wasmSimd ? "WASM_SIMD128" : "WASM";
   if (rt.name === "browser" || rt.name === "unknown") {
-    return (cached = {
+    return (cached = frozen({
       capability: wasmLevel,
       arch: "wasm32",
       model: "",
       features: [],
       wasmSimd: rt.wasmSimd,
       source: "wasm",
-    });
+    }));
   }
   const arch = rt.arch;
   const text = rt.platform === "linux" ? readCpuinfo() : undefined;
@@ -68,14 +68,23 @@ export function cpuCapabilityInfo(): CpuCapability {
     else if (has("avx2") && has("fma")) capability = "AVX2";
   } else if (arch === "ppc64" || arch === "ppc64le") capability = "VSX";
   else if (arch === "s390x") capability = "Z VECTOR";
-  return (cached = {
+  return (cached = frozen({
     capability: capabilityFromEnv(readEnv("ATEN_CPU_CAPABILITY")) ?? capability,
     arch,
     ...identity,
     features,
     wasmSimd: rt.wasmSimd,
     source: features.length > 0 ? "cpuinfo" : "unknown",
-  });
+  }));
+}
+
+/**
+ * The answer every caller shares, frozen: a caller that changed it (its capability, a
+ * feature pushed) changed it for the calibration cache's key and every later caller.
+ */
+function frozen(info: CpuCapability): CpuCapability {
+  Object.freeze(info.features);
+  return Object.freeze(info);
 }
 
 /** ATEN_CPU_CAPABILITY's values, as torch reads them (it does not check the CPU either). */

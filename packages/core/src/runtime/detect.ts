@@ -80,7 +80,9 @@ function detect(): RuntimeInfo {
 
 let cached: RuntimeInfo | undefined;
 export function runtime(): RuntimeInfo {
-  cached ??= detect();
+  // Frozen: every caller shares it, and the backends' availability reads it (a caller that
+  // set runtime().wasmSimd = false turned the WASM kernels off for the whole process).
+  cached ??= Object.freeze(detect());
   return cached;
 }
 

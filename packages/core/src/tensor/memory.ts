@@ -134,7 +134,9 @@ export function setAllocationHook(
   return prev;
 }
 
-export function allocateStorage(device: string, byteLength: number): Storage {
+export function allocateStorage(deviceName: string, byteLength: number): Storage {
+  // Normalized as memoryStats() reads it: "cuda" (not "cuda:0") or "cpu:0" counted apart.
+  const device = normalizeDevice(deviceName);
   const type = deviceTypeOf(device);
   const memory = memories.get(type);
   if (!memory) {

@@ -34,5 +34,11 @@ export function setLogHandler(next: LogHandler | null): LogHandler {
 export function warnOnce(key: string, message: string): void {
   if (given.has(key)) return;
   given.add(key);
-  handler("warn", message);
+  try {
+    handler("warn", message);
+  } catch {
+    // A handler that throws must not fail the op that warned (nor leak what it made):
+    // the warning goes to the console instead.
+    consoleHandler("warn", message);
+  }
 }
