@@ -5,6 +5,7 @@
  * views and returns string | null; i64/u64/usize return bigint.
  */
 import type { FfiAdapter, LoadAttempt } from "./contract.ts";
+import { loaderError } from "./load-error.ts";
 import type { FfiType, LibraryDecl, Pointer } from "./types.ts";
 import type { NativeFn } from "./wrap.ts";
 
@@ -65,7 +66,8 @@ function load(ffi: BunFfi, path: string, decl: LibraryDecl): LoadAttempt {
     } catch (e) {
       const msg = message(e);
       const name = MISSING_SYMBOL.exec(msg)?.[1];
-      if (name === undefined || !(name in wanted)) return { ok: false, kind: "load", error: msg };
+      if (name === undefined || !(name in wanted))
+        return { ok: false, kind: "load", error: loaderError(path, msg) };
       if (decl[name]!.optional !== true) return { ok: false, kind: "symbol", symbol: name };
       delete wanted[name];
     }

@@ -12,6 +12,7 @@
  */
 import { ArgumentError, FfiError } from "../../errors.ts";
 import type { FfiAdapter, LoadAttempt } from "./contract.ts";
+import { loaderError } from "./load-error.ts";
 import type { FfiType, LibraryDecl, Pointer } from "./types.ts";
 import {
   type Convert,
@@ -103,7 +104,7 @@ export async function createDenoAdapter(): Promise<FfiAdapter> {
     try {
       lib = deno.dlopen(path, foreign);
     } catch (e) {
-      return { ok: false, kind: "load", error: message(e) };
+      return { ok: false, kind: "load", error: loaderError(path, message(e)) };
     }
     const absent = names.find((n) => lib.symbols[n] == null && decl[n]!.optional !== true);
     if (absent !== undefined) {

@@ -6,6 +6,7 @@
  * made bigint like on the other runtimes.
  */
 import type { FfiAdapter, LoadAttempt } from "./contract.ts";
+import { loaderError } from "./load-error.ts";
 import type { FfiType, LibraryDecl, Pointer } from "./types.ts";
 import { type Convert, type NativeFn, wrapNative } from "./wrap.ts";
 
@@ -60,8 +61,7 @@ export async function createKoffiAdapter(): Promise<FfiAdapter> {
     try {
       lib = koffi.load(path);
     } catch (e) {
-      const msg = message(e);
-      return { ok: false, kind: "load", error: msg.includes(path) ? msg : `${path}: ${msg}` };
+      return { ok: false, kind: "load", error: loaderError(path, message(e)) };
     }
     const symbols: Record<string, NativeFn | null> = {};
     for (const [name, s] of Object.entries(decl)) {
