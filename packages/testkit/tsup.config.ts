@@ -1,7 +1,7 @@
 import { defineConfig } from "tsup";
 
 export default defineConfig({
-  entry: ["src/index.ts", "src/c-header.ts", "src/plain-memory.ts"],
+  entry: ["src/index.ts", "src/c-header.ts", "src/plain-memory.ts", "src/abi.ts"],
   format: ["esm"],
   tsconfig: "tsconfig.build.json",
   target: "es2022",
