@@ -29,6 +29,19 @@ import {
 } from "@backplane/core/backend";
 import { describe, expect, it } from "vitest";
 
+/**
+ * The tensors this file makes. Its fake kernels take only these: bun test and deno test load
+ * every test file of the package into one process, where a fake kernel left registered
+ * (zeros for attention, a fast relu) ran in other files' tests.
+ */
+const mine = new WeakSet<Tensor>();
+const own = <T extends Tensor>(t: T): T => {
+  mine.add(t);
+  return t;
+};
+const onlyMine = (t: Tensor): true | string =>
+  mine.has(t) || "a test kernel of backends-hunt2.test.ts (takes its own tensors only)";
+
 /** softmax(Q K^T / sqrt(E)) V in float64, for [B, L, E] inputs. */
 function attentionRef(q: Tensor, k: Tensor, v: Tensor): number[] {
   const [B, L, E] = q.shape;
@@ -66,6 +79,7 @@ const zerosKernel = (name: string, family: string | undefined, priority: number)
     dtypes: ["float64"],
     deterministic: true,
     priority,
+    supports: (p: SdpaParams) => onlyMine(p.query),
     // No `flags`: the family's switch must gate it all the same.
     run: (p: SdpaParams) => zeros([...p.batchShape, p.L, p.Ev], { dtype: "float64" }),
   });
@@ -84,9 +98,9 @@ const SDPA = "scaledDotProductAttention";
 const ran = (fn: () => unknown): string[] => record(fn).calls.map((c) => c.kernel);
 
 describe("sdpaKernel gates kernel families whose flags do not name their switch", () => {
-  const q = randn([2, 5, 4], { dtype: "float64" });
-  const k = randn([2, 7, 4], { dtype: "float64" });
-  const v = randn([2, 7, 3], { dtype: "float64" });
+  const q = own(randn([2, 5, 4], { dtype: "float64" }));
+  const k = own(randn([2, 7, 4], { dtype: "float64" }));
+  const v = own(randn([2, 7, 3], { dtype: "float64" }));
   const want = attentionRef(q, k, v);
   const close = (t: Tensor) =>
     Array.from(t.hostData() as Float64Array).every((x, i) => Math.abs(x - want[i]) < 1e-12);
@@ -146,6 +160,7 @@ describe("a second backend under a registered name", () => {
         dtypes: ["float64"],
         deterministic: true,
         priority: -5,
+        supports: (p) => onlyMine(p.x),
         run: () => zeros([1], { dtype: "float64" }),
       }),
     ],
@@ -161,7 +176,7 @@ describe("a second backend under a registered name", () => {
     // A second copy of the same package (same version, same kernels) still joins the first.
     expect(registerBackend(def("pkg-one", "hunt2-dup-relu"))).toBe(first);
     // The relu of random inputs is still the reference's (the priority -5 kernel stays behind).
-    const x = randn([9], { dtype: "float64" });
+    const x = own(randn([9], { dtype: "float64" }));
     const got = Array.from(relu(x).hostData() as Float64Array);
     expect(got).toEqual(Array.from(x.hostData() as Float64Array, (a) => Math.max(a, 0)));
   });
@@ -186,6 +201,7 @@ describe("addKernels after registration", () => {
       dtypes: ["float64"],
       deterministic: true,
       priority: 700,
+      supports: (p) => onlyMine(p.x),
       run: (p) => {
         const src = p.x.hostData() as Float64Array;
         const out = zeros(p.x.shape, { dtype: "float64" });
@@ -198,7 +214,7 @@ describe("addKernels after registration", () => {
   });
 
   it("a kernel added after the op's first call runs at the next call", () => {
-    const x = randn([11], { dtype: "float64" });
+    const x = own(randn([11], { dtype: "float64" }));
     expect(ran(() => relu(x))).toEqual(["reference"]);
     addKernels("hunt2-late", ["cpu"], [reluKernel("hunt2-late-relu")]);
     const r = record(() => relu(x));
