@@ -272,7 +272,7 @@ export class Contractor {
   /**
    * Joins what is left when no two live operands share a non-output label: the
    * cheapest pair first (smaller result on ties), everything at once if the memory
-   * limit allows no pair. False when the cost reached `bound`.
+   * limit allows no pair. False when the cost passed `bound`.
    */
   finishOuter(bound = Number.POSITIVE_INFINITY): boolean {
     for (;;) {
@@ -298,7 +298,7 @@ export class Contractor {
       }
       if (ba < 0) this.contractAll();
       else this.contract(ba, bb);
-      if (this.cost >= bound) return false;
+      if (this.cost > bound) return false;
     }
   }
 }
@@ -449,7 +449,9 @@ export class Greedy {
       st.neighbours(a, mark, s, list);
       st.neighbours(b, mark, s, list);
       const c = st.contract(a, b);
-      if (st.cost >= bound) return undefined;
+      // Strictly past the bound: a cost of Infinity (sizes past float64) under the default
+      // bound of Infinity is a path, not an abandoned trial.
+      if (st.cost > bound) return undefined;
       const ds = ++this.stamp;
       let nd = 0;
       for (const x of list) {

@@ -2,9 +2,10 @@
  * Reference einsum: one loop nest over every index, float64 accumulation. As torch does,
  * an index only one operand holds (and the output does not) is summed within that operand
  * first: sum_j a_i b_j c_k is a_i (sum_j b_j) c_k, so an inf in a stays inf where the
- * loop nest alone would add inf * b_j of both signs into NaN. With infs in two or more
- * operands the result depends on the contraction order (torch's left-to-right order, an
- * opt_einsum path), which this one loop nest does not follow.
+ * loop nest alone would add inf * b_j of both signs into NaN. With an inf among three or
+ * more operands the result can depend on the contraction order (torch's left-to-right
+ * order, an opt_einsum path), which this one loop nest does not follow: "aa,,aa->" with a
+ * scalar -inf is NaN in torch, -inf here.
  */
 import { type EinsumParams, type LabelledDims, labelledDims } from "../ops/einsum.ts";
 import { sizeOf, type Tensor } from "../tensor/tensor.ts";
