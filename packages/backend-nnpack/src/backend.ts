@@ -38,7 +38,14 @@ function gemmKernel(): string | undefined {
 
 /** The algorithm the "auto" kernel would run for conv2d(input, weight, opts). */
 export function algorithmFor(input: Tensor, weight: Tensor, opts?: Conv2dOptions): Algorithm {
-  return autoAlgorithm(ops.conv2d.prepare(input, weight, opts));
+  const p = ops.conv2d.prepare(input, weight, opts);
+  try {
+    return autoAlgorithm(p);
+  } finally {
+    // An unbatched [C, H, W] input is prepared as a batch-of-one view, which holds the
+    // input's storage: left undisposed, it kept that memory after the input was disposed.
+    if (p.input !== input) p.input.dispose();
+  }
 }
 
 export const nnpackBackend: BackendDefinition = defineBackend({

@@ -117,7 +117,12 @@ export function setTransformCacheLimit(bytes: number): number {
  * its weights, as NNPACK's compute strategy does). Returns the previous setting.
  */
 export function setTransformCacheEnabled(on: boolean): boolean {
+  // Checked: a string "false" or a 1 silently turned the cache off (or kept it off).
+  if (typeof on !== "boolean")
+    throw new ArgumentError(
+      `nnpack.setTransformCacheEnabled: on must be true or false, got ${typeof on === "string" ? JSON.stringify(on) : String(on)}`,
+    );
   const prev = enabled;
-  enabled = on === true;
+  enabled = on;
   return prev;
 }

@@ -19,7 +19,7 @@ import { modules } from "../kernels/wasm.ts";
 import { hasFfi } from "../native/backend.ts";
 import { ffiFailure } from "../native/ffi-failure.ts";
 import { limitNativeSpinning } from "../native/spin-env.ts";
-import { type Algorithm, dnnlConv, planFor, resetConvPlans } from "./conv.ts";
+import { type Algorithm, dnnlConv, dnnlWinogradConv, planFor, resetConvPlans } from "./conv.ts";
 import { dnnlFlashKernel, resetOperandPlans } from "./flash.ts";
 import { resetSoftmaxPlans } from "./flash-softmax.ts";
 import { blocksOf, isOneBlock } from "./kernel-blocks.ts";
@@ -146,7 +146,7 @@ function dnnlKernels(): AnyKernelDefinition[] {
       // backend against the other backends' (nnpack's Winograd and FFT among them).
       priority: 71,
       supports: winogradSupports,
-      run: (p) => dnnlConv(p, "winograd"),
+      run: dnnlWinogradConv,
     }),
     ops.matmul.kernel({
       name: "onednn-matmul",

@@ -739,6 +739,23 @@ export function dnnlConv(p: Conv2dParams, algorithm: Algorithm = "direct"): Tens
   return runPlan(planFor(p, algorithm) as Plan, p);
 }
 
+/**
+ * conv2d on oneDNN's Winograd plan, run again on its direct plan when the output is not
+ * finite. Input and weight are finite here (supports()), but the transforms scale a tile
+ * up before the products: at |x| and |w| near 1e18 a 3x3 16>16 layer gave +-inf at 27
+ * outputs whose true values (and the direct plan's) were below 1e38. The scan is one pass
+ * over the output; the second run happens only where float32 nearly overflowed (or the
+ * bias is not finite, where the direct plan gives the same answer).
+ */
+export function dnnlWinogradConv(p: Conv2dParams): Tensor {
+  const y = dnnlConv(p, "winograd");
+  if (allFinite(y)) return y;
+  const direct = planFor(p, "direct");
+  if (typeof direct === "string") return y;
+  y.dispose();
+  return runPlan(direct, p);
+}
+
 // Long: one call: threads, the input's reorder, the convolution, the output's reorder, each on CPU-device tensors freed in finally.
 function runPlan(plan: Plan, p: Conv2dParams): Tensor {
   const { dnnl: d } = dnnlState.ready();
