@@ -74,7 +74,24 @@ function argsFor(op: string, args: Tensor[]): unknown[] {
 
 /** explain() with `einsum`'s equation supplied from the shapes' ranks when the op needs one. */
 export function explainCall(op: string, args: Tensor[]): Explanation {
-  return explain(op, ...argsFor(op, args));
+  try {
+    return explain(op, ...argsFor(op, args));
+  } catch (e) {
+    throw missingOperand(op, args.length, e) ?? e;
+  }
+}
+
+/**
+ * The core's error for an operand the op needs and the shapes did not give ("b must be a
+ * Tensor, got undefined (wrap data with tensor(...))") as advice for the command line.
+ */
+function missingOperand(op: string, given: number, e: unknown): UsageError | undefined {
+  const name =
+    e instanceof Error ? /(\w+) must be a Tensor, got undefined/.exec(e.message)?.[1] : undefined;
+  if (name === undefined) return undefined;
+  return new UsageError(
+    `explain ${op}: ${given} shape${given === 1 ? "" : "s"} given, and ${op} takes another operand (${name}): add its shape to --shapes, e.g. --shapes 2x3,3x4`,
+  );
 }
 
 /** Runs the op once through the dispatcher (inside backends.record() for --run). */

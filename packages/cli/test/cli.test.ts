@@ -101,6 +101,14 @@ describe("backplane CLI", () => {
     expect(run("help").stdout).toMatch(/Exit codes: 0 ok/);
   });
 
+  it("a missing operand says to add its shape (it said: wrap data with tensor(...))", () => {
+    const r = run("explain", "matmul", "--shapes", "2x3");
+    expect(r.status).toBe(2);
+    expect(r.stderr).toMatch(
+      /^backplane: explain matmul: 1 shape given, and matmul takes another operand \(b\): add its shape to --shapes/,
+    );
+  });
+
   it('no command at all prints the help, exit 0 (it said: unknown command "help")', () => {
     const r = run();
     expect(r.status, r.stderr).toBe(0);
