@@ -171,16 +171,14 @@ export class Tensor implements Disposable {
     const { shape, strides } = this;
     if (shape.length !== strides.length) return false;
     let count = 1;
-    let last = this.offset;
     for (let i = 0; i < shape.length; i++) {
-      const size = shape[i]!;
-      const stride = strides[i]!;
-      if (!(isIndex(size) && isIndex(stride))) return false;
-      count *= size;
-      if (size > 0) last += (size - 1) * stride;
+      if (!(isIndex(shape[i]) && isIndex(strides[i]))) return false;
+      count *= shape[i]!;
     }
     if (count !== this.numel) return false;
-    return count === 0 || last < Math.floor(this.storage.byteLength / bytesPerElement(this.dtype));
+    return (
+      count === 0 || lastIndexOf(shape, strides, this.offset) < capacityOf(this.storage, this.dtype)
+    );
   }
 
   /**
@@ -1081,6 +1079,17 @@ function checkedNumel(shape: readonly number[]): number {
  * sizes, strides and offset, and every element inside the storage. No kernel then meets a
  * view that reads outside its memory (native BLAS segfaulted on one, WASM trapped).
  */
+/** Elements of `dtype` the storage holds. */
+const capacityOf = (storage: Storage, dtype: DType): number =>
+  Math.floor(storage.byteLength / bytesPerElement(dtype));
+
+/** The storage index of a view's last element (its size-0 dims skipped). */
+function lastIndexOf(shape: readonly number[], strides: readonly number[], offset: number): number {
+  let last = offset;
+  for (let i = 0; i < shape.length; i++) if (shape[i]! > 0) last += (shape[i]! - 1) * strides[i]!;
+  return last;
+}
+
 function checkView(
   storage: Storage,
   dtype: DType,
@@ -1100,14 +1109,9 @@ function checkView(
     throw new ArgumentError(
       `new Tensor: storage must be a Storage (a tensor's .storage), got ${show(storage)}`,
     );
-  const capacity = Math.floor(storage.byteLength / bytesPerElement(dtype));
-  let last = offset;
-  let empty = false;
-  for (let i = 0; i < shape.length; i++) {
-    if (shape[i] === 0) empty = true;
-    else last += (shape[i]! - 1) * strides[i]!;
-  }
-  if (empty ? offset > capacity : last >= capacity)
+  const capacity = capacityOf(storage, dtype);
+  const last = lastIndexOf(shape, strides, offset);
+  if (shape.includes(0) ? offset > capacity : last >= capacity)
     throw new ShapeError(
       `${where()} reaches element ${last} of a ${dtype} storage of ${capacity} elements; every element of a view must lie inside its storage`,
     );
